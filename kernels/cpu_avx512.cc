@@ -1,0 +1,68 @@
+// AVX-512 kernels (F + BW + VL). Compiled with AVX-512 flags only in this unit (see
+// detail/cpu_kernels.h); partial words at the ends go to the scalar kernels.
+#include <immintrin.h>
+
+#include "kernels/detail/bitsliced_vote.h"
+#include "kernels/detail/cpu_kernels.h"
+
+namespace ballot::kernels::detail {
+namespace {
+
+using Word8 = std::uint64_t __attribute__((vector_size(64)));
+
+void pack_avx512(const float* values, std::size_t count, std::uint64_t* words) {
+  const std::size_t full = count / 64;
+  const __m512 zero = _mm512_setzero_ps();
+  for (std::size_t w = 0; w < full; ++w) {
+    const float* p = values + 64 * w;
+    // "Not less than, unordered": true for x >= 0, -0.0 and NaN, as sign_bit().
+    const std::uint64_t m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p), zero, _CMP_NLT_UQ);
+    const std::uint64_t m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + 16), zero, _CMP_NLT_UQ);
+    const std::uint64_t m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + 32), zero, _CMP_NLT_UQ);
+    const std::uint64_t m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + 48), zero, _CMP_NLT_UQ);
+    words[w] = m0 | (m1 << 16) | (m2 << 32) | (m3 << 48);
+  }
+  if (count % 64 != 0) kScalarKernels.pack(values + 64 * full, count % 64, words + full);
+}
+
+void unpack_avx512(const std::uint64_t* words, std::size_t first_bit, std::size_t count,
+                   float negative, float positive, float* out) {
+  // Scalar up to a 16-bit boundary, then 16 coordinates per mask.
+  const std::size_t to_boundary = (16 - first_bit % 16) % 16;
+  const std::size_t head = count < to_boundary ? count : to_boundary;
+  kScalarKernels.unpack(words, first_bit, head, negative, positive, out);
+  std::size_t done = head;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(words);
+  const __m512 neg = _mm512_set1_ps(negative), pos = _mm512_set1_ps(positive);
+  for (; done + 16 <= count; done += 16) {
+    std::uint16_t mask;  // little-endian: the 16 bits starting at a multiple of 16
+    std::memcpy(&mask, bytes + (first_bit + done) / 8, sizeof(mask));
+    _mm512_storeu_ps(out + done, _mm512_mask_blend_ps(mask, neg, pos));
+  }
+  kScalarKernels.unpack(words, first_bit + done, count - done, negative, positive, out + done);
+}
+
+void vote_avx512(const std::uint64_t* const* inputs, const std::uint32_t* weights,
+                 std::size_t num_inputs, std::size_t word_begin, std::size_t word_end,
+                 std::uint64_t threshold, int planes, std::uint64_t* out) {
+  const std::size_t vector_end = word_begin + (word_end - word_begin) / 8 * 8;
+  bitsliced_vote<Word8>(inputs, weights, num_inputs, word_begin, vector_end, threshold, planes, out);
+  kScalarKernels.vote(inputs, weights, num_inputs, vector_end, word_end, threshold, planes, out);
+}
+
+std::size_t agree_avx512(const std::uint64_t* a, const std::uint64_t* b, std::size_t bits) {
+  const std::size_t full = bits / 64;
+  std::size_t equal = 0;
+  for (std::size_t w = 0; w < full; ++w) {
+    equal += static_cast<std::size_t>(_mm_popcnt_u64(~(a[w] ^ b[w])));
+  }
+  return equal + kScalarKernels.agree(a + full, b + full, bits % 64);
+}
+
+const CpuKernels kAvx512{Isa::kAvx512, &pack_avx512, &unpack_avx512, &vote_avx512, &agree_avx512};
+
+}  // namespace
+
+const CpuKernels* const kAvx512Kernels = &kAvx512;
+
+}  // namespace ballot::kernels::detail

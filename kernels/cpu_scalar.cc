@@ -1,0 +1,53 @@
+// The scalar reference kernels: every other ISA level must match these bit for bit.
+#include <bit>
+
+#include "kernels/detail/bitsliced_vote.h"
+#include "kernels/detail/cpu_kernels.h"
+#include "kernels/sign_logic.h"
+
+namespace ballot::kernels::detail {
+namespace {
+
+void pack_scalar(const float* values, std::size_t count, std::uint64_t* words) {
+  const std::size_t full = count / 64;
+  for (std::size_t w = 0; w < full; ++w) {
+    std::uint64_t word = 0;
+    for (int k = 0; k < 64; ++k) {
+      word |= static_cast<std::uint64_t>(sign_bit(values[64 * w + k])) << k;
+    }
+    words[w] = word;
+  }
+  if (const std::size_t tail = count % 64; tail != 0) {
+    std::uint64_t word = 0;
+    for (std::size_t k = 0; k < tail; ++k) {
+      word |= static_cast<std::uint64_t>(sign_bit(values[64 * full + k])) << k;
+    }
+    words[full] = word;
+  }
+}
+
+void unpack_scalar(const std::uint64_t* words, std::size_t first_bit, std::size_t count,
+                   float negative, float positive, float* out) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t bit = first_bit + i;
+    out[i] = ((words[bit / 64] >> (bit % 64)) & 1u) ? positive : negative;
+  }
+}
+
+std::size_t agree_scalar(const std::uint64_t* a, const std::uint64_t* b, std::size_t bits) {
+  std::size_t equal = 0;
+  const std::size_t full = bits / 64;
+  for (std::size_t w = 0; w < full; ++w) equal += std::popcount(~(a[w] ^ b[w]));
+  if (const std::size_t tail = bits % 64; tail != 0) {
+    const std::uint64_t mask = (std::uint64_t{1} << tail) - 1;
+    equal += std::popcount(~(a[full] ^ b[full]) & mask);
+  }
+  return equal;
+}
+
+}  // namespace
+
+const CpuKernels kScalarKernels{Isa::kScalar, &pack_scalar, &unpack_scalar,
+                                &bitsliced_vote<std::uint64_t>, &agree_scalar};
+
+}  // namespace ballot::kernels::detail

@@ -1,0 +1,142 @@
+// Host side of the CUDA kernels (compiled by the host compiler; see launch.h).
+#include "kernels/cuda/cuda_kernels.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/launch.h"
+
+namespace ballot::kernels::cuda {
+namespace {
+
+Status cuda_status(cudaError_t code, const char* what) {
+  if (code == cudaSuccess) return {};
+  const ErrorCode kind = (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver)
+                             ? ErrorCode::kUnavailable
+                             : ErrorCode::kInternal;
+  return make_error(kind, std::string(what) + ": " + cudaGetErrorString(code));
+}
+
+// RAII device buffer for the host convenience functions.
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t count) : count_(count) {
+    status_ = cuda_status(cudaMalloc(&pointer_, (count == 0 ? 1 : count) * sizeof(T)), "cudaMalloc");
+  }
+  ~DeviceBuffer() { if (pointer_) cudaFree(pointer_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  const Status& status() const { return status_; }
+  T* get() const { return static_cast<T*>(pointer_); }
+  Status upload(const T* host) {
+    return cuda_status(cudaMemcpy(pointer_, host, count_ * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  }
+  Status download(T* host) const {
+    return cuda_status(cudaMemcpy(host, pointer_, count_ * sizeof(T), cudaMemcpyDeviceToHost), "download");
+  }
+
+ private:
+  void* pointer_ = nullptr;
+  std::size_t count_;
+  Status status_;
+};
+
+Status require_device() {
+  if (device_count() == 0) return make_error(ErrorCode::kUnavailable, "no CUDA device present");
+  return {};
+}
+
+}  // namespace
+
+int device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error of a missing driver/device
+    return 0;
+  }
+  return count;
+}
+
+Status pack_signs(const float* d_values, std::size_t count, std::uint64_t* d_words, void* stream) {
+  return cuda_status(static_cast<cudaError_t>(ballot_cuda_launch_pack(d_values, count, d_words, stream)),
+                     "pack kernel launch");
+}
+
+Status unpack_signs(const std::uint64_t* d_words, std::size_t count, float negative, float positive,
+                    float* d_out, void* stream) {
+  return cuda_status(static_cast<cudaError_t>(ballot_cuda_launch_unpack(d_words, count, negative, positive,
+                                                                        d_out, stream)),
+                     "unpack kernel launch");
+}
+
+Status majority_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std::size_t num_words,
+                     const std::uint32_t* d_weights, std::uint64_t total_weight, std::uint64_t* d_out,
+                     void* stream) {
+  if (total_weight >= (std::uint64_t{1} << 32)) {
+    return make_error(ErrorCode::kInvalidArgument, "total vote weight must be below 2^32");
+  }
+  return cuda_status(static_cast<cudaError_t>(ballot_cuda_launch_vote(
+                         d_inputs, num_inputs, num_words, d_weights, total_weight, d_out, stream)),
+                     "vote kernel launch");
+}
+
+Result<BitVector> pack_signs_on_device(std::span<const float> values) {
+  BALLOT_TRY(require_device());
+  BitVector out(values.size());
+  DeviceBuffer<float> d_values(values.size());
+  DeviceBuffer<std::uint64_t> d_words(out.num_words());
+  BALLOT_TRY(d_values.status());
+  BALLOT_TRY(d_words.status());
+  BALLOT_TRY(d_values.upload(values.data()));
+  BALLOT_TRY(pack_signs(d_values.get(), values.size(), d_words.get(), nullptr));
+  BALLOT_TRY(d_words.download(out.data()));
+  return out;
+}
+
+Result<std::vector<float>> unpack_signs_on_device(const BitVector& signs, float scale) {
+  BALLOT_TRY(require_device());
+  std::vector<float> out(signs.size());
+  DeviceBuffer<std::uint64_t> d_words(signs.num_words());
+  DeviceBuffer<float> d_out(signs.size());
+  BALLOT_TRY(d_words.status());
+  BALLOT_TRY(d_out.status());
+  BALLOT_TRY(d_words.upload(signs.data()));
+  BALLOT_TRY(unpack_signs(d_words.get(), signs.size(), -scale, scale, d_out.get(), nullptr));
+  BALLOT_TRY(d_out.download(out.data()));
+  return out;
+}
+
+Result<BitVector> majority_vote_on_device(std::span<const BitVector> inputs,
+                                          std::span<const std::uint32_t> weights) {
+  BALLOT_TRY(require_device());
+  if (inputs.empty()) return make_error(ErrorCode::kInvalidArgument, "no inputs to vote on");
+  if (!weights.empty() && weights.size() != inputs.size()) {
+    return make_error(ErrorCode::kInvalidArgument, "one weight per input is needed");
+  }
+  const std::size_t size = inputs.front().size(), num_words = inputs.front().num_words();
+  std::vector<std::uint64_t> packed(inputs.size() * num_words);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].size() != size) return make_error(ErrorCode::kInvalidArgument, "input sizes differ");
+    std::copy(inputs[i].words().begin(), inputs[i].words().end(), packed.begin() + i * num_words);
+  }
+  std::uint64_t total = weights.empty() ? inputs.size() : 0;
+  for (auto weight : weights) total += weight;
+  DeviceBuffer<std::uint64_t> d_inputs(packed.size()), d_out(num_words);
+  DeviceBuffer<std::uint32_t> d_weights(weights.size());
+  BALLOT_TRY(d_inputs.status());
+  BALLOT_TRY(d_out.status());
+  BALLOT_TRY(d_weights.status());
+  BALLOT_TRY(d_inputs.upload(packed.data()));
+  if (!weights.empty()) BALLOT_TRY(d_weights.upload(weights.data()));
+  BALLOT_TRY(majority_vote(d_inputs.get(), inputs.size(), num_words,
+                           weights.empty() ? nullptr : d_weights.get(), total, d_out.get(), nullptr));
+  BitVector out(size);
+  BALLOT_TRY(d_out.download(out.data()));
+  out.clear_padding();
+  return out;
+}
+
+}  // namespace ballot::kernels::cuda

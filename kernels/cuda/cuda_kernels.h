@@ -1,0 +1,46 @@
+// CUDA twins of the sign kernels: pack, unpack and bit-sliced majority vote on the GPU.
+//
+// Host API in plain C++ (no CUDA types): streams are passed as `void*` (a cudaStream_t, null for
+// the default stream), device buffers as raw pointers (d_ prefix). Every kernel entry point
+// checks its launch and returns a Status instead of throwing; it is asynchronous on the stream.
+// Results are bit-identical to the CPU reference (kernels/sign_kernels.h, kernels/majority_vote.h):
+// the per-element logic is shared through kernels/sign_logic.h.
+// Built only when BALLOT_HAVE_CUDA; the functions report ErrorCode::kUnavailable when no device
+// is present, so callers and tests can skip cleanly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/bit_vector.h"
+#include "core/result.h"
+
+namespace ballot::kernels::cuda {
+
+// Number of usable CUDA devices; 0 (never an error) when there is no GPU or no driver.
+int device_count() noexcept;
+
+// d_words receives words_for(count) words, padding bits zero. Warp ballot: each warp packs 64
+// consecutive values into one word.
+Status pack_signs(const float* d_values, std::size_t count, std::uint64_t* d_words, void* stream);
+
+// d_out[i] = bit i ? positive : negative.
+Status unpack_signs(const std::uint64_t* d_words, std::size_t count, float negative,
+                    float positive, float* d_out, void* stream);
+
+// Inputs are `num_inputs` rows of `num_words` words, row i at d_inputs + i * num_words; d_weights
+// may be null (all 1). One thread per output word keeps bit-sliced counters in registers.
+// `total_weight` = num_inputs without weights, else the sum of the weights (< 2^32).
+Status majority_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std::size_t num_words,
+                     const std::uint32_t* d_weights, std::uint64_t total_weight,
+                     std::uint64_t* d_out, void* stream);
+
+// Host convenience: copy to the device, run, copy back, synchronise. For tests and small tools.
+Result<BitVector> pack_signs_on_device(std::span<const float> values);
+Result<std::vector<float>> unpack_signs_on_device(const BitVector& signs, float scale);
+Result<BitVector> majority_vote_on_device(std::span<const BitVector> inputs,
+                                          std::span<const std::uint32_t> weights = {});
+
+}  // namespace ballot::kernels::cuda

@@ -1,0 +1,18 @@
+// Internal: C-linkage launchers of the CUDA kernels, with plain types only. launch.cu is compiled
+// by nvcc, whose implicit CUDA headers declare a global function `ballot` that collides with our
+// namespace; keeping the nvcc unit behind this C interface keeps namespace ballot out of it.
+// Each returns a cudaError_t as int (0 = success) from the launch check.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+int ballot_cuda_launch_pack(const float* d_values, std::size_t count, std::uint64_t* d_words,
+                            void* stream);
+int ballot_cuda_launch_unpack(const std::uint64_t* d_words, std::size_t count, float negative,
+                              float positive, float* d_out, void* stream);
+int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_t num_inputs,
+                            std::size_t num_words, const std::uint32_t* d_weights,
+                            std::uint64_t total_weight, std::uint64_t* d_out, void* stream);
+}

@@ -1,0 +1,40 @@
+// Internal: the table of raw CPU kernels of one ISA level. Each level lives in its own translation
+// unit compiled with that level's flags; nothing else may be compiled with those flags, so that no
+// inline function instantiated there with wide instructions can be picked by the linker for
+// callers running on an older CPU (the SIMD units call the scalar unit for tails instead).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/isa.h"
+
+namespace ballot::kernels::detail {
+
+struct CpuKernels {
+  Isa isa;
+  // Writes words_for(count) words; padding bits zero.
+  void (*pack)(const float* values, std::size_t count, std::uint64_t* words);
+  // out[i] = bit (first_bit + i) ? positive : negative, for i < count.
+  void (*unpack)(const std::uint64_t* words, std::size_t first_bit, std::size_t count,
+                 float negative, float positive, float* out);
+  // out word w = bitsliced vote over inputs[i][w]; weights may be null (all 1);
+  // `planes` = planes_for(total weight), 1..32.
+  void (*vote)(const std::uint64_t* const* inputs, const std::uint32_t* weights,
+               std::size_t num_inputs, std::size_t word_begin, std::size_t word_end,
+               std::uint64_t threshold, int planes, std::uint64_t* out);
+  // Number of equal bits among the first `bits` bits.
+  std::size_t (*agree)(const std::uint64_t* a, const std::uint64_t* b, std::size_t bits);
+};
+
+extern const CpuKernels kScalarKernels;
+// Null when the build has no such level (non-x86 targets).
+extern const CpuKernels* const kAvx2Kernels;
+extern const CpuKernels* const kAvx512Kernels;
+
+// The table of `isa`, or null when this CPU or build lacks it.
+const CpuKernels* cpu_kernels(Isa isa) noexcept;
+// The table of active_isa().
+const CpuKernels& active_kernels() noexcept;
+
+}  // namespace ballot::kernels::detail
