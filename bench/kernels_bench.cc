@@ -28,7 +28,11 @@ using ballot::kernels::Isa;
 
 // 1 GiB: several times the largest last-level cache we run on (300 MiB reported on this VM).
 constexpr std::size_t kProbeBytes = std::size_t{1} << 30;
-double g_read_bandwidth = 0;  // bytes per second, measured before the benchmarks run
+// 64 MiB: the working set of a vote of n = 15 at d = 2^26 is 120 MiB, of a pack at d = 2^24 64 MiB:
+// on a machine with a large last-level cache those run from the cache, so report that limit too.
+constexpr std::size_t kCachedProbeBytes = std::size_t{64} << 20;
+double g_read_bandwidth = 0;  // bytes per second from memory, measured before the benchmarks run
+double g_cached_read_bandwidth = 0;  // the same over kCachedProbeBytes
 
 // Sums 64-bit words; compiled for the best vector unit available so that it is limited by
 // memory, not by instruction throughput.
@@ -48,14 +52,15 @@ const AlignedVector<std::uint64_t>& probe_buffer() {
   return buffer;
 }
 
-double measure_read_bandwidth() {
+// Best of several passes over the first `bytes` of the probe buffer.
+double measure_read_bandwidth(std::size_t bytes, int passes) {
   const auto& buffer = probe_buffer();
   double best = 0;
-  for (int pass = 0; pass < 5; ++pass) {
+  for (int pass = 0; pass < passes; ++pass) {
     const auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(sum_words(buffer.data(), buffer.size()));
+    benchmark::DoNotOptimize(sum_words(buffer.data(), bytes / 8));
     const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-    best = std::max(best, kProbeBytes / seconds.count());
+    best = std::max(best, bytes / seconds.count());
   }
   return best;
 }
@@ -122,23 +127,24 @@ void BM_MajorityVote(benchmark::State& state) {
   state.SetLabel(std::string(ballot::kernels::isa_name(isa)));
 }
 
-// The baseline: unpack every input to ±1 integers, sum per coordinate, take the sign (0 -> +1),
-// pack again, as the reference implementation of signSGD with majority vote does with tensors.
+// The baseline, as the reference implementation of signSGD with majority vote does it with
+// tensors: unpack every input to ±1 floats, sum them, take the sign (0 -> +1) and pack again. The
+// unpack and pack steps use our own vectorised kernels and the sum vectorises, so the baseline is
+// the best version of that approach, not a strawman.
 void BM_MajorityVoteReference(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto d = static_cast<std::size_t>(state.range(1));
+  ballot::kernels::set_isa_limit(Isa::kAvx512);
   const auto inputs = random_votes(n, d);
-  std::vector<std::int32_t> sums(d);
-  std::vector<float> signs(d);
+  AlignedVector<float> sums(d), unpacked(d);
   BitVector out(d);
   for (auto _ : state) {
-    std::fill(sums.begin(), sums.end(), 0);
+    std::fill(sums.begin(), sums.end(), 0.0f);
     for (const auto& input : inputs) {
-      const std::uint64_t* words = input.data();
-      for (std::size_t c = 0; c < d; ++c) sums[c] += ((words[c / 64] >> (c % 64)) & 1u) ? 1 : -1;
+      ballot::kernels::unpack_signs(input, unpacked);
+      for (std::size_t c = 0; c < d; ++c) sums[c] += unpacked[c];
     }
-    for (std::size_t c = 0; c < d; ++c) signs[c] = sums[c] >= 0 ? 1.0f : -1.0f;
-    ballot::kernels::pack_signs(signs, out);
+    ballot::kernels::pack_signs(sums, out);
     benchmark::DoNotOptimize(out.data());
   }
   set_rates(state, n * d / 8.0);
@@ -189,14 +195,19 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 void print_summary(const SummaryReporter& report) {
   const Isa best = ballot::kernels::supported_isas().back();
   const std::string isa = std::to_string(static_cast<int>(best));
-  std::printf("\nSummary (best ISA: %s; read bandwidth of one core: %.2f GB/s)\n",
-              std::string(ballot::kernels::isa_name(best)).c_str(), g_read_bandwidth / 1e9);
+  std::printf("\nSummary (best ISA: %s; read bandwidth of one core: %.2f GB/s over 1 GiB, "
+              "%.2f GB/s over 64 MiB)\n",
+              std::string(ballot::kernels::isa_name(best)).c_str(), g_read_bandwidth / 1e9,
+              g_cached_read_bandwidth / 1e9);
   std::printf("%-44s %12s %12s %10s\n", "measure", "value", "target", "met");
   for (auto d : kPackSizes) {
     const std::string name = "pack_signs/" + std::to_string(d) + "/" + isa + "/real_time";
     const double fraction = report.rate(name) / g_read_bandwidth;
-    std::printf("%-44s %11.0f%% %11s %10s\n", ("pack d=2^" + std::to_string(__builtin_ctzll(d)) + " of read bw").c_str(),
-                100 * fraction, ">= 85%", fraction >= 0.85 ? "yes" : "no");
+    const std::string label = "pack d=2^" + std::to_string(__builtin_ctzll(d));
+    std::printf("%-44s %11.0f%% %11s %10s\n", (label + " of read bw").c_str(), 100 * fraction,
+                ">= 85%", fraction >= 0.85 ? "yes" : "no");
+    std::printf("%-44s %11.0f%% %11s %10s\n", (label + " of 64 MiB read bw").c_str(),
+                100 * report.rate(name) / g_cached_read_bandwidth, "-", "-");
   }
   for (auto n : kVoteInputs) {
     const std::string fast = "majority_vote/" + std::to_string(n) + "/" + std::to_string(kVoteD) + "/" + isa + "/real_time";
@@ -208,6 +219,8 @@ void print_summary(const SummaryReporter& report) {
                 target ? ">= 30x" : "-", target ? (speedup >= 30 ? "yes" : "no") : "-");
     std::printf("%-44s %11.0f%% %11s %10s\n", ("vote n=" + std::to_string(n) + " input read, of read bw").c_str(),
                 100 * fraction, target ? ">= 60%" : "-", target ? (fraction >= 0.6 ? "yes" : "no") : "-");
+    std::printf("%-44s %11.0f%% %11s %10s\n", ("vote n=" + std::to_string(n) + " of 64 MiB read bw").c_str(),
+                100 * report.rate(fast) / g_cached_read_bandwidth, "-", "-");
   }
 }
 
@@ -216,7 +229,8 @@ void print_summary(const SummaryReporter& report) {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  g_read_bandwidth = measure_read_bandwidth();
+  g_read_bandwidth = measure_read_bandwidth(kProbeBytes, 5);
+  g_cached_read_bandwidth = measure_read_bandwidth(kCachedProbeBytes, 40);
   register_benchmarks();
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

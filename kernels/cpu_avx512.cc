@@ -15,12 +15,14 @@ void pack_avx512(const float* values, std::size_t count, std::uint64_t* words) {
   const __m512 zero = _mm512_setzero_ps();
   for (std::size_t w = 0; w < full; ++w) {
     const float* p = values + 64 * w;
-    // "Not less than, unordered": true for x >= 0, -0.0 and NaN, as sign_bit().
-    const std::uint64_t m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p), zero, _CMP_NLT_UQ);
-    const std::uint64_t m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + 16), zero, _CMP_NLT_UQ);
-    const std::uint64_t m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + 32), zero, _CMP_NLT_UQ);
-    const std::uint64_t m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + 48), zero, _CMP_NLT_UQ);
-    words[w] = m0 | (m1 << 16) | (m2 << 32) | (m3 << 48);
+    // "Not less than, unordered": true for x >= 0, -0.0 and NaN, as sign_bit(). The four 16-bit
+    // masks are joined in mask registers (kunpck), so one move leaves the mask unit per word.
+    const __mmask16 m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p), zero, _CMP_NLT_UQ);
+    const __mmask16 m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + 16), zero, _CMP_NLT_UQ);
+    const __mmask16 m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + 32), zero, _CMP_NLT_UQ);
+    const __mmask16 m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + 48), zero, _CMP_NLT_UQ);
+    const __mmask32 low = _mm512_kunpackw(m1, m0), high = _mm512_kunpackw(m3, m2);
+    words[w] = _cvtmask64_u64(_mm512_kunpackd(high, low));
   }
   if (count % 64 != 0) kScalarKernels.pack(values + 64 * full, count % 64, words + full);
 }

@@ -20,9 +20,13 @@ void bitsliced_vote_range(const std::uint64_t* const* inputs, const std::uint32_
                           std::size_t num_inputs, std::size_t word_begin, std::size_t word_end,
                           std::uint64_t threshold, std::uint64_t* out) {
   constexpr std::size_t kLanes = sizeof(Word) / sizeof(std::uint64_t);
+  // With many inputs the hardware prefetchers lose track of the streams (one per input); ask for
+  // each input's data a few cache lines ahead.
+  constexpr std::size_t kPrefetchWords = 64;
   for (std::size_t w = word_begin; w < word_end; w += kLanes) {
     Word planes[P] = {};
     for (std::size_t i = 0; i < num_inputs; ++i) {
+      if (w + kPrefetchWords < word_end) __builtin_prefetch(inputs[i] + w + kPrefetchWords);
       Word x;
       std::memcpy(&x, inputs[i] + w, sizeof(Word));
       if constexpr (Weighted) {

@@ -1,0 +1,203 @@
+#include "coding/detail/sparse.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "core/enforce.h"
+
+namespace ballot::coding::detail {
+namespace {
+
+// Magnitude as a selection key: NaN sorts above everything.
+inline float key(float v) {
+  const float a = std::fabs(v);
+  return a != a ? std::numeric_limits<float>::infinity() : a;
+}
+
+// Indices i in [0, n) with !(|x_i| < t): |x_i| >= t or NaN, in increasing order. Branch-free so
+// that the pass runs at memory speed whatever the selectivity.
+void filter(const float* x, std::size_t n, float t, std::vector<std::uint32_t>& out) {
+  std::size_t count = out.size();
+  for (std::size_t begin = 0; begin < n; begin += 8192) {
+    const std::size_t end = std::min(n, begin + 8192);
+    out.resize(count + (end - begin) + 1);
+    std::uint32_t* dst = out.data();
+    for (std::size_t i = begin; i < end; ++i) {
+      dst[count] = static_cast<std::uint32_t>(i);
+      count += !(std::fabs(x[i]) < t);
+    }
+  }
+  out.resize(count);
+}
+
+}  // namespace
+
+void select_above(const float* x, std::size_t n, float threshold, std::vector<std::uint32_t>& indices) {
+  BALLOT_ENFORCE_LE(n, std::size_t{UINT32_MAX});
+  filter(x, n, threshold, indices);
+}
+
+void select_top_k(const float* x, std::size_t n, std::size_t k, std::vector<std::uint32_t>& indices) {
+  BALLOT_ENFORCE_LE(n, std::size_t{UINT32_MAX});
+  if (k == 0) return;
+  if (k >= n) {
+    const std::size_t at = indices.size();
+    indices.resize(at + n);
+    std::iota(indices.begin() + static_cast<std::ptrdiff_t>(at), indices.end(), 0u);
+    return;
+  }
+  // 1. Threshold estimate from a strided sample (Aji & Heafield 2017 sample too; only speed
+  //    depends on it, never the result). Aim for ~1.2 k candidates so one pass usually suffices.
+  std::vector<std::uint32_t> candidates;
+  constexpr std::size_t kSample = 1 << 15;
+  bool have_candidates = false;
+  if (n > 4 * kSample) {
+    const std::size_t stride = n / kSample;
+    std::vector<float> sample(kSample);
+    for (std::size_t j = 0; j < kSample; ++j) sample[j] = key(x[j * stride]);
+    const double expected = static_cast<double>(k) * kSample / static_cast<double>(n);
+    std::size_t rank = static_cast<std::size_t>(1.2 * expected + 3.0 * std::sqrt(expected) + 8.0);
+    while (true) {
+      if (rank >= kSample) break;
+      std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(rank),
+                       sample.end(), std::greater<float>());
+      candidates.clear();
+      filter(x, n, sample[rank], candidates);
+      if (candidates.size() >= k) {
+        have_candidates = true;
+        break;
+      }
+      rank *= 4;  // the sample was unlucky: lower the threshold and pass again
+    }
+  }
+  if (!have_candidates) {
+    candidates.clear();
+    filter(x, n, 0.0f, candidates);  // everything (|x| >= 0 or NaN)
+  }
+  BALLOT_ENFORCE_GE(candidates.size(), k);
+  // 2. Exact k-th largest key among the candidates, then keep the larger ones and the lowest-index
+  //    ties, in index order (so no sort of the output is needed).
+  std::vector<float> keys(candidates.size());
+  for (std::size_t j = 0; j < candidates.size(); ++j) keys[j] = key(x[candidates[j]]);
+  std::vector<float> scratch = keys;
+  std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                   scratch.end(), std::greater<float>());
+  const float kth = scratch[k - 1];
+  std::size_t above = 0;
+  for (float v : keys) above += v > kth;
+  std::size_t ties = k - above;
+  const std::size_t at = indices.size();
+  indices.resize(at + k);
+  std::size_t out = at;
+  for (std::size_t j = 0; j < candidates.size() && out < at + k; ++j) {
+    if (keys[j] > kth) {
+      indices[out++] = candidates[j];
+    } else if (keys[j] == kth && ties > 0) {
+      --ties;
+      indices[out++] = candidates[j];
+    }
+  }
+  BALLOT_ENFORCE_EQ(out, at + k);
+}
+
+std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::size_t k,
+                                        double ratio) {
+  std::vector<std::size_t> budgets(segments.size(), 0);
+  std::size_t d = 0;
+  for (const auto& s : segments) d += s.size;
+  if (k > 0) {
+    const std::size_t total = std::min(k, d);
+    if (d == 0) return budgets;
+    // Largest remainder (Hamilton) apportionment of `total` over the segment sizes.
+    std::vector<std::pair<unsigned __int128, std::size_t>> remainders;
+    std::size_t assigned = 0;
+    for (std::size_t s = 0; s < segments.size(); ++s) {
+      const unsigned __int128 product = static_cast<unsigned __int128>(total) * segments[s].size;
+      budgets[s] = static_cast<std::size_t>(product / d);
+      assigned += budgets[s];
+      remainders.emplace_back(product % d, s);
+    }
+    std::stable_sort(remainders.begin(), remainders.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (std::size_t j = 0; assigned < total; ++j) {
+      ++budgets[remainders[j].second];
+      ++assigned;
+    }
+    return budgets;
+  }
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    const double want = std::ceil(ratio * static_cast<double>(segments[s].size));
+    budgets[s] = want >= static_cast<double>(segments[s].size) ? segments[s].size
+                                                               : static_cast<std::size_t>(want);
+  }
+  return budgets;
+}
+
+EncodedGradient write_sparse(CodecId id, Granularity granularity, std::uint8_t flags,
+                             const GradientLayout& layout, std::span<const std::size_t> counts,
+                             std::span<const std::uint32_t> indices, std::span<const float> values) {
+  BALLOT_ENFORCE_EQ(indices.size(), values.size());
+  EncodedGradient out;
+  write_header(out.bytes, id, granularity, flags, layout, 4 * counts.size() + 8 * indices.size());
+  for (std::size_t c : counts) {
+    BALLOT_ENFORCE_LE(c, std::size_t{UINT32_MAX});
+    append_pod<std::uint32_t>(out.bytes, static_cast<std::uint32_t>(c));
+  }
+  append_pods(out.bytes, indices);
+  append_pods(out.bytes, values);
+  return out;
+}
+
+Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id,
+                               std::uint8_t allowed_flags, const GradientLayout& layout) {
+  SparseView view;
+  BALLOT_ASSIGN_OR_RETURN(view.header, read_header(bytes, id, allowed_flags, layout));
+  view.segments = segments_of(layout, view.header.granularity);
+  ByteReader reader(bytes, kHeaderBytes);
+  BALLOT_ASSIGN_OR_RETURN(const auto count_bytes, reader.take(view.segments.size(), 4, "counts"));
+  view.counts.resize(view.segments.size());
+  std::size_t total = 0;
+  for (std::size_t s = 0; s < view.segments.size(); ++s) {
+    view.counts[s] = load_pod<std::uint32_t>(count_bytes.data() + 4 * s);
+    if (view.counts[s] > view.segments[s].size) {
+      return malformed("sparse count " + std::to_string(view.counts[s]) + " exceeds segment " +
+                       std::to_string(s) + " of size " + std::to_string(view.segments[s].size));
+    }
+    total += view.counts[s];  // <= d: no overflow
+  }
+  BALLOT_ASSIGN_OR_RETURN(view.indices, reader.take(total, 4, "indices"));
+  BALLOT_ASSIGN_OR_RETURN(view.values, reader.take(total, 4, "values"));
+  BALLOT_TRY(reader.expect_end());
+  std::size_t j = 0;
+  for (std::size_t s = 0; s < view.segments.size(); ++s) {
+    std::uint64_t previous = 0;
+    for (std::uint32_t c = 0; c < view.counts[s]; ++c, ++j) {
+      const std::uint32_t index = load_pod<std::uint32_t>(view.indices.data() + 4 * j);
+      if (index >= view.segments[s].size) {
+        return malformed("sparse index " + std::to_string(index) + " out of segment " +
+                         std::to_string(s) + " of size " + std::to_string(view.segments[s].size));
+      }
+      if (c > 0 && index <= previous) {
+        return malformed("sparse indices not strictly increasing in segment " + std::to_string(s));
+      }
+      previous = index;
+    }
+  }
+  return view;
+}
+
+void add_sparse(const SparseView& view, std::span<float> accumulator, float weight) {
+  std::size_t j = 0;
+  for (std::size_t s = 0; s < view.segments.size(); ++s) {
+    float* base = accumulator.data() + view.segments[s].offset;
+    for (std::uint32_t c = 0; c < view.counts[s]; ++c, ++j) {
+      base[load_pod<std::uint32_t>(view.indices.data() + 4 * j)] +=
+          weight * load_pod<float>(view.values.data() + 4 * j);
+    }
+  }
+}
+
+}  // namespace ballot::coding::detail

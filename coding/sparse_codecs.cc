@@ -1,0 +1,183 @@
+#include "coding/sparse_codecs.h"
+
+#include <cstring>
+
+#include "coding/detail/sparse.h"
+#include "coding/wire_format.h"
+#include "core/bit_vector.h"
+#include "core/enforce.h"
+
+namespace ballot::coding {
+namespace {
+
+std::string budget_spec(const char* name, const SparseOptions& options) {
+  std::string text = std::string(name) + ":granularity=" + granularity_name(options.granularity);
+  if (options.k > 0) return text + ",k=" + std::to_string(options.k);
+  return text + ",ratio=" + std::to_string(options.ratio);
+}
+
+std::size_t total(std::span<const std::size_t> counts) {
+  std::size_t sum = 0;
+  for (auto c : counts) sum += c;
+  return sum;
+}
+
+}  // namespace
+
+void random_subset(Rng& rng, std::size_t n, std::size_t k, std::vector<std::uint32_t>& out) {
+  BALLOT_ENFORCE_LE(k, n);
+  BALLOT_ENFORCE_LE(n, std::size_t{UINT32_MAX});
+  if (k == 0) return;
+  // Floyd's algorithm (Bentley & Floyd, CACM 1987): for j = n-k .. n-1 draw t in [0, j]; take t
+  // unless already taken, else j. Every k-subset is equally likely, with exactly k draws.
+  std::vector<std::uint64_t> taken(BitVector::words_for(n), 0);
+  for (std::size_t j = n - k; j < n; ++j) {
+    std::size_t t = static_cast<std::size_t>(rng.uniform_int(j + 1));
+    if ((taken[t / 64] >> (t % 64)) & 1u) t = j;
+    taken[t / 64] |= std::uint64_t{1} << (t % 64);
+    out.push_back(static_cast<std::uint32_t>(t));
+  }
+}
+
+// ---- top-k ----------------------------------------------------------------------------------
+
+std::string TopKCodec::spec() const { return budget_spec("topk", options_); }
+
+std::size_t TopKCodec::wire_size(const GradientLayout& layout) const {
+  const auto segments = segments_of(layout, options_.granularity);
+  const auto budgets = detail::sparse_budgets(segments, options_.k, options_.ratio);
+  return kHeaderBytes + 4 * segments.size() + 8 * total(budgets);
+}
+
+EncodedGradient TopKCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
+                                  Rng&) {
+  BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
+  const auto segments = segments_of(layout, options_.granularity);
+  const auto budgets = detail::sparse_budgets(segments, options_.k, options_.ratio);
+  std::vector<std::uint32_t> indices;
+  indices.reserve(total(budgets));
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    detail::select_top_k(gradient.data() + segments[s].offset, segments[s].size, budgets[s], indices);
+  }
+  std::vector<float> values(indices.size());
+  std::size_t j = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    for (std::size_t c = 0; c < budgets[s]; ++c, ++j) {
+      values[j] = gradient[segments[s].offset + indices[j]];
+    }
+  }
+  return detail::write_sparse(id(), options_.granularity, 0, layout, budgets, indices, values);
+}
+
+Status TopKCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
+                             std::span<float> accumulator, float weight) const {
+  BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id(), 0, layout));
+  detail::add_sparse(view, accumulator, weight);
+  return {};
+}
+
+// ---- threshold ------------------------------------------------------------------------------
+
+std::string ThresholdCodec::spec() const {
+  return "threshold:tau=" + std::to_string(options_.tau);
+}
+
+std::size_t ThresholdCodec::wire_size(const GradientLayout& layout) const {
+  return kHeaderBytes + 4 + 8 * layout.total_size();
+}
+
+EncodedGradient ThresholdCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
+                                       Rng&) {
+  BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
+  std::vector<std::uint32_t> indices;
+  detail::select_above(gradient.data(), gradient.size(), options_.tau, indices);
+  std::vector<float> values(indices.size());
+  for (std::size_t j = 0; j < indices.size(); ++j) values[j] = gradient[indices[j]];
+  const std::size_t counts[1] = {indices.size()};
+  return detail::write_sparse(id(), Granularity::kModel, 0, layout, counts, indices, values);
+}
+
+Status ThresholdCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
+                                  std::span<float> accumulator, float weight) const {
+  BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id(), 0, layout));
+  detail::add_sparse(view, accumulator, weight);
+  return {};
+}
+
+// ---- random-k -------------------------------------------------------------------------------
+
+std::string RandomKCodec::spec() const { return budget_spec("randomk", options_); }
+
+std::size_t RandomKCodec::wire_size(const GradientLayout& layout) const {
+  const auto segments = segments_of(layout, options_.granularity);
+  const auto budgets = detail::sparse_budgets(segments, options_.k, options_.ratio);
+  return kHeaderBytes + 4 * segments.size() + 24 + 4 * total(budgets);
+}
+
+EncodedGradient RandomKCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
+                                     Rng& rng) {
+  BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
+  const auto segments = segments_of(layout, options_.granularity);
+  const auto budgets = detail::sparse_budgets(segments, options_.k, options_.ratio);
+  EncodedGradient out;
+  write_header(out.bytes, id(), options_.granularity, 0, layout,
+               4 * segments.size() + 24 + 4 * total(budgets));
+  for (std::size_t c : budgets) append_pod<std::uint32_t>(out.bytes, static_cast<std::uint32_t>(c));
+  append_pod<std::uint64_t>(out.bytes, rng.seed());
+  append_pod<std::uint64_t>(out.bytes, rng.stream());
+  append_pod<std::uint64_t>(out.bytes, rng.position());
+  std::vector<std::uint32_t> indices;
+  std::vector<float> values;
+  values.reserve(total(budgets));
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    indices.clear();
+    random_subset(rng, segments[s].size, budgets[s], indices);
+    // Unbiased: each coordinate is kept with probability k/n, so scale by n/k.
+    const float scale = budgets[s] == 0 ? 0.0f
+                                        : static_cast<float>(static_cast<double>(segments[s].size) /
+                                                             static_cast<double>(budgets[s]));
+    for (std::uint32_t i : indices) values.push_back(scale * gradient[segments[s].offset + i]);
+  }
+  append_pods<float>(out.bytes, values);
+  return out;
+}
+
+Status RandomKCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
+                                std::span<float> accumulator, float weight) const {
+  BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
+  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), 0, layout));
+  const auto segments = segments_of(layout, header.granularity);
+  ByteReader reader(bytes, kHeaderBytes);
+  BALLOT_ASSIGN_OR_RETURN(const auto count_bytes, reader.take(segments.size(), 4, "counts"));
+  std::vector<std::size_t> counts(segments.size());
+  std::size_t sum = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    counts[s] = load_pod<std::uint32_t>(count_bytes.data() + 4 * s);
+    if (counts[s] > segments[s].size) {
+      return malformed("random-k count " + std::to_string(counts[s]) + " exceeds segment size " +
+                       std::to_string(segments[s].size));
+    }
+    sum += counts[s];
+  }
+  BALLOT_ASSIGN_OR_RETURN(const auto seed, reader.read<std::uint64_t>("seed"));
+  BALLOT_ASSIGN_OR_RETURN(const auto stream, reader.read<std::uint64_t>("stream"));
+  BALLOT_ASSIGN_OR_RETURN(const auto position, reader.read<std::uint64_t>("position"));
+  BALLOT_ASSIGN_OR_RETURN(const auto values, reader.take(sum, 4, "values"));
+  BALLOT_TRY(reader.expect_end());
+  // The indices are regenerated from the stream: valid by construction.
+  Rng rng(seed, stream);
+  rng.seek(position);
+  std::vector<std::uint32_t> indices;
+  std::size_t j = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    indices.clear();
+    random_subset(rng, segments[s].size, counts[s], indices);
+    float* base = accumulator.data() + segments[s].offset;
+    for (std::uint32_t i : indices) base[i] += weight * load_pod<float>(values.data() + 4 * j++);
+  }
+  return {};
+}
+
+}  // namespace ballot::coding

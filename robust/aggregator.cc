@@ -1,0 +1,72 @@
+#include "robust/aggregator.h"
+
+#include <cstdint>
+
+#include "core/enforce.h"
+
+namespace ballot::robust {
+
+InputMatrix::InputMatrix(const float* data, std::size_t n, std::size_t d) : rows_(n), d_(d) {
+  for (std::size_t i = 0; i < n; ++i) rows_[i] = data + i * d;
+}
+
+Result<InputMatrix> InputMatrix::from_buffer(std::span<const float> data, std::size_t n) {
+  if (n == 0) {
+    if (!data.empty()) return make_error(ErrorCode::kInvalidArgument, "a non-empty buffer holds no rows (n = 0)");
+    return InputMatrix();
+  }
+  if (data.size() % n != 0)
+    return make_error(ErrorCode::kInvalidArgument, "buffer of " + std::to_string(data.size()) +
+                                                       " floats is not a multiple of n = " + std::to_string(n));
+  return InputMatrix(data.data(), n, data.size() / n);
+}
+
+Result<InputMatrix> InputMatrix::from_rows(std::span<const std::span<const float>> rows) {
+  InputMatrix out;
+  if (rows.empty()) return out;
+  out.d_ = rows[0].size();
+  out.rows_.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].size() != out.d_)
+      return make_error(ErrorCode::kInvalidArgument, "input " + std::to_string(i) + " has " +
+                                                         std::to_string(rows[i].size()) + " values, input 0 has " +
+                                                         std::to_string(out.d_));
+    out.rows_.push_back(rows[i].data());
+  }
+  return out;
+}
+
+Result<InputMatrix> InputMatrix::from_rows(const std::vector<std::vector<float>>& rows) {
+  std::vector<std::span<const float>> spans(rows.begin(), rows.end());
+  return from_rows(std::span<const std::span<const float>>(spans));
+}
+
+InputMatrix InputMatrix::subset(std::span<const std::size_t> indices) const {
+  InputMatrix out;
+  out.d_ = d_;
+  out.rows_.reserve(indices.size());
+  for (std::size_t i : indices) {
+    BALLOT_ENFORCE_LT(i, rows_.size());
+    out.rows_.push_back(rows_[i]);
+  }
+  return out;
+}
+
+std::size_t InputMatrix::uniform_stride() const noexcept {
+  if (rows_.size() < 2) return d_ == 0 ? 1 : d_;
+  // Integer addresses: the rows may belong to unrelated allocations.
+  auto address = [this](std::size_t i) { return reinterpret_cast<std::uintptr_t>(rows_[i]); };
+  if (address(1) <= address(0)) return 0;
+  const std::uintptr_t step = address(1) - address(0);
+  if (step % sizeof(float) != 0 || step / sizeof(float) < d_) return 0;
+  for (std::size_t i = 2; i < rows_.size(); ++i)
+    if (address(i) <= address(i - 1) || address(i) - address(i - 1) != step) return 0;
+  return step / sizeof(float);
+}
+
+Result<AggregationResult> Aggregator::aggregate(std::span<const std::span<const float>> rows) {
+  BALLOT_ASSIGN_OR_RETURN(const InputMatrix inputs, InputMatrix::from_rows(rows));
+  return aggregate(inputs);
+}
+
+}  // namespace ballot::robust

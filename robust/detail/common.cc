@@ -1,0 +1,308 @@
+#include "robust/detail/common.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "core/enforce.h"
+
+namespace ballot::robust::detail {
+
+void parallel_for(std::size_t count, std::size_t threads,
+                  const std::function<void(std::size_t, std::size_t)>& fn) {
+  if (count == 0) return;
+  threads = std::max<std::size_t>(1, std::min(threads, count));
+  const std::size_t chunk = (count + threads - 1) / threads;
+  std::vector<std::thread> workers;
+  for (std::size_t t = 1; t < threads; ++t) {
+    const std::size_t begin = t * chunk;
+    if (begin >= count) break;
+    workers.emplace_back([&fn, begin, end = std::min(count, begin + chunk)] { fn(begin, end); });
+  }
+  fn(0, std::min(count, chunk));
+  for (auto& worker : workers) worker.join();
+}
+
+std::vector<std::size_t> non_finite_rows(const InputMatrix& inputs, std::size_t threads) {
+  std::vector<std::uint8_t> bad(inputs.n(), 0);
+  const auto& k = isa_kernels();
+  parallel_for(inputs.n(), threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) bad[i] = !k.all_finite(inputs.row(i), inputs.d());
+  });
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < bad.size(); ++i)
+    if (bad[i]) out.push_back(i);
+  return out;
+}
+
+std::vector<std::size_t> complement(std::size_t n, const std::vector<std::size_t>& excluded) {
+  std::vector<std::size_t> out;
+  out.reserve(n - std::min(n, excluded.size()));
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (next < excluded.size() && excluded[next] == i) {
+      ++next;
+      continue;
+    }
+    out.push_back(i);
+  }
+  return out;
+}
+
+namespace {
+
+// Columns per Gram sub-product: a block of every row stays in the last-level cache.
+constexpr std::size_t kGramBlock = 4096;
+// At most this many partial Gram matrices are summed (in order) so that the result does not
+// depend on the number of threads.
+constexpr std::size_t kMaxGramUnits = 64;
+
+}  // namespace
+
+Distances pairwise_distances(const InputMatrix& inputs, std::size_t threads) {
+  const std::size_t n = inputs.n(), d = inputs.d();
+  const auto& k = isa_kernels();
+  Distances out;
+  out.n = n;
+  out.gram.assign(n * n, 0.0);
+  const std::size_t blocks = (d + kGramBlock - 1) / kGramBlock;
+  const std::size_t units = std::min(blocks, kMaxGramUnits);
+  const std::size_t blocks_per_unit = units == 0 ? 0 : (blocks + units - 1) / units;
+  std::vector<double> partial(units * n * n, 0.0);
+  const std::size_t stride = inputs.uniform_stride();
+  parallel_for(units, threads, [&](std::size_t unit_begin, std::size_t unit_end) {
+    std::vector<float> block(stride == 0 ? n * kGramBlock : 0);
+    std::vector<float> g(n * n);
+    for (std::size_t u = unit_begin; u < unit_end; ++u) {
+      double* acc = partial.data() + u * n * n;
+      for (std::size_t b = u * blocks_per_unit; b < std::min(blocks, (u + 1) * blocks_per_unit); ++b) {
+        const std::size_t begin = b * kGramBlock, width = std::min(kGramBlock, d - begin);
+        if (stride != 0) {
+          k.gram(inputs.row(0) + begin, n, width, stride, g.data());
+        } else {
+          for (std::size_t i = 0; i < n; ++i)
+            std::memcpy(block.data() + i * width, inputs.row(i) + begin, width * sizeof(float));
+          k.gram(block.data(), n, width, width, g.data());
+        }
+        // Lower triangle (column-major): entry (i, j), i >= j, is g[j·n + i].
+        for (std::size_t j = 0; j < n; ++j)
+          for (std::size_t i = j; i < n; ++i) acc[i * n + j] += g[j * n + i];
+      }
+    }
+  });
+  for (std::size_t u = 0; u < units; ++u)
+    for (std::size_t e = 0; e < n * n; ++e) out.gram[e] += partial[u * n * n + e];
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < i; ++j) out.gram[j * n + i] = out.gram[i * n + j];
+
+  out.usable.assign(n, 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::isfinite(out.gram[i * n + i])) continue;
+    out.usable[i] = 0;
+    if (!k.all_finite(inputs.row(i), d)) out.non_finite.push_back(i);
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  out.squared.assign(n * n, kInf);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!out.usable[i]) continue;
+    out.squared[i * n + i] = 0;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (!out.usable[j]) continue;
+      // Rounding can make the difference slightly negative for near-identical rows.
+      double s = out.gram[i * n + i] + out.gram[j * n + j] - 2 * out.gram[i * n + j];
+      s = std::isfinite(s) ? std::max(0.0, s) : kInf;
+      out.squared[i * n + j] = out.squared[j * n + i] = s;
+    }
+  }
+  return out;
+}
+
+std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<double>& coeffs,
+                                std::size_t threads) {
+  BALLOT_ENFORCE_EQ(coeffs.size(), inputs.n());
+  const std::size_t d = inputs.d();
+  std::vector<float> out(d, 0.0f);
+  const auto& k = isa_kernels();
+  constexpr std::size_t kBlock = 4096;  // the accumulator block stays in L1/L2
+  const std::size_t blocks = (d + kBlock - 1) / kBlock;
+  parallel_for(blocks, threads, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      const std::size_t begin = b * kBlock, width = std::min(kBlock, d - begin);
+      for (std::size_t i = 0; i < inputs.n(); ++i)
+        if (coeffs[i] != 0.0)
+          k.axpy(static_cast<float>(coeffs[i]), inputs.row(i) + begin, out.data() + begin, width);
+    }
+  });
+  return out;
+}
+
+std::vector<Comparator> selection_network(std::size_t m, std::size_t need_lo, std::size_t need_hi) {
+  std::vector<Comparator> all;
+  std::size_t wires = 1;
+  while (wires < m) wires *= 2;
+  // Batcher's odd–even merge sort (iterative form). Comparators touching a wire >= m only meet
+  // padding (+∞, always on the higher wires), where they are no-ops, so they are dropped.
+  for (std::size_t p = 1; p < wires; p *= 2) {
+    for (std::size_t k = p; k >= 1; k /= 2) {
+      for (std::size_t j = k % p; j + k < wires; j += 2 * k) {
+        for (std::size_t i = 0; i < k && i + j + k < wires; ++i) {
+          if ((i + j) / (2 * p) == (i + j + k) / (2 * p) && i + j + k < m)
+            all.push_back({static_cast<std::uint32_t>(i + j), static_cast<std::uint32_t>(i + j + k)});
+        }
+      }
+    }
+  }
+  // Dead-comparator elimination: keep a comparator only if an output rank we need depends on it.
+  std::vector<std::uint8_t> needed(m, 0);
+  for (std::size_t r = need_lo; r < need_hi && r < m; ++r) needed[r] = 1;
+  std::vector<Comparator> kept;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (!needed[it->lo] && !needed[it->hi]) continue;
+    needed[it->lo] = needed[it->hi] = 1;
+    kept.push_back(*it);
+  }
+  std::reverse(kept.begin(), kept.end());
+  return kept;
+}
+
+namespace {
+
+std::size_t block_columns(std::size_t rows) {
+  // ~1 MiB of block per thread, a multiple of the tile width, at least one tile.
+  const std::size_t columns = (std::size_t{1} << 18) / std::max<std::size_t>(rows, 1);
+  return std::clamp<std::size_t>(columns / kTile * kTile, kTile, 2048);
+}
+
+// One column of a tile by selection (the path for more than kNetworkMaxRows rows).
+float reduce_column(std::vector<float>& v, const CoordinatePlan& plan) {
+  const std::size_t m = v.size();
+  auto mean_of = [](auto first, auto last) {
+    double sum = 0;
+    for (auto it = first; it != last; ++it) sum += *it;
+    return static_cast<float>(sum / static_cast<double>(last - first));
+  };
+  auto median_of = [&]() {
+    const std::size_t upper = m / 2;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(upper), v.end());
+    const double high = v[upper];
+    if (m % 2 == 1) return high;
+    const double low = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(upper));
+    return 0.5 * (low + high);
+  };
+  switch (plan.op) {
+    case CoordinateOp::kMean:
+      return mean_of(v.begin(), v.end());
+    case CoordinateOp::kMedian:
+      return static_cast<float>(median_of());
+    case CoordinateOp::kTrimmedMean: {
+      const auto lo = v.begin() + static_cast<std::ptrdiff_t>(plan.trim);
+      const auto hi = v.end() - static_cast<std::ptrdiff_t>(plan.trim);
+      std::nth_element(v.begin(), lo, v.end());
+      if (hi != v.end()) std::nth_element(lo, hi, v.end());
+      return mean_of(lo, hi);
+    }
+    case CoordinateOp::kClosestWindow: {
+      const double median = median_of();
+      const auto w = static_cast<std::ptrdiff_t>(plan.window);
+      std::nth_element(v.begin(), v.begin() + w - 1, v.end(), [median](float a, float b) {
+        const double da = std::abs(a - median), db = std::abs(b - median);
+        return da < db || (da == db && a < b);
+      });
+      return mean_of(v.begin(), v.begin() + w);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<CoordinateOutcome> coordinate_wise(
+    const InputMatrix& inputs, std::size_t threads,
+    const std::function<Result<CoordinatePlan>(std::size_t m, std::size_t k)>& plan_for) {
+  const std::size_t n = inputs.n(), d = inputs.d();
+  const auto& kern = isa_kernels();
+  CoordinateOutcome out;
+  out.value.assign(d, 0.0f);
+  std::vector<std::size_t> rows(n);
+  for (std::size_t i = 0; i < n; ++i) rows[i] = i;
+
+  // Optimistic pass: assume every row is finite and check while copying. The first non-finite
+  // block stops it; one scan then names every non-finite row and the pass runs again without them
+  // (so an adversary costs at most two extra reads, never a crash).
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const std::size_t m = rows.size();
+    if (m == 0) return make_error(ErrorCode::kPrecondition, "every input is non-finite");
+    BALLOT_ASSIGN_OR_RETURN(const CoordinatePlan plan, plan_for(m, n - m));
+    std::size_t need_lo = 0, need_hi = m;
+    if (plan.op == CoordinateOp::kMedian) {
+      need_lo = (m - 1) / 2;
+      need_hi = m / 2 + 1;
+    } else if (plan.op == CoordinateOp::kTrimmedMean) {
+      BALLOT_ENFORCE_LT(2 * plan.trim, m);
+      need_lo = plan.trim;
+      need_hi = m - plan.trim;
+    } else if (plan.op == CoordinateOp::kClosestWindow) {
+      BALLOT_ENFORCE(plan.window >= 1 && plan.window <= m);
+    }
+    const bool use_network = m <= kNetworkMaxRows;
+    std::vector<Comparator> comparators;
+    if (use_network && plan.op != CoordinateOp::kMean) comparators = selection_network(m, need_lo, need_hi);
+
+    const std::size_t columns = block_columns(m);
+    const std::size_t blocks = (d + columns - 1) / columns;
+    std::atomic<bool> found_non_finite{false};
+    const bool check = attempt == 0;
+    parallel_for(blocks, threads, [&](std::size_t b0, std::size_t b1) {
+      std::vector<float> block(m * columns);
+      std::vector<float> column(use_network ? 0 : m);
+      for (std::size_t b = b0; b < b1; ++b) {
+        if (found_non_finite.load(std::memory_order_relaxed)) return;
+        const std::size_t begin = b * columns, width = std::min(columns, d - begin);
+        bool finite = true;
+        for (std::size_t r = 0; r < m; ++r)
+          finite &= kern.copy_finite(inputs.row(rows[r]) + begin, block.data() + r * columns, width);
+        if (check && !finite) {
+          found_non_finite.store(true, std::memory_order_relaxed);
+          return;
+        }
+        for (std::size_t t = 0; t < width; t += kTile) {
+          float* tile = block.data() + t;
+          const std::size_t tw = std::min(kTile, width - t);
+          float* dst = out.value.data() + begin + t;
+          if (!use_network) {
+            for (std::size_t j = 0; j < tw; ++j) {
+              for (std::size_t r = 0; r < m; ++r) column[r] = tile[r * columns + j];
+              dst[j] = reduce_column(column, plan);
+            }
+            continue;
+          }
+          kern.network(tile, columns, tw, comparators.data(), comparators.size());
+          if (plan.op == CoordinateOp::kClosestWindow)
+            kern.closest_window_mean(tile, columns, tw, m, plan.window, dst);
+          else
+            kern.rows_mean(tile, columns, tw, need_lo, need_hi, dst);
+        }
+      }
+    });
+    if (!found_non_finite.load()) return out;
+    out.non_finite = non_finite_rows(inputs, threads);
+    rows = complement(n, out.non_finite);
+  }
+  return make_error(ErrorCode::kInternal, "coordinate_wise: non-finite rows after exclusion");
+}
+
+Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n,
+                         std::size_t f) {
+  return make_error(ErrorCode::kPrecondition, rule + " needs " + bound + " (n = " + std::to_string(n) +
+                                                  ", f = " + std::to_string(f) + ")");
+}
+
+Status check_not_empty(const InputMatrix& inputs) {
+  if (inputs.n() == 0) return make_error(ErrorCode::kPrecondition, "no inputs to aggregate");
+  return {};
+}
+
+}  // namespace ballot::robust::detail

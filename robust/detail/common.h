@@ -1,0 +1,82 @@
+// Internal building blocks shared by the rules: threading, the finiteness scan, pairwise
+// distances through one Gram matrix product, the tiled coordinate-wise engine and weighted sums.
+// Not part of the public API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "robust/aggregator.h"
+#include "robust/detail/isa_kernels.h"
+
+namespace ballot::robust::detail {
+
+// Runs fn(begin, end) over [0, count) split into at most `threads` contiguous chunks (the calling
+// thread takes the first). Results must not depend on the split (each index is independent).
+void parallel_for(std::size_t count, std::size_t threads,
+                  const std::function<void(std::size_t, std::size_t)>& fn);
+
+// Indices of the rows holding a NaN or ±Inf, ascending. One read of the input.
+std::vector<std::size_t> non_finite_rows(const InputMatrix& inputs, std::size_t threads);
+
+// The complement of `excluded` (ascending) in [0, n).
+std::vector<std::size_t> complement(std::size_t n, const std::vector<std::size_t>& excluded);
+
+// Squared Euclidean distances between all rows from one Gram matrix product
+// (‖x‖² + ‖y‖² − 2x·y). Rows whose squared norm is not finite (non-finite coordinates, or so huge
+// that it overflows) are at +∞ from every row, themselves included.
+struct Distances {
+  std::size_t n = 0;
+  std::vector<double> squared;          // n×n, symmetric, 0 on the diagonal of usable rows
+  std::vector<double> gram;             // n×n Gram matrix (x_i·x_j), as accumulated
+  std::vector<std::uint8_t> usable;     // 1 when the row's distances are finite
+  std::vector<std::size_t> non_finite;  // rows with a NaN/±Inf coordinate, ascending
+  double at(std::size_t i, std::size_t j) const { return squared[i * n + j]; }
+};
+Distances pairwise_distances(const InputMatrix& inputs, std::size_t threads);
+
+// Σ_i coeffs[i]·x_i, skipping rows whose coefficient is exactly 0 (so a non-finite row with a zero
+// coefficient never poisons the sum).
+std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<double>& coeffs,
+                                std::size_t threads);
+
+// The coordinate-wise engine. Rows are copied tile by tile (a column block of every row, then
+// kTile-wide tiles of it in L1) and each tile is reduced per column:
+//   kMean:          mean of all rows
+//   kMedian:        median (mean of the two middle values for an even count)
+//   kTrimmedMean:   mean after dropping the `trim` smallest and `trim` largest values
+//   kClosestWindow: mean of the `window` values closest to the median
+// Order statistics come from a selection network (Batcher's odd–even merge network pruned to the
+// ranks needed) run with SIMD lanes as coordinates: no branches, no transpose, no comparison sort.
+// Above kNetworkMaxRows rows a per-column std::nth_element over the transposed tile is used.
+// Non-finite rows are detected while copying; `plan` maps the number of finite rows m (and the
+// number k of non-finite ones) to the parameters, since a rule's trimming shrinks with k.
+enum class CoordinateOp { kMean, kMedian, kTrimmedMean, kClosestWindow };
+struct CoordinatePlan {
+  CoordinateOp op = CoordinateOp::kMean;
+  std::size_t trim = 0;    // kTrimmedMean
+  std::size_t window = 0;  // kClosestWindow
+};
+inline constexpr std::size_t kNetworkMaxRows = 128;
+struct CoordinateOutcome {
+  std::vector<float> value;
+  std::vector<std::size_t> non_finite;
+};
+Result<CoordinateOutcome> coordinate_wise(
+    const InputMatrix& inputs, std::size_t threads,
+    const std::function<Result<CoordinatePlan>(std::size_t m, std::size_t k)>& plan);
+
+// Batcher's odd–even merge sorting network on m wires, restricted to the comparators that the
+// output ranks [need_lo, need_hi) depend on.
+std::vector<Comparator> selection_network(std::size_t m, std::size_t need_lo, std::size_t need_hi);
+
+// Shared error text.
+Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n,
+                         std::size_t f);
+Status check_not_empty(const InputMatrix& inputs);
+
+}  // namespace ballot::robust::detail

@@ -1,0 +1,51 @@
+// Internal: the inner loops of the robust rules, compiled once per instruction-set level
+// (generic x86-64, AVX2+FMA, AVX-512) and chosen at run time by kernels::active_isa(), so that
+// set_isa_limit() caps them like the sign kernels. Not part of the public API; no Eigen types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ballot::robust::detail {
+
+// A compare-exchange of a sorting/selection network: wire `lo` receives the minimum.
+struct Comparator {
+  std::uint32_t lo;
+  std::uint32_t hi;
+};
+
+// Columns per tile of the coordinate-wise rules: one tile of every row stays in L1.
+inline constexpr std::size_t kTile = 64;
+
+struct IsaKernels {
+  const char* name;
+  // Copies len floats and returns whether all of them are finite (no NaN, no ±Inf).
+  bool (*copy_finite)(const float* src, float* dst, std::size_t len);
+  bool (*all_finite)(const float* x, std::size_t len);
+  // Σ x² in double (finite inputs give a finite result unless it overflows double).
+  double (*squared_norm)(const float* x, std::size_t len);
+  // acc[j] += a · x[j].
+  void (*axpy)(float a, const float* x, float* acc, std::size_t len);
+  // g (n×n, column-major) = A·Aᵀ where A is n×k, row-major with row stride `stride` floats.
+  // Only the lower triangle is guaranteed; the caller mirrors it.
+  void (*gram)(const float* a, std::size_t n, std::size_t k, std::size_t stride, float* g);
+  // out (m×k, row stride out_stride) = C (m×n, row-major) · A (n×k, row stride stride).
+  void (*mix)(const float* c, std::size_t m, const float* a, std::size_t n, std::size_t k,
+              std::size_t stride, float* out, std::size_t out_stride);
+  // Applies the comparators to a tile: wire w is tile[w·stride + j] for j < width (width ≤ kTile).
+  void (*network)(float* tile, std::size_t stride, std::size_t width, const Comparator* comparators,
+                  std::size_t count);
+  // out[j] = mean of rows [lo, hi) of the tile, summed in row order (double accumulator).
+  void (*rows_mean)(const float* tile, std::size_t stride, std::size_t width, std::size_t lo,
+                    std::size_t hi, float* out);
+  // The tile's rows [0, m) are sorted per column. out[j] = mean of the w consecutive rows whose
+  // largest distance to the column's median is smallest (the w values closest to the median;
+  // ties: the lowest window).
+  void (*closest_window_mean)(const float* tile, std::size_t stride, std::size_t width,
+                              std::size_t m, std::size_t w, float* out);
+};
+
+// The kernels of kernels::active_isa() (falling back to a lower level when FMA is missing).
+const IsaKernels& isa_kernels();
+
+}  // namespace ballot::robust::detail
