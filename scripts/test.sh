@@ -22,5 +22,5 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== libFuzzer targets (clang), bounded time each"
 cmake --preset fuzz -DBALLOT_FUZZ_SECONDS="${BALLOT_FUZZ_SECONDS:-20}" >/dev/null
-cmake --build --preset fuzz -j "$jobs"
+cmake --build --preset fuzz -j "$jobs" --target fuzzers
 ctest --test-dir build/fuzz -R '^fuzz\.' --output-on-failure
