@@ -97,6 +97,8 @@ class PreAggregator {
   virtual ~PreAggregator() = default;
   virtual std::string spec() const = 0;
   virtual Status check(std::size_t n) const = 0;
+  // The number of outputs for n inputs.
+  virtual std::size_t outputs(std::size_t n) const { return n; }
   // Non-finite inputs are never mixed into finite outputs; a rule after it will exclude them.
   virtual Result<PreAggregation> apply(const InputMatrix& inputs) = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -118,6 +119,37 @@ Distances pairwise_distances(const InputMatrix& inputs, std::size_t threads) {
     }
   }
   return out;
+}
+
+std::vector<double> krum_scores(const Distances& distances, const std::vector<std::size_t>& candidates,
+                                std::size_t f) {
+  const std::size_t c = candidates.size();
+  const std::size_t neighbours = c > f + 2 ? c - f - 2 : 0;
+  std::vector<double> scores(c);
+  std::vector<double> row;
+  for (std::size_t a = 0; a < c; ++a) {
+    row.clear();
+    for (std::size_t b = 0; b < c; ++b)
+      if (b != a) row.push_back(distances.at(candidates[a], candidates[b]));
+    if (!distances.usable[candidates[a]]) {
+      scores[a] = std::numeric_limits<double>::infinity();
+      continue;
+    }
+    std::nth_element(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(neighbours), row.end());
+    // Summed in ascending order so that the score does not depend on the input order.
+    std::sort(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(neighbours));
+    double score = 0;
+    for (std::size_t k = 0; k < neighbours; ++k) score += row[k];
+    scores[a] = score;
+  }
+  return scores;
+}
+
+std::size_t argmin_finite(const std::vector<double>& scores) {
+  std::size_t best = static_cast<std::size_t>(-1);
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    if (std::isfinite(scores[i]) && (best == static_cast<std::size_t>(-1) || scores[i] < scores[best])) best = i;
+  return best;
 }
 
 std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<double>& coeffs,
@@ -292,6 +324,18 @@ Result<CoordinateOutcome> coordinate_wise(
     rows = complement(n, out.non_finite);
   }
   return make_error(ErrorCode::kInternal, "coordinate_wise: non-finite rows after exclusion");
+}
+
+std::string with_threads(std::string spec, std::size_t threads) {
+  if (threads != 1)
+    spec += (spec.find(':') == std::string::npos ? ":threads=" : ",threads=") + std::to_string(threads);
+  return spec;
+}
+
+std::string format_double(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
 }
 
 Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n,

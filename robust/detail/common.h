@@ -39,6 +39,14 @@ struct Distances {
 };
 Distances pairwise_distances(const InputMatrix& inputs, std::size_t threads);
 
+// Krum scores (Blanchard et al., NeurIPS 2017, eq. in §4): for each candidate i, the sum of the
+// squared distances to its max(0, |candidates| − f − 2) nearest other candidates; +∞ when one of
+// them is at +∞. Returned in the order of `candidates`.
+std::vector<double> krum_scores(const Distances& distances, const std::vector<std::size_t>& candidates,
+                                std::size_t f);
+// The position in `scores` of the smallest finite score (the lowest on ties), or npos.
+std::size_t argmin_finite(const std::vector<double>& scores);
+
 // Σ_i coeffs[i]·x_i, skipping rows whose coefficient is exactly 0 (so a non-finite row with a zero
 // coefficient never poisons the sum).
 std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<double>& coeffs,
@@ -73,6 +81,12 @@ Result<CoordinateOutcome> coordinate_wise(
 // Batcher's odd–even merge sorting network on m wires, restricted to the comparators that the
 // output ranks [need_lo, need_hi) depend on.
 std::vector<Comparator> selection_network(std::size_t m, std::size_t need_lo, std::size_t need_hi);
+
+// "name:opts" plus ",threads=N" (or ":threads=N") when threads != 1.
+std::string with_threads(std::string spec, std::size_t threads);
+
+// Shortest text that reads back as the same double ("0.1", "1e-06").
+std::string format_double(double value);
 
 // Shared error text.
 Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n,

@@ -1,0 +1,100 @@
+#include "robust/centered_clipping.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "robust/coordinate_wise.h"
+#include "robust/detail/common.h"
+
+namespace ballot::robust {
+
+Status CenteredClipping::check(std::size_t n, std::size_t f) {
+  if (n == 0) return make_error(ErrorCode::kPrecondition, "centered_clipping needs at least one input");
+  if (n < 2 * f + 1) return detail::precondition_error("centered_clipping", "n >= 2f + 1", n, f);
+  return {};
+}
+
+Status CenteredClipping::check(std::size_t n) const {
+  if (!(options_.tau > 0) || !std::isfinite(options_.tau))
+    return make_error(ErrorCode::kInvalidArgument, "centered_clipping: tau must be finite and > 0");
+  return check(n, options_.f);
+}
+
+std::string CenteredClipping::spec() const {
+  return detail::with_threads("centered_clipping:f=" + std::to_string(options_.f) +
+                                  ",iterations=" + std::to_string(options_.iterations) +
+                                  ",start=" + (options_.start == ClippingStart::kMedian ? "median" : "zero") +
+                                  ",tau=" + detail::format_double(options_.tau),
+                              options_.threads);
+}
+
+Result<AggregationResult> CenteredClipping::aggregate(const InputMatrix& inputs) {
+  BALLOT_TRY(check(inputs.n()));
+  const std::size_t n = inputs.n(), d = inputs.d();
+  const auto& kern = detail::isa_kernels();
+
+  std::vector<float> center = options_.center;
+  if (!center.empty()) {
+    if (center.size() != d)
+      return make_error(ErrorCode::kInvalidArgument, "centered_clipping: center has " + std::to_string(center.size()) +
+                                                         " values, inputs have " + std::to_string(d));
+    if (!kern.all_finite(center.data(), d))
+      return make_error(ErrorCode::kInvalidArgument, "centered_clipping: center is not finite");
+  } else if (options_.start == ClippingStart::kMedian) {
+    CoordinateMedian median(MedianOptions{0, options_.threads});
+    BALLOT_ASSIGN_OR_RETURN(auto start, median.aggregate(inputs));
+    center = std::move(start.value);
+  }
+
+  detail::Distances dist = detail::pairwise_distances(inputs, options_.threads);
+  const auto& G = dist.gram;
+  std::vector<std::size_t> usable;
+  for (std::size_t i = 0; i < n; ++i)
+    if (dist.usable[i]) usable.push_back(i);
+  if (usable.empty())
+    return make_error(ErrorCode::kPrecondition, "centered_clipping: every input is non-finite or overflows");
+
+  // v = β·v₀ + Σ α_i x_i with p_i = v₀·x_i and c0 = ‖v₀‖² (all zero when v₀ = 0).
+  double beta = center.empty() ? 0.0 : 1.0, c0 = 0;
+  std::vector<double> p(n, 0.0), alpha(n, 0.0), clip(n, 0.0);
+  if (!center.empty()) {
+    c0 = kern.squared_norm(center.data(), d);
+    detail::parallel_for(usable.size(), options_.threads, [&](std::size_t b, std::size_t e) {
+      for (std::size_t k = b; k < e; ++k) p[usable[k]] = kern.dot(center.data(), inputs.row(usable[k]), d);
+    });
+  }
+  const double m = static_cast<double>(usable.size());
+  for (std::size_t it = 0; it < options_.iterations; ++it) {
+    double v_norm = beta * beta * c0, pa = 0;
+    std::vector<double> v_dot(n, 0.0);  // v·x_i
+    for (std::size_t i : usable) {
+      double s = 0;
+      for (std::size_t j : usable) s += G[i * n + j] * alpha[j];
+      v_dot[i] = beta * p[i] + s;
+      v_norm += alpha[i] * s;
+      pa += p[i] * alpha[i];
+    }
+    v_norm += 2 * beta * pa;
+    // Karimireddy et al. eq. (3): each x_i − v is clipped to radius τ, then averaged into v.
+    double clip_total = 0;
+    for (std::size_t i : usable) {
+      const double norm = std::sqrt(std::max(0.0, G[i * n + i] - 2 * v_dot[i] + v_norm));
+      clip[i] = norm > options_.tau ? options_.tau / norm : 1.0;
+      clip_total += clip[i];
+    }
+    const double shrink = 1.0 - clip_total / m;
+    beta *= shrink;
+    for (std::size_t i : usable) alpha[i] = alpha[i] * shrink + clip[i] / m;
+  }
+
+  AggregationResult result;
+  result.value = detail::weighted_sum(inputs, alpha, options_.threads);
+  if (beta != 0.0)
+    kern.axpy(static_cast<float>(beta), center.data(), result.value.data(), d);
+  result.report.iterations = options_.iterations;
+  result.report.excluded = detail::complement(n, usable);
+  result.report.non_finite = std::move(dist.non_finite);
+  return result;
+}
+
+}  // namespace ballot::robust

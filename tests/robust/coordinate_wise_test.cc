@@ -1,0 +1,251 @@
+#include "robust/coordinate_wise.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "robust/detail/common.h"
+#include "robust_test_util.h"
+
+namespace ballot::robust {
+namespace {
+
+using testing::column;
+using testing::for_each_isa;
+using testing::gaussian_rows;
+
+enum class Kind { kMean, kMedian, kTrimmed, kMeaMed };
+
+std::unique_ptr<Aggregator> make(Kind kind, std::size_t f, std::size_t threads = 1) {
+  switch (kind) {
+    case Kind::kMean: return std::make_unique<Mean>(MeanOptions{threads});
+    case Kind::kMedian: return std::make_unique<CoordinateMedian>(MedianOptions{f, threads});
+    case Kind::kTrimmed: return std::make_unique<TrimmedMean>(TrimmedMeanOptions{f, threads});
+    case Kind::kMeaMed: return std::make_unique<MeanAroundMedian>(MeanAroundMedianOptions{f, threads});
+  }
+  return nullptr;
+}
+
+// Reference for one coordinate: full sort, then the textbook definition.
+double reference(Kind kind, std::vector<float> v, std::size_t f) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size();
+  auto mean = [&](std::size_t lo, std::size_t hi) {
+    double s = 0;
+    for (std::size_t i = lo; i < hi; ++i) s += v[i];
+    return s / static_cast<double>(hi - lo);
+  };
+  switch (kind) {
+    case Kind::kMean: return mean(0, m);
+    case Kind::kMedian: return 0.5 * (static_cast<double>(v[(m - 1) / 2]) + v[m / 2]);
+    case Kind::kTrimmed: return mean(f, m - f);
+    case Kind::kMeaMed: {
+      // The m − f values closest to the median, chosen one by one (two pointers from the median).
+      const double med = 0.5 * (static_cast<double>(v[(m - 1) / 2]) + v[m / 2]);
+      std::vector<double> by_distance(v.begin(), v.end());
+      std::stable_sort(by_distance.begin(), by_distance.end(),
+                       [med](double a, double b) { return std::abs(a - med) < std::abs(b - med); });
+      double s = 0;
+      for (std::size_t i = 0; i < m - f; ++i) s += by_distance[i];
+      return s / static_cast<double>(m - f);
+    }
+  }
+  return 0;
+}
+
+struct Case {
+  Kind kind;
+  const char* name;
+};
+const Case kKinds[] = {{Kind::kMean, "mean"}, {Kind::kMedian, "median"}, {Kind::kTrimmed, "trimmed_mean"},
+                       {Kind::kMeaMed, "meamed"}};
+
+class CoordinateRule : public ::testing::TestWithParam<Case> {
+ protected:
+  Kind kind() const { return GetParam().kind; }
+  std::size_t max_f(std::size_t n) const { return kind() == Kind::kMean ? 0 : (n - 1) / 2; }
+};
+
+// Sizes around the tile width, the network limit (128) and the nth_element path beyond it.
+TEST_P(CoordinateRule, MatchesBruteForce) {
+  for_each_isa([&] {
+    for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 8u, 10u, 25u, 64u, 100u, 128u, 129u, 150u}) {
+      const std::size_t d = n > 64 ? 70 : 131;
+      const auto rows = gaussian_rows(n, d, 100 + n);
+      for (std::size_t f : {std::size_t{0}, std::size_t{1}, max_f(n) / 2, max_f(n)}) {
+        if (f > max_f(n)) continue;
+        auto rule = make(kind(), f);
+        auto result = rule->aggregate(InputMatrix(rows.data(), n, d));
+        ASSERT_TRUE(result.ok()) << result.error().to_string();
+        ASSERT_EQ(result->value.size(), d);
+        for (std::size_t c = 0; c < d; ++c) {
+          const double want = reference(kind(), column(rows, n, d, c), f);
+          ASSERT_NEAR(result->value[c], want, 1e-5 * (1 + std::abs(want))) << "n=" << n << " f=" << f << " c=" << c;
+        }
+      }
+    }
+  });
+}
+
+TEST_P(CoordinateRule, SeveralColumnBlocksAndListOfSpans) {
+  const std::size_t n = 9, d = 5000, f = kind() == Kind::kMean ? 0 : 3;
+  const auto rows = gaussian_rows(n, d, 7);
+  std::vector<std::vector<float>> list;
+  for (std::size_t i = 0; i < n; ++i) list.emplace_back(rows.begin() + i * d, rows.begin() + (i + 1) * d);
+  auto view = InputMatrix::from_rows(list);
+  ASSERT_TRUE(view.ok());
+  auto a = make(kind(), f)->aggregate(*view);
+  auto b = make(kind(), f)->aggregate(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->value, b->value);
+  for (std::size_t c = 0; c < d; c += 97)
+    ASSERT_NEAR(a->value[c], reference(kind(), column(rows, n, d, c), f), 1e-5);
+}
+
+TEST_P(CoordinateRule, IdenticalAcrossRunsAndThreadCounts) {
+  const std::size_t n = 11, d = 20000, f = kind() == Kind::kMean ? 0 : 2;
+  const auto rows = gaussian_rows(n, d, 3);
+  const InputMatrix view(rows.data(), n, d);
+  auto one = make(kind(), f, 1)->aggregate(view);
+  auto again = make(kind(), f, 1)->aggregate(view);
+  auto three = make(kind(), f, 3)->aggregate(view);
+  ASSERT_TRUE(one.ok() && again.ok() && three.ok());
+  EXPECT_EQ(one->value, again->value);
+  EXPECT_EQ(one->value, three->value);
+}
+
+TEST_P(CoordinateRule, PermutationInvariant) {
+  const std::size_t n = 13, d = 300, f = kind() == Kind::kMean ? 0 : 4;
+  auto rows = gaussian_rows(n, d, 5);
+  auto before = make(kind(), f)->aggregate(InputMatrix(rows.data(), n, d));
+  std::vector<std::size_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  Rng rng(9);
+  rng.shuffle(std::span<std::size_t>(perm));
+  std::vector<float> shuffled(n * d);
+  for (std::size_t i = 0; i < n; ++i)
+    std::copy_n(rows.begin() + perm[i] * d, d, shuffled.begin() + i * d);
+  auto after = make(kind(), f)->aggregate(InputMatrix(shuffled.data(), n, d));
+  ASSERT_TRUE(before.ok() && after.ok());
+  if (kind() == Kind::kMean) {
+    testing::expect_near_vectors(after->value, before->value, 1e-6);
+  } else {
+    EXPECT_EQ(after->value, before->value);  // sums of sorted values: bit-identical
+  }
+}
+
+TEST_P(CoordinateRule, NonFiniteInputsAreExcludedAndNamed) {
+  for_each_isa([&] {
+    const std::size_t n = 9, d = 200;
+    const std::size_t f = kind() == Kind::kMean ? 0 : 3;
+    auto rows = gaussian_rows(n, d, 11);
+    rows[2 * d + 150] = std::numeric_limits<float>::quiet_NaN();
+    rows[6 * d + 0] = std::numeric_limits<float>::infinity();
+    rows[7 * d + 199] = -std::numeric_limits<float>::infinity();
+    auto result = make(kind(), f)->aggregate(InputMatrix(rows.data(), n, d));
+    ASSERT_TRUE(result.ok()) << result.error().to_string();
+    EXPECT_EQ(result->report.non_finite, (std::vector<std::size_t>{2, 6, 7}));
+    const std::vector<std::size_t> finite{0, 1, 3, 4, 5, 8};
+    const std::size_t f_left = f - std::min<std::size_t>(f, 3);
+    for (std::size_t c = 0; c < d; ++c) {
+      std::vector<float> v;
+      for (std::size_t i : finite) v.push_back(rows[i * d + c]);
+      ASSERT_TRUE(std::isfinite(result->value[c]));
+      ASSERT_NEAR(result->value[c], reference(kind(), v, f_left), 1e-5) << c;
+    }
+  });
+}
+
+TEST_P(CoordinateRule, AllInputsNonFiniteIsAnErrorNotACrash) {
+  std::vector<float> rows(3 * 10, std::numeric_limits<float>::quiet_NaN());
+  auto result = make(kind(), 0)->aggregate(InputMatrix(rows.data(), 3, 10));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code, ErrorCode::kPrecondition);
+}
+
+TEST_P(CoordinateRule, StaysWithinHonestRangeUnderAttack) {
+  if (kind() == Kind::kMean) GTEST_SKIP() << "the mean is the undefended baseline";
+  const std::size_t n = 15, f = 7, d = 257;
+  for (float attack : {1e30f, -1e30f, 3.0e38f}) {
+    auto rows = gaussian_rows(n, d, 21);
+    for (std::size_t i = 0; i < f; ++i)  // f colluding attackers, alternating extremes
+      for (std::size_t c = 0; c < d; ++c) rows[i * d + c] = (i % 2 == 0 || c % 3 == 0) ? attack : -attack;
+    auto result = make(kind(), f)->aggregate(InputMatrix(rows.data(), n, d));
+    ASSERT_TRUE(result.ok());
+    for (std::size_t c = 0; c < d; ++c) {
+      float lo = INFINITY, hi = -INFINITY;
+      for (std::size_t i = f; i < n; ++i) lo = std::min(lo, rows[i * d + c]), hi = std::max(hi, rows[i * d + c]);
+      ASSERT_GE(result->value[c], lo) << c;
+      ASSERT_LE(result->value[c], hi) << c;
+    }
+  }
+}
+
+TEST_P(CoordinateRule, PreconditionAtItsEdge) {
+  if (kind() == Kind::kMean) {
+    EXPECT_FALSE(Mean::check(0, 0).ok());
+    EXPECT_TRUE(Mean::check(1, 0).ok());
+    return;
+  }
+  for (std::size_t f : {1u, 2u, 5u}) {
+    auto rule = make(kind(), f);
+    const auto below = rule->check(2 * f);
+    ASSERT_FALSE(below.ok());
+    EXPECT_EQ(below.error().code, ErrorCode::kPrecondition);
+    EXPECT_NE(below.error().message.find("2f + 1"), std::string::npos) << below.error().message;
+    EXPECT_TRUE(rule->check(2 * f + 1).ok());
+    std::vector<float> rows(2 * f * 4, 1.0f);
+    EXPECT_FALSE(rule->aggregate(InputMatrix(rows.data(), 2 * f, 4)).ok());
+  }
+}
+
+TEST_P(CoordinateRule, EmptyVectorsAndNoInputs) {
+  auto rule = make(kind(), 0);
+  EXPECT_FALSE(rule->aggregate(InputMatrix()).ok());
+  std::vector<float> none;
+  auto result = rule->aggregate(InputMatrix(none.data(), 3, 0));
+  ASSERT_TRUE(result.ok());
+  EXPECT_TRUE(result->value.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, CoordinateRule, ::testing::ValuesIn(kKinds),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The 0-1 principle: a comparator network sorts every input iff it sorts every 0/1 input. The
+// pruned networks must place the needed ranks correctly for all 2^m binary inputs.
+TEST(SelectionNetwork, ZeroOnePrincipleForEveryRankRange) {
+  for (std::size_t m = 1; m <= 12; ++m) {
+    for (std::size_t lo = 0; lo < m; ++lo) {
+      for (std::size_t hi : {lo + 1, m}) {
+        const auto net = detail::selection_network(m, lo, hi);
+        for (std::uint32_t bits = 0; bits < (1u << m); ++bits) {
+          std::vector<int> v(m);
+          for (std::size_t w = 0; w < m; ++w) v[w] = (bits >> w) & 1;
+          for (const auto& c : net)
+            if (v[c.hi] < v[c.lo]) std::swap(v[c.lo], v[c.hi]);
+          const int zeros = static_cast<int>(m) - __builtin_popcount(bits);
+          for (std::size_t r = lo; r < hi; ++r)
+            ASSERT_EQ(v[r], static_cast<int>(r) >= zeros ? 1 : 0) << "m=" << m << " ranks " << lo << ".." << hi;
+        }
+      }
+    }
+  }
+}
+
+TEST(SelectionNetwork, PruningDropsComparatorsForAMedian) {
+  EXPECT_LT(detail::selection_network(100, 49, 51).size(), detail::selection_network(100, 0, 100).size());
+}
+
+TEST(CoordinateRuleSpec, Names) {
+  EXPECT_EQ(Mean().spec(), "mean");
+  EXPECT_EQ(TrimmedMean(TrimmedMeanOptions{2, 1}).spec(), "trimmed_mean:f=2");
+  EXPECT_EQ(CoordinateMedian(MedianOptions{1, 4}).spec(), "median:f=1,threads=4");
+  EXPECT_EQ(MeanAroundMedian(MeanAroundMedianOptions{3, 1}).spec(), "meamed:f=3");
+}
+
+}  // namespace
+}  // namespace ballot::robust

@@ -1,0 +1,85 @@
+// Test helpers for the robust rules: seeded inputs and brute-force references written for
+// clarity (full sorts, explicit loops in double), never sharing code with the library.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "core/rng.h"
+#include "kernels/isa.h"
+#include "robust/aggregator.h"
+
+namespace ballot::robust::testing {
+
+// n rows of d floats, N(center, scale²) per coordinate.
+inline std::vector<float> gaussian_rows(std::size_t n, std::size_t d, std::uint64_t seed, double scale = 1.0,
+                                        double center = 0.0) {
+  Rng rng(seed);
+  std::vector<float> out(n * d);
+  for (auto& v : out) v = static_cast<float>(center + scale * rng.normal());
+  return out;
+}
+
+inline std::vector<float> column(const std::vector<float>& rows, std::size_t n, std::size_t d, std::size_t c) {
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = rows[i * d + c];
+  return out;
+}
+
+inline double squared_distance(const float* a, const float* b, std::size_t d) {
+  double s = 0;
+  for (std::size_t j = 0; j < d; ++j) s += (static_cast<double>(a[j]) - b[j]) * (static_cast<double>(a[j]) - b[j]);
+  return s;
+}
+
+inline std::vector<float> mean_of_rows(const std::vector<float>& rows, std::size_t d,
+                                       const std::vector<std::size_t>& which) {
+  std::vector<double> acc(d, 0.0);
+  for (std::size_t i : which)
+    for (std::size_t j = 0; j < d; ++j) acc[j] += rows[i * d + j];
+  std::vector<float> out(d);
+  for (std::size_t j = 0; j < d; ++j) out[j] = static_cast<float>(acc[j] / static_cast<double>(which.size()));
+  return out;
+}
+
+// Brute-force Krum scores over the rows `candidates` (full sort of each distance list).
+inline std::vector<double> brute_krum_scores(const std::vector<float>& rows, std::size_t d,
+                                             const std::vector<std::size_t>& candidates, std::size_t f) {
+  const std::size_t c = candidates.size();
+  const std::size_t k = c > f + 2 ? c - f - 2 : 0;
+  std::vector<double> scores;
+  for (std::size_t a : candidates) {
+    std::vector<double> dist;
+    for (std::size_t b : candidates)
+      if (b != a) dist.push_back(squared_distance(&rows[a * d], &rows[b * d], d));
+    std::sort(dist.begin(), dist.end());
+    scores.push_back(std::accumulate(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(k), 0.0));
+  }
+  return scores;
+}
+
+inline void expect_near_vectors(const std::vector<float>& got, const std::vector<float>& want, double tolerance,
+                                const char* what = "") {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t j = 0; j < got.size(); ++j)
+    ASSERT_NEAR(got[j], want[j], tolerance * (1.0 + std::abs(want[j]))) << what << " coordinate " << j;
+}
+
+// Runs the test body at each ISA level the CPU supports, restoring the default afterwards.
+template <typename Body>
+void for_each_isa(Body body) {
+  for (auto isa : kernels::supported_isas()) {
+    kernels::set_isa_limit(isa);
+    SCOPED_TRACE(std::string(kernels::isa_name(isa)));
+    body();
+  }
+  kernels::set_isa_limit(kernels::Isa::kAvx512);
+}
+
+}  // namespace ballot::robust::testing
