@@ -11,6 +11,8 @@
 namespace ballot::coding::detail {
 namespace {
 
+__extension__ using Uint128 = unsigned __int128;  // GCC/Clang extension
+
 // Magnitude as a selection key: NaN sorts above everything.
 inline float key(float v) {
   const float a = std::fabs(v);
@@ -112,10 +114,10 @@ std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::
     const std::size_t total = std::min(k, d);
     if (d == 0) return budgets;
     // Largest remainder (Hamilton) apportionment of `total` over the segment sizes.
-    std::vector<std::pair<unsigned __int128, std::size_t>> remainders;
+    std::vector<std::pair<Uint128, std::size_t>> remainders;
     std::size_t assigned = 0;
     for (std::size_t s = 0; s < segments.size(); ++s) {
-      const unsigned __int128 product = static_cast<unsigned __int128>(total) * segments[s].size;
+      const Uint128 product = static_cast<Uint128>(total) * segments[s].size;
       budgets[s] = static_cast<std::size_t>(product / d);
       assigned += budgets[s];
       remainders.emplace_back(product % d, s);

@@ -4,6 +4,9 @@
 #include "kernels/isa.h"
 
 #if defined(__x86_64__)
+// GCC 12 reports a false -Wmaybe-uninitialized inside the AVX-512 intrinsics' own headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #endif
 
@@ -75,6 +78,7 @@ __attribute__((target("avx512f"))) void fill_blocks_avx512(std::uint64_t seed,
   }
   if (b < num_blocks) fill_scalar(seed, stream, 4 * (first_block + b), out + 4 * b, 4 * (num_blocks - b));
 }
+#pragma GCC diagnostic pop
 #endif
 
 }  // namespace

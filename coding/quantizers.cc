@@ -1,0 +1,343 @@
+#include "coding/quantizers.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "coding/detail/bit_stream.h"
+#include "coding/detail/blocks.h"
+#include "coding/detail/uniform.h"
+#include "coding/wire_format.h"
+#include "core/enforce.h"
+
+namespace ballot::coding {
+namespace {
+
+constexpr std::uint8_t kEliasFlag = 1;
+
+int level_bits(std::uint32_t s) { return std::bit_width(s); }
+
+// Elias bits per coordinate at most: gamma(s+1) plus a sign bit.
+std::uint64_t max_elias_bits(std::uint32_t s) {
+  return 2 * static_cast<std::uint64_t>(std::bit_width(std::uint64_t{s} + 1) - 1) + 2;
+}
+
+// QSGD levels of a piece: level_i = l + [u_i < r_i - l], r_i = |x_i| · s/‖v‖ clamped to [0, s]
+// (NaN -> 0), l = ⌊r_i⌋. Vectorisable, and never above s.
+void qsgd_levels(const float* x, const float* u, std::size_t n, float inv, float s_float,
+                 std::uint32_t* level) {
+  for (std::size_t i = 0; i < n; ++i) {
+    float r = std::fabs(x[i]) * inv;
+    r = r >= 0.0f ? (r < s_float ? r : s_float) : 0.0f;
+    const float l = static_cast<float>(static_cast<std::int32_t>(r));
+    level[i] = static_cast<std::uint32_t>(l) + (u[i] < r - l ? 1u : 0u);
+  }
+}
+
+}  // namespace
+
+// ---- QSGD -----------------------------------------------------------------------------------
+
+QsgdCodec::QsgdCodec(QsgdOptions options) : options_(options) {
+  BALLOT_ENFORCE(options_.s >= 1 && options_.s <= kMaxLevels, "QSGD needs 1 <= s <= 65535");
+}
+
+std::string QsgdCodec::spec() const {
+  return std::string("qsgd:elias=") + (options_.elias ? "1" : "0") +
+         ",granularity=" + granularity_name(options_.granularity) + ",s=" + std::to_string(options_.s);
+}
+
+std::size_t QsgdCodec::wire_size(const GradientLayout& layout) const {
+  const std::size_t S = options_.granularity == Granularity::kModel ? 1 : layout.num_layers();
+  const std::size_t d = layout.total_size();
+  const std::size_t words = BitVector::words_for(d);
+  if (!options_.elias) {
+    return kHeaderBytes + 4 + 4 * S + 8 * (1 + static_cast<std::size_t>(level_bits(options_.s))) * words;
+  }
+  return kHeaderBytes + 4 + 4 * S + 8 + 8 * BitVector::words_for(d * max_elias_bits(options_.s));
+}
+
+EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
+                                  Rng& rng) {
+  BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
+  const std::size_t d = gradient.size();
+  const auto segments = segments_of(layout, options_.granularity);
+  const std::uint32_t s = options_.s;
+  const float s_float = static_cast<float>(s);
+  std::vector<float> norms(segments.size()), inverse(segments.size());
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    const double norm = std::sqrt(detail::sum_squares(gradient.data() + segments[k].offset, segments[k].size));
+    norms[k] = static_cast<float>(norm);
+    inverse[k] = norm > 0 ? static_cast<float>(s / norm) : 0.0f;
+  }
+  const detail::UniformStream uniforms(rng, d);
+  EncodedGradient out;
+  write_header(out.bytes, id(), options_.granularity, options_.elias ? kEliasFlag : 0, layout,
+               wire_size(layout) - kHeaderBytes);
+  append_pod<std::uint32_t>(out.bytes, s);
+  append_pods<float>(out.bytes, norms);
+
+  std::vector<float> u(detail::kBlock), plane(detail::kBlock);
+  std::vector<std::uint32_t> level(detail::kBlock);
+  BitVector scratch;
+  const int planes = level_bits(s);
+  const std::size_t stream_bytes = detail::sign_bytes(d);
+  std::uint8_t* signs = nullptr;
+  detail::BitWriter writer;
+  if (!options_.elias) {
+    const std::size_t at = out.bytes.size();
+    out.bytes.resize(at + stream_bytes * (1 + static_cast<std::size_t>(planes)), 0);
+    signs = out.bytes.data() + at;
+  }
+  std::size_t cursor = 0;
+  for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
+    const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
+    uniforms.fill(begin, std::span<float>(u.data(), n));
+    detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
+      qsgd_levels(gradient.data() + lo, u.data() + (lo - begin), hi - lo, inverse[k], s_float,
+                  level.data() + (lo - begin));
+    });
+    const float* x = gradient.data() + begin;
+    if (options_.elias) {
+      for (std::size_t i = 0; i < n; ++i) {
+        writer.put_gamma(std::uint64_t{level[i]} + 1);
+        if (level[i] != 0) writer.put(x[i] < 0.0f ? 0u : 1u, 1);
+      }
+      continue;
+    }
+    detail::pack_block(std::span<const float>(x, n), scratch, signs + begin / 8);
+    // Bit-plane p of the levels, packed by the sign kernel from ±1 floats.
+    for (int p = 0; p < planes; ++p) {
+      for (std::size_t i = 0; i < n; ++i) plane[i] = ((level[i] >> p) & 1u) ? 1.0f : -1.0f;
+      detail::pack_block(std::span<const float>(plane.data(), n), scratch,
+                         signs + stream_bytes * (1 + static_cast<std::size_t>(p)) + begin / 8);
+    }
+  }
+  if (options_.elias) {
+    append_pod<std::uint64_t>(out.bytes, writer.bit_count());
+    const auto words = writer.finish();
+    append_pods<std::uint64_t>(out.bytes, words);
+  }
+  return out;
+}
+
+Status QsgdCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
+                             std::span<float> accumulator, float weight) const {
+  BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
+  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), kEliasFlag, layout));
+  const auto segments = segments_of(layout, header.granularity);
+  const std::size_t d = layout.total_size();
+  ByteReader reader(bytes, kHeaderBytes);
+  BALLOT_ASSIGN_OR_RETURN(const std::uint32_t s, reader.read<std::uint32_t>("levels"));
+  if (s < 1 || s > kMaxLevels) return malformed("QSGD level count " + std::to_string(s) + " out of range");
+  BALLOT_ASSIGN_OR_RETURN(const auto norm_bytes, reader.take(segments.size(), 4, "norms"));
+  std::vector<float> unit(segments.size());  // weight · ‖v‖ / s per segment
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    unit[k] = weight * (load_pod<float>(norm_bytes.data() + 4 * k) / static_cast<float>(s));
+  }
+  float* acc = accumulator.data();
+
+  if (header.flags & kEliasFlag) {
+    BALLOT_ASSIGN_OR_RETURN(const std::uint64_t bits, reader.read<std::uint64_t>("bit count"));
+    if (bits > static_cast<std::uint64_t>(d) * max_elias_bits(s)) {
+      return malformed("QSGD Elias stream of " + std::to_string(bits) + " bits is too long");
+    }
+    BALLOT_ASSIGN_OR_RETURN(const auto words, reader.take(BitVector::words_for(bits), 8, "Elias stream"));
+    BALLOT_TRY(reader.expect_end());
+    if (bits % 64 != 0 && (load_pod<std::uint64_t>(words.data() + words.size() - 8) >> (bits % 64)) != 0) {
+      return malformed("non-zero padding after the QSGD Elias stream");
+    }
+    const int max_width = std::bit_width(std::uint64_t{s} + 1);
+    // Pass 1 validates the whole stream, pass 2 applies it: the accumulator changes only if the
+    // message is valid.
+    for (int pass = 0; pass < 2; ++pass) {
+      detail::BitReader in(words.data(), bits);
+      std::size_t cursor = 0;
+      for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
+        const std::size_t end = std::min(d, begin + detail::kBlock);
+        std::size_t k_of_piece = 0;
+        Status status;
+        detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
+          k_of_piece = k;
+          for (std::size_t i = lo; i < hi && status.ok(); ++i) {
+            std::uint64_t code = 0;
+            std::uint32_t sign = 1;
+            if (!in.get_gamma(code, max_width) || code - 1 > s) {
+              status = malformed("bad QSGD Elias code at coordinate " + std::to_string(i));
+              return;
+            }
+            if (code > 1 && !in.get(sign)) {
+              status = malformed("QSGD Elias stream truncated at coordinate " + std::to_string(i));
+              return;
+            }
+            if (pass == 1) {
+              const float magnitude = unit[k] * static_cast<float>(code - 1);
+              acc[i] += sign ? magnitude : -magnitude;
+            }
+          }
+        });
+        (void)k_of_piece;
+        BALLOT_TRY(status);
+      }
+      if (in.position() != bits) return malformed("trailing bits after the QSGD Elias stream");
+    }
+    return {};
+  }
+
+  const int planes = level_bits(s);
+  const std::size_t stream_bytes = detail::sign_bytes(d);
+  BALLOT_ASSIGN_OR_RETURN(const auto streams,
+                          reader.take(1 + static_cast<std::size_t>(planes), stream_bytes, "level planes"));
+  BALLOT_TRY(reader.expect_end());
+  if (d == 0) return {};
+  for (int p = 0; p <= planes; ++p) {
+    BALLOT_TRY(detail::check_padding(streams.data() + stream_bytes * static_cast<std::size_t>(p), d, "QSGD planes"));
+  }
+  // Levels above s are possible in b bit-planes when s + 1 is not a power of two: check them all
+  // first (pass 0), then add (pass 1).
+  std::vector<float> sign(detail::kBlock), bit(detail::kBlock), level(detail::kBlock);
+  BitVector scratch;
+  const float s_float = static_cast<float>(s);
+  for (int pass = 0; pass < 2; ++pass) {
+    std::size_t cursor = 0;
+    for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
+      const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
+      std::fill(level.begin(), level.begin() + static_cast<std::ptrdiff_t>(n), 0.0f);
+      for (int p = 0; p < planes; ++p) {
+        detail::unpack_block(streams.data() + stream_bytes * (1 + static_cast<std::size_t>(p)) + begin / 8,
+                             scratch, std::span<float>(bit.data(), n));
+        const float value = static_cast<float>(1u << p);
+        for (std::size_t i = 0; i < n; ++i) level[i] += bit[i] > 0 ? value : 0.0f;
+      }
+      if (pass == 0) {
+        float highest = 0;
+        for (std::size_t i = 0; i < n; ++i) highest = level[i] > highest ? level[i] : highest;
+        if (highest > s_float) {
+          return malformed("QSGD level " + std::to_string(highest) + " above s = " + std::to_string(s));
+        }
+        continue;
+      }
+      detail::unpack_block(streams.data() + begin / 8, scratch, std::span<float>(sign.data(), n));
+      const float* g = sign.data() - begin;
+      const float* l = level.data() - begin;
+      detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
+        const float scale = unit[k];
+        for (std::size_t i = lo; i < hi; ++i) acc[i] += scale * g[i] * l[i];
+      });
+    }
+  }
+  return {};
+}
+
+// ---- TernGrad -------------------------------------------------------------------------------
+
+std::string TernGradCodec::spec() const {
+  return "terngrad:clip=" + std::to_string(options_.clip) +
+         ",granularity=" + granularity_name(options_.granularity);
+}
+
+std::size_t TernGradCodec::wire_size(const GradientLayout& layout) const {
+  const std::size_t S = options_.granularity == Granularity::kModel ? 1 : layout.num_layers();
+  return kHeaderBytes + 4 * S + 2 * detail::sign_bytes(layout.total_size());
+}
+
+EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
+                                      Rng& rng) {
+  BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
+  const std::size_t d = gradient.size();
+  const auto segments = segments_of(layout, options_.granularity);
+  std::vector<float> scales(segments.size()), bound(segments.size());
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    const float* x = gradient.data() + segments[k].offset;
+    const std::size_t n = segments[k].size;
+    float scale = detail::max_abs(x, n);
+    float limit = std::numeric_limits<float>::infinity();
+    if (options_.clip > 0 && n > 0) {
+      // Wen et al. 2017, §3.3: clip each g_i to [-cσ, cσ] before ternarizing.
+      const double mean = detail::sum_values(x, n) / static_cast<double>(n);
+      const double variance = std::max(0.0, detail::sum_squares(x, n) / static_cast<double>(n) - mean * mean);
+      const float cut = static_cast<float>(options_.clip * std::sqrt(variance));
+      if (cut > 0) limit = cut;  // σ = 0 (a constant segment): nothing to clip
+      if (scale > limit) scale = limit;  // NaN scale stays NaN
+    }
+    scales[k] = scale;
+    bound[k] = limit;
+  }
+  const detail::UniformStream uniforms(rng, d);
+  EncodedGradient out;
+  write_header(out.bytes, id(), options_.granularity, 0, layout, wire_size(layout) - kHeaderBytes);
+  append_pods<float>(out.bytes, scales);
+  const std::size_t stream_bytes = detail::sign_bytes(d);
+  const std::size_t at = out.bytes.size();
+  out.bytes.resize(at + 2 * stream_bytes, 0);
+  std::uint8_t* signs = out.bytes.data() + at;
+  std::uint8_t* mask = signs + stream_bytes;
+  std::vector<float> u(detail::kBlock), keep(detail::kBlock);
+  BitVector scratch;
+  std::size_t cursor = 0;
+  for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
+    const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
+    uniforms.fill(begin, std::span<float>(u.data(), n));
+    detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
+      const float* x = gradient.data() + lo;
+      const float* r = u.data() + (lo - begin);
+      float* b = keep.data() + (lo - begin);
+      const float limit = bound[k];
+      const std::size_t m = hi - lo;
+      if (!(std::isfinite(scales[k]) && scales[k] > 0)) {
+        // Zero segment: nothing to send. Non-finite scale: keep every coordinate so that the
+        // decoded values are non-finite too.
+        const float fill = std::isfinite(scales[k]) ? -1.0f : 1.0f;
+        for (std::size_t i = 0; i < m; ++i) b[i] = fill;
+        return;
+      }
+      const float inv = 1.0f / scales[k];
+      // b_i ~ Bernoulli(|g_i| / s); encoded as ±1 for the sign packer.
+      for (std::size_t i = 0; i < m; ++i) {
+        const float a = std::fabs(x[i]);
+        const float clipped = a < limit ? a : limit;
+        b[i] = r[i] < clipped * inv ? 1.0f : -1.0f;
+      }
+    });
+    detail::pack_block(gradient.subspan(begin, n), scratch, signs + begin / 8);
+    detail::pack_block(std::span<const float>(keep.data(), n), scratch, mask + begin / 8);
+  }
+  return out;
+}
+
+Status TernGradCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
+                                 std::span<float> accumulator, float weight) const {
+  BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
+  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), 0, layout));
+  const auto segments = segments_of(layout, header.granularity);
+  const std::size_t d = layout.total_size();
+  ByteReader reader(bytes, kHeaderBytes);
+  BALLOT_ASSIGN_OR_RETURN(const auto scale_bytes, reader.take(segments.size(), 4, "scales"));
+  const std::size_t stream_bytes = detail::sign_bytes(d);
+  BALLOT_ASSIGN_OR_RETURN(const auto streams, reader.take(2, stream_bytes, "sign and mask"));
+  BALLOT_TRY(reader.expect_end());
+  if (d == 0) return {};
+  BALLOT_TRY(detail::check_padding(streams.data(), d, "TernGrad signs"));
+  BALLOT_TRY(detail::check_padding(streams.data() + stream_bytes, d, "TernGrad mask"));
+  std::vector<float> scaled(segments.size());
+  for (std::size_t k = 0; k < segments.size(); ++k) scaled[k] = weight * load_pod<float>(scale_bytes.data() + 4 * k);
+  std::vector<float> sign(detail::kBlock), keep(detail::kBlock);
+  BitVector scratch;
+  float* acc = accumulator.data();
+  std::size_t cursor = 0;
+  for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
+    const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
+    detail::unpack_block(streams.data() + begin / 8, scratch, std::span<float>(sign.data(), n));
+    detail::unpack_block(streams.data() + stream_bytes + begin / 8, scratch, std::span<float>(keep.data(), n));
+    const float* g = sign.data() - begin;
+    const float* b = keep.data() - begin;
+    detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
+      const float scale = scaled[k];
+      for (std::size_t i = lo; i < hi; ++i) acc[i] += b[i] > 0 ? scale * g[i] : 0.0f;
+    });
+  }
+  return {};
+}
+
+}  // namespace ballot::coding

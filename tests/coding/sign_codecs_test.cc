@@ -1,0 +1,150 @@
+#include "coding/sign_codecs.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "codec_test_util.h"
+
+namespace ballot::coding {
+namespace {
+
+using testing::mixed_layout;
+using testing::normal_values;
+
+std::size_t words(std::size_t d) { return (d + 63) / 64; }
+
+TEST(SignCodecs, SignDecodesToPlusMinusOneWithZeroPositive) {
+  const auto layout = GradientLayout::whole(5);
+  const std::vector<float> g{-1.5f, 0.0f, -0.0f, 2.0f, -1e-30f};
+  SignCodec codec(SignKind::kSign);
+  Rng rng(1);
+  const auto encoded = codec.encode(g, layout, rng);
+  EXPECT_EQ(encoded.size(), 24u + 8u);
+  EXPECT_EQ(codec.decode(encoded.bytes, layout).value(),
+            (std::vector<float>{-1.0f, 1.0f, 1.0f, 1.0f, -1.0f}));
+}
+
+TEST(SignCodecs, ScaledSignUsesTheL1MeanOfEachSegment) {
+  const auto layout = mixed_layout();
+  auto g = normal_values(layout.total_size(), 2);
+  for (std::size_t i = 0; i < 70; ++i) g[i] *= 100.0f;  // one layer at a very different scale
+  Rng rng(1);
+  for (Granularity granularity : {Granularity::kModel, Granularity::kLayer}) {
+    SignCodec codec(SignKind::kScaledSign, granularity);
+    const auto encoded = codec.encode(g, layout, rng);
+    const std::size_t segments = granularity == Granularity::kModel ? 1 : layout.num_layers();
+    EXPECT_EQ(encoded.size(), 24 + 4 * segments + 8 * words(layout.total_size()));
+    const auto decoded = codec.decode(encoded.bytes, layout).value();
+    for (const auto& layer : layout.layers()) {
+      const std::size_t begin = granularity == Granularity::kModel ? 0 : layer.offset;
+      const std::size_t size = granularity == Granularity::kModel ? layout.total_size() : layer.size;
+      double l1 = 0;
+      for (std::size_t i = begin; i < begin + size; ++i) l1 += std::fabs(g[i]);
+      const float scale = static_cast<float>(l1 / static_cast<double>(size));
+      for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) {
+        ASSERT_FLOAT_EQ(decoded[i], g[i] < 0 ? -scale : scale) << i;
+      }
+    }
+  }
+}
+
+TEST(SignCodecs, LayerAndModelGranularityDifferWhereLayersDiffer) {
+  const auto layout = mixed_layout();
+  auto g = normal_values(layout.total_size(), 3);
+  for (std::size_t i = 0; i < 70; ++i) g[i] *= 100.0f;
+  Rng rng(1);
+  SignCodec model(SignKind::kScaledSign, Granularity::kModel);
+  SignCodec layer(SignKind::kScaledSign, Granularity::kLayer);
+  const auto a = model.decode(model.encode(g, layout, rng).bytes, layout).value();
+  const auto b = layer.decode(layer.encode(g, layout, rng).bytes, layout).value();
+  // Per layer, the small layer keeps its own scale; the whole-model scale is dominated by the
+  // big layer, so its error on the small layers is far larger.
+  double err_model = 0, err_layer = 0;
+  for (std::size_t i = 70; i < layout.total_size(); ++i) {
+    err_model += std::pow(a[i] - g[i], 2);
+    err_layer += std::pow(b[i] - g[i], 2);
+  }
+  EXPECT_GT(err_model, 100 * err_layer);
+}
+
+TEST(SignCodecs, OneBitReconstructsWithTheMeansOfEachSide) {
+  const auto layout = mixed_layout();
+  const auto g = normal_values(layout.total_size(), 4);
+  SignCodec codec(SignKind::kOneBit, Granularity::kLayer);
+  Rng rng(1);
+  const auto encoded = codec.encode(g, layout, rng);
+  EXPECT_EQ(encoded.size(), 24 + 8 * layout.num_layers() + 8 * words(layout.total_size()));
+  const auto decoded = codec.decode(encoded.bytes, layout).value();
+  for (const auto& layer : layout.layers()) {
+    double pos = 0, neg = 0;
+    int np = 0, nn = 0;
+    for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) {
+      if (g[i] < 0) {
+        neg += g[i];
+        ++nn;
+      } else {
+        pos += g[i];
+        ++np;
+      }
+    }
+    for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) {
+      const double expected = g[i] < 0 ? neg / nn : pos / np;
+      ASSERT_NEAR(decoded[i], expected, 1e-5) << i;
+    }
+    // The reconstruction preserves each layer's sum (the point of using the means).
+    double sum_g = 0, sum_d = 0;
+    for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) {
+      sum_g += g[i];
+      sum_d += decoded[i];
+    }
+    EXPECT_NEAR(sum_d, sum_g, 1e-4);
+  }
+}
+
+TEST(SignCodecs, SignumSendsTheSignOfTheMomentum) {
+  const auto layout = GradientLayout::whole(3);
+  SignumCodec codec(SignumOptions{0.5f});
+  Rng rng(1);
+  const std::vector<float> g1{1.0f, -1.0f, 1.0f}, g2{-3.0f, 0.5f, -0.5f};
+  EXPECT_EQ(codec.decode(codec.encode(g1, layout, rng).bytes, layout).value(),
+            (std::vector<float>{1.0f, -1.0f, 1.0f}));
+  // m = 0.5 (0.5 g1) + 0.5 g2 = {-1.25, 0, 0}: the first flips, the zeros send +1.
+  EXPECT_EQ(codec.decode(codec.encode(g2, layout, rng).bytes, layout).value(),
+            (std::vector<float>{-1.0f, 1.0f, 1.0f}));
+  EXPECT_FLOAT_EQ(codec.momentum()[0], -1.25f);
+  EXPECT_FLOAT_EQ(codec.momentum()[1], 0.0f);
+}
+
+TEST(SignCodecs, NonZeroPaddingBitsAreMalformed) {
+  const auto layout = GradientLayout::whole(5);
+  SignCodec codec(SignKind::kSign);
+  Rng rng(1);
+  auto bytes = codec.encode(std::vector<float>(5, 1.0f), layout, rng).bytes;
+  bytes.back() |= 0x80;  // bit 63 of the only word: padding
+  std::vector<float> acc(5, 0.0f);
+  const auto status = codec.decode_add(bytes, layout, acc);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("padding"), std::string::npos);
+}
+
+TEST(SignCodecs, LongGradientsCrossBlockBoundaries) {
+  // Blocks of 8192 coordinates and layers straddling them.
+  const auto layout = GradientLayout::from_sizes({{"a", 5000}, {"b", 20000}, {"c", 3}}).value();
+  const auto g = normal_values(layout.total_size(), 5);
+  SignCodec codec(SignKind::kScaledSign, Granularity::kLayer);
+  Rng rng(1);
+  const auto decoded = codec.decode(codec.encode(g, layout, rng).bytes, layout).value();
+  for (std::size_t l = 0; l < layout.num_layers(); ++l) {
+    const auto& layer = layout.layer(l);
+    double l1 = 0;
+    for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) l1 += std::fabs(g[i]);
+    const float scale = static_cast<float>(l1 / layer.size);
+    for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) {
+      ASSERT_FLOAT_EQ(decoded[i], g[i] < 0 ? -scale : scale) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ballot::coding

@@ -1,0 +1,194 @@
+#include "coding/sparse_codecs.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <set>
+
+#include "codec_test_util.h"
+#include "coding/detail/sparse.h"
+#include "coding/wire_format.h"
+
+namespace ballot::coding {
+namespace {
+
+using testing::mixed_layout;
+using testing::normal_values;
+
+// Reference top-k: sort by (magnitude desc, NaN first, index asc), keep k, sort by index.
+std::vector<std::uint32_t> reference_top_k(const std::vector<float>& x, std::size_t k) {
+  std::vector<std::uint32_t> order(x.size());
+  std::iota(order.begin(), order.end(), 0u);
+  auto key = [&](std::uint32_t i) {
+    return std::isnan(x[i]) ? std::numeric_limits<float>::infinity() : std::fabs(x[i]);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return key(a) > key(b); });
+  order.resize(std::min(k, x.size()));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+TEST(TopK, SelectionMatchesSortingIncludingTiesAndNan) {
+  struct Case { std::size_t n, k; };
+  for (const Case c : {Case{10, 3}, Case{1000, 1}, Case{1000, 999}, Case{1000, 1000},
+                       Case{300000, 3000}, Case{300000, 1}, Case{200001, 150000}}) {
+    auto x = normal_values(c.n, c.n + c.k);
+    // Ties: quantize a third of the values to a coarse grid; and a NaN.
+    for (std::size_t i = 0; i < c.n; i += 3) x[i] = std::round(x[i] * 4) / 4;
+    x[c.n / 2] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<std::uint32_t> got;
+    detail::select_top_k(x.data(), x.size(), c.k, got);
+    ASSERT_EQ(got, reference_top_k(x, c.k)) << "n=" << c.n << " k=" << c.k;
+  }
+}
+
+TEST(TopK, AllEqualMagnitudesTakeTheLowestIndices) {
+  std::vector<float> x(500000, 1.0f);
+  for (std::size_t i = 0; i < x.size(); i += 2) x[i] = -1.0f;
+  std::vector<std::uint32_t> got;
+  detail::select_top_k(x.data(), x.size(), 777, got);
+  std::vector<std::uint32_t> expected(777);
+  std::iota(expected.begin(), expected.end(), 0u);
+  EXPECT_EQ(got, expected);
+}
+
+TEST(TopK, BudgetsSplitACountByLayerSizeAndRoundRatiosUp) {
+  const auto layout = mixed_layout();  // 70, 0, 129, 64, 3
+  const auto segments = segments_of(layout, Granularity::kLayer);
+  const auto counts = detail::sparse_budgets(segments, 26, 0.0);
+  EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), std::size_t{0}), 26u);
+  EXPECT_EQ(counts[1], 0u);
+  EXPECT_EQ(counts, (std::vector<std::size_t>{7, 0, 13, 6, 0}));
+  EXPECT_EQ(detail::sparse_budgets(segments, 0, 0.05), (std::vector<std::size_t>{4, 0, 7, 4, 1}));
+  EXPECT_EQ(detail::sparse_budgets(segments, 1000, 0.0), (std::vector<std::size_t>{70, 0, 129, 64, 3}));
+}
+
+TEST(TopK, DecodesToTheSelectedValuesPerSegment) {
+  const auto layout = mixed_layout();
+  auto g = normal_values(layout.total_size(), 6);
+  for (std::size_t i = 0; i < 70; ++i) g[i] *= 1000.0f;
+  Rng rng(1);
+  TopKCodec layer(SparseOptions{.k = 0, .ratio = 0.1, .granularity = Granularity::kLayer});
+  TopKCodec model(SparseOptions{.k = 0, .ratio = 0.1, .granularity = Granularity::kModel});
+  const auto by_layer = layer.decode(layer.encode(g, layout, rng).bytes, layout).value();
+  const auto whole = model.decode(model.encode(g, layout, rng).bytes, layout).value();
+  for (std::size_t l = 0; l < layout.num_layers(); ++l) {
+    const auto& seg = layout.layer(l);
+    std::vector<float> part(g.begin() + seg.offset, g.begin() + seg.offset + seg.size);
+    const auto chosen = reference_top_k(part, static_cast<std::size_t>(std::ceil(0.1 * seg.size)));
+    std::set<std::uint32_t> set(chosen.begin(), chosen.end());
+    for (std::size_t i = 0; i < seg.size; ++i) {
+      ASSERT_EQ(by_layer[seg.offset + i], set.count(i) ? g[seg.offset + i] : 0.0f);
+    }
+  }
+  // Whole-model top-10% is taken entirely from the loud first layer; per layer every non-empty
+  // layer gets its share.
+  EXPECT_EQ(std::count_if(whole.begin() + 70, whole.end(), [](float v) { return v != 0; }), 0);
+  EXPECT_GT(std::count_if(by_layer.begin() + 70, by_layer.end(), [](float v) { return v != 0; }), 0);
+}
+
+// A hand-made sparse message for `layout` (model granularity).
+std::vector<std::uint8_t> sparse_message(const GradientLayout& layout, std::vector<std::uint32_t> idx) {
+  std::vector<std::size_t> counts{idx.size()};
+  std::vector<float> values(idx.size(), 1.0f);
+  return detail::write_sparse(CodecId::kTopK, Granularity::kModel, 0, layout, counts, idx, values).bytes;
+}
+
+TEST(TopK, DecodeRejectsBadIndicesAndCounts) {
+  const auto layout = GradientLayout::whole(100);
+  TopKCodec codec;
+  std::vector<float> acc(100, 0.0f);
+  EXPECT_TRUE(codec.decode_add(sparse_message(layout, {1, 5, 99}), layout, acc).ok());
+  EXPECT_FALSE(codec.decode_add(sparse_message(layout, {1, 5, 100}), layout, acc).ok());
+  EXPECT_FALSE(codec.decode_add(sparse_message(layout, {0xFFFFFFFFu}), layout, acc).ok());
+  EXPECT_FALSE(codec.decode_add(sparse_message(layout, {5, 5}), layout, acc).ok());
+  EXPECT_FALSE(codec.decode_add(sparse_message(layout, {6, 5}), layout, acc).ok());
+  auto huge = sparse_message(layout, {1});
+  const std::uint32_t count = 101;  // more entries than coordinates
+  std::memcpy(huge.data() + kHeaderBytes, &count, 4);
+  EXPECT_FALSE(codec.decode_add(huge, layout, acc).ok());
+  const std::uint32_t lie = 2;  // a count that does not match the bytes
+  std::memcpy(huge.data() + kHeaderBytes, &lie, 4);
+  EXPECT_FALSE(codec.decode_add(huge, layout, acc).ok());
+  std::vector<float> expected(100, 0.0f);
+  expected[1] = expected[5] = expected[99] = 1.0f;
+  EXPECT_EQ(acc, expected);  // only the valid message was applied
+}
+
+TEST(RandomK, KeepsExactlyKScaledCoordinatesAndTheSizeIsExact) {
+  const auto layout = GradientLayout::whole(1000);
+  const auto g = normal_values(1000, 7);
+  RandomKCodec codec(SparseOptions{.k = 50});
+  Rng rng(3, 4);
+  const auto encoded = codec.encode(g, layout, rng);
+  EXPECT_EQ(encoded.size(), 24u + 4u + 24u + 4u * 50u);
+  const auto decoded = codec.decode(encoded.bytes, layout).value();
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (decoded[i] != 0.0f) {
+      ++kept;
+      EXPECT_FLOAT_EQ(decoded[i], 20.0f * g[i]);
+    }
+  }
+  EXPECT_EQ(kept, 50u);
+}
+
+TEST(RandomK, SubsetsAreDistinctAndUniform) {
+  // Each of n = 20 indices is drawn with probability k/n = 0.25 per subset.
+  constexpr int kTrials = 40000;
+  std::vector<int> hits(20, 0);
+  Rng rng(12);
+  for (int t = 0; t < kTrials; ++t) {
+    std::vector<std::uint32_t> subset;
+    random_subset(rng, 20, 5, subset);
+    ASSERT_EQ(std::set<std::uint32_t>(subset.begin(), subset.end()).size(), 5u);
+    for (auto i : subset) ++hits[i];
+  }
+  // Binomial(40000, 0.25): σ ≈ 86.6; 5σ tolerance.
+  for (int h : hits) EXPECT_NEAR(h, kTrials * 0.25, 5 * 86.6);
+}
+
+TEST(RandomK, IsUnbiased) {
+  // E[decode] = g. Per coordinate the estimator is (n/k) g_i with probability k/n, else 0:
+  // variance g_i² (n/k - 1). Tolerance: 5 standard errors of the mean over T trials.
+  const auto layout = GradientLayout::from_sizes({{"a", 24}, {"b", 40}}).value();
+  const auto g = normal_values(layout.total_size(), 8);
+  RandomKCodec codec(SparseOptions{.k = 0, .ratio = 0.25, .granularity = Granularity::kLayer});
+  constexpr int kTrials = 20000;
+  std::vector<double> sum(g.size(), 0.0);
+  std::vector<float> acc(g.size());
+  for (int t = 0; t < kTrials; ++t) {
+    Rng rng(2024, static_cast<std::uint64_t>(t));
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    ASSERT_TRUE(codec.decode_add(codec.encode(g, layout, rng).bytes, layout, acc).ok());
+    for (std::size_t i = 0; i < g.size(); ++i) sum[i] += acc[i];
+  }
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const double sigma = std::fabs(g[i]) * std::sqrt(4.0 - 1.0);
+    EXPECT_NEAR(sum[i] / kTrials, g[i], 5 * sigma / std::sqrt(kTrials) + 1e-6) << i;
+  }
+}
+
+TEST(Threshold, KeepsExactlyTheLargeEntries) {
+  const auto layout = GradientLayout::whole(5000);
+  const auto g = normal_values(5000, 9);
+  ThresholdCodec codec(ThresholdOptions{1.5f});
+  Rng rng(1);
+  const auto encoded = codec.encode(g, layout, rng);
+  const auto decoded = codec.decode(encoded.bytes, layout).value();
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const bool big = std::fabs(g[i]) >= 1.5f;
+    kept += big;
+    ASSERT_EQ(decoded[i], big ? g[i] : 0.0f);
+  }
+  EXPECT_EQ(encoded.size(), 24 + 4 + 8 * kept);
+  EXPECT_LE(encoded.size(), codec.wire_size(layout));
+}
+
+}  // namespace
+}  // namespace ballot::coding
