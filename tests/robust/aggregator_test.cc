@@ -47,3 +47,138 @@ TEST(InputMatrix, SubsetAndStride) {
 
 }  // namespace
 }  // namespace ballot::robust
+
+// ---- Properties every rule shares, over the registry's rules and pipelines -------------------
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "robust/registry.h"
+#include "robust_test_util.h"
+
+namespace ballot::robust {
+namespace {
+
+constexpr std::size_t kN = 11, kF = 2, kD = 64;
+
+const char* const kSpecs[] = {
+    "mean",
+    "median:f=2",
+    "trimmed_mean:f=2",
+    "meamed:f=2",
+    "krum:f=2",
+    "multi_krum:f=2",
+    "bulyan:f=2",
+    "geometric_median:f=2",
+    "centered_clipping:f=2,tau=10,start=median,iterations=5",
+    "mda:f=2",
+    "nnm:f=2 > krum:f=2",
+    "clipping:tau=100 > trimmed_mean:f=2",
+    "bucketing:s=2,seed=3 > median:f=2",
+};
+
+// The same spec with threads=N on every stage.
+std::string with_threads(const std::string& spec, int threads) {
+  std::string out, stage;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = spec.find('>', begin);
+    stage = spec.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    while (!stage.empty() && stage.back() == ' ') stage.pop_back();
+    out += stage + (stage.find(':') == std::string::npos ? ":" : ",") + "threads=" + std::to_string(threads);
+    if (end == std::string::npos) break;
+    out += " > ";
+    begin = end + 1;
+  }
+  return out;
+}
+
+class EveryRule : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::unique_ptr<Aggregator> make(const std::string& spec) const {
+    auto rule = make_aggregator(spec);
+    EXPECT_TRUE(rule.ok()) << spec << ": " << rule.error().to_string();
+    return rule.ok() ? std::move(rule).value() : nullptr;
+  }
+  std::string spec() const { return GetParam(); }
+  bool is_mean() const { return spec() == "mean"; }
+  bool is_random() const { return spec().find("bucketing") != std::string::npos; }
+};
+
+TEST_P(EveryRule, IdenticalAcrossRunsAndThreadCounts) {
+  const auto rows = testing::gaussian_rows(kN, 9000, 1);
+  const InputMatrix view(rows.data(), kN, 9000);
+  auto a = make(spec())->aggregate(view);
+  auto b = make(spec())->aggregate(view);
+  auto c = make(with_threads(spec(), 2))->aggregate(view);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << spec();
+  EXPECT_EQ(a->value, b->value);
+  EXPECT_EQ(a->value, c->value);
+}
+
+TEST_P(EveryRule, PermutationInvariant) {
+  if (is_random()) GTEST_SKIP() << "bucketing draws a random permutation by design";
+  const auto rows = testing::gaussian_rows(kN, kD, 2, 1.0, 1.0);
+  std::vector<float> reversed(rows.size());
+  for (std::size_t i = 0; i < kN; ++i)
+    std::copy_n(rows.begin() + i * kD, kD, reversed.begin() + (kN - 1 - i) * kD);
+  auto a = make(spec())->aggregate(InputMatrix(rows.data(), kN, kD));
+  auto b = make(spec())->aggregate(InputMatrix(reversed.data(), kN, kD));
+  ASSERT_TRUE(a.ok() && b.ok());
+  if (spec().rfind("mda", 0) == 0) {
+    // A diameter is set by one pair, so many subsets share the minimum: ties go to the lowest
+    // indices, and the invariant is the minimum diameter itself.
+    EXPECT_NEAR(b->report.scores[0], a->report.scores[0], 1e-4 * a->report.scores[0]);
+    return;
+  }
+  if (spec().rfind("bulyan", 0) == 0) {
+    GTEST_SKIP() << "Bulyan's last Krum rounds score by 1 neighbour (or none), so mutual nearest "
+                    "neighbours tie exactly and the lowest index wins";
+  }
+  testing::expect_near_vectors(b->value, a->value, 1e-4, GetParam());
+}
+
+TEST_P(EveryRule, NonFiniteInputsNeverCrashNeverWinAndAreNamed) {
+  for (float poison : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity()}) {
+    auto rows = testing::gaussian_rows(kN, kD, 3);
+    rows[4 * kD + 10] = poison;
+    rows[9 * kD + 63] = std::numeric_limits<float>::quiet_NaN();
+    auto result = make(spec())->aggregate(InputMatrix(rows.data(), kN, kD));
+    ASSERT_TRUE(result.ok()) << spec() << ": " << result.error().to_string();
+    EXPECT_EQ(result->report.non_finite, (std::vector<std::size_t>{4, 9})) << spec();
+    for (float v : result->value) ASSERT_TRUE(std::isfinite(v)) << spec();
+  }
+}
+
+// f attackers send huge values or a tight crafted cluster; the output stays within the honest
+// radius of the honest mean.
+TEST_P(EveryRule, BoundedDeviationUnderAttack) {
+  if (is_mean()) GTEST_SKIP() << "the mean is the undefended baseline";
+  for (int attack = 0; attack < 3; ++attack) {
+    auto rows = testing::gaussian_rows(kN, kD, 4 + attack, 1.0, 1.0);
+    for (std::size_t i = 0; i < kF; ++i)
+      for (std::size_t c = 0; c < kD; ++c)
+        rows[i * kD + c] = attack == 0 ? 1e30f : attack == 1 ? (c % 2 ? 3e38f : -3e38f) : 4.0f;
+    std::vector<std::size_t> honest;
+    for (std::size_t i = kF; i < kN; ++i) honest.push_back(i);
+    const auto center = testing::mean_of_rows(rows, kD, honest);
+    double radius = 0;
+    for (std::size_t i : honest)
+      radius = std::max(radius, std::sqrt(testing::squared_distance(&rows[i * kD], center.data(), kD)));
+    auto result = make(spec())->aggregate(InputMatrix(rows.data(), kN, kD));
+    ASSERT_TRUE(result.ok()) << spec() << ": " << result.error().to_string();
+    EXPECT_LE(std::sqrt(testing::squared_distance(result->value.data(), center.data(), kD)), radius)
+        << spec() << " attack " << attack;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryRule, ::testing::ValuesIn(kSpecs), [](const auto& info) {
+  std::string name;
+  for (const char* p = info.param; *p != '\0'; ++p) name += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  return name;
+});
+
+}  // namespace
+}  // namespace ballot::robust

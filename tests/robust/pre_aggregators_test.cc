@@ -1,0 +1,126 @@
+#include "robust/pre_aggregators.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "robust_test_util.h"
+
+namespace ballot::robust {
+namespace {
+
+using testing::gaussian_rows;
+
+TEST(NearestNeighborMixing, MatchesBruteForce) {
+  testing::for_each_isa([] {
+    for (std::size_t n : {1u, 4u, 9u, 20u}) {
+      for (std::size_t f = 0; 2 * f + 1 <= n; f += 2) {
+        const std::size_t d = 1500;  // two column blocks
+        const auto rows = gaussian_rows(n, d, 60 + n + f);
+        auto out = NearestNeighborMixing(NearestNeighborMixingOptions{f, 1}).apply(InputMatrix(rows.data(), n, d));
+        ASSERT_TRUE(out.ok()) << out.error().to_string();
+        ASSERT_EQ(out->output.n, n);
+        for (std::size_t i = 0; i < n; ++i) {
+          std::vector<std::size_t> order(n);
+          std::iota(order.begin(), order.end(), 0);
+          std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
+            return testing::squared_distance(&rows[i * d], &rows[a * d], d) <
+                   testing::squared_distance(&rows[i * d], &rows[b * d], d);
+          });
+          order.resize(n - f);
+          const auto want = testing::mean_of_rows(rows, d, order);
+          const std::vector<float> got(out->output.values.begin() + i * d, out->output.values.begin() + (i + 1) * d);
+          testing::expect_near_vectors(got, want, 1e-5, "nnm row");
+        }
+      }
+    }
+  });
+}
+
+TEST(NearestNeighborMixing, NonFiniteInputsPassThroughUnmixed) {
+  const std::size_t n = 7, f = 2, d = 10;
+  auto rows = gaussian_rows(n, d, 1);
+  rows[3 * d + 1] = std::numeric_limits<float>::quiet_NaN();
+  auto out = NearestNeighborMixing(NearestNeighborMixingOptions{f, 1}).apply(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->non_finite, std::vector<std::size_t>{3});
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool finite = std::all_of(out->output.values.begin() + i * d, out->output.values.begin() + (i + 1) * d,
+                                    [](float v) { return std::isfinite(v); });
+    EXPECT_EQ(finite, i != 3) << i;
+  }
+  EXPECT_FALSE(NearestNeighborMixing::check(4, 2).ok());
+}
+
+TEST(Bucketing, AveragesBucketsOfAPermutation) {
+  const std::size_t n = 7, d = 5;
+  const auto rows = gaussian_rows(n, d, 2);
+  // s = 1: a permutation of the inputs.
+  auto same = Bucketing(BucketingOptions{1, 42, 1}).apply(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(same.ok());
+  std::multiset<float> in(rows.begin(), rows.end()), out(same->output.values.begin(), same->output.values.end());
+  EXPECT_EQ(in, out);
+  // s = 3: ⌈7/3⌉ = 3 buckets whose size-weighted sum is the total.
+  Bucketing bucketing(BucketingOptions{3, 42, 1});
+  EXPECT_EQ(bucketing.outputs(n), 3u);
+  auto three = bucketing.apply(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(three.ok());
+  ASSERT_EQ(three->output.n, 3u);
+  for (std::size_t c = 0; c < d; ++c) {
+    double total = 0, weighted = 0;
+    for (std::size_t i = 0; i < n; ++i) total += rows[i * d + c];
+    weighted = 3 * (three->output.values[c] + three->output.values[d + c]) + three->output.values[2 * d + c];
+    EXPECT_NEAR(weighted, total, 1e-4);
+  }
+}
+
+TEST(Bucketing, ReproducibleAndFreshEachCall) {
+  const std::size_t n = 12, d = 3;
+  const auto rows = gaussian_rows(n, d, 3);
+  Bucketing a(BucketingOptions{2, 9, 1}), b(BucketingOptions{2, 9, 1});
+  auto a1 = a.apply(InputMatrix(rows.data(), n, d)), b1 = b.apply(InputMatrix(rows.data(), n, d));
+  auto a2 = a.apply(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(a1.ok() && b1.ok() && a2.ok());
+  EXPECT_EQ(a1->output.values, b1->output.values);
+  EXPECT_NE(a1->output.values, a2->output.values);
+  EXPECT_EQ(a.calls(), 2u);
+}
+
+TEST(Bucketing, NonFiniteInputPoisonsOnlyItsBucket) {
+  const std::size_t n = 8, d = 4;
+  auto rows = gaussian_rows(n, d, 4);
+  rows[5 * d] = std::numeric_limits<float>::infinity();
+  auto out = Bucketing(BucketingOptions{2, 1, 1}).apply(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->non_finite, std::vector<std::size_t>{5});
+  std::size_t bad = 0;
+  for (std::size_t b = 0; b < out->output.n; ++b)
+    bad += !std::isfinite(out->output.values[b * d]) ? 1 : 0;
+  EXPECT_EQ(bad, 1u);
+  EXPECT_FALSE(Bucketing(BucketingOptions{0, 1, 1}).check(3).ok());
+}
+
+TEST(NormClipping, ClipsOnlyLongVectors) {
+  const std::size_t n = 6, d = 50;
+  auto rows = gaussian_rows(n, d, 5);
+  rows[2 * d + 7] = std::numeric_limits<float>::quiet_NaN();
+  auto out = NormClipping(NormClippingOptions{5.0, 1}).apply(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->non_finite, std::vector<std::size_t>{2});
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == 2) continue;
+    const double before = std::sqrt(testing::squared_distance(&rows[i * d], std::vector<float>(d, 0).data(), d));
+    const double after = std::sqrt(testing::squared_distance(&out->output.values[i * d], std::vector<float>(d, 0).data(), d));
+    EXPECT_NEAR(after, std::min(before, 5.0), 1e-4);
+    // Direction kept.
+    for (std::size_t c = 0; c < d; ++c)
+      EXPECT_NEAR(out->output.values[i * d + c], rows[i * d + c] * (after / before), 1e-5);
+  }
+  EXPECT_FALSE(NormClipping(NormClippingOptions{0.0, 1}).check(3).ok());
+  EXPECT_FALSE(NormClipping(NormClippingOptions{INFINITY, 1}).check(3).ok());
+}
+
+}  // namespace
+}  // namespace ballot::robust

@@ -1,0 +1,101 @@
+#include "robust/registry.h"
+
+#include <gtest/gtest.h>
+
+#include "robust/krum.h"
+#include "robust/pre_aggregators.h"
+#include "robust_test_util.h"
+
+namespace ballot::robust {
+namespace {
+
+TEST(Registry, EveryNameBuildsAndItsSpecRoundTrips) {
+  for (const auto& name : rule_names()) {
+    auto rule = make_aggregator(name);
+    ASSERT_TRUE(rule.ok()) << name << ": " << rule.error().to_string();
+    const std::string canonical = (*rule)->spec();
+    auto again = make_aggregator(canonical);
+    ASSERT_TRUE(again.ok()) << canonical;
+    EXPECT_EQ((*again)->spec(), canonical);
+  }
+  for (const auto& name : pre_aggregator_names()) {
+    auto stage = make_pre_aggregator(name);
+    ASSERT_TRUE(stage.ok()) << name;
+    EXPECT_TRUE(make_pre_aggregator((*stage)->spec()).ok());
+  }
+  EXPECT_EQ(rule_names().size(), 10u);
+  EXPECT_EQ(pre_aggregator_names().size(), 3u);
+}
+
+TEST(Registry, OptionsReachTheRule) {
+  auto rule = make_aggregator("multi_krum: f=2, m=4, threads=3");
+  ASSERT_TRUE(rule.ok());
+  EXPECT_EQ((*rule)->spec(), "multi_krum:f=2,m=4,threads=3");
+  EXPECT_FALSE((*rule)->check(6).ok());
+  EXPECT_TRUE((*rule)->check(7).ok());
+  auto gm = make_aggregator("geometric_median:nu=0.001,tolerance=1e-5,max_iterations=7");
+  ASSERT_TRUE(gm.ok());
+  EXPECT_EQ((*gm)->spec(), "geometric_median:f=0,max_iterations=7,nu=0.001,tolerance=1e-05");
+}
+
+TEST(Registry, ErrorsNameTheProblem) {
+  struct Bad {
+    const char* text;
+    const char* mentions;
+  };
+  for (const auto& bad : {Bad{"krun:f=1", "unknown aggregation rule 'krun'"}, Bad{"krum:g=1", "g"},
+                          Bad{"krum:f=x", "integer"}, Bad{"krum:f=-1", ">= 0"}, Bad{"krum > nnm:f=1", "is a pre-aggregator"}, Bad{"krum > median", "is a rule"},
+                          Bad{"nnm:f=1", "pre-aggregator"}, Bad{"centered_clipping:start=mean", "start"},
+                          Bad{"centered_clipping:tau=0", "tau"}, Bad{"clipping:tau=-2 > mean", "tau"},
+                          Bad{"bucketing:s=0 > mean", ">= 1"}, Bad{"mean:threads=0", ">= 1"}, Bad{"", ""},
+                          Bad{"nnm:f=1 >", ""}}) {
+    auto rule = make_aggregator(bad.text);
+    ASSERT_FALSE(rule.ok()) << bad.text;
+    EXPECT_EQ(rule.error().code, ErrorCode::kInvalidArgument) << bad.text;
+    EXPECT_NE(rule.error().message.find(bad.mentions), std::string::npos) << bad.text << ": " << rule.error().message;
+  }
+}
+
+TEST(Pipeline, EqualsTheStagesAppliedByHand) {
+  const std::size_t n = 9, d = 40;
+  const auto rows = testing::gaussian_rows(n, d, 5);
+  auto pipeline = make_aggregator("nnm:f=2 > krum:f=2");
+  ASSERT_TRUE(pipeline.ok());
+  EXPECT_EQ((*pipeline)->spec(), "nnm:f=2 > krum:f=2");
+  auto result = (*pipeline)->aggregate(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(result.ok());
+  auto mixed = NearestNeighborMixing(NearestNeighborMixingOptions{2, 1}).apply(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(mixed.ok());
+  auto by_hand = Krum(KrumOptions{2, 1}).aggregate(mixed->output.view());
+  ASSERT_TRUE(by_hand.ok());
+  EXPECT_EQ(result->value, by_hand->value);
+  EXPECT_EQ(result->report.selected, by_hand->report.selected);
+}
+
+TEST(Pipeline, CheckFollowsTheNumberOfInputsThroughBucketing) {
+  auto pipeline = make_aggregator("bucketing:s=2 > krum:f=1");
+  ASSERT_TRUE(pipeline.ok());
+  EXPECT_FALSE((*pipeline)->check(8).ok());  // 4 buckets < 2f + 3
+  EXPECT_TRUE((*pipeline)->check(9).ok());   // 5 buckets
+  std::vector<float> rows(8 * 3, 1.0f);
+  auto result = (*pipeline)->aggregate(InputMatrix(rows.data(), 8, 3));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code, ErrorCode::kPrecondition);
+}
+
+TEST(Pipeline, ListOfSpansOverload) {
+  std::vector<std::vector<float>> rows{{1, 2}, {1, 3}, {100, 100}};
+  std::vector<std::span<const float>> spans(rows.begin(), rows.end());
+  auto rule = make_aggregator("clipping:tau=10 > median:f=1");
+  ASSERT_TRUE(rule.ok());
+  auto result = (*rule)->aggregate(std::span<const std::span<const float>>(spans));
+  ASSERT_TRUE(result.ok());
+  EXPECT_FLOAT_EQ(result->value[0], 1.0f);
+  rows[1].push_back(4);
+  std::vector<std::span<const float>> uneven(rows.begin(), rows.end());
+  EXPECT_EQ((*rule)->aggregate(std::span<const std::span<const float>>(uneven)).error().code,
+            ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ballot::robust
