@@ -1,0 +1,503 @@
+#include "core/optimizer.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <sstream>
+
+#include "core/enforce.h"
+#include "core/spec.h"
+
+namespace ballot {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "state bytes are stored as little-endian floats");
+
+// ---- state bytes: "BOST" | version u8 | rule u8 | flags u8 | 0 u8 | count u64 | count × f32 ------
+constexpr std::uint8_t kMagic[4] = {'B', 'O', 'S', 'T'};
+constexpr std::uint8_t kStateVersion = 1;
+constexpr std::size_t kHeaderBytes = 16;
+
+enum class Rule : std::uint8_t { kSgd = 1, kSign = 2, kSignum = 3, kEfSign = 4, kWorkerMomentum = 5 };
+
+const char* rule_name(Rule rule) {
+  switch (rule) {
+    case Rule::kSgd: return "sgd";
+    case Rule::kSign: return "sign";
+    case Rule::kSignum: return "signum";
+    case Rule::kEfSign: return "ef_sign";
+    case Rule::kWorkerMomentum: return "worker momentum";
+  }
+  return "?";
+}
+
+std::vector<std::uint8_t> encode_state(Rule rule, std::uint8_t flags, std::span<const float> values) {
+  std::vector<std::uint8_t> out(kHeaderBytes + values.size() * sizeof(float));
+  std::memcpy(out.data(), kMagic, 4);
+  out[4] = kStateVersion;
+  out[5] = static_cast<std::uint8_t>(rule);
+  out[6] = flags;
+  out[7] = 0;
+  const std::uint64_t count = values.size();
+  std::memcpy(out.data() + 8, &count, 8);
+  if (!values.empty()) std::memcpy(out.data() + kHeaderBytes, values.data(), values.size() * sizeof(float));
+  return out;
+}
+
+struct DecodedState {
+  std::uint8_t flags = 0;
+  std::vector<float> values;
+};
+
+// Validates every field before copying; `allowed_flags` is the mask of meaningful flag bits.
+Result<DecodedState> decode_state(std::span<const std::uint8_t> bytes, Rule rule, std::uint8_t allowed_flags,
+                                  std::size_t num_params) {
+  const std::string what = std::string(rule_name(rule)) + " optimizer state";
+  if (bytes.size() < kHeaderBytes) {
+    return make_error(ErrorCode::kMalformed, what + " is " + std::to_string(bytes.size()) + " bytes, shorter than its header");
+  }
+  if (std::memcmp(bytes.data(), kMagic, 4) != 0) return make_error(ErrorCode::kMalformed, what + ": bad magic");
+  if (bytes[4] != kStateVersion) {
+    return make_error(ErrorCode::kMalformed, what + ": unsupported version " + std::to_string(bytes[4]));
+  }
+  if (bytes[5] != static_cast<std::uint8_t>(rule)) {
+    return make_error(ErrorCode::kMalformed, what + ": the bytes hold the state of rule " + std::to_string(bytes[5]));
+  }
+  if ((bytes[6] & ~allowed_flags) != 0 || bytes[7] != 0) {
+    return make_error(ErrorCode::kMalformed, what + ": unknown flag bits");
+  }
+  std::uint64_t count = 0;
+  std::memcpy(&count, bytes.data() + 8, 8);
+  if (count != 0 && count != num_params) {
+    return make_error(ErrorCode::kMalformed, what + " holds " + std::to_string(count) + " values for a model of " +
+                                                 std::to_string(num_params));
+  }
+  const std::size_t payload = bytes.size() - kHeaderBytes;
+  if (payload % sizeof(float) != 0 || payload / sizeof(float) != count) {
+    return make_error(ErrorCode::kMalformed, what + ": " + std::to_string(payload) + " payload bytes for " +
+                                                 std::to_string(count) + " values");
+  }
+  DecodedState state;
+  state.flags = bytes[6];
+  state.values.resize(static_cast<std::size_t>(count));
+  if (count != 0) std::memcpy(state.values.data(), bytes.data() + kHeaderBytes, payload);
+  return state;
+}
+
+// sign as ±1 with sign(0) = sign(−0) = sign(NaN) = +1 (core/bit_vector.h).
+inline float sign_of(float g) { return g < 0.0f ? -1.0f : 1.0f; }
+inline float vote_at(const BitVector& vote, std::size_t i) {
+  return ((vote.data()[i >> 6] >> (i & 63)) & 1u) != 0 ? 1.0f : -1.0f;
+}
+
+std::string format_double(double v) {
+  std::ostringstream out;
+  out.precision(17);
+  out << v;
+  return out.str();
+}
+
+// ---- rules --------------------------------------------------------------------------------------
+
+class Sgd final : public Optimizer {
+ public:
+  explicit Sgd(const SgdOptions& o, bool heavyball) : o_(o), heavyball_(heavyball) {}
+
+  std::string spec() const override {
+    return std::string(heavyball_ ? "heavyball" : "sgd") + ":momentum=" + format_double(o_.momentum) +
+           ",wd=" + format_double(o_.weight_decay) + ",dampening=" + format_double(o_.dampening) +
+           ",nesterov=" + (o_.nesterov ? "true" : "false");
+  }
+
+  void step(std::span<float> x, std::span<const float> g, double lr) override {
+    BALLOT_ENFORCE_EQ(x.size(), g.size());
+    run(x, lr, [&](std::size_t i) { return g[i]; });
+  }
+  void step_vote(std::span<float> x, const BitVector& vote, double lr) override {
+    BALLOT_ENFORCE_EQ(x.size(), vote.size());
+    run(x, lr, [&](std::size_t i) { return vote_at(vote, i); });
+  }
+
+  std::vector<std::uint8_t> save_state() const override {
+    return encode_state(Rule::kSgd, started_ ? 1 : 0, buffer_);
+  }
+  Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) override {
+    BALLOT_ASSIGN_OR_RETURN(auto state, decode_state(bytes, Rule::kSgd, 1, num_params));
+    if ((state.flags & 1) != 0 && state.values.empty() && o_.momentum != 0.0) {
+      return make_error(ErrorCode::kMalformed, "sgd optimizer state: started but holds no momentum buffer");
+    }
+    started_ = (state.flags & 1) != 0;
+    buffer_ = std::move(state.values);
+    return {};
+  }
+  void reset_state() override {
+    started_ = false;
+    buffer_.clear();
+  }
+
+ private:
+  template <typename Direction>
+  void run(std::span<float> x, double lr_d, Direction&& direction) {
+    const float lr = static_cast<float>(lr_d), wd = static_cast<float>(o_.weight_decay);
+    const float mu = static_cast<float>(o_.momentum), keep = static_cast<float>(1.0 - o_.dampening);
+    if (mu == 0.0f) {
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * (direction(i) + wd * x[i]);
+      started_ = true;
+      return;
+    }
+    if (!started_ || buffer_.size() != x.size()) {
+      // PyTorch: the buffer starts as the first (decayed) gradient, undamped.
+      buffer_.resize(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) buffer_[i] = direction(i) + wd * x[i];
+      started_ = true;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const float d = direction(i) + wd * x[i];
+        x[i] -= lr * (o_.nesterov ? d + mu * buffer_[i] : buffer_[i]);
+      }
+      return;
+    }
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float d = direction(i) + wd * x[i];
+      buffer_[i] = mu * buffer_[i] + keep * d;
+      x[i] -= lr * (o_.nesterov ? d + mu * buffer_[i] : buffer_[i]);
+    }
+  }
+
+  SgdOptions o_;
+  bool heavyball_;
+  bool started_ = false;
+  std::vector<float> buffer_;
+};
+
+class SignUpdate final : public Optimizer {
+ public:
+  explicit SignUpdate(const SignOptions& o) : o_(o) {}
+  std::string spec() const override { return "sign:wd=" + format_double(o_.weight_decay); }
+
+  void step(std::span<float> x, std::span<const float> g, double lr_d) override {
+    BALLOT_ENFORCE_EQ(x.size(), g.size());
+    const float lr = static_cast<float>(lr_d), wd = static_cast<float>(o_.weight_decay);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * (sign_of(g[i]) + wd * x[i]);
+  }
+  void step_vote(std::span<float> x, const BitVector& vote, double lr_d) override {
+    BALLOT_ENFORCE_EQ(x.size(), vote.size());
+    // x ← x − η(v + λx) (Bernstein et al. 2019, Alg. 1 with weight decay after the vote).
+    const float lr = static_cast<float>(lr_d), wd = static_cast<float>(o_.weight_decay);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * (vote_at(vote, i) + wd * x[i]);
+  }
+  std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kSign, 0, {}); }
+  Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) override {
+    BALLOT_ASSIGN_OR_RETURN(auto state, decode_state(bytes, Rule::kSign, 0, num_params));
+    if (!state.values.empty()) return make_error(ErrorCode::kMalformed, "sign optimizer state holds values");
+    return {};
+  }
+  void reset_state() override {}
+
+ private:
+  SignOptions o_;
+};
+
+class Signum final : public Optimizer {
+ public:
+  explicit Signum(const SignumOptions& o) : o_(o), momentum_(o.beta) {}
+  std::string spec() const override {
+    return "signum:beta=" + format_double(o_.beta) + ",wd=" + format_double(o_.weight_decay);
+  }
+  void step(std::span<float> x, std::span<const float> g, double lr) override {
+    BALLOT_ENFORCE_EQ(x.size(), g.size());
+    momentum_.update(g, signs_);
+    SignUpdate({o_.weight_decay}).step_vote(x, signs_, lr);
+  }
+  std::vector<std::uint8_t> save_state() const override {
+    auto bytes = momentum_.save_state();
+    bytes[5] = static_cast<std::uint8_t>(Rule::kSignum);
+    return bytes;
+  }
+  Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) override {
+    BALLOT_ASSIGN_OR_RETURN(auto state, decode_state(bytes, Rule::kSignum, 0, num_params));
+    std::vector<std::uint8_t> inner(bytes.begin(), bytes.end());
+    inner[5] = static_cast<std::uint8_t>(Rule::kWorkerMomentum);
+    return momentum_.load_state(inner, num_params);
+  }
+  void reset_state() override { momentum_.reset_state(); }
+
+ private:
+  SignumOptions o_;
+  WorkerMomentum momentum_;
+  BitVector signs_;
+};
+
+class EfSign final : public Optimizer {
+ public:
+  explicit EfSign(GradientLayout layout) : layout_(std::move(layout)) {}
+  std::string spec() const override { return "ef_sign"; }
+
+  void step(std::span<float> x, std::span<const float> g, double lr_d) override {
+    BALLOT_ENFORCE_EQ(x.size(), g.size());
+    BALLOT_ENFORCE_EQ(x.size(), layout_.total_size());
+    const float lr = static_cast<float>(lr_d);
+    if (error_.size() != x.size()) error_.assign(x.size(), 0.0f);
+    // Karimireddy et al. 2019, Alg. 1: p = ηg + e; Δ = (‖p‖₁/d)·sign(p); x ← x − Δ; e ← p − Δ.
+    for (const LayerSegment& s : layout_.layers()) {
+      double l1 = 0.0;
+      for (std::size_t i = s.offset; i < s.offset + s.size; ++i) {
+        error_[i] = lr * g[i] + error_[i];  // e now holds p
+        l1 += std::fabs(static_cast<double>(error_[i]));
+      }
+      const float scale = s.size == 0 ? 0.0f : static_cast<float>(l1 / static_cast<double>(s.size));
+      for (std::size_t i = s.offset; i < s.offset + s.size; ++i) {
+        const float delta = scale * sign_of(error_[i]);
+        x[i] -= delta;
+        error_[i] -= delta;
+      }
+    }
+  }
+  std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kEfSign, 0, error_); }
+  Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) override {
+    BALLOT_ASSIGN_OR_RETURN(auto state, decode_state(bytes, Rule::kEfSign, 0, num_params));
+    error_ = std::move(state.values);
+    return {};
+  }
+  void reset_state() override { error_.clear(); }
+  std::span<const float> error() const { return error_; }
+
+ private:
+  GradientLayout layout_;
+  std::vector<float> error_;
+};
+
+Status check_unit(const char* name, double v) {
+  if (!(v >= 0.0 && v < 1.0)) {
+    return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be in [0, 1), got " + format_double(v));
+  }
+  return {};
+}
+Status check_decay(double v) {
+  if (!(v >= 0.0) || !std::isfinite(v)) {
+    return make_error(ErrorCode::kInvalidArgument, "weight decay must be finite and >= 0, got " + format_double(v));
+  }
+  return {};
+}
+
+}  // namespace
+
+// ---- Optimizer ----------------------------------------------------------------------------------
+
+void Optimizer::step_vote(std::span<float> params, const BitVector& vote, double lr) {
+  BALLOT_ENFORCE_EQ(params.size(), vote.size());
+  std::vector<float> unpacked(vote.size());
+  for (std::size_t i = 0; i < unpacked.size(); ++i) unpacked[i] = vote_at(vote, i);
+  step(params, unpacked, lr);
+}
+
+std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options) { return std::make_unique<Sgd>(options, false); }
+std::unique_ptr<Optimizer> make_sign_update(const SignOptions& options) { return std::make_unique<SignUpdate>(options); }
+std::unique_ptr<Optimizer> make_signum(const SignumOptions& options) { return std::make_unique<Signum>(options); }
+std::unique_ptr<Optimizer> make_ef_sign(const GradientLayout& layout) { return std::make_unique<EfSign>(layout); }
+
+Result<std::unique_ptr<Optimizer>> make_optimizer(std::string_view text, const GradientLayout& layout) {
+  BALLOT_ASSIGN_OR_RETURN(auto spec, Spec::parse(text));
+  const std::string& name = spec.name();
+  if (name == "sgd" || name == "heavyball") {
+    BALLOT_TRY(spec.check_known({"momentum", "wd", "dampening", "nesterov"}));
+    const SgdOptions defaults = name == "sgd" ? SgdOptions{} : kHeavyBallVoteOptions;
+    SgdOptions o;
+    BALLOT_ASSIGN_OR_RETURN(o.momentum, spec.get_double("momentum", defaults.momentum));
+    BALLOT_ASSIGN_OR_RETURN(o.weight_decay, spec.get_double("wd", defaults.weight_decay));
+    BALLOT_ASSIGN_OR_RETURN(o.dampening, spec.get_double("dampening", defaults.dampening));
+    BALLOT_ASSIGN_OR_RETURN(o.nesterov, spec.get_bool("nesterov", defaults.nesterov));
+    BALLOT_TRY(check_unit("momentum", o.momentum));
+    BALLOT_TRY(check_unit("dampening", o.dampening));
+    BALLOT_TRY(check_decay(o.weight_decay));
+    if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0)) {
+      return make_error(ErrorCode::kInvalidArgument, "nesterov needs momentum > 0 and no dampening");
+    }
+    return std::unique_ptr<Optimizer>(std::make_unique<Sgd>(o, name == "heavyball"));
+  }
+  if (name == "sign") {
+    BALLOT_TRY(spec.check_known({"wd"}));
+    SignOptions o;
+    BALLOT_ASSIGN_OR_RETURN(o.weight_decay, spec.get_double("wd", 0.0));
+    BALLOT_TRY(check_decay(o.weight_decay));
+    return make_sign_update(o);
+  }
+  if (name == "signum") {
+    BALLOT_TRY(spec.check_known({"beta", "wd"}));
+    SignumOptions o;
+    BALLOT_ASSIGN_OR_RETURN(o.beta, spec.get_double("beta", 0.9));
+    BALLOT_ASSIGN_OR_RETURN(o.weight_decay, spec.get_double("wd", 0.0));
+    BALLOT_TRY(check_unit("beta", o.beta));
+    BALLOT_TRY(check_decay(o.weight_decay));
+    return make_signum(o);
+  }
+  if (name == "ef_sign") {
+    BALLOT_TRY(spec.check_known({}));
+    if (layout.total_size() == 0) return make_error(ErrorCode::kInvalidArgument, "ef_sign needs a non-empty layout");
+    return make_ef_sign(layout);
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown update rule '" + name + "' (known: sgd, heavyball, sign, signum, ef_sign)");
+}
+
+// ---- worker side --------------------------------------------------------------------------------
+
+void pack_sign(std::span<const float> values, BitVector& signs) {
+  signs.resize(values.size());
+  std::uint64_t* words = signs.data();
+  const std::size_t full = values.size() / 64;
+  for (std::size_t w = 0; w <= full && w < signs.num_words(); ++w) {
+    const std::size_t end = std::min(values.size(), 64 * w + 64);
+    std::uint64_t word = 0;
+    for (std::size_t i = 64 * w; i < end; ++i) word |= std::uint64_t{!(values[i] < 0.0f)} << (i - 64 * w);
+    words[w] = word;
+  }
+}
+
+WorkerMomentum::WorkerMomentum(double beta) : beta_(beta) {
+  BALLOT_ENFORCE(beta >= 0.0 && beta < 1.0, "momentum beta must be in [0, 1)");
+}
+
+void WorkerMomentum::update(std::span<const float> gradient, BitVector& signs) {
+  if (momentum_.empty()) momentum_.assign(gradient.size(), 0.0f);
+  BALLOT_ENFORCE_EQ(momentum_.size(), gradient.size());
+  // m ← βm + (1−β)g (Bernstein et al. 2018, Alg. 1 "Signum").
+  const float b = static_cast<float>(beta_), one_minus = static_cast<float>(1.0 - beta_);
+  for (std::size_t i = 0; i < gradient.size(); ++i) momentum_[i] = b * momentum_[i] + one_minus * gradient[i];
+  pack_sign(momentum_, signs);
+}
+
+std::vector<std::uint8_t> WorkerMomentum::save_state() const {
+  return encode_state(Rule::kWorkerMomentum, 0, momentum_);
+}
+
+Status WorkerMomentum::load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) {
+  BALLOT_ASSIGN_OR_RETURN(auto state, decode_state(bytes, Rule::kWorkerMomentum, 0, num_params));
+  momentum_ = std::move(state.values);
+  return {};
+}
+
+// ---- schedules ----------------------------------------------------------------------------------
+
+LrSchedule& LrSchedule::warmup(std::uint64_t rounds, double start_factor) {
+  BALLOT_ENFORCE_GT(rounds, 0u);
+  BALLOT_ENFORCE(start_factor >= 0.0 && start_factor <= 1.0, "warm-up start factor must be in [0, 1]");
+  factors_.push_back({Kind::kWarmup, rounds, start_factor, {}});
+  return *this;
+}
+
+LrSchedule& LrSchedule::step(std::vector<std::uint64_t> milestones, double gamma) {
+  BALLOT_ENFORCE(gamma > 0.0 && std::isfinite(gamma), "step gamma must be positive");
+  BALLOT_ENFORCE(std::is_sorted(milestones.begin(), milestones.end()), "milestones must be increasing");
+  factors_.push_back({Kind::kStep, 0, gamma, std::move(milestones)});
+  return *this;
+}
+
+LrSchedule& LrSchedule::cosine(std::uint64_t rounds, double min_factor) {
+  BALLOT_ENFORCE_GT(rounds, 0u);
+  BALLOT_ENFORCE(min_factor >= 0.0 && min_factor <= 1.0, "cosine floor must be in [0, 1]");
+  factors_.push_back({Kind::kCosine, rounds, min_factor, {}});
+  return *this;
+}
+
+double LrSchedule::at(std::uint64_t round) const {
+  double lr = base_;
+  for (const Factor& f : factors_) {
+    switch (f.kind) {
+      case Kind::kWarmup:
+        if (round < f.rounds) {
+          lr *= f.value + (1.0 - f.value) * static_cast<double>(round) / static_cast<double>(f.rounds);
+        }
+        break;
+      case Kind::kStep:
+        for (std::uint64_t m : f.milestones) {
+          if (m <= round) lr *= f.value;
+        }
+        break;
+      case Kind::kCosine: {
+        const double t = static_cast<double>(std::min(round, f.rounds)) / static_cast<double>(f.rounds);
+        lr *= f.value + (1.0 - f.value) * 0.5 * (1.0 + std::cos(std::numbers::pi * t));
+        break;
+      }
+    }
+  }
+  return lr;
+}
+
+std::string LrSchedule::spec() const {
+  std::string s = "constant:lr=" + format_double(base_);
+  for (const Factor& f : factors_) {
+    switch (f.kind) {
+      case Kind::kWarmup:
+        s += " > warmup:rounds=" + std::to_string(f.rounds) + ",start=" + format_double(f.value);
+        break;
+      case Kind::kStep: {
+        s += " > step:at=";
+        for (std::size_t i = 0; i < f.milestones.size(); ++i) s += (i ? "/" : "") + std::to_string(f.milestones[i]);
+        s += ",gamma=" + format_double(f.value);
+        break;
+      }
+      case Kind::kCosine:
+        s += " > cosine:rounds=" + std::to_string(f.rounds) + ",min=" + format_double(f.value);
+        break;
+    }
+  }
+  return s;
+}
+
+Result<LrSchedule> LrSchedule::parse(std::string_view text) {
+  BALLOT_ASSIGN_OR_RETURN(auto stages, Spec::parse_pipeline(text));
+  if (stages.empty() || stages[0].name() != "constant") {
+    return make_error(ErrorCode::kInvalidArgument, "schedule '" + std::string(text) + "' must start with constant:lr=<lr>");
+  }
+  BALLOT_TRY(stages[0].check_known({"lr"}));
+  BALLOT_ASSIGN_OR_RETURN(const double lr, stages[0].get_double("lr", 0.01));
+  if (!(lr > 0.0) || !std::isfinite(lr)) {
+    return make_error(ErrorCode::kInvalidArgument, "schedule '" + std::string(text) + "': lr must be positive and finite");
+  }
+  LrSchedule schedule(lr);
+  auto bad = [&](const std::string& why) {
+    return make_error(ErrorCode::kInvalidArgument, "schedule '" + std::string(text) + "': " + why);
+  };
+  for (std::size_t k = 1; k < stages.size(); ++k) {
+    const Spec& s = stages[k];
+    if (s.name() == "warmup" || s.name() == "cosine") {
+      const bool warm = s.name() == "warmup";
+      BALLOT_TRY(s.check_known({"rounds", warm ? "start" : "min"}));
+      BALLOT_ASSIGN_OR_RETURN(const auto rounds, s.get_int("rounds", 0));
+      BALLOT_ASSIGN_OR_RETURN(const double factor, s.get_double(warm ? "start" : "min", 0.0));
+      if (rounds <= 0) return bad(s.name() + " needs rounds > 0");
+      if (!(factor >= 0.0 && factor <= 1.0)) return bad(s.name() + (warm ? " start" : " min") + " must be in [0, 1]");
+      if (warm) {
+        schedule.warmup(static_cast<std::uint64_t>(rounds), factor);
+      } else {
+        schedule.cosine(static_cast<std::uint64_t>(rounds), factor);
+      }
+    } else if (s.name() == "step") {
+      BALLOT_TRY(s.check_known({"at", "gamma"}));
+      BALLOT_ASSIGN_OR_RETURN(const double gamma, s.get_double("gamma", 0.1));
+      if (!(gamma > 0.0) || !std::isfinite(gamma)) return bad("step gamma must be positive");
+      const std::string at = s.get_string("at", "");
+      std::vector<std::uint64_t> milestones;
+      std::size_t pos = 0;
+      while (pos <= at.size()) {
+        const std::size_t end = std::min(at.find('/', pos), at.size());
+        const std::string part = at.substr(pos, end - pos);
+        bool ok = !part.empty() && part.size() <= 18;
+        for (char ch : part) ok = ok && ch >= '0' && ch <= '9';
+        if (!ok) return bad("step:at must be round numbers joined by '/'");
+        const std::uint64_t m = std::stoull(part);
+        if (!milestones.empty() && m <= milestones.back()) return bad("step milestones must increase");
+        milestones.push_back(m);
+        pos = end + 1;
+      }
+      schedule.step(std::move(milestones), gamma);
+    } else {
+      return bad("unknown stage '" + s.name() + "' (known: warmup, step, cosine)");
+    }
+  }
+  return schedule;
+}
+
+}  // namespace ballot

@@ -1,0 +1,153 @@
+// Update rules on the flat parameter buffer, the worker-side Signum transform, and learning-rate
+// schedules. Formulas: docs/learning.md and ALGORITHMS.md §1–§3.
+//
+//   sgd        PyTorch's SGD on an fp32 aggregated gradient g (the no-defence baseline):
+//              d = g + λx;  b ← μb + (1−τ)d (b = d on the first step);  x ← x − η·(nesterov ? d + μb : b)
+//   heavyball  the election-coding paper's server update: sgd with μ = 0.9, λ = 1e-4 fed with the
+//              vote v ∈ {±1}^d (Sohn et al. 2020, §5)
+//   sign       the server side of signSGD / Signum with majority vote: x ← x − η·(v + λx), v the
+//              vote (or sign(g), sign(0) = +1, for one process) (Bernstein et al. 2019)
+//   signum     one process: m ← βm + (1−β)g, x ← x − η·(sign(m) + λx) (Bernstein et al. 2018)
+//   ef_sign    EF-signSGD in one process: p = ηg + e, Δ = (‖p_s‖₁/d_s)·sign(p) per layer s,
+//              x ← x − Δ, e ← p − Δ (Karimireddy et al. 2019, Alg. 1). In a cluster the error
+//              memory lives in the workers' codec (coding/); the server then applies the mean of
+//              the decoded Δ with sgd at η = 1.
+// Worker-side Signum (momentum at the workers, ALGORITHMS.md §1) is WorkerMomentum below.
+//
+// Determinism: every rule is a fixed sequence of float operations per coordinate, so replicas
+// that apply the same vote to the same parameters stay bit-identical (same build).
+// Non-finite gradients propagate into the parameters; they never crash.
+// Thread-safety: none; one optimizer per replica.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/bit_vector.h"
+#include "core/gradient_layout.h"
+#include "core/result.h"
+
+namespace ballot {
+
+// ---- learning-rate schedules -------------------------------------------------------------------
+
+// η(r) = base · Π factors(r), round r counted from 0. The factors compose by multiplication:
+//   warmup(W, s):    s + (1 − s)·r/W for r < W, then 1 (linear warm-up from s·base)
+//   step(M, γ):      γ^|{m ∈ M : m ≤ r}| (drop by γ at each milestone)
+//   cosine(T, f):    f + (1 − f)·(1 + cos(π·min(r, T)/T))/2 (from 1 down to f at round T)
+// Text form, a pipeline parsed with ballot::Spec:
+//   "constant:lr=0.01 > warmup:rounds=100,start=0.1 > step:at=1000/2000,gamma=0.1 > cosine:rounds=3000,min=0"
+class LrSchedule {
+ public:
+  explicit LrSchedule(double base_lr = 0.01) : base_(base_lr) {}
+
+  // Preconditions (BALLOT_ENFORCE): rounds > 0, factors in [0, 1], γ > 0, milestones increasing.
+  LrSchedule& warmup(std::uint64_t rounds, double start_factor = 0.0);
+  LrSchedule& step(std::vector<std::uint64_t> milestones, double gamma);
+  LrSchedule& cosine(std::uint64_t rounds, double min_factor = 0.0);
+
+  double base() const noexcept { return base_; }
+  double at(std::uint64_t round) const;
+  std::string spec() const;
+  // Errors name the stage and key; the first stage must be "constant:lr=<η>" (η > 0, finite).
+  static Result<LrSchedule> parse(std::string_view text);
+
+ private:
+  enum class Kind : std::uint8_t { kWarmup, kStep, kCosine };
+  struct Factor {
+    Kind kind;
+    std::uint64_t rounds = 0;
+    double value = 0.0;  // warm-up start, step gamma or cosine floor
+    std::vector<std::uint64_t> milestones;
+  };
+  double base_;
+  std::vector<Factor> factors_;
+};
+
+// ---- server-side (or single-process) update rules ------------------------------------------------
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  // The registry spec that rebuilds this rule (make_optimizer), e.g. "sgd:momentum=0.9,wd=0.0001".
+  virtual std::string spec() const = 0;
+
+  // One update of `params` with the aggregated `direction` (same size; BALLOT_ENFORCE) at
+  // learning rate `lr`: the fp32 mean gradient for sgd, or a vote unpacked to ±1.
+  virtual void step(std::span<float> params, std::span<const float> direction, double lr) = 0;
+  // The same with a packed vote (bit 1 → +1, bit 0 → −1, core/bit_vector.h). The default
+  // unpacks and calls step(); sign rules read the bits directly. O(d).
+  virtual void step_vote(std::span<float> params, const BitVector& vote, double lr);
+
+  // State for checkpoints (momentum buffers, error memory), little-endian with a header.
+  virtual std::vector<std::uint8_t> save_state() const = 0;
+  // Restores save_state() output for a model of `num_params` coordinates. Bytes from a file:
+  // any malformation (magic, version, rule, length, flags) is kMalformed; the state is left
+  // unchanged on error. Non-finite values are restored as they were saved.
+  virtual Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) = 0;
+  virtual void reset_state() = 0;
+};
+
+struct SgdOptions {
+  double momentum = 0.0;      // μ
+  double weight_decay = 0.0;  // λ
+  double dampening = 0.0;     // τ
+  bool nesterov = false;
+};
+// Sohn et al. 2020's server update on the vote: heavy-ball momentum 0.9, weight decay 1e-4.
+inline constexpr SgdOptions kHeavyBallVoteOptions{0.9, 1e-4, 0.0, false};
+
+struct SignOptions {
+  double weight_decay = 0.0;  // λ, added after the vote: x ← x − η(v + λx)
+};
+
+struct SignumOptions {
+  double beta = 0.9;          // momentum β; 0 is signSGD
+  double weight_decay = 0.0;  // λ
+};
+
+std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options = {});
+std::unique_ptr<Optimizer> make_sign_update(const SignOptions& options = {});
+std::unique_ptr<Optimizer> make_signum(const SignumOptions& options = {});
+// Per-layer scales follow `layout` (Granularity::Layer of the reference code); pass
+// GradientLayout::whole(d) for one scale.
+std::unique_ptr<Optimizer> make_ef_sign(const GradientLayout& layout);
+
+// The registry: "sgd" (momentum, wd, dampening, nesterov), "heavyball" (momentum=0.9,
+// wd=0.0001), "sign" (wd), "signum" (beta=0.9, wd), "ef_sign". Invalid options are
+// kInvalidArgument (μ, β, τ in [0, 1), λ >= 0, finite).
+Result<std::unique_ptr<Optimizer>> make_optimizer(std::string_view spec, const GradientLayout& layout);
+
+// ---- worker side --------------------------------------------------------------------------------
+
+// Signum with majority vote keeps the momentum at each worker (Bernstein et al. 2019, Alg. 3):
+// m ← βm + (1−β)g, and the worker sends sign(m). The server applies make_sign_update's rule.
+class WorkerMomentum {
+ public:
+  explicit WorkerMomentum(double beta = 0.9);
+
+  // Updates m with `gradient` (the first call sizes m, zero-initialised; later sizes must match,
+  // BALLOT_ENFORCE) and writes sign(m) into `signs` (resized; sign(0) = +1, NaN → +1).
+  void update(std::span<const float> gradient, BitVector& signs);
+  std::span<const float> momentum() const noexcept { return momentum_; }
+  double beta() const noexcept { return beta_; }
+
+  std::vector<std::uint8_t> save_state() const;
+  Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params);
+  void reset_state() { momentum_.clear(); }
+
+ private:
+  double beta_;
+  std::vector<float> momentum_;
+};
+
+// sign(g) packed into `signs` (resized): bit 1 for g >= 0, −0 and NaN (core/bit_vector.h). O(d).
+void pack_sign(std::span<const float> values, BitVector& signs);
+
+}  // namespace ballot
