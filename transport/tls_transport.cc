@@ -1,0 +1,836 @@
+#include "transport/tls_transport.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <asio.hpp>
+#include <asio/ssl.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "transport/detail/endpoint.h"
+#include "transport/detail/le.h"
+#include "transport/detail/ossl.h"
+
+namespace ballot::transport {
+
+namespace {
+
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using SslStream = asio::ssl::stream<tcp::socket>;
+
+// The sessions' common face, so that the transport can hold plain and TLS sessions alike.
+class SessionBase : public std::enable_shared_from_this<SessionBase> {
+ public:
+  virtual ~SessionBase() = default;
+  virtual void start() = 0;
+  virtual void pump_async() = 0;      // write queued frames (any thread)
+  virtual void close_async() = 0;     // abrupt close (any thread)
+  virtual void shutdown_async() = 0;  // graceful close with deadline (any thread)
+};
+
+// One per registered peer for the transport's whole life. Lock order: Impl::mutex_ before
+// Link::mutex; neither is held while calling into a session or the observer.
+struct Link {
+  explicit Link(NodeId id, asio::io_context& io) : peer(id), reconnect_timer(io) {}
+  const NodeId peer;
+  std::mutex mutex;
+  std::condition_variable space;
+  std::deque<OutboundFrame> queue;
+  std::size_t queued_bytes = 0;
+  std::shared_ptr<SessionBase> session;  // the authenticated session, if any
+  std::optional<PeerAddress> address;    // set when this side dials the peer
+  int failures = 0;                      // consecutive dial failures, for the back-off
+  asio::steady_timer reconnect_timer;
+};
+
+std::string ssl_error_text(const asio::error_code& ec) {
+  std::string text = ec.message();
+  // The verification reason (e.g. "certificate verify failed") is more useful than the category.
+  if (ec.category() == asio::error::get_ssl_category()) {
+    char buffer[256];
+    ERR_error_string_n(static_cast<unsigned long>(ec.value()), buffer, sizeof(buffer));
+    text = buffer;
+  }
+  return text;
+}
+
+bool is_clean_end(const asio::error_code& ec) {
+  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+}
+
+}  // namespace
+
+class TlsTransport::Impl {
+ public:
+  Impl(Credentials credentials, Registry registry, TlsTransportOptions options);
+  ~Impl();
+  Status start();
+  void close();
+
+  template <typename Stream>
+  friend class Session;
+
+  // Members used by sessions.
+  asio::io_context io_;  // first: destroyed last, after everything holding asio objects
+  std::optional<asio::ssl::context> ssl_;
+  tcp::acceptor acceptor_;
+  const TlsTransportOptions options_;
+  const Credentials credentials_;
+  detail::EndpointCore core_;
+  std::atomic<bool> closing_{false};
+  std::atomic<std::size_t> pending_handshakes_{0};
+
+  mutable std::mutex mutex_;  // guards sessions_; links_ is immutable after construction
+  mutable std::condition_variable connected_;
+  std::set<std::shared_ptr<SessionBase>> sessions_;
+  std::map<NodeId, std::shared_ptr<Link>> links_;
+  std::vector<std::thread> threads_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::minstd_rand jitter_;  // guarded by mutex_
+
+  std::shared_ptr<Link> link(NodeId peer) const {
+    const auto it = links_.find(peer);
+    return it == links_.end() ? nullptr : it->second;
+  }
+  void accept_next();
+  void dial(const std::shared_ptr<Link>& link);
+  void schedule_redial(const std::shared_ptr<Link>& link);
+  void attach(NodeId peer, const std::shared_ptr<SessionBase>& session);
+  void session_closed(const std::shared_ptr<SessionBase>& session, std::optional<NodeId> peer,
+                      const std::shared_ptr<Link>& dialled, bool authenticated);
+  template <typename Stream>
+  std::shared_ptr<SessionBase> make_session(Stream stream, std::shared_ptr<Link> dialled);
+};
+
+// ---------------------------------------------------------------------------------------------
+// A session over one connection. Everything below runs on the session's strand (the executor of
+// its socket and timers), except the *_async entry points, which post onto it.
+template <typename Stream>
+class Session final : public SessionBase {
+  static constexpr bool kTls = std::is_same_v<Stream, SslStream>;
+
+ public:
+  Session(TlsTransport::Impl& impl, Stream stream, std::shared_ptr<Link> dialled)
+      : impl_(impl),
+        stream_(std::move(stream)),
+        read_timer_(stream_.get_executor()),
+        write_timer_(stream_.get_executor()),
+        dialled_(std::move(dialled)) {}
+
+  void start() override {
+    asio::post(stream_.get_executor(), [self = self()] { self->guard([&] { self->begin(); }); });
+  }
+  void pump_async() override {
+    asio::post(stream_.get_executor(), [self = self()] { self->guard([&] { self->pump(); }); });
+  }
+  void close_async() override {
+    asio::post(stream_.get_executor(), [self = self()] { self->guard([&] { self->close_now(); }); });
+  }
+  void shutdown_async() override {
+    asio::post(stream_.get_executor(), [self = self()] { self->guard([&] { self->shutdown(); }); });
+  }
+
+ private:
+  std::shared_ptr<Session> self() { return std::static_pointer_cast<Session>(shared_from_this()); }
+  tcp::socket& socket() {
+    if constexpr (kTls) return stream_.next_layer();
+    else return stream_;
+  }
+  const TlsTransportOptions& options() const { return impl_.options_; }
+  // Who to blame: the authenticated peer, else the certificate's (CA-verified) identity.
+  std::optional<NodeId> blame() const { return peer_ ? peer_ : cert_peer_; }
+
+  // No exception escapes a handler: anything thrown (e.g. bad_alloc) closes this session only.
+  template <typename F>
+  void guard(F&& body) {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kInternal, std::string("session error: ") + e.what()),
+           /*report=*/false);
+    } catch (...) {
+      fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kInternal, "session error"), false);
+    }
+  }
+
+  // ---- deadlines: a generation number makes a late or cancelled expiry harmless ----
+  void arm(asio::steady_timer& timer, std::uint64_t& generation, std::chrono::milliseconds after,
+           Misbehaviour kind, std::string what) {
+    const std::uint64_t armed = ++generation;
+    timer.expires_after(after);
+    timer.async_wait([self = self(), &generation, armed, kind, what = std::move(what), after](const asio::error_code& ec) {
+      self->guard([&] {
+        if (ec || armed != generation || self->closed_) return;
+        self->fail(kind, make_error(ErrorCode::kTimeout, what + " deadline of " + std::to_string(after.count()) +
+                                                             " ms passed", self->blame()));
+      });
+    });
+  }
+  void disarm(asio::steady_timer& timer, std::uint64_t& generation) {
+    ++generation;
+    timer.cancel();
+  }
+
+  // ---- connect (dialler) ----
+  void begin() {
+    if (impl_.closing_) return close_now();
+    if (!dialled_) return handshake();
+    resolver_.emplace(stream_.get_executor());
+    arm(read_timer_, read_generation_, options().connect_timeout, Misbehaviour::kTimeout, "connect");
+    const PeerAddress address = *dialled_->address;
+    resolver_->async_resolve(address.host, std::to_string(address.port),
+                             [self = self()](const asio::error_code& ec, tcp::resolver::results_type results) {
+                               self->guard([&] { self->on_resolve(ec, std::move(results)); });
+                             });
+  }
+  void on_resolve(const asio::error_code& ec, tcp::resolver::results_type results) {
+    if (closed_) return;
+    if (ec) return fail_quietly();
+    asio::async_connect(socket(), results, [self = self()](const asio::error_code& error, const tcp::endpoint&) {
+      self->guard([&] {
+        if (self->closed_) return;
+        if (error) return self->fail_quietly();
+        self->handshake();
+      });
+    });
+  }
+
+  // ---- TLS handshake + Hello exchange, under one deadline ----
+  void handshake() {
+    asio::error_code ignored;
+    socket().set_option(tcp::no_delay(true), ignored);
+    arm(read_timer_, read_generation_, options().handshake_timeout, Misbehaviour::kTimeout, "handshake");
+    if constexpr (kTls) {
+      const auto type = dialled_ ? asio::ssl::stream_base::client : asio::ssl::stream_base::server;
+      stream_.async_handshake(type, [self = self()](const asio::error_code& ec) {
+        self->guard([&] { self->on_handshake(ec); });
+      });
+    } else {
+      on_handshake({});
+    }
+  }
+
+  void on_handshake(const asio::error_code& ec) {
+    if (closed_) return;
+    if (ec)
+      return fail(Misbehaviour::kHandshakeFailed,
+                  make_error(ErrorCode::kAuthentication, "TLS handshake failed: " + ssl_error_text(ec)));
+    if constexpr (kTls) {
+      if (!check_certificate()) return;
+    }
+    write(impl_.core_.hello());
+    read_header();
+  }
+
+  // The peer certificate (already verified against the CA by OpenSSL) must name a registered
+  // participant with the registered role and the pinned key; a dialler also checks it reached
+  // the peer it dialled.
+  bool check_certificate() {
+    X509* cert = SSL_get0_peer_certificate(stream_.native_handle());
+    if (cert == nullptr) {
+      fail(Misbehaviour::kHandshakeFailed, make_error(ErrorCode::kAuthentication, "peer presented no certificate"));
+      return false;
+    }
+    auto identity = detail::certificate_identity(cert);
+    if (!identity.ok()) {
+      fail(Misbehaviour::kHandshakeFailed, identity.error());
+      return false;
+    }
+    cert_peer_ = identity->node;
+    const RegistryEntry* entry = impl_.core_.verifier().registry().find(identity->node);
+    if (entry == nullptr || entry->role != identity->role) {
+      fail(Misbehaviour::kUnknownSender,
+           make_error(ErrorCode::kAuthentication, "certificate for " + std::string(role_name(identity->role)) + " " +
+                                                       std::to_string(identity->node) + " is not in the registry",
+                      identity->node));
+      return false;
+    }
+    PublicKeyBytes key{};
+    std::size_t length = key.size();
+    EVP_PKEY* pkey = X509_get0_pubkey(cert);
+    if (pkey == nullptr || EVP_PKEY_get_raw_public_key(pkey, key.data(), &length) != 1 || key != entry->key.bytes()) {
+      ERR_clear_error();
+      fail(Misbehaviour::kIdentityMismatch,
+           make_error(ErrorCode::kAuthentication,
+                      "certificate key of node " + std::to_string(identity->node) + " differs from the pinned key",
+                      identity->node));
+      return false;
+    }
+    if (dialled_ && identity->node != dialled_->peer) {
+      fail(Misbehaviour::kIdentityMismatch,
+           make_error(ErrorCode::kAuthentication, "dialled node " + std::to_string(dialled_->peer) +
+                                                       " but its certificate names node " + std::to_string(identity->node),
+                      identity->node));
+      return false;
+    }
+    return true;
+  }
+
+  // The first frame on a session must be the peer's Hello.
+  void on_hello() {
+    NodeId claimed = 0;
+    if (header_.is_signed()) {
+      auto envelope = decode_envelope(meta_span());
+      if (!envelope.ok()) return fail(Misbehaviour::kMalformedFrame, envelope.error());
+      if (envelope->header.type != MessageType::kHello || envelope->header.payload_length != payload_.size())
+        return fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kMalformed, "malformed hello"));
+      claimed = envelope->header.sender;
+      if constexpr (kTls) {
+        // Identity first: a valid certificate of node 3 claiming node 4 is an identity mismatch,
+        // whatever the signature says.
+        Verdict verdict = impl_.core_.verifier().verify_authentic(*envelope, payload_, cert_peer_);
+        if (!verdict.ok()) return fail(verdict.kind, std::move(verdict.status).error());
+      }
+    } else if (impl_.core_.require_signatures()) {
+      return fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kAuthentication, "unsigned hello"));
+    }
+    if (payload_.size() != 4 || detail::load_le<std::uint32_t>(payload_.data()) != claimed) {
+      if (header_.is_signed() || payload_.size() != 4)
+        return fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kMalformed, "malformed hello payload"));
+      claimed = detail::load_le<std::uint32_t>(payload_.data());  // plaintext mode: the claim is all there is
+    }
+    if (!kTls) {
+      const RegistryEntry* entry = impl_.core_.verifier().registry().find(claimed);
+      if (entry == nullptr || claimed == impl_.core_.self())
+        return fail(Misbehaviour::kUnknownSender, make_error(ErrorCode::kAuthentication,
+                                                             "hello from unknown node " + std::to_string(claimed)));
+      if (dialled_ && claimed != dialled_->peer)
+        return fail(Misbehaviour::kIdentityMismatch,
+                    make_error(ErrorCode::kAuthentication, "dialled node " + std::to_string(dialled_->peer) +
+                                                                " but it says it is node " + std::to_string(claimed)));
+    }
+    peer_ = claimed;
+    authenticated_ = true;
+    disarm(read_timer_, read_generation_);
+    if (counted_pending_) {
+      impl_.pending_handshakes_.fetch_sub(1);
+      counted_pending_ = false;
+    }
+    link_ = impl_.link(claimed);
+    impl_.attach(claimed, shared_from_this());
+    pump();
+    read_header();
+  }
+
+  // ---- reading: header (24 bytes, validated), then envelope and payload ----
+  void read_header() {
+    if (closed_) return;
+    if (authenticated_ && !impl_.core_.has_space()) {
+      // Back-pressure towards the peer: stop reading until the consumer makes room; TCP flow
+      // control then slows the sender.
+      std::weak_ptr<SessionBase> weak = shared_from_this();
+      impl_.core_.when_space([weak] {
+        if (auto session = weak.lock()) static_cast<Session&>(*session).resume_async();
+      });
+      return;
+    }
+    header_have_ = 0;
+    if (authenticated_ && options().idle_timeout.count() > 0)
+      arm(read_timer_, read_generation_, options().idle_timeout, Misbehaviour::kTimeout, "idle");
+    read_header_some();
+  }
+  void resume_async() {
+    asio::post(stream_.get_executor(), [self = self()] { self->guard([&] { self->read_header(); }); });
+  }
+  void read_header_some() {
+    stream_.async_read_some(asio::buffer(header_bytes_.data() + header_have_, kFrameHeaderSize - header_have_),
+                            [self = self()](const asio::error_code& ec, std::size_t n) {
+                              self->guard([&] { self->on_header_bytes(ec, n); });
+                            });
+  }
+  void on_header_bytes(const asio::error_code& ec, std::size_t n) {
+    if (closed_) return;
+    if (ec) return on_read_error(ec);
+    // The frame deadline runs from a frame's first byte to its last (before authentication the
+    // handshake deadline covers the Hello).
+    if (header_have_ == 0 && n > 0 && authenticated_)
+      arm(read_timer_, read_generation_, options().frame_timeout, Misbehaviour::kTimeout, "frame");
+    header_have_ += n;
+    if (header_have_ < kFrameHeaderSize) return read_header_some();
+    auto header = decode_frame_header(header_bytes_, impl_.core_.options().limits);
+    if (!header.ok()) {
+      Error error = std::move(header).error();
+      error.peer = blame();
+      return fail(error.code == ErrorCode::kLimitExceeded ? Misbehaviour::kOversize : Misbehaviour::kMalformedFrame,
+                  std::move(error));
+    }
+    header_ = *header;
+    if (!authenticated_ && header_.type != MessageType::kHello)
+      return fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kMalformed, "first frame is not a hello", blame()));
+    payload_have_ = 0;
+    payload_.clear();
+    payload_.shrink_to_fit();
+    read_meta(0);
+  }
+  void read_meta(std::size_t have) {
+    if (have == header_.meta_length) return read_payload();
+    stream_.async_read_some(asio::buffer(meta_bytes_.data() + have, header_.meta_length - have),
+                            [self = self(), have](const asio::error_code& ec, std::size_t n) {
+                              self->guard([&] {
+                                if (self->closed_) return;
+                                if (ec) return self->on_read_error(ec);
+                                self->read_meta(have + n);
+                              });
+                            });
+  }
+  // The payload buffer grows by at most read_chunk_bytes ahead of the bytes that arrived, so an
+  // announced length (already within the limit) never costs memory the peer did not send.
+  void read_payload() {
+    if (payload_have_ == header_.payload_length) return on_frame();
+    const std::uint64_t remaining = header_.payload_length - payload_have_;
+    const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, options().read_chunk_bytes));
+    if (payload_.size() < payload_have_ + chunk) payload_.resize(payload_have_ + chunk);
+    asio::async_read(stream_, asio::buffer(payload_.data() + payload_have_, chunk),
+                     [self = self()](const asio::error_code& ec, std::size_t n) {
+                       self->guard([&] {
+                         if (self->closed_) return;
+                         self->payload_have_ += n;
+                         if (ec) return self->on_read_error(ec);
+                         self->read_payload();
+                       });
+                     });
+  }
+  ByteSpan meta_span() const { return ByteSpan(meta_bytes_.data(), header_.meta_length); }
+
+  void on_frame() {
+    header_have_ = 0;
+    if (!authenticated_) return on_hello();
+    disarm(read_timer_, read_generation_);
+    const auto rejected = impl_.core_.accept(*peer_, header_, meta_span(), std::move(payload_));
+    payload_ = {};
+    if (rejected && detail::closes_session(*rejected)) return close_now();
+    read_header();
+  }
+
+  void on_read_error(const asio::error_code& ec) {
+    const bool mid_frame = header_have_ > 0;
+    if (!authenticated_) {
+      // The peer hung up or failed during the handshake or before its Hello.
+      return fail(Misbehaviour::kHandshakeFailed,
+                  make_error(ErrorCode::kAuthentication, "connection ended before authentication: " + ssl_error_text(ec),
+                             blame()));
+    }
+    if (mid_frame)
+      return fail(Misbehaviour::kTruncated,
+                  make_error(ErrorCode::kMalformed, "connection ended inside a frame (" + ssl_error_text(ec) + ")", peer_));
+    (void)is_clean_end(ec);  // a clean end between frames: the peer left, nothing to report
+    close_now();
+  }
+
+  // ---- writing: one frame at a time from the link's queue ----
+  void pump() {
+    if (closed_ || writing_ || !authenticated_ || !link_) return;
+    OutboundFrame frame;
+    {
+      std::lock_guard<std::mutex> lock(link_->mutex);
+      if (link_->queue.empty()) return;
+      frame = std::move(link_->queue.front());
+      link_->queue.pop_front();
+      link_->queued_bytes -= frame.size();
+    }
+    link_->space.notify_all();
+    write(std::move(frame));
+  }
+  void write(OutboundFrame frame) {
+    writing_ = true;
+    outgoing_ = std::move(frame);
+    arm(write_timer_, write_generation_, options().write_timeout, Misbehaviour::kTimeout, "write");
+    std::array<asio::const_buffer, 2> buffers{
+        asio::buffer(outgoing_.head),
+        outgoing_.payload ? asio::buffer(*outgoing_.payload) : asio::const_buffer()};
+    asio::async_write(stream_, buffers, [self = self()](const asio::error_code& ec, std::size_t) {
+      self->guard([&] {
+        self->disarm(self->write_timer_, self->write_generation_);
+        self->writing_ = false;
+        self->outgoing_ = {};
+        if (self->closed_) return;
+        if (ec) return self->fail_quietly();
+        self->pump();
+      });
+    });
+  }
+
+  // ---- ending ----
+  void fail(Misbehaviour kind, Error error, bool report = true) {
+    if (closed_) return;
+    if (report) impl_.core_.report(error.peer ? error.peer : blame(), kind, std::move(error));
+    close_now();
+  }
+  void fail_quietly() { close_now(); }  // our own connect/write failures: not the peer's fault to count
+
+  void close_now() {
+    if (closed_) return;
+    closed_ = true;
+    disarm(read_timer_, read_generation_);
+    disarm(write_timer_, write_generation_);
+    if (resolver_) resolver_->cancel();
+    asio::error_code ignored;
+    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    socket().close(ignored);
+    if (counted_pending_) {
+      impl_.pending_handshakes_.fetch_sub(1);
+      counted_pending_ = false;
+    }
+    impl_.session_closed(shared_from_this(), peer_, dialled_, authenticated_);
+  }
+
+  void shutdown() {
+    if (closed_) return;
+    if constexpr (kTls) {
+      if (authenticated_) {
+        arm(write_timer_, write_generation_, options().shutdown_timeout, Misbehaviour::kTimeout, "shutdown");
+        stream_.async_shutdown([self = self()](const asio::error_code&) { self->guard([&] { self->close_now(); }); });
+        return;
+      }
+    }
+    close_now();
+  }
+
+ public:
+  bool counted_pending_ = false;
+
+ private:
+  TlsTransport::Impl& impl_;
+  Stream stream_;
+  asio::steady_timer read_timer_;
+  asio::steady_timer write_timer_;
+  std::uint64_t read_generation_ = 0;
+  std::uint64_t write_generation_ = 0;
+  std::optional<tcp::resolver> resolver_;
+  const std::shared_ptr<Link> dialled_;  // set for the dialling side
+  std::shared_ptr<Link> link_;           // set once authenticated
+  std::optional<NodeId> cert_peer_;      // identity in the verified certificate
+  std::optional<NodeId> peer_;           // set once authenticated
+  bool authenticated_ = false;
+  bool closed_ = false;
+  bool writing_ = false;
+  OutboundFrame outgoing_;
+  std::array<std::uint8_t, kFrameHeaderSize> header_bytes_{};
+  std::size_t header_have_ = 0;
+  FrameHeader header_;
+  std::array<std::uint8_t, kEnvelopeMetaSize> meta_bytes_{};
+  std::vector<std::uint8_t> payload_;
+  std::uint64_t payload_have_ = 0;
+};
+
+}  // namespace ballot::transport
+
+namespace ballot::transport {
+
+namespace {
+
+Result<asio::ssl::context> make_tls_context(const Credentials& credentials) {
+  asio::ssl::context context(asio::ssl::context::tls);
+  SSL_CTX* ctx = context.native_handle();
+  // TLS 1.3 only; no session tickets or cache (every session authenticates with certificates).
+  bool ok = SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) == 1 &&
+            SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) == 1 &&
+            SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1;
+  SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  auto cert = detail::parse_certificate_der(credentials.certificate_der);
+  auto ca = detail::parse_certificate_der(credentials.ca_certificate_der);
+  if (!cert.ok() || !ca.ok()) return make_error(ErrorCode::kMalformed, "credentials hold an unreadable certificate");
+  ok = ok && SSL_CTX_use_certificate(ctx, cert->get()) == 1 &&
+       SSL_CTX_use_PrivateKey(ctx, KeyAccess::pkey(credentials.key)) == 1 && SSL_CTX_check_private_key(ctx) == 1;
+  // Trust exactly the cluster CA, nothing from the system store.
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+  ok = ok && store != nullptr && X509_STORE_add_cert(store, ca->get()) == 1;
+  if (!ok) return make_error(ErrorCode::kInternal, "cannot set up TLS: " + detail::take_openssl_errors());
+  X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(ctx), X509_V_FLAG_X509_STRICT);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  SSL_CTX_set_verify_depth(ctx, 1);  // node certificate -> cluster CA, nothing longer
+  return context;
+}
+
+LocalIdentity identity_of(const Credentials& credentials) {
+  return LocalIdentity{credentials.node, credentials.role, credentials.key};
+}
+
+}  // namespace
+
+TlsTransport::Impl::Impl(Credentials credentials, Registry registry, TlsTransportOptions options)
+    : acceptor_(io_),
+      options_(std::move(options)),
+      credentials_(credentials),
+      core_(identity_of(credentials), std::move(registry), options_.transport,
+            options_.security == ChannelSecurity::kMutualTls),
+      jitter_(credentials.node + 1) {
+  for (const auto& [id, entry] : core_.verifier().registry().entries()) {
+    if (id == credentials_.node) continue;
+    auto link = std::make_shared<Link>(id, io_);
+    if (const auto it = options_.dial.find(id); it != options_.dial.end()) link->address = it->second;
+    links_.emplace(id, std::move(link));
+  }
+}
+
+TlsTransport::Impl::~Impl() { close(); }
+
+Status TlsTransport::Impl::start() {
+  if (options_.io_threads < 1) return make_error(ErrorCode::kInvalidArgument, "io_threads must be at least 1");
+  for (const auto& [id, address] : options_.dial)
+    if (links_.count(id) == 0)
+      return make_error(ErrorCode::kInvalidArgument, "cannot dial node " + std::to_string(id) + ": not in the registry");
+  if (options_.security == ChannelSecurity::kMutualTls) {
+    auto context = make_tls_context(credentials_);
+    if (!context.ok()) return std::move(context).error();
+    ssl_.emplace(std::move(context).value());
+  }
+  if (options_.listen) {
+    asio::error_code ec;
+    const auto address = asio::ip::make_address(options_.listen_host, ec);
+    if (ec) return make_error(ErrorCode::kInvalidArgument, "bad listen address '" + options_.listen_host + "'");
+    const tcp::endpoint endpoint(address, options_.listen_port);
+    const std::string where = options_.listen_host + ":" + std::to_string(options_.listen_port);
+    if (acceptor_.open(endpoint.protocol(), ec); ec) return make_error(ErrorCode::kIo, "cannot open " + where + ": " + ec.message());
+    acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (acceptor_.bind(endpoint, ec); ec) return make_error(ErrorCode::kIo, "cannot bind " + where + ": " + ec.message());
+    if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec)
+      return make_error(ErrorCode::kIo, "cannot listen on " + where + ": " + ec.message());
+    accept_next();
+  }
+  for (const auto& [id, link] : links_)
+    if (link->address) dial(link);
+  work_.emplace(io_.get_executor());
+  for (int i = 0; i < options_.io_threads; ++i) {
+    threads_.emplace_back([this] {
+      // Handlers do not throw (each is guarded); this loop is the last line of defence.
+      for (;;) {
+        try {
+          io_.run();
+          return;
+        } catch (...) {
+        }
+      }
+    });
+  }
+  return {};
+}
+
+template <typename Stream>
+std::shared_ptr<SessionBase> TlsTransport::Impl::make_session(Stream stream, std::shared_ptr<Link> dialled) {
+  auto session = std::make_shared<Session<Stream>>(*this, std::move(stream), std::move(dialled));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closing_) return nullptr;
+  sessions_.insert(session);
+  return session;
+}
+
+void TlsTransport::Impl::accept_next() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](const asio::error_code& ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || closing_ || !acceptor_.is_open()) return;
+    if (!ec) {
+      if (pending_handshakes_.load() >= options_.max_pending_handshakes) {
+        asio::error_code ignored;
+        socket.close(ignored);  // too many unauthenticated connections: shed load
+      } else {
+        std::shared_ptr<SessionBase> session;
+        if (ssl_) session = make_session(SslStream(std::move(socket), *ssl_), nullptr);
+        else session = make_session(std::move(socket), nullptr);
+        if (session) {
+          pending_handshakes_.fetch_add(1);
+          if (ssl_) static_cast<Session<SslStream>&>(*session).counted_pending_ = true;
+          else static_cast<Session<tcp::socket>&>(*session).counted_pending_ = true;
+          session->start();
+        }
+      }
+    }
+    accept_next();
+  });
+}
+
+void TlsTransport::Impl::dial(const std::shared_ptr<Link>& link) {
+  if (closing_) return;
+  tcp::socket socket(asio::make_strand(io_));
+  std::shared_ptr<SessionBase> session;
+  if (ssl_) session = make_session(SslStream(std::move(socket), *ssl_), link);
+  else session = make_session(std::move(socket), link);
+  if (session) session->start();
+}
+
+void TlsTransport::Impl::schedule_redial(const std::shared_ptr<Link>& link) {
+  std::chrono::milliseconds delay;
+  {
+    std::lock_guard<std::mutex> lock(link->mutex);
+    const int shift = std::min(link->failures, 20);
+    ++link->failures;
+    delay = std::min<std::chrono::milliseconds>(options_.reconnect_max, options_.reconnect_initial * (1ll << shift));
+  }
+  {
+    // Jitter in [delay/2, delay]: nodes that lost the server together do not return together.
+    std::lock_guard<std::mutex> lock(mutex_);
+    delay = delay / 2 + std::chrono::milliseconds(delay.count() > 1 ? jitter_() % (delay.count() / 2 + 1) : 0);
+  }
+  asio::post(io_, [this, link, delay] {
+    link->reconnect_timer.expires_after(delay);
+    link->reconnect_timer.async_wait([this, link](const asio::error_code& ec) {
+      if (!ec && !closing_) dial(link);
+    });
+  });
+}
+
+void TlsTransport::Impl::attach(NodeId peer, const std::shared_ptr<SessionBase>& session) {
+  auto link = this->link(peer);
+  if (!link) return;
+  std::shared_ptr<SessionBase> previous;
+  {
+    std::lock_guard<std::mutex> lock(link->mutex);
+    previous = std::exchange(link->session, session);
+    link->failures = 0;
+  }
+  if (previous && previous != session) previous->close_async();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // pairs with wait_connected's predicate
+  }
+  connected_.notify_all();
+}
+
+void TlsTransport::Impl::session_closed(const std::shared_ptr<SessionBase>& session, std::optional<NodeId> peer,
+                                        const std::shared_ptr<Link>& dialled, bool authenticated) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions_.erase(session);
+  }
+  if (authenticated && peer) {
+    if (auto link = this->link(*peer)) {
+      std::lock_guard<std::mutex> lock(link->mutex);
+      if (link->session == session) link->session = nullptr;
+    }
+  }
+  if (dialled && !closing_) schedule_redial(dialled);
+}
+
+void TlsTransport::Impl::close() {
+  if (closing_.exchange(true)) {
+    for (auto& thread : threads_)
+      if (thread.joinable()) thread.join();
+    return;
+  }
+  std::vector<std::shared_ptr<SessionBase>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions.assign(sessions_.begin(), sessions_.end());
+  }
+  asio::post(io_, [this] {
+    asio::error_code ignored;
+    acceptor_.close(ignored);
+    for (auto& [id, link] : links_) link->reconnect_timer.cancel();
+  });
+  for (auto& session : sessions) session->shutdown_async();
+  core_.close_inbox();
+  for (auto& [id, link] : links_) link->space.notify_all();
+  work_.reset();
+  // Sessions end within shutdown_timeout; whatever is left after that is stopped.
+  const auto deadline = Clock::now() + options_.shutdown_timeout + std::chrono::milliseconds(200);
+  while (!io_.stopped() && Clock::now() < deadline && !threads_.empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  io_.stop();
+  for (auto& thread : threads_)
+    if (thread.joinable()) thread.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  sessions_.clear();
+  for (auto& [id, link] : links_) {
+    std::lock_guard<std::mutex> link_lock(link->mutex);
+    link->session = nullptr;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Result<std::unique_ptr<TlsTransport>> TlsTransport::create(Credentials credentials, Registry registry,
+                                                           TlsTransportOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(credentials), std::move(registry), std::move(options));
+  BALLOT_TRY(impl->start());
+  return std::unique_ptr<TlsTransport>(new TlsTransport(std::move(impl)));
+}
+
+TlsTransport::TlsTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TlsTransport::~TlsTransport() { close(); }
+
+NodeId TlsTransport::self() const { return impl_->core_.self(); }
+
+OutboundFrame TlsTransport::seal(MessageType type, std::uint64_t round,
+                                 std::shared_ptr<const std::vector<std::uint8_t>> payload) {
+  return impl_->core_.seal(type, round, std::move(payload));
+}
+
+Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
+  if (to == self()) return make_error(ErrorCode::kInvalidArgument, "cannot send to self");
+  auto link = impl_->link(to);
+  if (!link) return make_error(ErrorCode::kNotFound, "node " + std::to_string(to) + " is not in the registry", to);
+  const auto& o = impl_->core_.options();
+  const std::size_t size = frame.size();
+  std::shared_ptr<SessionBase> session;
+  {
+    std::unique_lock<std::mutex> lock(link->mutex);
+    const auto has_room = [&] {
+      return impl_->closing_ || (link->queue.size() < o.max_send_queue_frames &&
+                                 (link->queue.empty() || link->queued_bytes + size <= o.max_send_queue_bytes));
+    };
+    if (!link->space.wait_for(lock, o.send_timeout, has_room))
+      return make_error(ErrorCode::kTimeout, "send queue to node " + std::to_string(to) + " stayed full for " +
+                                                 std::to_string(o.send_timeout.count()) + " ms", to);
+    if (impl_->closing_) return make_error(ErrorCode::kUnavailable, "transport closed");
+    link->queue.push_back(std::move(frame));
+    link->queued_bytes += size;
+    session = link->session;
+  }
+  if (session) session->pump_async();
+  return {};
+}
+
+Result<Message> TlsTransport::receive(std::chrono::milliseconds timeout) { return impl_->core_.pop(timeout); }
+const FrameLimits& TlsTransport::limits() const { return impl_->core_.options().limits; }
+void TlsTransport::set_round(std::uint64_t round) { impl_->core_.verifier().set_round(round); }
+MisbehaviourCounts TlsTransport::misbehaviour_counts(NodeId peer) const { return impl_->core_.counts(peer); }
+
+std::uint16_t TlsTransport::port() const {
+  asio::error_code ec;
+  const auto endpoint = impl_->acceptor_.local_endpoint(ec);
+  return ec ? 0 : endpoint.port();
+}
+
+bool TlsTransport::connected(NodeId peer) const {
+  auto link = impl_->link(peer);
+  if (!link) return false;
+  std::lock_guard<std::mutex> lock(link->mutex);
+  return link->session != nullptr;
+}
+
+Status TlsTransport::wait_connected(NodeId peer, std::chrono::milliseconds timeout) const {
+  if (!impl_->link(peer)) return make_error(ErrorCode::kNotFound, "node " + std::to_string(peer) + " is not in the registry");
+  std::unique_lock<std::mutex> lock(impl_->mutex_);
+  if (!impl_->connected_.wait_for(lock, timeout, [&] { return connected(peer) || impl_->closing_; }))
+    return make_error(ErrorCode::kTimeout, "no session with node " + std::to_string(peer) + " within " +
+                                               std::to_string(timeout.count()) + " ms", peer);
+  if (!connected(peer)) return make_error(ErrorCode::kUnavailable, "transport closed");
+  return {};
+}
+
+void TlsTransport::disconnect(NodeId peer) {
+  auto link = impl_->link(peer);
+  if (!link) return;
+  std::shared_ptr<SessionBase> session;
+  {
+    std::lock_guard<std::mutex> lock(link->mutex);
+    session = link->session;
+  }
+  if (session) session->close_async();
+}
+
+void TlsTransport::close() { impl_->close(); }
+
+}  // namespace ballot::transport
