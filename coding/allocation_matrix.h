@@ -32,7 +32,7 @@ class AllocationMatrix {
   static constexpr std::size_t kMaxNodes = 4096;
   // Attempts of the Bernoulli row-redraw rule before it gives up (the rule loops until no row is
   // empty; with p = r/n this fails for tiny r only).
-  static constexpr int kMaxBernoulliAttempts = 100000;
+  static constexpr int kMaxBernoulliAttempts = 20000;
 
   AllocationMatrix() = default;
   // n×n zeros; n ≤ kMaxNodes (BALLOT_ENFORCE: callers with user input use the Result factories).

@@ -6,6 +6,10 @@ set(BALLOT_CODING_ELECTION_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/allocation_matrix.cc
   ${CMAKE_CURRENT_LIST_DIR}/allocation_analysis.cc
   ${CMAKE_CURRENT_LIST_DIR}/tolerance.cc
-  ${CMAKE_CURRENT_LIST_DIR}/election_encoder.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/code_search.cc
+  ${CMAKE_CURRENT_LIST_DIR}/election_encoder.cc
+  ${CMAKE_CURRENT_LIST_DIR}/election_adversary.cc
+  ${CMAKE_CURRENT_LIST_DIR}/election_monte_carlo.cc
+  ${CMAKE_CURRENT_LIST_DIR}/code_report.cc)
 # The Boost.Graph algorithms used are header-only.
 list(APPEND BALLOT_CODING_LIBRARIES Boost::headers)
