@@ -1,0 +1,66 @@
+// Payloads of the round protocol (DESIGN.md), carried in signed envelopes (transport/): the
+// envelope already binds job, sender, role, type and round, so payloads hold only what is new.
+// All little-endian with fixed-width fields; decoders take peer bytes, check every length against
+// the expected dimension before allocating, and return kMalformed naming the field.
+//
+//   RoundStart  (server → nodes, kRoundStart)  round u64 | deadline_ms u32 | model digest [32]
+//   Vote        (node → server, kVote)         round u64 | loss f64 | model digest [32] |
+//                                              dimension u64 | packed signs (⌈d/64⌉ words)
+//   Decision    (server → nodes, kResult)      round u64 | dimension u64 | packed signs
+//   Join        (node → server, kControl)      tag "JOIN" | round the node holds u64
+//   Finish      (server → nodes, kControl)     tag "DONE" | rounds completed u64
+//   StateTransfer (server → node, kCheckpoint) round u64 | checkpoint bytes (runtime/checkpoint.h)
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "core/bit_vector.h"
+#include "core/result.h"
+#include "transport/crypto.h"
+
+namespace ballot::runtime {
+
+struct RoundStart {
+  std::uint64_t round = 0;
+  std::uint32_t deadline_ms = 0;  // relative: clocks of different machines need not agree
+  transport::Digest model_digest{};  // the server's model before this round
+};
+
+struct Vote {
+  std::uint64_t round = 0;
+  double loss = 0.0;                 // mean batch loss of the node's partitions (for progress)
+  transport::Digest model_digest{};  // the node's model the vote was computed on
+  BitVector signs;
+};
+
+struct Decision {
+  std::uint64_t round = 0;
+  BitVector signs;
+};
+
+struct Join {
+  std::uint64_t round = 0;  // the round the node's state is at (0 after a fresh start)
+};
+
+struct Finish {
+  std::uint64_t rounds = 0;
+};
+
+std::vector<std::uint8_t> encode(const RoundStart& message);
+std::vector<std::uint8_t> encode(const Vote& message);
+std::vector<std::uint8_t> encode(const Decision& message);
+std::vector<std::uint8_t> encode(const Join& message);
+std::vector<std::uint8_t> encode(const Finish& message);
+
+Result<RoundStart> decode_round_start(std::span<const std::uint8_t> bytes);
+// `dimension` is the model's parameter count: a vote of any other size is kMalformed.
+Result<Vote> decode_vote(std::span<const std::uint8_t> bytes, std::size_t dimension);
+Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
+// Control payloads: one of Join or Finish, told apart by their tag.
+using Control = std::variant<Join, Finish>;
+Result<Control> decode_control(std::span<const std::uint8_t> bytes);
+
+}  // namespace ballot::runtime

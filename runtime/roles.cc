@@ -1,0 +1,255 @@
+#include "runtime/roles.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "runtime/checkpoint.h"
+#include "runtime/messages.h"
+
+namespace ballot::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using transport::MessageType;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<transport::NodeId> all_nodes(std::size_t n) {
+  std::vector<transport::NodeId> ids;
+  for (std::size_t i = 0; i < n; ++i) ids.push_back(node_id(i));
+  return ids;
+}
+
+Checkpoint state_of(const Replica& replica, std::uint64_t round) {
+  Checkpoint checkpoint;
+  checkpoint.round = round;
+  replica.save_to(checkpoint);
+  return checkpoint;
+}
+
+}  // namespace
+
+Server::Server(const TrainingSetup& setup, transport::Transport& transport, ServerOptions options)
+    : setup_(setup), transport_(transport), options_(std::move(options)) {}
+
+Result<TrainingSummary> Server::run() {
+  const auto started = Clock::now();
+  const std::size_t n = setup_.options.nodes;
+  const std::size_t quorum = n - setup_.options.byzantine;
+  BALLOT_ASSIGN_OR_RETURN(Replica replica, Replica::create(setup_));
+  const std::size_t dimension = replica.dimension();
+
+  TrainingSummary summary;
+  if (!options_.checkpoint_path.empty()) {
+    auto checkpoint = load_checkpoint(options_.checkpoint_path);
+    if (checkpoint.ok()) {
+      BALLOT_TRY(replica.restore_from(*checkpoint));
+      summary.first_round = checkpoint->round;
+    } else if (checkpoint.error().code != ErrorCode::kNotFound) {
+      return std::move(checkpoint).error();  // a damaged checkpoint must not be silently ignored
+    }
+  }
+
+  const auto nodes = all_nodes(n);
+  std::vector<std::optional<Vote>> votes(n);
+  for (std::uint64_t round = summary.first_round; round < setup_.options.rounds; ++round) {
+    const auto round_started = Clock::now();
+    transport_.set_round(round);
+    RoundReport report;
+    report.round = round;
+    report.fp32_bytes = dimension * sizeof(float);
+    const RoundStart start{round, static_cast<std::uint32_t>(options_.round_deadline.count()), replica.digest()};
+    BALLOT_TRY(transport_.broadcast(nodes, MessageType::kRoundStart, round, encode(start)));
+
+    std::fill(votes.begin(), votes.end(), std::nullopt);
+    std::size_t received = 0;
+    const auto deadline = round_started + options_.round_deadline;
+    const auto give_up = deadline + options_.quorum_timeout;
+    while (received < n) {
+      const auto now = Clock::now();
+      if (now >= deadline && received >= quorum) break;
+      if (now >= give_up) {
+        return make_error(ErrorCode::kTimeout, "round " + std::to_string(round) + ": only " +
+                                                   std::to_string(received) + " of the quorum of " +
+                                                   std::to_string(quorum) + " votes arrived");
+      }
+      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+          (now < deadline ? deadline : give_up) - now);
+      auto message = transport_.receive(std::min(wait, std::chrono::milliseconds(200)) + std::chrono::milliseconds(1));
+      if (!message.ok()) {
+        if (message.error().code == ErrorCode::kTimeout) continue;
+        return std::move(message).error();
+      }
+      if (message->from == kServerId || message->from > n) {
+        ++report.rejected_messages;
+        continue;
+      }
+      const std::size_t index = message->from - 1;
+      if (message->type == MessageType::kControl) {
+        auto control = decode_control(message->payload);
+        if (!control.ok() || !std::holds_alternative<Join>(*control) ||
+            std::get<Join>(*control).round > round) {
+          ++report.rejected_messages;
+          continue;
+        }
+        // A (re)starting node: a node that is behind gets the state before this round; every
+        // joining node gets this round's start (it may have connected after the broadcast).
+        if (std::get<Join>(*control).round < round) {
+          BALLOT_TRY(transport_.send(message->from, MessageType::kCheckpoint, round,
+                                     encode_checkpoint(state_of(replica, round))));
+        }
+        BALLOT_TRY(transport_.send(message->from, MessageType::kRoundStart, round, encode(start)));
+        continue;
+      }
+      if (message->type != MessageType::kVote || message->round != round) {
+        ++report.rejected_messages;
+        continue;
+      }
+      auto vote = decode_vote(message->payload, dimension);
+      if (!vote.ok() || vote->round != round) {
+        ++report.rejected_messages;
+        continue;
+      }
+      if (vote->model_digest != start.model_digest) {
+        report.out_of_sync.push_back(index);
+        BALLOT_TRY(transport_.send(message->from, MessageType::kCheckpoint, round,
+                                   encode_checkpoint(state_of(replica, round))));
+        BALLOT_TRY(transport_.send(message->from, MessageType::kRoundStart, round, encode(start)));
+        continue;
+      }
+      report.bytes_per_vote = message->payload.size();
+      if (!votes[index]) ++received;
+      votes[index] = std::move(*vote);
+    }
+    report.vote_wait_seconds = seconds_since(round_started);
+
+    std::vector<const BitVector*> counted;
+    double loss = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (votes[i]) {
+        counted.push_back(&votes[i]->signs);
+        loss += votes[i]->loss;
+      } else {
+        report.missing.push_back(i);
+      }
+    }
+    report.votes = counted.size();
+    report.mean_loss = counted.empty() ? 0.0 : loss / static_cast<double>(counted.size());
+    Decision decision{round, decide(counted, dimension)};
+    BALLOT_TRY(transport_.broadcast(nodes, MessageType::kResult, round, encode(decision)));
+    replica.apply(round, decision.signs);
+
+    const std::uint64_t done = round + 1;
+    if (!options_.checkpoint_path.empty() && options_.checkpoint_every != 0 &&
+        (done % options_.checkpoint_every == 0 || done == setup_.options.rounds)) {
+      BALLOT_TRY(save_checkpoint(options_.checkpoint_path, state_of(replica, done)));
+    }
+    const auto every = setup_.options.eval_every;
+    if (done == setup_.options.rounds || (every != 0 && done % every == 0)) {
+      report.evaluated = true;
+      report.test = replica.evaluate(setup_.data->test, setup_.options.eval_examples);
+    }
+    report.seconds = seconds_since(round_started);
+    if (options_.on_round) options_.on_round(report);
+  }
+
+  summary.rounds = setup_.options.rounds;
+  summary.test = replica.evaluate(setup_.data->test, setup_.data->test.size());
+  summary.model_digest = replica.digest();
+  // Tell every node to stop; a node that is gone does not matter any more.
+  transport_.set_round(setup_.options.rounds);
+  (void)transport_.broadcast(nodes, MessageType::kControl, setup_.options.rounds, encode(Finish{summary.rounds}));
+  summary.seconds = seconds_since(started);
+  return summary;
+}
+
+Node::Node(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport,
+           NodeOptions options)
+    : setup_(setup), index_(node_index), transport_(transport), options_(options) {}
+
+Result<NodeSummary> Node::run() {
+  BALLOT_ASSIGN_OR_RETURN(Replica replica, Replica::create(setup_));
+  NodeWorker worker(setup_, index_);
+  const std::size_t dimension = replica.dimension();
+  NodeSummary summary;
+  std::uint64_t round = 0;  // the next round this node's replica will apply
+  bool started = false;
+  BALLOT_TRY(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})));
+  auto last_heard = Clock::now();
+  BitVector vote_signs;
+  std::optional<std::vector<std::uint8_t>> last_vote;
+  std::uint64_t last_vote_round = 0;
+
+  while (true) {
+    auto message = transport_.receive(started ? options_.idle_timeout : options_.join_retry);
+    if (!message.ok()) {
+      if (message.error().code != ErrorCode::kTimeout) return std::move(message).error();
+      if (Clock::now() - last_heard >= options_.idle_timeout) {
+        return make_error(ErrorCode::kTimeout, "node " + std::to_string(index_) + ": no message from the server");
+      }
+      if (!started) BALLOT_TRY(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})));
+      continue;
+    }
+    if (message->from != kServerId) continue;  // nodes talk to nodes only in exchange placement
+    last_heard = Clock::now();
+    switch (message->type) {
+      case MessageType::kCheckpoint: {
+        auto checkpoint = decode_checkpoint(message->payload);
+        if (!checkpoint.ok()) continue;
+        if (replica.restore_from(*checkpoint).ok()) {
+          round = checkpoint->round;
+          transport_.set_round(round);
+          ++summary.rejoins;
+        }
+        break;
+      }
+      case MessageType::kRoundStart: {
+        auto start = decode_round_start(message->payload);
+        if (!start.ok() || start->round != message->round || start->round < round) continue;
+        started = true;
+        if (start->round > round || start->model_digest != replica.digest()) {
+          // Behind (restarted, or missed a decision) or diverged: ask for the current state.
+          BALLOT_TRY(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})));
+          continue;
+        }
+        // A repeated start of the same round gets the same vote again: computing it twice would
+        // advance the worker momentum twice and make the node equivocate.
+        if (!last_vote || last_vote_round != round) {
+          Vote vote;
+          vote.round = round;
+          vote.model_digest = start->model_digest;
+          vote.loss = worker.vote(replica, round, vote_signs);
+          vote.signs = vote_signs;
+          last_vote = encode(vote);
+          last_vote_round = round;
+        }
+        BALLOT_TRY(transport_.send(kServerId, MessageType::kVote, round, *last_vote));
+        ++summary.votes_sent;
+        break;
+      }
+      case MessageType::kResult: {
+        auto decision = decode_decision(message->payload, dimension);
+        if (!decision.ok() || decision->round != round || message->round != round) continue;
+        replica.apply(round, decision->signs);
+        ++round;
+        ++summary.rounds;
+        transport_.set_round(round);
+        break;
+      }
+      case MessageType::kControl: {
+        auto control = decode_control(message->payload);
+        if (control.ok() && std::holds_alternative<Finish>(*control)) {
+          summary.model_digest = replica.digest();
+          return summary;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace ballot::runtime

@@ -1,0 +1,103 @@
+// The two roles of the round protocol (DESIGN.md), written against transport::Transport so that
+// the same code runs over mutual TLS between processes (the cluster) and over the in-memory
+// transport (the simulator).
+//
+// Ids: the server is node id 0, node i (row i of G) is node id i + 1.
+//
+// Server, each round r:  RoundStart{r} to every node → votes until all n arrived, or at least
+//   n − b once the deadline passed (late votes of round r are ignored) → Decision{r} = majority
+//   of the votes held → apply it to its own replica → checkpoint every k rounds. A vote computed
+//   on another model (digest mismatch) is not counted; that node gets the current state instead.
+// Node i: Join{its round} on start (the server answers with the current state when the node is
+//   behind: this is how a restarted node rejoins), then for each RoundStart{r}: its vote c_i;
+//   for each Decision{r}: apply. Finish ends the node.
+// Neither role trusts a payload: decoding errors and protocol violations are counted in the
+// report and the message is dropped.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "runtime/training.h"
+#include "transport/transport.h"
+
+namespace ballot::runtime {
+
+inline constexpr transport::NodeId kServerId = 0;
+inline transport::NodeId node_id(std::size_t node_index) { return static_cast<transport::NodeId>(node_index + 1); }
+
+// What the server knows after each round, for progress displays and metrics.
+struct RoundReport {
+  std::uint64_t round = 0;
+  std::size_t votes = 0;                 // counted votes
+  std::vector<std::size_t> missing;      // node indices without a counted vote
+  double mean_loss = 0.0;                // mean of the counted nodes' batch losses
+  bool evaluated = false;
+  Evaluation test;                       // when evaluated
+  double seconds = 0.0;                  // wall time of the round
+  double vote_wait_seconds = 0.0;        // of which waiting for votes (compute + transport)
+  std::uint64_t bytes_per_vote = 0;      // payload bytes of one vote
+  std::uint64_t fp32_bytes = 0;          // what an fp32 gradient would have been
+  std::uint64_t rejected_messages = 0;   // dropped this round (malformed, wrong round, wrong model)
+  std::vector<std::size_t> out_of_sync;  // nodes whose vote was on another model (sent the state)
+};
+
+struct TrainingSummary {
+  std::uint64_t first_round = 0;  // > 0 when resumed from a checkpoint
+  std::uint64_t rounds = 0;       // rounds completed in total
+  Evaluation test;
+  transport::Digest model_digest{};
+  double seconds = 0.0;
+};
+
+struct ServerOptions {
+  std::chrono::milliseconds round_deadline{3000};  // after it, n − b votes suffice
+  std::chrono::milliseconds quorum_timeout{120000};  // no quorum for this long: the run stops
+  std::filesystem::path checkpoint_path;            // empty: no checkpoints
+  std::uint64_t checkpoint_every = 50;
+  std::function<void(const RoundReport&)> on_round;  // called after every round
+};
+
+class Server {
+ public:
+  Server(const TrainingSetup& setup, transport::Transport& transport, ServerOptions options);
+  // Runs from the checkpoint's round (if the file exists) to options.rounds; then Finish.
+  Result<TrainingSummary> run();
+
+ private:
+  const TrainingSetup& setup_;
+  transport::Transport& transport_;
+  ServerOptions options_;
+};
+
+struct NodeOptions {
+  std::chrono::milliseconds idle_timeout{300000};  // nothing from the server this long: give up
+  std::chrono::milliseconds join_retry{1000};      // re-send Join while no round has started
+};
+
+struct NodeSummary {
+  std::uint64_t rounds = 0;          // rounds applied
+  std::uint64_t votes_sent = 0;
+  std::uint64_t rejoins = 0;         // state transfers received
+  transport::Digest model_digest{};
+};
+
+class Node {
+ public:
+  Node(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport,
+       NodeOptions options = {});
+  Result<NodeSummary> run();
+
+ private:
+  const TrainingSetup& setup_;
+  std::size_t index_;
+  transport::Transport& transport_;
+  NodeOptions options_;
+};
+
+}  // namespace ballot::runtime

@@ -1,0 +1,54 @@
+#include "runtime/simulator.h"
+
+#include <thread>
+
+#include "runtime/messages.h"
+#include "transport/memory_transport.h"
+
+namespace ballot::runtime {
+
+Result<SimulationResult> simulate(const TrainingSetup& setup, SimulationOptions options) {
+  const std::size_t n = setup.options.nodes;
+  std::vector<transport::LocalIdentity> identities;
+  transport::Registry registry;
+  for (std::size_t id = 0; id <= n; ++id) {
+    BALLOT_ASSIGN_OR_RETURN(auto key, transport::SigningKey::generate());
+    const auto role = id == 0 ? transport::Role::kServer : transport::Role::kNode;
+    BALLOT_TRY(registry.add(static_cast<transport::NodeId>(id), role, key.verify_key()));
+    identities.push_back({static_cast<transport::NodeId>(id), role, std::move(key)});
+  }
+  transport::TransportOptions transport_options;
+  transport_options.job = setup.options.job;
+  auto network = transport::MemoryNetwork::create();
+  std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;
+  for (auto& identity : identities) {
+    BALLOT_ASSIGN_OR_RETURN(auto endpoint, network->attach(identity, registry, transport_options));
+    endpoints.push_back(std::move(endpoint));
+  }
+
+  SimulationResult result;
+  result.nodes.assign(n, make_error(ErrorCode::kInternal, "node did not run"));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      Node node(setup, i, *endpoints[i + 1], options.node);
+      result.nodes[i] = node.run();
+    });
+  }
+  Server server(setup, *endpoints[0], options.server);
+  auto summary = server.run();
+  if (!summary.ok()) {
+    // The server stopped early: release the nodes instead of letting them wait for it.
+    std::vector<transport::NodeId> nodes;
+    for (std::size_t i = 0; i < n; ++i) nodes.push_back(node_id(i));
+    endpoints[0]->set_round(setup.options.rounds);
+    (void)endpoints[0]->broadcast(nodes, transport::MessageType::kControl, setup.options.rounds,
+                                  encode(Finish{0}));
+  }
+  for (auto& thread : threads) thread.join();
+  if (!summary.ok()) return std::move(summary).error();
+  result.server = *summary;
+  return result;
+}
+
+}  // namespace ballot::runtime

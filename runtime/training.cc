@@ -1,0 +1,223 @@
+#include "runtime/training.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "coding/election_encoder.h"
+#include "core/enforce.h"
+#include "core/models.h"
+#include "core/spec.h"
+#include "kernels/majority_vote.h"
+#include "kernels/sign_kernels.h"
+
+namespace ballot::runtime {
+namespace {
+
+Error bad_option(const std::string& what) { return make_error(ErrorCode::kInvalidArgument, what); }
+
+// "deterministic" alone takes b from the run's fault budget.
+Result<Spec> code_spec(const TrainingOptions& options) {
+  BALLOT_ASSIGN_OR_RETURN(Spec spec, Spec::parse(options.code));
+  if (spec.name() == "deterministic" && !spec.has("b")) {
+    return Spec::parse("deterministic:b=" + std::to_string(options.byzantine));
+  }
+  return spec;
+}
+
+std::vector<std::uint8_t> float_bytes(std::span<const float> values) {
+  std::vector<std::uint8_t> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+}  // namespace
+
+Status TrainingOptions::validate() const {
+  if (nodes == 0 || nodes > coding::AllocationMatrix::kMaxNodes) {
+    return bad_option("nodes must be in [1, " + std::to_string(coding::AllocationMatrix::kMaxNodes) + "]");
+  }
+  if (2 * byzantine >= nodes) {
+    return bad_option("the fault budget b = " + std::to_string(byzantine) + " needs b < n/2 (n = " +
+                      std::to_string(nodes) + ")");
+  }
+  if (partition_size == 0) return bad_option("partition size must be positive");
+  if (rounds == 0) return bad_option("rounds must be positive");
+  if (!(worker_momentum >= 0.0 && worker_momentum < 1.0)) return bad_option("worker momentum must be in [0, 1)");
+  if (placement != Placement::kReplicated) {
+    return make_error(ErrorCode::kUnavailable, "only the replicated placement is implemented in the runtime so far");
+  }
+  BALLOT_TRY(code_spec(*this));
+  BALLOT_TRY(Spec::parse(model));
+  BALLOT_TRY(LrSchedule::parse(lr));
+  BALLOT_TRY(Spec::parse(data));
+  return {};
+}
+
+Result<TrainTestSplit> load_training_data(const TrainingOptions& options) {
+  BALLOT_ASSIGN_OR_RETURN(Spec spec, Spec::parse(options.data));
+  if (spec.name() == "fashion-mnist" || spec.name() == "mnist") {
+    BALLOT_TRY(spec.check_known({"dir"}));
+    const std::string dir = spec.get_string("dir", std::string(kDefaultFashionMnistDir));
+    return load_mnist_dir(dir);
+  }
+  if (spec.name() == "synthetic") {
+    BALLOT_TRY(spec.check_known({"examples", "features", "classes", "separation", "noise", "seed"}));
+    SyntheticOptions synthetic;
+    BALLOT_ASSIGN_OR_RETURN(auto examples, spec.get_int("examples", 4096));
+    BALLOT_ASSIGN_OR_RETURN(auto features, spec.get_int("features", 32));
+    BALLOT_ASSIGN_OR_RETURN(auto classes, spec.get_int("classes", 10));
+    BALLOT_ASSIGN_OR_RETURN(synthetic.separation, spec.get_double("separation", 1.5));
+    BALLOT_ASSIGN_OR_RETURN(synthetic.noise, spec.get_double("noise", 1.0));
+    BALLOT_ASSIGN_OR_RETURN(auto seed, spec.get_int("seed", static_cast<std::int64_t>(options.seed)));
+    if (examples <= 0 || features <= 0 || classes <= 0) return bad_option("synthetic sizes must be positive");
+    synthetic.num_examples = static_cast<std::size_t>(examples);
+    synthetic.num_features = static_cast<std::size_t>(features);
+    synthetic.num_classes = static_cast<std::size_t>(classes);
+    synthetic.seed = static_cast<std::uint64_t>(seed);
+    TrainTestSplit split;
+    BALLOT_ASSIGN_OR_RETURN(split.train, make_synthetic(synthetic));
+    BALLOT_ASSIGN_OR_RETURN(split.test, make_synthetic_test(synthetic, synthetic.num_examples / 4 + 1));
+    return split;
+  }
+  return bad_option("unknown dataset '" + spec.name() + "' (known: fashion-mnist, mnist, synthetic)");
+}
+
+Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
+                                          std::shared_ptr<const TrainTestSplit> data) {
+  BALLOT_TRY(options.validate());
+  BALLOT_ENFORCE(data != nullptr);
+  if (data->train.size() == 0) return bad_option("the training set is empty");
+  BALLOT_ASSIGN_OR_RETURN(Spec spec, code_spec(options));
+  BALLOT_ASSIGN_OR_RETURN(auto code, coding::make_allocation_matrix(spec, options.nodes, options.seed));
+  BALLOT_ASSIGN_OR_RETURN(auto schedule, LrSchedule::parse(options.lr));
+  PartitionSampler sampler(PartitionOptions{options.seed, options.partition_size}, data->train.size());
+  return TrainingSetup{options, std::move(data), std::move(code), std::move(sampler), std::move(schedule)};
+}
+
+Result<Replica> Replica::create(const TrainingSetup& setup) {
+  BALLOT_ASSIGN_OR_RETURN(auto model, make_model(setup.options.model, shape_of(setup.data->train),
+                                                 setup.options.seed));
+  BALLOT_ASSIGN_OR_RETURN(auto optimizer, make_optimizer(setup.options.update, model->layout()));
+  return Replica(std::move(model), std::move(optimizer), setup.schedule);
+}
+
+void Replica::apply(std::uint64_t round, const BitVector& decision) {
+  optimizer_->step_vote(model_->parameters(), decision, schedule_.at(round));
+}
+
+transport::Digest Replica::digest() const {
+  const auto params = model_->parameters();
+  return transport::sha256({reinterpret_cast<const std::uint8_t*>(params.data()), params.size_bytes()});
+}
+
+Evaluation Replica::evaluate(const Dataset& data, std::size_t max_examples) const {
+  // evaluate() needs a mutable model for its scratch buffers; a clone keeps this const.
+  auto copy = model_->clone();
+  if (max_examples >= data.size()) return ballot::evaluate(*copy, data);
+  Dataset head;
+  head.num_features = data.num_features;
+  head.num_classes = data.num_classes;
+  head.rows = data.rows;
+  head.cols = data.cols;
+  head.channels = data.channels;
+  head.features.assign(data.features.begin(),
+                       data.features.begin() + static_cast<std::ptrdiff_t>(max_examples * data.num_features));
+  head.labels.assign(data.labels.begin(), data.labels.begin() + static_cast<std::ptrdiff_t>(max_examples));
+  return ballot::evaluate(*copy, head);
+}
+
+void Replica::save_to(Checkpoint& checkpoint) const {
+  checkpoint.sections["model"] = float_bytes(model_->parameters());
+  checkpoint.sections["optimizer"] = optimizer_->save_state();
+}
+
+Status Replica::restore_from(const Checkpoint& checkpoint) {
+  const auto model = checkpoint.sections.find("model");
+  const auto optimizer = checkpoint.sections.find("optimizer");
+  if (model == checkpoint.sections.end() || optimizer == checkpoint.sections.end()) {
+    return make_error(ErrorCode::kMalformed, "checkpoint lacks the model or optimizer section");
+  }
+  auto params = model_->parameters();
+  if (model->second.size() != params.size_bytes()) {
+    return make_error(ErrorCode::kMalformed, "checkpoint model has " + std::to_string(model->second.size()) +
+                                                 " bytes, this model needs " + std::to_string(params.size_bytes()));
+  }
+  BALLOT_TRY(optimizer_->load_state(optimizer->second, params.size()));
+  std::memcpy(params.data(), model->second.data(), params.size_bytes());
+  return {};
+}
+
+NodeWorker::NodeWorker(const TrainingSetup& setup, std::size_t node)
+    : setup_(&setup), node_(node), partitions_(setup.code.row(node)) {
+  for (auto partition : partitions_) {
+    if (setup.options.worker_momentum > 0) momentum_.emplace(partition, WorkerMomentum(setup.options.worker_momentum));
+  }
+  signs_.resize(setup.options.nodes);
+}
+
+double NodeWorker::partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition,
+                                   BitVector& signs) {
+  const auto indices = setup_->sampler.indices(round, partition);
+  gather(setup_->data->train, indices, batch_);
+  Model& model = replica.model();
+  const double loss = model.forward_backward(batch_.features, batch_.labels);
+  if (auto it = momentum_.find(partition); it != momentum_.end()) {
+    it->second.update(model.gradients(), signs);
+  } else {
+    kernels::pack_signs(model.gradients(), signs);
+  }
+  return loss;
+}
+
+double NodeWorker::vote(Replica& replica, std::uint64_t round, BitVector& vote) {
+  double loss = 0;
+  for (auto partition : partitions_) loss += partition_signs(replica, round, partition, signs_[partition]);
+  // Partitions outside the row are never read by the encoder; give them the right size only.
+  for (auto& signs : signs_) {
+    if (signs.size() != replica.dimension()) signs.resize(replica.dimension());
+  }
+  coding::encode_replicated(setup_->code, node_, signs_, vote);
+  return partitions_.empty() ? 0.0 : loss / static_cast<double>(partitions_.size());
+}
+
+std::vector<std::uint8_t> NodeWorker::save_state() const {
+  std::vector<std::uint8_t> out;
+  for (const auto& [partition, momentum] : momentum_) {
+    const auto state = momentum.save_state();
+    const std::uint64_t header[2] = {partition, state.size()};
+    const auto* raw = reinterpret_cast<const std::uint8_t*>(header);
+    out.insert(out.end(), raw, raw + sizeof(header));
+    out.insert(out.end(), state.begin(), state.end());
+  }
+  return out;
+}
+
+Status NodeWorker::load_state(std::span<const std::uint8_t> bytes, std::size_t dimension) {
+  std::map<std::uint32_t, WorkerMomentum> restored;
+  std::size_t offset = 0;
+  while (offset < bytes.size()) {
+    std::uint64_t header[2];
+    if (bytes.size() - offset < sizeof(header)) return make_error(ErrorCode::kMalformed, "truncated node state");
+    std::memcpy(header, bytes.data() + offset, sizeof(header));
+    offset += sizeof(header);
+    if (header[1] > bytes.size() - offset) return make_error(ErrorCode::kMalformed, "node state runs past its end");
+    if (momentum_.count(static_cast<std::uint32_t>(header[0])) == 0 || header[0] > UINT32_MAX) {
+      return make_error(ErrorCode::kMalformed, "node state names partition " + std::to_string(header[0]) +
+                                                   " which this node does not compute");
+    }
+    WorkerMomentum momentum(setup_->options.worker_momentum);
+    BALLOT_TRY(momentum.load_state(bytes.subspan(offset, static_cast<std::size_t>(header[1])), dimension));
+    restored.emplace(static_cast<std::uint32_t>(header[0]), std::move(momentum));
+    offset += static_cast<std::size_t>(header[1]);
+  }
+  for (auto& [partition, momentum] : restored) momentum_.insert_or_assign(partition, std::move(momentum));
+  return {};
+}
+
+BitVector decide(std::span<const BitVector* const> votes, std::size_t dimension) {
+  BitVector decision(dimension, true);
+  if (!votes.empty()) kernels::majority_vote(votes, decision);
+  return decision;
+}
+
+}  // namespace ballot::runtime

@@ -1,0 +1,134 @@
+// The deterministic core of a training run, shared by the process cluster and the simulator:
+// what every participant computes, given the run's options and seed.
+//
+//   TrainingOptions   what the user chooses (n, b, code, model, update rule, rates, seed, …)
+//   TrainingSetup     what follows from them and is the same in every process: the dataset,
+//                     the allocation matrix G, the partition sampler, the learning-rate schedule
+//   Replica           one copy of the model and its server-side optimizer; every participant
+//                     (server and nodes) holds one and applies the same decision v_r each round,
+//                     so all replicas stay bit-identical (checked through digest())
+//   NodeWorker        node i's work in a round: the signs of its partitions and its vote c_i
+//
+// Round r of the replicated placement (DESIGN.md, round protocol): node i computes the gradient
+// of each partition j with G[i][j] = 1 on its replica (partition j of round r is the same batch
+// everywhere), takes the signs — of the gradient, or of a per-partition momentum when
+// worker_momentum > 0 (Signum with majority vote) — and votes c_i = maj_j sign(g_j). The server
+// decides v_r = maj_i c_i over the votes it holds and everyone applies the update rule to v_r.
+// Thread-safety: none; one object per thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coding/allocation_matrix.h"
+#include "core/bit_vector.h"
+#include "core/dataset.h"
+#include "core/model.h"
+#include "core/optimizer.h"
+#include "core/result.h"
+#include "runtime/checkpoint.h"
+#include "transport/crypto.h"
+
+namespace ballot::runtime {
+
+enum class Placement : std::uint8_t { kReplicated, kExchange };
+
+struct TrainingOptions {
+  std::size_t nodes = 7;                   // n
+  std::size_t byzantine = 1;               // b: the fault budget (quorum n - b after the deadline)
+  std::string code = "deterministic";      // allocation matrix spec (coding/allocation_matrix.h);
+                                           // "deterministic" alone means deterministic:b=<b>
+  Placement placement = Placement::kReplicated;
+  std::string model = "mlp:hidden=128";    // core/models.h
+  std::string update = "heavyball:momentum=0.9,wd=0.0001";  // server rule on the vote (core/optimizer.h)
+  double worker_momentum = 0.0;            // β of per-partition Signum at the nodes; 0 = signSGD
+  std::string lr = "constant:lr=0.002";    // LrSchedule spec
+  std::size_t partition_size = 32;         // examples per partition (global batch = n × this)
+  std::uint64_t rounds = 600;
+  std::uint64_t seed = 1;
+  std::uint64_t job = 1;                   // job id, bound into every signed envelope
+  std::string data = "fashion-mnist";      // "fashion-mnist[:dir=…]" or "synthetic[:…]"
+  std::uint64_t eval_every = 100;          // rounds between test-set evaluations (0 = end only)
+  std::size_t eval_examples = 10000;       // test examples per evaluation (the first ones)
+
+  // Checks ranges and that the specs parse; errors name the option.
+  Status validate() const;
+};
+
+// Loads the dataset named by `options.data`.
+Result<TrainTestSplit> load_training_data(const TrainingOptions& options);
+
+struct TrainingSetup {
+  TrainingOptions options;
+  std::shared_ptr<const TrainTestSplit> data;
+  coding::AllocationMatrix code;
+  PartitionSampler sampler;
+  LrSchedule schedule;
+};
+
+Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
+                                          std::shared_ptr<const TrainTestSplit> data);
+
+class Replica {
+ public:
+  static Result<Replica> create(const TrainingSetup& setup);
+
+  // Applies round `round`'s decision: the update rule at lr(round) on the packed vote.
+  void apply(std::uint64_t round, const BitVector& decision);
+  // SHA-256 of the parameters: equal digests mean bit-identical models.
+  transport::Digest digest() const;
+  Evaluation evaluate(const Dataset& data, std::size_t max_examples) const;
+
+  Model& model() { return *model_; }
+  const Model& model() const { return *model_; }
+  std::size_t dimension() const { return model_->parameters().size(); }
+
+  // Sections "model" and "optimizer" (raw little-endian floats and the optimizer's state).
+  void save_to(Checkpoint& checkpoint) const;
+  // Validates sizes; the replica is unchanged on error.
+  Status restore_from(const Checkpoint& checkpoint);
+
+ private:
+  Replica(std::unique_ptr<Model> model, std::unique_ptr<Optimizer> optimizer, LrSchedule schedule)
+      : model_(std::move(model)), optimizer_(std::move(optimizer)), schedule_(std::move(schedule)) {}
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  LrSchedule schedule_;
+};
+
+class NodeWorker {
+ public:
+  NodeWorker(const TrainingSetup& setup, std::size_t node);
+
+  std::size_t node() const noexcept { return node_; }
+  const std::vector<std::uint32_t>& partitions() const noexcept { return partitions_; }
+
+  // Signs of partition `partition` of round `round` on `replica`'s parameters (uses and updates
+  // the partition's worker momentum when enabled). Also returns the batch loss.
+  double partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition,
+                         BitVector& signs);
+  // Replicated placement: c_i = maj over this node's partitions. Returns the mean batch loss.
+  double vote(Replica& replica, std::uint64_t round, BitVector& vote);
+
+  // Worker momentum, for the node's local state file.
+  std::vector<std::uint8_t> save_state() const;
+  Status load_state(std::span<const std::uint8_t> bytes, std::size_t dimension);
+
+ private:
+  const TrainingSetup* setup_;
+  std::size_t node_;
+  std::vector<std::uint32_t> partitions_;
+  std::map<std::uint32_t, WorkerMomentum> momentum_;
+  Batch batch_;
+  std::vector<BitVector> signs_;
+};
+
+// The server's decision from the votes it holds (absent nodes are skipped): the majority, ties
+// to +1 (coding::decode). With no vote at all the decision is all +1 — callers never apply a
+// round without quorum.
+BitVector decide(std::span<const BitVector* const> votes, std::size_t dimension);
+
+}  // namespace ballot::runtime

@@ -1,0 +1,66 @@
+#include "runtime/simulator.h"
+
+#include <gtest/gtest.h>
+
+namespace ballot::runtime {
+namespace {
+
+TrainingOptions small_run() {
+  TrainingOptions options;
+  options.nodes = 5;
+  options.byzantine = 1;
+  options.code = "paper5";
+  options.model = "mlp:hidden=16";
+  options.data = "synthetic:examples=2000,features=20,classes=4,separation=2";
+  options.lr = "constant:lr=0.01";
+  options.rounds = 60;
+  options.eval_every = 0;
+  options.partition_size = 16;
+  return options;
+}
+
+Result<TrainingSetup> setup_for(const TrainingOptions& options) {
+  BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(options));
+  return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data)));
+}
+
+TEST(Simulator, TrainsAndKeepsEveryReplicaIdentical) {
+  auto setup = setup_for(small_run());
+  ASSERT_TRUE(setup.ok()) << setup.error().to_string();
+  std::vector<RoundReport> reports;
+  SimulationOptions options;
+  options.server.on_round = [&](const RoundReport& report) { reports.push_back(report); };
+  auto result = simulate(*setup, options);
+  ASSERT_TRUE(result.ok()) << result.error().to_string();
+  EXPECT_EQ(result->server.rounds, 60u);
+  EXPECT_GT(result->server.test.accuracy, 0.8);
+  ASSERT_EQ(reports.size(), 60u);
+  for (const auto& report : reports) {
+    EXPECT_EQ(report.votes, 5u);
+    EXPECT_TRUE(report.missing.empty());
+  }
+  for (const auto& node : result->nodes) {
+    ASSERT_TRUE(node.ok()) << node.error().to_string();
+    EXPECT_EQ(node->rounds, 60u);
+    EXPECT_EQ(node->model_digest, result->server.model_digest);
+  }
+}
+
+TEST(Simulator, SameSeedSameModel) {
+  auto options = small_run();
+  options.rounds = 10;
+  auto a = setup_for(options), b = setup_for(options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto first = simulate(*a), second = simulate(*b);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->server.model_digest, second->server.model_digest);
+  options.seed = 2;
+  auto c = setup_for(options);
+  ASSERT_TRUE(c.ok());
+  auto third = simulate(*c);
+  ASSERT_TRUE(third.ok());
+  EXPECT_NE(first->server.model_digest, third->server.model_digest);
+}
+
+}  // namespace
+}  // namespace ballot::runtime
