@@ -1,0 +1,205 @@
+#include "transport/tls_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "test_harness.h"
+
+namespace ballot::transport {
+namespace {
+
+using namespace testing;
+
+std::vector<std::uint8_t> bytes_of(std::size_t n, std::uint8_t value) { return std::vector<std::uint8_t>(n, value); }
+
+class TlsTransportTest : public ::testing::Test {
+ protected:
+  // Server 0 and honest node 1 talk; the attacker is set up per test.
+  void SetUp() override { cluster_ = std::make_unique<TlsCluster>(pki_); }
+
+  void expect_honest_round_trip() {
+    ASSERT_TRUE(cluster_->honest().send(0, MessageType::kControl, 0, bytes_of(100, 1)).ok());
+    auto got = cluster_->server().receive(3000ms);
+    ASSERT_TRUE(got.ok()) << got.error().to_string();
+    EXPECT_EQ(got->from, 1u);
+    ASSERT_TRUE(cluster_->server().send(1, MessageType::kControl, 0, bytes_of(100, 2)).ok());
+    auto back = cluster_->honest().receive(3000ms);
+    ASSERT_TRUE(back.ok()) << back.error().to_string();
+    EXPECT_EQ(back->from, 0u);
+  }
+
+  TestPki pki_{4};
+  std::unique_ptr<TlsCluster> cluster_;
+};
+
+TEST_F(TlsTransportTest, ClientWithoutCertificateIsRefused) {
+  RawTlsClient client(cluster_->tls_server().port(), nullptr, pki_.credentials(1).ca_certificate_der);
+  (void)client.connect();  // TLS 1.3: the client may finish before the server rejects it
+  std::vector<std::uint8_t> bytes;
+  EXPECT_TRUE(client.read(kFrameHeaderSize, &bytes)) << "the server must not talk to a client without a certificate";
+  auto report = cluster_->observer().wait_for(Misbehaviour::kHandshakeFailed);
+  ASSERT_TRUE(report.has_value());
+  EXPECT_FALSE(report->peer.has_value());
+  EXPECT_EQ(report->error.code, ErrorCode::kAuthentication);
+  expect_honest_round_trip();
+}
+
+TEST_F(TlsTransportTest, CertificateOfAnotherCaIsRefused) {
+  TestPki other(3, "other");
+  const Credentials foreign = other.credentials(3);  // node 3, but of another cluster's CA
+  RawTlsClient client(cluster_->tls_server().port(), &foreign, pki_.credentials(1).ca_certificate_der);
+  (void)client.connect();
+  std::vector<std::uint8_t> bytes;
+  EXPECT_TRUE(client.read(kFrameHeaderSize, &bytes));
+  auto report = cluster_->observer().wait_for(Misbehaviour::kHandshakeFailed);
+  ASSERT_TRUE(report.has_value());
+  EXPECT_NE(report->error.message.find("certificate"), std::string::npos) << report->error.to_string();
+  EXPECT_FALSE(cluster_->tls_server().connected(3));
+  expect_honest_round_trip();
+}
+
+TEST_F(TlsTransportTest, NodeThreeClaimingNodeFourIsRefused) {
+  const Credentials node3 = pki_.credentials(3);
+  RawTlsClient client(cluster_->tls_server().port(), &node3, node3.ca_certificate_der);
+  ASSERT_FALSE(client.connect());
+  Signer claims_four(node3.key, kJob, 4, Role::kNode);  // node 3's key, sender field 4
+  ASSERT_FALSE(client.exchange_hello(claims_four, 4));
+  auto report = cluster_->observer().wait_for(Misbehaviour::kIdentityMismatch);
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->peer, 3u);  // blamed on the certificate's owner
+  EXPECT_NE(report->error.message.find("claims sender 4"), std::string::npos) << report->error.to_string();
+  std::vector<std::uint8_t> bytes;
+  EXPECT_TRUE(client.read(1, &bytes));  // the server closed the connection
+  EXPECT_FALSE(cluster_->tls_server().connected(4));
+  EXPECT_FALSE(cluster_->tls_server().connected(3));
+  expect_honest_round_trip();
+}
+
+TEST_F(TlsTransportTest, PeerStallingMidFrameHitsTheDeadline) {
+  const Credentials node3 = pki_.credentials(3);
+  Signer signer(node3.key, kJob, 3, Role::kNode);
+  RawTlsClient client(cluster_->tls_server().port(), &node3, node3.ca_certificate_der);
+  ASSERT_FALSE(client.connect());
+  ASSERT_FALSE(client.exchange_hello(signer, 3));
+  ASSERT_TRUE(cluster_->tls_server().wait_connected(3, 2000ms).ok());
+  auto frame = signer.seal(MessageType::kVote, 0, std::make_shared<std::vector<std::uint8_t>>(10000, 3)).to_bytes();
+  frame.resize(kFrameHeaderSize + 100);  // header and part of the envelope, then silence
+  const auto stalled_at = std::chrono::steady_clock::now();
+  ASSERT_FALSE(client.write(frame));
+  // While node 3 stalls, node 1's session keeps working.
+  expect_honest_round_trip();
+  auto report = cluster_->observer().wait_for(Misbehaviour::kTimeout, 4000ms);
+  ASSERT_TRUE(report.has_value());
+  const auto waited = std::chrono::steady_clock::now() - stalled_at;
+  EXPECT_EQ(report->peer, 3u);
+  EXPECT_EQ(report->error.code, ErrorCode::kTimeout);
+  EXPECT_GE(waited, 900ms);   // frame_timeout is 1 s in these tests
+  EXPECT_LT(waited, 2500ms);  // and it fires within about twice that
+  for (int i = 0; i < 100 && cluster_->tls_server().connected(3); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(cluster_->tls_server().connected(3));  // that session is closed
+  expect_honest_round_trip();
+}
+
+TEST_F(TlsTransportTest, DiallerChecksWhoAnswered) {
+  // Node 1 dials "the server" at an address where node 3 listens.
+  auto impostor = TlsTransport::create(pki_.credentials(3), pki_.registry(), tls_options(nullptr)).value();
+  auto observer = std::make_shared<RecordingObserver>();
+  auto options = tls_options(observer);
+  options.listen = false;
+  options.dial[0] = PeerAddress{"127.0.0.1", impostor->port()};
+  TestPki& pki = pki_;
+  auto node = TlsTransport::create(pki.credentials(4), pki.registry(), options).value();
+  auto report = observer->wait_for(Misbehaviour::kIdentityMismatch);
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->peer, 3u);
+  EXPECT_FALSE(node->connected(0));
+}
+
+TEST_F(TlsTransportTest, RedialsAfterServerRestartAndKeepsQueuedFrames) {
+  auto server = TlsTransport::create(pki_.credentials(0), pki_.registry(), tls_options(nullptr)).value();
+  const std::uint16_t port = server->port();
+  auto options = tls_options(nullptr);
+  options.listen = false;
+  options.dial[0] = PeerAddress{"127.0.0.1", port};
+  auto node = TlsTransport::create(pki_.credentials(3), pki_.registry(), options).value();
+  ASSERT_TRUE(node->wait_connected(0, 3000ms).ok());
+  server.reset();  // the server goes away; the node keeps redialling with back-off
+  for (int i = 0; i < 200 && node->connected(0); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_FALSE(node->connected(0));
+  // Sent while no session exists: queued on the link, written after the redial.
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(node->send(0, MessageType::kControl, 0, bytes_of(10, static_cast<std::uint8_t>(i))).ok());
+  auto restart = tls_options(nullptr);
+  restart.listen_port = port;
+  server = TlsTransport::create(pki_.credentials(0), pki_.registry(), restart).value();
+  ASSERT_TRUE(node->wait_connected(0, 3000ms).ok());
+  for (int i = 0; i < 5; ++i) {
+    auto got = server->receive(3000ms);
+    ASSERT_TRUE(got.ok()) << got.error().to_string();
+    EXPECT_EQ(got->from, 3u);
+    EXPECT_EQ(got->payload, bytes_of(10, static_cast<std::uint8_t>(i)));
+  }
+}
+
+TEST_F(TlsTransportTest, BackPressureWhenThePeerDoesNotRead) {
+  auto options = tls_options(nullptr);
+  options.transport.max_inbox_bytes = 1 << 20;
+  auto server = TlsTransport::create(pki_.credentials(0), pki_.registry(), options).value();
+  auto node_options = tls_options(nullptr);
+  node_options.listen = false;
+  node_options.dial[0] = PeerAddress{"127.0.0.1", server->port()};
+  node_options.transport.max_send_queue_frames = 2;
+  node_options.transport.send_timeout = 200ms;
+  auto node = TlsTransport::create(pki_.credentials(1), pki_.registry(), node_options).value();
+  ASSERT_TRUE(node->wait_connected(0, 3000ms).ok());
+  // The server never calls receive(): its inbox fills, it stops reading, TCP fills, the send
+  // queue fills, and send() reports the back-pressure instead of buffering without bound.
+  Status status;
+  int sent = 0;
+  for (; sent < 200 && status.ok(); ++sent) status = node->send(0, MessageType::kCheckpoint, 0, bytes_of(1 << 20, 7));
+  ASSERT_FALSE(status.ok()) << "sent " << sent << " MiB without back-pressure";
+  EXPECT_EQ(status.error().code, ErrorCode::kTimeout);
+  // Draining the inbox resumes the flow.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(server->receive(3000ms).ok());
+  bool resumed = false;
+  for (int attempt = 0; attempt < 20 && !resumed; ++attempt) {
+    resumed = node->send(0, MessageType::kCheckpoint, 0, bytes_of(10, 8)).ok();
+    if (!resumed) (void)server->receive(500ms);
+  }
+  EXPECT_TRUE(resumed);
+}
+
+TEST(TlsTransportPlain, PlaintextModeCarriesFrames) {
+  TestPki pki(1);
+  auto options = tls_options(nullptr);
+  options.security = ChannelSecurity::kInsecurePlaintext;
+  auto server = TlsTransport::create(pki.credentials(0), pki.registry(), options).value();
+  options.listen = false;
+  options.dial[0] = PeerAddress{"127.0.0.1", server->port()};
+  auto node = TlsTransport::create(pki.credentials(1), pki.registry(), options).value();
+  ASSERT_TRUE(node->wait_connected(0, 3000ms).ok());
+  ASSERT_TRUE(node->send(0, MessageType::kVote, 0, bytes_of(1000, 9)).ok());
+  auto got = server->receive(3000ms);
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(got->from, 1u);
+  EXPECT_EQ(got->payload, bytes_of(1000, 9));
+}
+
+TEST(TlsTransportCreate, Errors) {
+  TestPki pki(1);
+  auto options = tls_options(nullptr);
+  options.dial[7] = PeerAddress{"127.0.0.1", 1};
+  EXPECT_EQ(TlsTransport::create(pki.credentials(0), pki.registry(), options).error().code, ErrorCode::kInvalidArgument);
+  auto first = TlsTransport::create(pki.credentials(0), pki.registry(), tls_options(nullptr)).value();
+  auto busy = tls_options(nullptr);
+  busy.listen_port = first->port();
+  // SO_REUSEADDR does not allow two listeners on one port.
+  auto second = TlsTransport::create(pki.credentials(1), pki.registry(), busy);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code, ErrorCode::kIo);
+  EXPECT_NE(second.error().message.find(std::to_string(first->port())), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ballot::transport
