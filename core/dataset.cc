@@ -224,8 +224,9 @@ Result<Dataset> load_idx_dataset(const std::string& images_path, const std::stri
   data.num_classes = num_classes;
   data.features.resize(images.data.size());
   constexpr float kScale = 1.0f / 255.0f;
-  std::transform(images.data.begin(), images.data.end(), data.features.begin(),
-                 [](std::uint8_t p) { return static_cast<float>(p) * kScale; });
+  const std::uint8_t* pixels = images.data.data();
+  float* out = data.features.data();
+  for (std::size_t i = 0, n = images.data.size(); i < n; ++i) out[i] = static_cast<float>(pixels[i]) * kScale;
   data.labels = std::move(labels.data);
   return data;
 }
