@@ -10,8 +10,9 @@
 //   signum     one process: m ← βm + (1−β)g, x ← x − η·(sign(m) + λx) (Bernstein et al. 2018)
 //   ef_sign    EF-signSGD in one process: p = ηg + e, Δ = (‖p_s‖₁/d_s)·sign(p) per layer s,
 //              x ← x − Δ, e ← p − Δ (Karimireddy et al. 2019, Alg. 1). In a cluster the error
-//              memory lives in the workers' codec (coding/); the server then applies the mean of
-//              the decoded Δ with sgd at η = 1.
+//              memory lives in the workers' codec (coding::ErrorFeedback, coding/error_feedback.h,
+//              fed with unscaled g); the server then applies the mean of the decoded Δ with sgd
+//              at the step size η (the same for a positively homogeneous compressor).
 // Worker-side Signum (momentum at the workers, ALGORITHMS.md §1) is WorkerMomentum below.
 //
 // Determinism: every rule is a fixed sequence of float operations per coordinate, so replicas
