@@ -1,19 +1,21 @@
-// ballot — the command-line program. Subcommands parse options and call the library.
+// ballot — the command-line program. It parses options (CLI11) and calls one subcommand.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 
+#include "apps/commands.h"
 #include "core/config.h"
 #include "kernels/isa.h"
 
-namespace {
+namespace ballot::apps {
 
 int run_info() {
   std::printf("ballot %s\n", BALLOT_VERSION_STRING);
-  std::printf("cpu kernels: %.*s (supported:", static_cast<int>(ballot::kernels::isa_name(ballot::kernels::active_isa()).size()),
-              ballot::kernels::isa_name(ballot::kernels::active_isa()).data());
-  for (auto isa : ballot::kernels::supported_isas()) {
-    const auto name = ballot::kernels::isa_name(isa);
+  const auto active = kernels::isa_name(kernels::active_isa());
+  std::printf("cpu kernels: %.*s (supported:", static_cast<int>(active.size()), active.data());
+  for (auto isa : kernels::supported_isas()) {
+    const auto name = kernels::isa_name(isa);
     std::printf(" %.*s", static_cast<int>(name.size()), name.data());
   }
   std::printf(")\ncuda kernels built: %s\nnccl built: %s\n", BALLOT_HAVE_CUDA ? "yes" : "no",
@@ -21,13 +23,98 @@ int run_info() {
   return 0;
 }
 
+namespace {
+
+// The training flags shared by `train`; each overrides the config file's value when given.
+void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime::ClusterConfig& config) {
+  command.add_option("-n,--nodes", t.nodes, "Number of nodes n")->capture_default_str();
+  command.add_option("-b,--byzantine", t.byzantine, "Fault budget b (quorum n-b after the deadline)")->capture_default_str();
+  command.add_option("--code", t.code, "Allocation matrix: identity | bernoulli:r=2 | deterministic[:b=B] | paper5 | file:path=P")->capture_default_str();
+  command.add_option("--model", t.model, "Model: logreg | mlp:hidden=128 | cnn")->capture_default_str();
+  command.add_option("--update", t.update, "Server update rule on the vote: heavyball:… | sign:wd=… | sgd:…")->capture_default_str();
+  command.add_option("--worker-momentum", t.worker_momentum, "Signum momentum at the nodes (0 = signSGD)")->capture_default_str();
+  command.add_option("--lr", t.lr, "Learning-rate schedule, e.g. 'constant:lr=0.002 > cosine:rounds=600'")->capture_default_str();
+  command.add_option("--partition-size", t.partition_size, "Examples per partition (global batch = n x this)")->capture_default_str();
+  command.add_option("--rounds", t.rounds, "Training rounds")->capture_default_str();
+  command.add_option("--seed", t.seed, "Seed of everything random in the run")->capture_default_str();
+  command.add_option("--data", t.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]")->capture_default_str();
+  command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")->capture_default_str();
+  command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")->capture_default_str();
+  command.add_option("--checkpoint-every", config.checkpoint_every, "Rounds between server checkpoints")->capture_default_str();
+  command.add_option("--metrics", config.metrics, "Metrics file (JSON lines); default: in the work directory");
+}
+
 }  // namespace
+}  // namespace ballot::apps
 
 int main(int argc, char** argv) {
+  using namespace ballot::apps;
   CLI::App app{"Ballot: Byzantine-robust, communication-efficient distributed training"};
   app.require_subcommand(1);
+
   auto* info = app.add_subcommand("info", "Print the build configuration and the CPU kernel level");
+
+  // `train --config FILE`: the file's values become the defaults that the flags then override,
+  // so it is read before the command line is parsed.
+  TrainCommand train;
+  std::string config_file;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--config") config_file = argv[i + 1];
+  }
+  if (!config_file.empty()) {
+    auto loaded = ballot::runtime::load_cluster_config(config_file);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "ballot: %s\n", loaded.error().to_string().c_str());
+      return 1;
+    }
+    train.config = *loaded;
+  }
+  auto* train_cmd = app.add_subcommand(
+      "train", "Train on a local cluster (server + n node processes over mutual TLS on loopback)");
+  train_cmd->add_option("--config", config_file, "Cluster config JSON to start from (flags override it)");
+  train_cmd->add_option("--work-dir", train.work_dir, "Keep keys, logs, metrics and checkpoints here");
+  train_cmd->add_flag("--simulate", train.simulate, "Run in-process over the in-memory transport instead");
+  add_training_flags(*train_cmd, train.config.training, train.config);
+
+  std::string cluster_file;
+  std::optional<std::size_t> node_index;
+  auto* server_cmd = app.add_subcommand("server", "Run the server role of a cluster");
+  server_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
+  auto* node_cmd = app.add_subcommand("node", "Run one node of a cluster");
+  node_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
+  node_cmd->add_option("--index", node_index, "Node index i (row i of G; node id i+1)");
+  auto* launch_cmd = app.add_subcommand(
+      "launch", "Run the role given by the launcher's rank (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)");
+  launch_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
+
+  auto* keys = app.add_subcommand("keys", "Manage the cluster PKI");
+  keys->require_subcommand(1);
+  std::string keys_dir = "keys";
+  std::uint32_t issue_id = 0;
+  std::string issue_role = "node";
+  std::string show_path = "keys";
+  auto* keys_init = keys->add_subcommand("init", "Create the cluster CA");
+  keys_init->add_option("--dir", keys_dir, "Key directory")->capture_default_str();
+  auto* keys_issue = keys->add_subcommand("issue", "Issue a node certificate and key");
+  keys_issue->add_option("node-id", issue_id, "Node id (0 = server)")->required();
+  keys_issue->add_option("--role", issue_role, "server | node")->capture_default_str();
+  keys_issue->add_option("--dir", keys_dir, "Key directory")->capture_default_str();
+  auto* keys_show = keys->add_subcommand("show", "Describe a certificate or every certificate of a directory");
+  keys_show->add_option("path", show_path, "Certificate file or key directory")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+
   if (info->parsed()) return run_info();
+  if (train_cmd->parsed()) {
+    std::error_code ec;
+    train.program = std::filesystem::canonical("/proc/self/exe", ec).string();
+    return run_train(train);
+  }
+  if (server_cmd->parsed()) return run_server_command(cluster_file);
+  if (node_cmd->parsed()) return run_node_command(cluster_file, node_index);
+  if (launch_cmd->parsed()) return run_launch_command(cluster_file);
+  if (keys_init->parsed()) return run_keys_init(keys_dir);
+  if (keys_issue->parsed()) return run_keys_issue(keys_dir, issue_id, issue_role);
+  if (keys_show->parsed()) return run_keys_show(show_path);
   return 0;
 }

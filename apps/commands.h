@@ -1,0 +1,31 @@
+// The subcommands of the `ballot` program. Each parses nothing itself: main.cc fills the option
+// structs with CLI11 and calls one of these, which return the process exit code.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "runtime/cluster_config.h"
+
+namespace ballot::apps {
+
+struct TrainCommand {
+  runtime::ClusterConfig config;       // training options from flags / --config
+  std::string work_dir;                // "" = a fresh temporary directory, removed at the end
+  bool simulate = false;               // in-process simulator instead of processes over TLS
+  std::string program;                 // path of this executable (for spawning roles)
+};
+
+int run_info();
+int run_train(TrainCommand command);
+int run_server_command(const std::string& cluster_file);
+int run_node_command(const std::string& cluster_file, std::optional<std::size_t> index);
+// One role chosen from the launcher's environment (rank 0 = server, rank k = node k − 1).
+int run_launch_command(const std::string& cluster_file);
+
+int run_keys_init(const std::string& dir);
+int run_keys_issue(const std::string& dir, std::uint32_t node, const std::string& role);
+int run_keys_show(const std::string& path);
+
+}  // namespace ballot::apps

@@ -1,0 +1,44 @@
+// `ballot keys init|issue|show`: the cluster PKI (transport/pki.h).
+#include <cstdio>
+#include <filesystem>
+
+#include "apps/commands.h"
+#include "transport/pki.h"
+
+namespace ballot::apps {
+namespace {
+int fail(const Error& error) {
+  std::fprintf(stderr, "ballot keys: %s\n", error.to_string().c_str());
+  return 1;
+}
+}  // namespace
+
+int run_keys_init(const std::string& dir) {
+  if (auto status = transport::init_ca(dir); !status.ok()) return fail(status.error());
+  std::printf("created %s and %s\n", transport::ca_key_path(dir).c_str(), transport::ca_cert_path(dir).c_str());
+  return 0;
+}
+
+int run_keys_issue(const std::string& dir, std::uint32_t node, const std::string& role_text) {
+  auto role = transport::parse_role(role_text);
+  if (!role.ok()) return fail(role.error());
+  auto files = transport::issue_node(dir, node, *role);
+  if (!files.ok()) return fail(files.error());
+  std::printf("issued %s and %s\n", files->key.c_str(), files->certificate.c_str());
+  return 0;
+}
+
+int run_keys_show(const std::string& path) {
+  if (std::filesystem::is_directory(path)) {
+    auto all = transport::list_certificates(path);
+    if (!all.ok()) return fail(all.error());
+    for (const auto& info : *all) std::printf("%s\n", transport::format_certificate(info).c_str());
+    return 0;
+  }
+  auto info = transport::read_certificate(path);
+  if (!info.ok()) return fail(info.error());
+  std::printf("%s\n", transport::format_certificate(*info).c_str());
+  return 0;
+}
+
+}  // namespace ballot::apps

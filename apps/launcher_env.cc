@@ -1,0 +1,39 @@
+#include "apps/launcher_env.h"
+
+#include <cstdlib>
+
+namespace ballot::apps {
+namespace {
+
+std::optional<int> number(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > 1'000'000) return std::nullopt;
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+std::optional<LaunchRank> launch_rank_from_environment() {
+  static constexpr struct {
+    const char* rank;
+    const char* size;
+  } kLaunchers[] = {{"SLURM_PROCID", "SLURM_NTASKS"}, {"RANK", "WORLD_SIZE"},
+                    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}};
+  for (const auto& launcher : kLaunchers) {
+    if (const auto rank = number(launcher.rank)) {
+      LaunchRank result;
+      result.rank = *rank;
+      result.world_size = number(launcher.size).value_or(0);
+      result.source = launcher.rank;
+      if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) result.master_addr = addr;
+      result.master_port = number("MASTER_PORT");
+      return result;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace ballot::apps

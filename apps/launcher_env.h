@@ -1,0 +1,22 @@
+// The one place Ballot reads the environment: the rank of this process when an existing launcher
+// started it (Slurm, torchrun-style, Open MPI). Rank 0 is the server, rank k > 0 is node k − 1.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace ballot::apps {
+
+struct LaunchRank {
+  int rank = 0;
+  int world_size = 0;           // 0 when the launcher does not say
+  std::string source;           // "SLURM_PROCID", "RANK" or "OMPI_COMM_WORLD_RANK"
+  std::optional<std::string> master_addr;  // MASTER_ADDR (torchrun-style), if set
+  std::optional<int> master_port;          // MASTER_PORT, if set and numeric
+};
+
+// Reads, in this order, SLURM_PROCID/SLURM_NTASKS, RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/
+// OMPI_COMM_WORLD_SIZE. Nothing set (or not a number): nullopt.
+std::optional<LaunchRank> launch_rank_from_environment();
+
+}  // namespace ballot::apps

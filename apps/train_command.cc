@@ -1,0 +1,186 @@
+// `ballot train`, `ballot server`, `ballot node`, `ballot launch`: the training runtime.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "apps/commands.h"
+#include "apps/launcher_env.h"
+#include "runtime/cluster.h"
+#include "runtime/simulator.h"
+
+namespace ballot::apps {
+namespace {
+
+int fail(const Error& error) {
+  std::fprintf(stderr, "ballot: %s\n", error.to_string().c_str());
+  return 1;
+}
+
+std::string human_bytes(double bytes) {
+  char text[32];
+  if (bytes >= 1e6) {
+    std::snprintf(text, sizeof(text), "%.2f MB", bytes / 1e6);
+  } else if (bytes >= 1e3) {
+    std::snprintf(text, sizeof(text), "%.1f KB", bytes / 1e3);
+  } else {
+    std::snprintf(text, sizeof(text), "%.0f B", bytes);
+  }
+  return text;
+}
+
+// Progress on the terminal and metrics as JSON lines, from the server's round reports.
+class Progress {
+ public:
+  Progress(std::uint64_t rounds, const std::filesystem::path& metrics) : rounds_(rounds) {
+    if (!metrics.empty()) metrics_.open(metrics, std::ios::app);
+  }
+
+  void operator()(const runtime::RoundReport& report) {
+    if (metrics_) metrics_ << runtime::metrics_json_line(report) << '\n' << std::flush;
+    const bool missing_changed = report.missing != last_missing_;
+    last_missing_ = report.missing;
+    if (!report.evaluated && !missing_changed && report.round % 25 != 0) return;
+    std::string missing = report.missing.empty() ? "-" : "";
+    for (auto node : report.missing) missing += (missing.empty() ? "" : ",") + std::to_string(node);
+    std::string accuracy = "      ";
+    if (report.evaluated) {
+      char text[16];
+      std::snprintf(text, sizeof(text), "%5.1f%%", 100.0 * report.test.accuracy);
+      accuracy = text;
+    }
+    const double ratio = report.bytes_per_vote ? static_cast<double>(report.fp32_bytes) / report.bytes_per_vote : 0;
+    std::printf("round %5llu/%llu  loss %.4f  test acc %s  votes %zu  missing %-8s  up %s/node (fp32 %s, %.1fx)  %.3f s/round\n",
+                static_cast<unsigned long long>(report.round + 1), static_cast<unsigned long long>(rounds_),
+                report.mean_loss, accuracy.c_str(), report.votes, missing.c_str(),
+                human_bytes(static_cast<double>(report.bytes_per_vote)).c_str(),
+                human_bytes(static_cast<double>(report.fp32_bytes)).c_str(), ratio, report.seconds);
+    std::fflush(stdout);
+  }
+
+ private:
+  std::uint64_t rounds_;
+  std::ofstream metrics_;
+  std::vector<std::size_t> last_missing_;
+};
+
+void print_summary(const runtime::TrainingSummary& summary) {
+  std::printf("\ndone: %llu rounds (from round %llu) in %.1f s; test accuracy %.2f%%, test loss %.4f\n",
+              static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
+              summary.seconds, 100.0 * summary.test.accuracy, summary.test.loss);
+}
+
+}  // namespace
+
+int run_train(TrainCommand command) {
+  auto& config = command.config;
+  if (auto status = config.training.validate(); !status.ok()) return fail(status.error());
+  std::printf("ballot train: n = %zu nodes, b = %zu, code %s, model %s, update %s, lr %s, %llu rounds, data %s\n",
+              config.training.nodes, config.training.byzantine, config.training.code.c_str(),
+              config.training.model.c_str(), config.training.update.c_str(), config.training.lr.c_str(),
+              static_cast<unsigned long long>(config.training.rounds), config.training.data.c_str());
+  if (command.simulate) {
+    auto data = runtime::load_training_data(config.training);
+    if (!data.ok()) return fail(data.error());
+    auto setup = runtime::make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(*data)));
+    if (!setup.ok()) return fail(setup.error());
+    Progress progress(config.training.rounds, config.metrics);
+    runtime::SimulationOptions options;
+    options.server.round_deadline = std::chrono::milliseconds(config.round_deadline_ms);
+    options.server.on_round = [&](const runtime::RoundReport& report) { progress(report); };
+    auto result = runtime::simulate(*setup, options);
+    if (!result.ok()) return fail(result.error());
+    print_summary(result->server);
+    return 0;
+  }
+
+  const bool temporary = command.work_dir.empty();
+  std::filesystem::path work_dir = command.work_dir;
+  if (temporary) {
+    char pattern[] = "/tmp/ballot-train-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) return fail(make_error(ErrorCode::kIo, "cannot create a temporary directory"));
+    work_dir = pattern;
+  }
+  if (config.metrics.empty()) config.metrics = work_dir / "metrics.jsonl";
+  if (config.checkpoint.empty()) config.checkpoint = work_dir / "server.ckpt";
+  auto cluster = runtime::LocalCluster::prepare(config, command.program, work_dir);
+  if (!cluster.ok()) return fail(cluster.error());
+  std::printf("local cluster: 1 server + %zu node processes on 127.0.0.1:%u, mutual TLS 1.3, Ed25519-signed messages\n"
+              "work directory: %s (keys, cluster.json, logs, metrics.jsonl)\n",
+              config.training.nodes, cluster->config().server_port, work_dir.c_str());
+  std::fflush(stdout);
+  if (auto status = cluster->start_server(/*show_output=*/true); !status.ok()) return fail(status.error());
+  if (auto status = cluster->start_all_nodes(); !status.ok()) return fail(status.error());
+  auto exit_code = cluster->wait();
+  if (!exit_code.ok()) return fail(exit_code.error());
+  if (*exit_code != 0) {
+    std::fprintf(stderr, "ballot: the server exited with status %d; logs are in %s\n", *exit_code, work_dir.c_str());
+    return *exit_code;
+  }
+  std::printf("metrics: %s\n", cluster->config().metrics.c_str());
+  if (temporary) {
+    std::error_code ignored;
+    std::filesystem::remove_all(work_dir / "keys", ignored);  // throw-away PKI: do not leave keys behind
+  }
+  return 0;
+}
+
+namespace {
+
+int serve(const runtime::ClusterConfig& config) {
+  Progress progress(config.training.rounds, config.metrics);
+  runtime::ServerOptions options;
+  options.on_round = [&](const runtime::RoundReport& report) { progress(report); };
+  auto summary = runtime::run_server(config, options);
+  if (!summary.ok()) return fail(summary.error());
+  print_summary(*summary);
+  return 0;
+}
+
+int work(const runtime::ClusterConfig& config, std::size_t index) {
+  auto summary = runtime::run_node(config, index);
+  if (!summary.ok()) return fail(summary.error());
+  std::printf("node %zu: %llu rounds, %llu votes, %llu state transfers\n", index,
+              static_cast<unsigned long long>(summary->rounds), static_cast<unsigned long long>(summary->votes_sent),
+              static_cast<unsigned long long>(summary->rejoins));
+  return 0;
+}
+
+}  // namespace
+
+int run_server_command(const std::string& cluster_file) {
+  auto config = runtime::load_cluster_config(cluster_file);
+  if (!config.ok()) return fail(config.error());
+  return serve(*config);
+}
+
+int run_node_command(const std::string& cluster_file, std::optional<std::size_t> index) {
+  auto config = runtime::load_cluster_config(cluster_file);
+  if (!config.ok()) return fail(config.error());
+  if (!index) return fail(make_error(ErrorCode::kInvalidArgument, "give --index (or use `ballot launch` under a launcher)"));
+  return work(*config, *index);
+}
+
+int run_launch_command(const std::string& cluster_file) {
+  const auto rank = launch_rank_from_environment();
+  if (!rank) {
+    return fail(make_error(ErrorCode::kInvalidArgument,
+                           "no launcher rank in the environment (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)"));
+  }
+  auto config = runtime::load_cluster_config(cluster_file);
+  if (!config.ok()) return fail(config.error());
+  // torchrun-style launchers name the rendezvous host; it is where rank 0, the server, listens.
+  if (rank->master_addr) config->server_host = *rank->master_addr;
+  if (rank->master_port) config->server_port = static_cast<std::uint16_t>(*rank->master_port);
+  if (rank->world_size != 0 && static_cast<std::size_t>(rank->world_size) != config->training.nodes + 1) {
+    return fail(make_error(ErrorCode::kInvalidArgument,
+                           rank->source + ": the launcher started " + std::to_string(rank->world_size) +
+                               " processes, the cluster needs n + 1 = " + std::to_string(config->training.nodes + 1)));
+  }
+  if (rank->rank == 0) return serve(*config);
+  return work(*config, static_cast<std::size_t>(rank->rank - 1));
+}
+
+}  // namespace ballot::apps

@@ -1,0 +1,243 @@
+#include "runtime/cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "transport/pki.h"
+#include "transport/tls_transport.h"
+
+extern char** environ;
+
+namespace ballot::runtime {
+namespace {
+
+using transport::Role;
+
+transport::TlsTransportOptions transport_options(const ClusterConfig& config) {
+  transport::TlsTransportOptions options;
+  options.transport.job = config.training.job;
+  return options;
+}
+
+// A free loopback port: bind port 0, read it back, release it. The server binds it again a moment
+// later; on a busy machine another process could take it in between (the server then fails with
+// an error naming the address, and `ballot train` can simply be run again).
+Result<std::uint16_t> free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error(ErrorCode::kIo, std::string("socket: ") + std::strerror(errno));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    ::close(fd);
+    return make_error(ErrorCode::kIo, std::string("bind: ") + std::strerror(errno));
+  }
+  ::close(fd);
+  return static_cast<std::uint16_t>(ntohs(address.sin_port));
+}
+
+}  // namespace
+
+Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions options) {
+  BALLOT_ASSIGN_OR_RETURN(auto credentials, transport::load_credentials(config.keys, kServerId));
+  BALLOT_ASSIGN_OR_RETURN(auto registry, transport::load_registry(config.keys));
+  BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(config.training));
+  BALLOT_ASSIGN_OR_RETURN(auto setup, make_training_setup(config.training,
+                                                          std::make_shared<const TrainTestSplit>(std::move(data))));
+  auto tls = transport_options(config);
+  tls.listen_host = config.server_host;
+  tls.listen_port = config.server_port;
+  BALLOT_ASSIGN_OR_RETURN(auto endpoint, transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
+  options.round_deadline = std::chrono::milliseconds(config.round_deadline_ms);
+  options.checkpoint_path = config.checkpoint;
+  options.checkpoint_every = config.checkpoint_every;
+  Server server(setup, *endpoint, std::move(options));
+  auto summary = server.run();
+  endpoint->close();
+  return summary;
+}
+
+Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index, NodeOptions options) {
+  if (node_index >= config.training.nodes) {
+    return make_error(ErrorCode::kInvalidArgument, "node index " + std::to_string(node_index) +
+                                                       " is not below n = " + std::to_string(config.training.nodes));
+  }
+  BALLOT_ASSIGN_OR_RETURN(auto credentials, transport::load_credentials(config.keys, node_id(node_index)));
+  BALLOT_ASSIGN_OR_RETURN(auto registry, transport::load_registry(config.keys));
+  BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(config.training));
+  BALLOT_ASSIGN_OR_RETURN(auto setup, make_training_setup(config.training,
+                                                          std::make_shared<const TrainTestSplit>(std::move(data))));
+  auto tls = transport_options(config);
+  tls.listen = false;
+  tls.dial[kServerId] = transport::PeerAddress{config.server_host, config.server_port};
+  BALLOT_ASSIGN_OR_RETURN(auto endpoint, transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
+  Node node(setup, node_index, *endpoint, options);
+  auto summary = node.run();
+  endpoint->close();
+  return summary;
+}
+
+std::string metrics_json_line(const RoundReport& report) {
+  nlohmann::json line = {
+      {"round", report.round},
+      {"votes", report.votes},
+      {"missing", report.missing},
+      {"out_of_sync", report.out_of_sync},
+      {"loss", report.mean_loss},
+      {"seconds", report.seconds},
+      {"vote_wait_seconds", report.vote_wait_seconds},
+      {"bytes_per_vote", report.bytes_per_vote},
+      {"fp32_bytes", report.fp32_bytes},
+      {"rejected_messages", report.rejected_messages},
+  };
+  if (report.evaluated) {
+    line["test_accuracy"] = report.test.accuracy;
+    line["test_loss"] = report.test.loss;
+  }
+  return line.dump();
+}
+
+Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem::path program,
+                                           std::filesystem::path work_dir) {
+  LocalCluster cluster;
+  std::error_code ec;
+  std::filesystem::create_directories(work_dir, ec);
+  if (ec) return make_error(ErrorCode::kIo, "cannot create '" + work_dir.string() + "': " + ec.message());
+  const auto keys = work_dir / "keys";
+  if (!std::filesystem::exists(transport::ca_cert_path(keys))) {
+    BALLOT_TRY(transport::init_ca(keys));
+    BALLOT_TRY(transport::issue_node(keys, kServerId, Role::kServer));
+    for (std::size_t i = 0; i < config.training.nodes; ++i) {
+      BALLOT_TRY(transport::issue_node(keys, node_id(i), Role::kNode));
+    }
+  }
+  config.keys = keys;
+  config.server_host = "127.0.0.1";
+  BALLOT_ASSIGN_OR_RETURN(config.server_port, free_loopback_port());
+  cluster.cluster_file_ = work_dir / "cluster.json";
+  BALLOT_TRY(save_cluster_config(cluster.cluster_file_, config));
+  cluster.config_ = std::move(config);
+  cluster.program_ = std::move(program);
+  cluster.work_dir_ = std::move(work_dir);
+  cluster.nodes_.assign(cluster.config_.training.nodes, -1);
+  return cluster;
+}
+
+LocalCluster::LocalCluster(LocalCluster&& other) noexcept
+    : config_(std::move(other.config_)),
+      program_(std::move(other.program_)),
+      work_dir_(std::move(other.work_dir_)),
+      cluster_file_(std::move(other.cluster_file_)),
+      server_(other.server_),
+      nodes_(std::move(other.nodes_)) {
+  other.server_ = -1;
+  other.nodes_.clear();
+}
+
+LocalCluster::~LocalCluster() {
+  for (auto& pid : nodes_) {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  if (server_ > 0) {
+    ::kill(server_, SIGKILL);
+    ::waitpid(server_, nullptr, 0);
+  }
+}
+
+Result<pid_t> LocalCluster::spawn(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!log.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  }
+  std::vector<std::string> all{program_.string()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : all) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int error = posix_spawn(&pid, program_.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) {
+    return make_error(ErrorCode::kIo, "cannot start '" + program_.string() + "': " + std::strerror(error));
+  }
+  return pid;
+}
+
+Status LocalCluster::start_server(bool show_output) {
+  BALLOT_ASSIGN_OR_RETURN(server_, spawn({"server", "--cluster", cluster_file_.string()},
+                                         show_output ? std::filesystem::path() : work_dir_ / "server.log"));
+  return {};
+}
+
+Status LocalCluster::start_node(std::size_t index) {
+  if (index >= nodes_.size()) return make_error(ErrorCode::kInvalidArgument, "no node " + std::to_string(index));
+  if (nodes_[index] > 0) kill_node(index);
+  BALLOT_ASSIGN_OR_RETURN(nodes_[index], spawn({"node", "--cluster", cluster_file_.string(), "--index",
+                                                std::to_string(index)},
+                                               work_dir_ / ("node-" + std::to_string(index) + ".log")));
+  return {};
+}
+
+Status LocalCluster::start_all_nodes() {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) BALLOT_TRY(start_node(i));
+  return {};
+}
+
+void LocalCluster::kill_node(std::size_t index) {
+  if (index < nodes_.size() && nodes_[index] > 0) {
+    ::kill(nodes_[index], SIGKILL);
+    ::waitpid(nodes_[index], nullptr, 0);
+    nodes_[index] = -1;
+  }
+}
+
+void LocalCluster::kill_server() {
+  if (server_ > 0) {
+    ::kill(server_, SIGKILL);
+    ::waitpid(server_, nullptr, 0);
+    server_ = -1;
+  }
+}
+
+Result<int> LocalCluster::wait(std::chrono::milliseconds grace) {
+  if (server_ <= 0) return make_error(ErrorCode::kInvalidArgument, "the server is not running");
+  int status = 0;
+  while (::waitpid(server_, &status, 0) < 0) {
+    if (errno != EINTR) return make_error(ErrorCode::kIo, std::string("waitpid: ") + std::strerror(errno));
+  }
+  server_ = -1;
+  const auto give_up = std::chrono::steady_clock::now() + grace;
+  for (auto& pid : nodes_) {
+    while (pid > 0) {
+      if (::waitpid(pid, nullptr, WNOHANG) == pid) {
+        pid = -1;
+      } else if (std::chrono::steady_clock::now() >= give_up) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        pid = -1;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace ballot::runtime

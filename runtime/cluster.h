@@ -1,0 +1,67 @@
+// Running the round protocol as real processes over mutual TLS.
+//
+//   run_server / run_node   one role of a cluster described by a ClusterConfig: load this
+//                           process's credentials and the pinned registry from config.keys, open
+//                           the TLS transport (the server listens, nodes dial it) and run the role.
+//   LocalCluster            `ballot train`'s default: a throw-away PKI in a temporary directory, a
+//                           cluster file, and one server plus n node processes on loopback, started
+//                           from the `ballot` program itself. Nodes can be killed and restarted
+//                           (tests of fault tolerance do exactly that).
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "runtime/cluster_config.h"
+#include "runtime/roles.h"
+
+namespace ballot::runtime {
+
+Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions options);
+Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index, NodeOptions options = {});
+
+// One JSON object per line for the metrics file (round, votes, missing, loss, accuracy, bytes).
+std::string metrics_json_line(const RoundReport& report);
+
+class LocalCluster {
+ public:
+  // Makes `work_dir` (created if missing) hold keys/, cluster.json and logs; picks a free
+  // loopback port. `program` is the `ballot` executable that provides `server` and `node`.
+  static Result<LocalCluster> prepare(ClusterConfig config, std::filesystem::path program,
+                                      std::filesystem::path work_dir);
+
+  const ClusterConfig& config() const noexcept { return config_; }
+  const std::filesystem::path& cluster_file() const noexcept { return cluster_file_; }
+  const std::filesystem::path& work_dir() const noexcept { return work_dir_; }
+
+  // Starts the server process; its standard output is inherited when `show_output`, else logged.
+  Status start_server(bool show_output);
+  // Starts (or restarts) node `index`; its output goes to work_dir/node-<index>.log.
+  Status start_node(std::size_t index);
+  Status start_all_nodes();
+  // SIGKILL, as a crash would.
+  void kill_node(std::size_t index);
+  void kill_server();
+  // Waits for the server to exit and returns its exit status (0 = the run completed); then
+  // waits for the nodes, killing any still running after `grace`.
+  Result<int> wait(std::chrono::milliseconds grace = std::chrono::milliseconds(10000));
+  ~LocalCluster();
+  LocalCluster(LocalCluster&&) noexcept;
+  LocalCluster& operator=(LocalCluster&&) = delete;
+
+ private:
+  LocalCluster() = default;
+  Result<pid_t> spawn(const std::vector<std::string>& args, const std::filesystem::path& log);
+  ClusterConfig config_;
+  std::filesystem::path program_;
+  std::filesystem::path work_dir_;
+  std::filesystem::path cluster_file_;
+  pid_t server_ = -1;
+  std::vector<pid_t> nodes_;
+};
+
+}  // namespace ballot::runtime

@@ -1,0 +1,141 @@
+#include "runtime/cluster_config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace ballot::runtime {
+namespace {
+
+using Json = nlohmann::json;
+
+Error config_error(const std::string& why) { return make_error(ErrorCode::kInvalidArgument, "cluster config: " + why); }
+
+Status check_keys(const Json& object, const std::set<std::string>& known, const std::string& where) {
+  for (const auto& [key, value] : object.items()) {
+    if (known.count(key) == 0) return config_error("unknown key '" + key + "' in " + where);
+  }
+  return {};
+}
+
+// Reads object[key] into `out` when present, with a type check that names the key.
+template <typename T>
+Status read(const Json& object, const char* key, T& out) {
+  const auto it = object.find(key);
+  if (it == object.end()) return {};
+  try {
+    out = it->template get<T>();
+  } catch (const Json::exception&) {
+    return config_error("'" + std::string(key) + "' has the wrong type");
+  }
+  return {};
+}
+
+Status read_path(const Json& object, const char* key, std::filesystem::path& out) {
+  std::string text = out.string();
+  BALLOT_TRY(read(object, key, text));
+  out = text;
+  return {};
+}
+
+}  // namespace
+
+Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
+  const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return config_error("not valid JSON");
+  if (!root.is_object()) return config_error("the top level must be an object");
+  BALLOT_TRY(check_keys(root, {"server", "keys", "checkpoint", "checkpoint_every", "round_deadline_ms",
+                               "metrics", "training"},
+                        "the top level"));
+  ClusterConfig config;
+  if (const auto server = root.find("server"); server != root.end()) {
+    if (!server->is_object()) return config_error("'server' must be an object");
+    BALLOT_TRY(check_keys(*server, {"host", "port"}, "'server'"));
+    BALLOT_TRY(read(*server, "host", config.server_host));
+    BALLOT_TRY(read(*server, "port", config.server_port));
+  }
+  BALLOT_TRY(read_path(root, "keys", config.keys));
+  BALLOT_TRY(read_path(root, "checkpoint", config.checkpoint));
+  BALLOT_TRY(read(root, "checkpoint_every", config.checkpoint_every));
+  BALLOT_TRY(read(root, "round_deadline_ms", config.round_deadline_ms));
+  BALLOT_TRY(read_path(root, "metrics", config.metrics));
+  if (const auto training = root.find("training"); training != root.end()) {
+    if (!training->is_object()) return config_error("'training' must be an object");
+    BALLOT_TRY(check_keys(*training, {"nodes", "byzantine", "code", "placement", "model", "update",
+                                      "worker_momentum", "lr", "partition_size", "rounds", "seed", "job",
+                                      "data", "eval_every", "eval_examples"},
+                          "'training'"));
+    auto& t = config.training;
+    BALLOT_TRY(read(*training, "nodes", t.nodes));
+    BALLOT_TRY(read(*training, "byzantine", t.byzantine));
+    BALLOT_TRY(read(*training, "code", t.code));
+    std::string placement = "replicated";
+    BALLOT_TRY(read(*training, "placement", placement));
+    if (placement == "replicated") {
+      t.placement = Placement::kReplicated;
+    } else if (placement == "exchange") {
+      t.placement = Placement::kExchange;
+    } else {
+      return config_error("placement must be 'replicated' or 'exchange'");
+    }
+    BALLOT_TRY(read(*training, "model", t.model));
+    BALLOT_TRY(read(*training, "update", t.update));
+    BALLOT_TRY(read(*training, "worker_momentum", t.worker_momentum));
+    BALLOT_TRY(read(*training, "lr", t.lr));
+    BALLOT_TRY(read(*training, "partition_size", t.partition_size));
+    BALLOT_TRY(read(*training, "rounds", t.rounds));
+    BALLOT_TRY(read(*training, "seed", t.seed));
+    BALLOT_TRY(read(*training, "job", t.job));
+    BALLOT_TRY(read(*training, "data", t.data));
+    BALLOT_TRY(read(*training, "eval_every", t.eval_every));
+    BALLOT_TRY(read(*training, "eval_examples", t.eval_examples));
+  }
+  if (config.server_port == 0) return config_error("server port must be set");
+  BALLOT_TRY(config.training.validate());
+  return config;
+}
+
+Result<ClusterConfig> load_cluster_config(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) return make_error(ErrorCode::kNotFound, "cannot open cluster config '" + file.string() + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = parse_cluster_config(text.str());
+  if (!config.ok()) {
+    auto error = std::move(config).error();
+    error.message += " (" + file.string() + ")";
+    return error;
+  }
+  return config;
+}
+
+std::string to_json(const ClusterConfig& config) {
+  const auto& t = config.training;
+  Json root = {
+      {"server", {{"host", config.server_host}, {"port", config.server_port}}},
+      {"keys", config.keys.string()},
+      {"checkpoint", config.checkpoint.string()},
+      {"checkpoint_every", config.checkpoint_every},
+      {"round_deadline_ms", config.round_deadline_ms},
+      {"metrics", config.metrics.string()},
+      {"training",
+       {{"nodes", t.nodes}, {"byzantine", t.byzantine}, {"code", t.code},
+        {"placement", t.placement == Placement::kReplicated ? "replicated" : "exchange"},
+        {"model", t.model}, {"update", t.update}, {"worker_momentum", t.worker_momentum}, {"lr", t.lr},
+        {"partition_size", t.partition_size}, {"rounds", t.rounds}, {"seed", t.seed}, {"job", t.job},
+        {"data", t.data}, {"eval_every", t.eval_every}, {"eval_examples", t.eval_examples}}},
+  };
+  return root.dump(2) + "\n";
+}
+
+Status save_cluster_config(const std::filesystem::path& file, const ClusterConfig& config) {
+  std::ofstream out(file);
+  if (!out) return make_error(ErrorCode::kIo, "cannot write cluster config '" + file.string() + "'");
+  out << to_json(config);
+  if (!out) return make_error(ErrorCode::kIo, "cannot write cluster config '" + file.string() + "'");
+  return {};
+}
+
+}  // namespace ballot::runtime

@@ -1,0 +1,46 @@
+// ClusterConfig: everything the processes of one cluster must agree on, in one JSON file that
+// every process reads (`ballot server|node --cluster FILE`). `ballot train` writes one for its
+// local cluster; for many machines, write it by hand (docs/multi_machine.md).
+//
+// {
+//   "server": {"host": "10.0.0.1", "port": 29500},
+//   "keys": "/etc/ballot/keys",                 // ca.crt, node-<id>.crt/.key (transport/pki.h)
+//   "checkpoint": "/var/lib/ballot/run.ckpt",    // server only; "" = none
+//   "checkpoint_every": 50,
+//   "round_deadline_ms": 3000,
+//   "metrics": "metrics.jsonl",                  // server only; "" = none
+//   "training": {"nodes": 7, "byzantine": 1, "code": "deterministic", "model": "mlp:hidden=128",
+//                "update": "...", "worker_momentum": 0, "lr": "constant:lr=0.002",
+//                "partition_size": 32, "rounds": 600, "seed": 1, "job": 1,
+//                "data": "fashion-mnist", "eval_every": 100, "eval_examples": 10000}
+// }
+// Missing keys take the defaults of TrainingOptions / this struct; unknown keys are errors, so
+// a typo does not silently run with a default.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "core/result.h"
+#include "runtime/training.h"
+
+namespace ballot::runtime {
+
+struct ClusterConfig {
+  std::string server_host = "127.0.0.1";
+  std::uint16_t server_port = 29500;
+  std::filesystem::path keys;
+  std::filesystem::path checkpoint;
+  std::uint64_t checkpoint_every = 50;
+  std::uint32_t round_deadline_ms = 3000;
+  std::filesystem::path metrics;
+  TrainingOptions training;
+};
+
+Result<ClusterConfig> parse_cluster_config(const std::string& json_text);
+Result<ClusterConfig> load_cluster_config(const std::filesystem::path& file);
+std::string to_json(const ClusterConfig& config);
+Status save_cluster_config(const std::filesystem::path& file, const ClusterConfig& config);
+
+}  // namespace ballot::runtime
