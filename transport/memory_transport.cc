@@ -71,6 +71,7 @@ Result<Message> MemoryTransport::receive(std::chrono::milliseconds timeout) { re
 const FrameLimits& MemoryTransport::limits() const { return core_->options().limits; }
 
 void MemoryTransport::set_round(std::uint64_t round) { core_->verifier().set_round(round); }
+void MemoryTransport::reset_round(std::uint64_t round) { core_->verifier().reset_round(round); }
 
 MisbehaviourCounts MemoryTransport::misbehaviour_counts(NodeId peer) const { return core_->counts(peer); }
 

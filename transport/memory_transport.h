@@ -55,6 +55,7 @@ class MemoryTransport final : public Transport {
   Result<Message> receive(std::chrono::milliseconds timeout) override;
   const FrameLimits& limits() const override;
   void set_round(std::uint64_t round) override;
+  void reset_round(std::uint64_t round) override;
   MisbehaviourCounts misbehaviour_counts(NodeId peer) const override;
 
  private:

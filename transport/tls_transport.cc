@@ -418,10 +418,12 @@ class Session final : public SessionBase {
   void on_read_error(const asio::error_code& ec) {
     const bool mid_frame = header_have_ > 0;
     if (!authenticated_) {
-      // The peer hung up or failed during the handshake or before its Hello.
-      return fail(Misbehaviour::kHandshakeFailed,
-                  make_error(ErrorCode::kAuthentication, "connection ended before authentication: " + ssl_error_text(ec),
-                             blame()));
+      // The connection ended during the handshake or before the Hello. Nobody is blamed: on the
+      // dialling side this is usually the other end refusing *us*.
+      impl_.core_.report(std::nullopt, Misbehaviour::kHandshakeFailed,
+                         make_error(ErrorCode::kAuthentication,
+                                    "connection ended before authentication: " + ssl_error_text(ec)));
+      return close_now();
     }
     if (mid_frame)
       return fail(Misbehaviour::kTruncated,
@@ -795,6 +797,7 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
 Result<Message> TlsTransport::receive(std::chrono::milliseconds timeout) { return impl_->core_.pop(timeout); }
 const FrameLimits& TlsTransport::limits() const { return impl_->core_.options().limits; }
 void TlsTransport::set_round(std::uint64_t round) { impl_->core_.verifier().set_round(round); }
+void TlsTransport::reset_round(std::uint64_t round) { impl_->core_.verifier().reset_round(round); }
 MisbehaviourCounts TlsTransport::misbehaviour_counts(NodeId peer) const { return impl_->core_.counts(peer); }
 
 std::uint16_t TlsTransport::port() const {

@@ -77,6 +77,7 @@ class TlsTransport final : public Transport {
   Result<Message> receive(std::chrono::milliseconds timeout) override;
   const FrameLimits& limits() const override;
   void set_round(std::uint64_t round) override;
+  void reset_round(std::uint64_t round) override;
   MisbehaviourCounts misbehaviour_counts(NodeId peer) const override;
 
   std::uint16_t port() const;  // the bound listening port

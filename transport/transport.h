@@ -81,6 +81,8 @@ class Transport {
 
   // Moves the accepted round window forward (Verifier::set_round).
   virtual void set_round(std::uint64_t round) = 0;
+  // Moves it to `round` even backwards (Verifier::reset_round): after a state transfer only.
+  virtual void reset_round(std::uint64_t round) = 0;
 
   // How often `peer` misbehaved, by kind (all zero for an unknown peer).
   virtual MisbehaviourCounts misbehaviour_counts(NodeId peer) const = 0;

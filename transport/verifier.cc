@@ -92,14 +92,15 @@ Verdict Verifier::verify(const SignedEnvelope& envelope, ByteSpan payload, std::
   if (!verdict.ok()) return verdict;
   const EnvelopeHeader& h = envelope.header;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (h.round < round_)
+  const bool round_free = options_.round_free.test(static_cast<std::size_t>(h.type));
+  if (!round_free && h.round < round_)
     return reject(Misbehaviour::kStaleRound, ErrorCode::kReplay,
                   "envelope for round " + std::to_string(h.round) + " while at round " + std::to_string(round_), h.sender);
   // round_ <= h.round here, so the subtraction cannot wrap.
-  if (h.round - round_ > options_.rounds_ahead)
+  if (!round_free && h.round - round_ > options_.rounds_ahead)
     return reject(Misbehaviour::kFutureRound, ErrorCode::kReplay,
                   "envelope for round " + std::to_string(h.round) + " while at round " + std::to_string(round_), h.sender);
-  Window& window = windows_[{h.sender, h.round}];
+  Window& window = windows_[{h.sender, round_free ? kRoundFreeKey : h.round}];
   bool fresh = false;
   std::uint64_t shift = 0;
   if (!window.any || h.sequence > window.highest) {
@@ -141,8 +142,16 @@ void Verifier::set_round(std::uint64_t round) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (round <= round_) return;
   round_ = round;
+  // kRoundFreeKey is the largest key, so the round-free windows are never erased here.
   std::erase_if(windows_, [&](const auto& item) { return item.first.second < round; });
   std::erase_if(first_, [&](const auto& item) { return std::get<1>(item.first) < round; });
+}
+
+void Verifier::reset_round(std::uint64_t round) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  round_ = round;
+  std::erase_if(windows_, [&](const auto& item) { return item.first.second != kRoundFreeKey; });
+  first_.clear();
 }
 
 std::uint64_t Verifier::round() const {

@@ -34,6 +34,12 @@ namespace ballot::transport {
 struct VerifierOptions {
   std::uint64_t job = 0;
   std::uint64_t rounds_ahead = 1;  // accept round r+1 while at r (a RoundStart may beat set_round)
+  // Types not bound to a round (session set-up, state transfer, control): a peer that restarted
+  // or fell behind does not know the current round, so their round is not checked; replays are
+  // still caught by one sequence window per sender shared by all of them.
+  std::bitset<kMessageTypeCount> round_free = (1u << static_cast<unsigned>(MessageType::kHello)) |
+                                              (1u << static_cast<unsigned>(MessageType::kCheckpoint)) |
+                                              (1u << static_cast<unsigned>(MessageType::kControl));
   // Types of which a sender sends one payload per round; a second, different one is equivocation.
   std::bitset<kMessageTypeCount> one_per_round = (1u << static_cast<unsigned>(MessageType::kRoundStart)) |
                                                  (1u << static_cast<unsigned>(MessageType::kGradient)) |
@@ -65,6 +71,10 @@ class Verifier {
   // Moves the accepted window to [round, round + rounds_ahead] and forgets older state.
   // Rounds only move forward; a smaller value is ignored.
   void set_round(std::uint64_t round);
+  // Moves the window to [round, round + rounds_ahead] even backwards and forgets the state of
+  // round-bound messages. Only after a state transfer from the (trusted) server, e.g. when the
+  // server resumed from an older checkpoint than this node's round.
+  void reset_round(std::uint64_t round);
   std::uint64_t round() const;
 
   const Registry& registry() const noexcept { return registry_; }
@@ -80,6 +90,8 @@ class Verifier {
   const VerifierOptions options_;
   mutable std::mutex mutex_;  // guards the members below; never held while calling out
   std::uint64_t round_ = 0;
+  // (sender, round); the round-free types share the key (sender, kRoundFreeKey).
+  static constexpr std::uint64_t kRoundFreeKey = ~std::uint64_t{0};
   std::map<std::pair<NodeId, std::uint64_t>, Window> windows_;                        // (sender, round)
   std::map<std::tuple<NodeId, std::uint64_t, MessageType>, SignedEnvelope> first_;  // (sender, round, type)
 };

@@ -93,7 +93,9 @@ TEST_F(EnvelopeTest, EveryFieldIsCovered) {
     auto tampered = meta;
     tampered[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
     auto decoded = decode_envelope(tampered);
-    if (decoded.ok()) EXPECT_FALSE(verify_envelope_signature(*decoded, key_.verify_key())) << "bit " << bit;
+    if (decoded.ok()) {
+      EXPECT_FALSE(verify_envelope_signature(*decoded, key_.verify_key())) << "bit " << bit;
+    }
   }
 }
 

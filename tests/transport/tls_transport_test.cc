@@ -95,7 +95,7 @@ TEST_F(TlsTransportTest, PeerStallingMidFrameHitsTheDeadline) {
   EXPECT_EQ(report->peer, 3u);
   EXPECT_EQ(report->error.code, ErrorCode::kTimeout);
   EXPECT_GE(waited, 900ms);   // frame_timeout is 1 s in these tests
-  EXPECT_LT(waited, 2500ms);  // and it fires within about twice that
+  EXPECT_LT(waited, 3000ms);  // and it fires within a small multiple of it (loaded CI machines)
   for (int i = 0; i < 100 && cluster_->tls_server().connected(3); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_FALSE(cluster_->tls_server().connected(3));  // that session is closed
   expect_honest_round_trip();
