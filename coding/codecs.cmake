@@ -9,10 +9,12 @@ set(BALLOT_CODING_CODEC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/quantizers.cc
   ${CMAKE_CURRENT_LIST_DIR}/error_feedback.cc
   ${CMAKE_CURRENT_LIST_DIR}/codec_registry.cc
+  ${CMAKE_CURRENT_LIST_DIR}/detail/loops.cc
   ${CMAKE_CURRENT_LIST_DIR}/detail/sparse.cc
   ${CMAKE_CURRENT_LIST_DIR}/detail/uniform.cc)
 # The per-coordinate loops are written to vectorise (independent lanes, no reassociation needed):
-# -O3 lets GCC do it outside Debug builds; no FMA contraction, so every build computes the same
-# bits.
+# -O3 lets GCC do it outside Debug builds; -fno-trapping-math lets it turn float conditionals
+# into selects (it only drops FP exception flags, never changes a value); no FMA contraction and
+# no reassociation, so every build and every clone computes the same bits.
 set_source_files_properties(${BALLOT_CODING_CODEC_SOURCES} PROPERTIES
-  COMPILE_OPTIONS "-ffp-contract=off;$<$<NOT:$<CONFIG:Debug>>:-O3>")
+  COMPILE_OPTIONS "-ffp-contract=off;-fno-trapping-math;$<$<NOT:$<CONFIG:Debug>>:-O3>")

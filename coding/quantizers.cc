@@ -23,18 +23,6 @@ std::uint64_t max_elias_bits(std::uint32_t s) {
   return 2 * static_cast<std::uint64_t>(std::bit_width(std::uint64_t{s} + 1) - 1) + 2;
 }
 
-// QSGD levels of a piece: level_i = l + [u_i < r_i - l], r_i = |x_i| · s/‖v‖ clamped to [0, s]
-// (NaN -> 0), l = ⌊r_i⌋. Vectorisable, and never above s.
-void qsgd_levels(const float* x, const float* u, std::size_t n, float inv, float s_float,
-                 std::uint32_t* level) {
-  for (std::size_t i = 0; i < n; ++i) {
-    float r = std::fabs(x[i]) * inv;
-    r = r >= 0.0f ? (r < s_float ? r : s_float) : 0.0f;
-    const float l = static_cast<float>(static_cast<std::int32_t>(r));
-    level[i] = static_cast<std::uint32_t>(l) + (u[i] < r - l ? 1u : 0u);
-  }
-}
-
 }  // namespace
 
 // ---- QSGD -----------------------------------------------------------------------------------
@@ -78,8 +66,8 @@ EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const Gradien
   append_pod<std::uint32_t>(out.bytes, s);
   append_pods<float>(out.bytes, norms);
 
-  std::vector<float> u(detail::kBlock), plane(detail::kBlock);
-  std::vector<std::uint32_t> level(detail::kBlock);
+  std::vector<float> u(std::min(d, detail::kBlock)), plane(std::min(d, detail::kBlock));
+  std::vector<std::uint32_t> level(std::min(d, detail::kBlock));
   BitVector scratch;
   const int planes = level_bits(s);
   const std::size_t stream_bytes = detail::sign_bytes(d);
@@ -95,7 +83,7 @@ EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const Gradien
     const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
     uniforms.fill(begin, std::span<float>(u.data(), n));
     detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
-      qsgd_levels(gradient.data() + lo, u.data() + (lo - begin), hi - lo, inverse[k], s_float,
+      detail::qsgd_levels(gradient.data() + lo, u.data() + (lo - begin), hi - lo, inverse[k], s_float,
                   level.data() + (lo - begin));
     });
     const float* x = gradient.data() + begin;
@@ -109,7 +97,7 @@ EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const Gradien
     detail::pack_block(std::span<const float>(x, n), scratch, signs + begin / 8);
     // Bit-plane p of the levels, packed by the sign kernel from ±1 floats.
     for (int p = 0; p < planes; ++p) {
-      for (std::size_t i = 0; i < n; ++i) plane[i] = ((level[i] >> p) & 1u) ? 1.0f : -1.0f;
+      detail::level_plane(level.data(), n, p, plane.data());
       detail::pack_block(std::span<const float>(plane.data(), n), scratch,
                          signs + stream_bytes * (1 + static_cast<std::size_t>(p)) + begin / 8);
     }
@@ -194,38 +182,48 @@ Status QsgdCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
   for (int p = 0; p <= planes; ++p) {
     BALLOT_TRY(detail::check_padding(streams.data() + stream_bytes * static_cast<std::size_t>(p), d, "QSGD planes"));
   }
-  // Levels above s are possible in b bit-planes when s + 1 is not a power of two: check them all
-  // first (pass 0), then add (pass 1).
-  std::vector<float> sign(detail::kBlock), bit(detail::kBlock), level(detail::kBlock);
-  BitVector scratch;
-  const float s_float = static_cast<float>(s);
-  for (int pass = 0; pass < 2; ++pass) {
-    std::size_t cursor = 0;
-    for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
-      const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
-      std::fill(level.begin(), level.begin() + static_cast<std::ptrdiff_t>(n), 0.0f);
-      for (int p = 0; p < planes; ++p) {
-        detail::unpack_block(streams.data() + stream_bytes * (1 + static_cast<std::size_t>(p)) + begin / 8,
-                             scratch, std::span<float>(bit.data(), n));
-        const float value = static_cast<float>(1u << p);
-        for (std::size_t i = 0; i < n; ++i) level[i] += bit[i] > 0 ? value : 0.0f;
+  // Levels above s are possible in b bit-planes when s + 1 is not a power of two. Check every
+  // word first, bit-sliced (64 coordinates per step, from the top plane down: "greater" once a
+  // plane has a 1 where s has a 0 while all higher bits were equal), then add.
+  const std::size_t num_words = BitVector::words_for(d);
+  auto plane_word = [&](int p, std::size_t w) {
+    return load_pod<std::uint64_t>(streams.data() + stream_bytes * (1 + static_cast<std::size_t>(p)) + 8 * w);
+  };
+  for (std::size_t w = 0; w < num_words; ++w) {
+    std::uint64_t greater = 0, equal = ~std::uint64_t{0};
+    for (int p = planes - 1; p >= 0; --p) {
+      const std::uint64_t bits = plane_word(p, w);
+      if ((s >> p) & 1u) {
+        equal &= bits;
+      } else {
+        greater |= equal & bits;
+        equal &= ~bits;
       }
-      if (pass == 0) {
-        float highest = 0;
-        for (std::size_t i = 0; i < n; ++i) highest = level[i] > highest ? level[i] : highest;
-        if (highest > s_float) {
-          return malformed("QSGD level " + std::to_string(highest) + " above s = " + std::to_string(s));
-        }
-        continue;
-      }
-      detail::unpack_block(streams.data() + begin / 8, scratch, std::span<float>(sign.data(), n));
-      const float* g = sign.data() - begin;
-      const float* l = level.data() - begin;
-      detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
-        const float scale = unit[k];
-        for (std::size_t i = lo; i < hi; ++i) acc[i] += scale * g[i] * l[i];
-      });
     }
+    if (greater != 0) {
+      const std::size_t i = 64 * w + static_cast<std::size_t>(std::countr_zero(greater));
+      return malformed("QSGD level above s = " + std::to_string(s) + " at coordinate " + std::to_string(i));
+    }
+  }
+  const std::size_t block = std::min(d, detail::kBlock);
+  std::vector<float> sign(block), bit(block), level(block);
+  BitVector scratch;
+  std::size_t cursor = 0;
+  for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
+    const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
+    std::fill(level.begin(), level.begin() + static_cast<std::ptrdiff_t>(n), 0.0f);
+    for (int p = 0; p < planes; ++p) {
+      detail::unpack_block(streams.data() + stream_bytes * (1 + static_cast<std::size_t>(p)) + begin / 8,
+                           scratch, std::span<float>(bit.data(), n));
+      detail::add_plane(bit.data(), n, static_cast<float>(1u << p), level.data());
+    }
+    detail::unpack_block(streams.data() + begin / 8, scratch, std::span<float>(sign.data(), n));
+    const float* g = sign.data() - begin;
+    const float* l = level.data() - begin;
+    detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
+      const float scale = unit[k];
+      for (std::size_t i = lo; i < hi; ++i) acc[i] += scale * g[i] * l[i];
+    });
   }
   return {};
 }
@@ -273,7 +271,7 @@ EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const Gra
   out.bytes.resize(at + 2 * stream_bytes, 0);
   std::uint8_t* signs = out.bytes.data() + at;
   std::uint8_t* mask = signs + stream_bytes;
-  std::vector<float> u(detail::kBlock), keep(detail::kBlock);
+  std::vector<float> u(std::min(d, detail::kBlock)), keep(std::min(d, detail::kBlock));
   BitVector scratch;
   std::size_t cursor = 0;
   for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
@@ -283,7 +281,6 @@ EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const Gra
       const float* x = gradient.data() + lo;
       const float* r = u.data() + (lo - begin);
       float* b = keep.data() + (lo - begin);
-      const float limit = bound[k];
       const std::size_t m = hi - lo;
       if (!(std::isfinite(scales[k]) && scales[k] > 0)) {
         // Zero segment: nothing to send. Non-finite scale: keep every coordinate so that the
@@ -292,13 +289,8 @@ EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const Gra
         for (std::size_t i = 0; i < m; ++i) b[i] = fill;
         return;
       }
-      const float inv = 1.0f / scales[k];
       // b_i ~ Bernoulli(|g_i| / s); encoded as ±1 for the sign packer.
-      for (std::size_t i = 0; i < m; ++i) {
-        const float a = std::fabs(x[i]);
-        const float clipped = a < limit ? a : limit;
-        b[i] = r[i] < clipped * inv ? 1.0f : -1.0f;
-      }
+      detail::terngrad_keep(x, r, m, bound[k], 1.0f / scales[k], b);
     });
     detail::pack_block(gradient.subspan(begin, n), scratch, signs + begin / 8);
     detail::pack_block(std::span<const float>(keep.data(), n), scratch, mask + begin / 8);
@@ -322,7 +314,7 @@ Status TernGradCodec::decode_add(std::span<const std::uint8_t> bytes, const Grad
   BALLOT_TRY(detail::check_padding(streams.data() + stream_bytes, d, "TernGrad mask"));
   std::vector<float> scaled(segments.size());
   for (std::size_t k = 0; k < segments.size(); ++k) scaled[k] = weight * load_pod<float>(scale_bytes.data() + 4 * k);
-  std::vector<float> sign(detail::kBlock), keep(detail::kBlock);
+  std::vector<float> sign(std::min(d, detail::kBlock)), keep(std::min(d, detail::kBlock));
   BitVector scratch;
   float* acc = accumulator.data();
   std::size_t cursor = 0;

@@ -168,7 +168,7 @@ Status decode_signs(std::span<const std::uint8_t> bytes, const GradientLayout& l
   std::vector<float> scales(scale_bytes.size() / 4);
   if (!scales.empty()) std::memcpy(scales.data(), scale_bytes.data(), scale_bytes.size());
   BitVector scratch;
-  std::vector<float> unit(detail::kBlock);
+  std::vector<float> unit(std::min(d, detail::kBlock));
   float* acc = accumulator.data();
   std::size_t cursor = 0;
   for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -64,64 +63,23 @@ void for_each_piece(std::span<const Segment> segments, std::size_t begin, std::s
   }
 }
 
-// Reductions with 16 independent lanes, combined in a fixed order: the compiler vectorises them
-// without reassociating, so the result is the same on every ISA (and deterministic).
-inline double sum_abs(const float* x, std::size_t n) {
-  double lanes[16] = {};
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) lanes[j] += std::fabs(static_cast<double>(x[i + j]));
-  }
-  for (int j = 0; i < n; ++i, ++j) lanes[j] += std::fabs(static_cast<double>(x[i]));
-  double total = 0;
-  for (double lane : lanes) total += lane;
-  return total;
-}
-
-inline double sum_squares(const float* x, std::size_t n) {
-  double lanes[16] = {};
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) {
-      const double v = x[i + j];
-      lanes[j] += v * v;
-    }
-  }
-  for (int j = 0; i < n; ++i, ++j) lanes[j] += static_cast<double>(x[i]) * x[i];
-  double total = 0;
-  for (double lane : lanes) total += lane;
-  return total;
-}
-
-inline double sum_values(const float* x, std::size_t n) {
-  double lanes[16] = {};
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) lanes[j] += x[i + j];
-  }
-  for (int j = 0; i < n; ++i, ++j) lanes[j] += x[i];
-  double total = 0;
-  for (double lane : lanes) total += lane;
-  return total;
-}
-
+// Per-coordinate loops, defined in detail/loops.cc: written with independent lanes (no
+// reassociation, no FMA contraction) so that the compiler vectorises them for each target of
+// target_clones and every CPU computes the same bits; combined in a fixed order.
+double sum_abs(const float* x, std::size_t n);
+double sum_squares(const float* x, std::size_t n);
+double sum_values(const float* x, std::size_t n);
 // max |x_i|; NaN propagates (a NaN input makes the scale NaN, so the message carries it).
-inline float max_abs(const float* x, std::size_t n) {
-  float lanes[16] = {};
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) {
-      const float a = std::fabs(x[i + j]);
-      lanes[j] = (a > lanes[j] || a != a) ? a : lanes[j];
-    }
-  }
-  for (int j = 0; i < n; ++i, ++j) {
-    const float a = std::fabs(x[i]);
-    lanes[j] = (a > lanes[j] || a != a) ? a : lanes[j];
-  }
-  float m = 0;
-  for (float lane : lanes) m = (lane > m || lane != lane) ? lane : m;
-  return m;
-}
+float max_abs(const float* x, std::size_t n);
+// QSGD levels: level_i = l + [u_i < r_i - l], r_i = |x_i|·inv clamped to [0, s] (NaN -> 0),
+// l = ⌊r_i⌋; never above s.
+void qsgd_levels(const float* x, const float* u, std::size_t n, float inv, float s,
+                 std::uint32_t* level);
+// ±1 per coordinate: +1 where bit p of level_i is set (input of pack_signs for a bit-plane).
+void level_plane(const std::uint32_t* level, std::size_t n, int p, float* out);
+// TernGrad keep decision as ±1: +1 where u_i < min(|x_i|, limit)·inv.
+void terngrad_keep(const float* x, const float* u, std::size_t n, float limit, float inv, float* out);
+// out_i += (bit_i > 0 ? value : 0): rebuilding levels from unpacked bit-planes.
+void add_plane(const float* bit, std::size_t n, float value, float* level);
 
 }  // namespace ballot::coding::detail

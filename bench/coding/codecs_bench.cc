@@ -1,0 +1,210 @@
+// Codec benchmarks (issue 4), all in one run so that the ratios compare like with like:
+//   (a) read bandwidth of one core, over 1 GiB (DRAM) and over 64 MiB (the size of the input at
+//       d = 2^24, which the last-level cache of this VM may partly hold),
+//   (b) encode and decode_add of every codec at d = 2^24 (normal random gradient, 64 MiB of
+//       floats), as bytes of float input per second and as a fraction of (a),
+//   (c) a compression-ratio table (fp32 bytes / wire bytes, bits per coordinate).
+// A summary with the targets of issue 4 is printed at the end. Single-threaded throughout.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coding/codec_registry.h"
+#include "core/aligned_allocator.h"
+#include "core/rng.h"
+
+namespace {
+
+using ballot::AlignedVector;
+using ballot::GradientLayout;
+using ballot::Rng;
+
+constexpr std::size_t kProbeBytes = std::size_t{1} << 30;
+constexpr std::size_t kCachedProbeBytes = std::size_t{64} << 20;
+constexpr std::size_t kD = std::size_t{1} << 24;
+double g_read_bandwidth = 0;         // bytes per second over 1 GiB
+double g_cached_read_bandwidth = 0;  // bytes per second over 64 MiB
+
+// The same probe as bench/kernels_bench.cc: sum 64-bit words, vectorised for the best unit, so
+// that it is limited by memory rather than by instructions.
+__attribute__((target_clones("avx512f", "avx2", "default"))) std::uint64_t sum_words(
+    const std::uint64_t* words, std::size_t count) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < count; ++i) total += words[i];
+  return total;
+}
+
+double measure_read_bandwidth(std::size_t bytes, int passes) {
+  AlignedVector<std::uint64_t> words(bytes / 8);
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = i;
+  double best = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(sum_words(words.data(), words.size()));
+    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+    best = std::max(best, static_cast<double>(bytes) / seconds.count());
+  }
+  return best;
+}
+
+const std::vector<float>& gradient() {
+  static const std::vector<float> g = [] {
+    Rng rng(1);
+    std::vector<float> values(kD);
+    for (auto& v : values) v = static_cast<float>(rng.normal());
+    return values;
+  }();
+  return g;
+}
+
+// 20 layers of unequal sizes, for the per-layer variants.
+const GradientLayout& layered() {
+  static const GradientLayout layout = [] {
+    GradientLayout l;
+    std::size_t left = kD;
+    for (int i = 0; i < 19; ++i) {
+      const std::size_t size = kD / 40 + static_cast<std::size_t>(i) * 1000;
+      l.add_layer("layer" + std::to_string(i), size);
+      left -= size;
+    }
+    l.add_layer("layer19", left);
+    return l;
+  }();
+  return layout;
+}
+const GradientLayout& whole() {
+  static const GradientLayout layout = GradientLayout::whole(kD);
+  return layout;
+}
+
+struct Case {
+  std::string spec;
+  bool layered;
+};
+const std::vector<Case>& cases() {
+  static const std::vector<Case> list{
+      {"fp32", false},          {"fp16", false},           {"bf16", false},
+      {"sign", false},          {"scaled_sign", true},     {"scaled_sign:ef=1", true},
+      {"signum", false},        {"onebit", true},          {"topk:ratio=0.01", false},
+      {"topk:ratio=0.001", false}, {"topk:ratio=0.01,granularity=layer", true},
+      {"randomk:ratio=0.01", false}, {"gtopk:ratio=0.01", false}, {"threshold:tau=2.5", false},
+      {"qsgd:s=16", false},     {"qsgd:s=16,granularity=layer", true}, {"qsgd:s=4,elias=1", false},
+      {"terngrad", true},       {"terngrad:clip=2.5", true}};
+  return list;
+}
+
+std::map<std::string, std::size_t> g_wire_bytes;
+
+void set_rates(benchmark::State& state) {
+  const double bytes = 4.0 * kD * static_cast<double>(state.iterations());
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
+  state.counters["of_read_bw"] = benchmark::Counter(bytes / g_read_bandwidth, benchmark::Counter::kIsRate);
+}
+
+void BM_Encode(benchmark::State& state, const Case& c) {
+  auto codec = ballot::coding::make_codec(c.spec).value();
+  const auto& layout = c.layered ? layered() : whole();
+  Rng rng(3);
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    auto encoded = codec->encode(gradient(), layout, rng);
+    bytes = encoded.size();
+    benchmark::DoNotOptimize(encoded.bytes.data());
+  }
+  g_wire_bytes[c.spec] = bytes;
+  set_rates(state);
+}
+
+void BM_Decode(benchmark::State& state, const Case& c) {
+  auto codec = ballot::coding::make_codec(c.spec).value();
+  const auto& layout = c.layered ? layered() : whole();
+  Rng rng(3);
+  const auto encoded = codec->encode(gradient(), layout, rng);
+  std::vector<float> acc(kD, 0.0f);
+  for (auto _ : state) {
+    if (!codec->decode_add(encoded.bytes, layout, acc, 1.0f).ok()) state.SkipWithError("decode failed");
+    benchmark::DoNotOptimize(acc.data());
+  }
+  set_rates(state);  // decoded floats written per second, same unit as encode
+}
+
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& run : runs) {
+      if (run.error_occurred) continue;
+      rates_[run.run_name.function_name] = run.counters.count("bytes_per_second")
+                                         ? static_cast<double>(run.counters.at("bytes_per_second"))
+                                         : 0.0;
+    }
+  }
+  double rate(const std::string& name) const {
+    auto it = rates_.find(name);
+    return it == rates_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::map<std::string, double> rates_;
+};
+
+const char* target_of(const std::string& spec) {
+  if (spec == "sign" || spec == "scaled_sign" || spec == "qsgd:s=16" || spec == "terngrad") return ">= 50%";
+  if (spec == "topk:ratio=0.01") return ">= 20%";
+  return "-";
+}
+double target_value(const std::string& spec) {
+  const std::string t = target_of(spec);
+  return t == ">= 50%" ? 0.5 : t == ">= 20%" ? 0.2 : 0.0;
+}
+
+void print_summary(const SummaryReporter& report) {
+  std::printf("\nRead bandwidth of one core: %.2f GB/s over 1 GiB, %.2f GB/s over 64 MiB. d = 2^24.\n",
+              g_read_bandwidth / 1e9, g_cached_read_bandwidth / 1e9);
+  std::printf("%-36s %9s %9s %8s %8s %9s %9s %7s %5s\n", "codec", "enc GB/s", "dec GB/s", "enc/bw",
+              "dec/bw", "enc/64MiB", "wire MiB", "ratio", "bits");
+  for (const auto& c : cases()) {
+    const double enc = report.rate("encode/" + c.spec);
+    const double dec = report.rate("decode/" + c.spec);
+    const double wire = static_cast<double>(g_wire_bytes[c.spec]);
+    std::printf("%-36s %9.2f %9.2f %7.0f%% %7.0f%% %8.0f%% %9.3f %7.1f %5.2f\n",
+                (c.spec + (c.layered ? " [20 layers]" : "")).c_str(), enc / 1e9, dec / 1e9,
+                100 * enc / g_read_bandwidth, 100 * dec / g_read_bandwidth,
+                100 * enc / g_cached_read_bandwidth, wire / (1 << 20), 4.0 * kD / wire, 8 * wire / kD);
+  }
+  std::printf("\nTargets (encode, fraction of the 1 GiB read bandwidth):\n");
+  for (const auto& c : cases()) {
+    if (target_value(c.spec) == 0) continue;
+    const double fraction = report.rate("encode/" + c.spec) / g_read_bandwidth;
+    std::printf("  %-24s %5.0f%%  target %s  %s\n", c.spec.c_str(), 100 * fraction, target_of(c.spec),
+                fraction >= target_value(c.spec) ? "met" : "NOT met");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  g_read_bandwidth = measure_read_bandwidth(kProbeBytes, 5);
+  g_cached_read_bandwidth = measure_read_bandwidth(kCachedProbeBytes, 40);
+  (void)gradient();
+  for (const auto& c : cases()) {
+    benchmark::RegisterBenchmark(("encode/" + c.spec).c_str(), BM_Encode, c)
+        ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+    benchmark::RegisterBenchmark(("decode/" + c.spec).c_str(), BM_Decode, c)
+        ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+  }
+  SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  print_summary(reporter);
+  benchmark::Shutdown();
+  return 0;
+}

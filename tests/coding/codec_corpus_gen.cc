@@ -1,0 +1,106 @@
+// Writes the seed corpus of the codec_decode fuzz target: small valid encodings of every codec
+// (both granularities, Elias and fixed QSGD, the global top-k down message) and valid state
+// blobs of the stateful ones. Deterministic (fixed seeds), so `--check DIR` verifies that the
+// committed corpus is what this program produces.
+//   codec_corpus_gen DIR          write the files
+//   codec_corpus_gen --check DIR  exit 1 if any file is missing or different
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "codec_fuzz_support.h"
+#include "coding/global_topk.h"
+#include "core/rng.h"
+
+namespace {
+
+using namespace ballot;
+using namespace ballot::coding;
+
+struct Seed {
+  std::string name;
+  std::vector<std::uint8_t> bytes;
+};
+
+std::vector<float> values(std::size_t d, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> out(d);
+  for (auto& v : out) v = static_cast<float>(rng.normal());
+  return out;
+}
+
+std::vector<Seed> seeds() {
+  std::vector<Seed> out;
+  const char* specs[] = {"fp32", "fp16", "bf16", "sign", "scaled_sign", "scaled_sign:granularity=model",
+                         "signum", "onebit", "topk:ratio=0.05", "topk:k=9,granularity=layer",
+                         "randomk:ratio=0.05", "randomk:k=9,granularity=layer", "gtopk:ratio=0.05",
+                         "threshold:tau=1.5", "qsgd:s=16", "qsgd:s=5,granularity=layer",
+                         "qsgd:s=4,elias=1", "qsgd:s=3,elias=1,granularity=layer", "terngrad",
+                         "terngrad:clip=2.5,granularity=model"};
+  for (std::uint8_t selector : {std::uint8_t{1}, std::uint8_t{2}}) {
+    const auto layout = fuzz::layout_for(selector);
+    for (const char* spec : specs) {
+      auto codec = make_codec(spec).value();
+      Rng rng(7, selector);
+      const auto g = values(layout.total_size(), 11);
+      // Two steps so that stateful codecs have state to save.
+      (void)codec->encode(values(layout.total_size(), 10), layout, rng);
+      const auto encoded = codec->encode(g, layout, rng);
+      Seed seed{std::string(spec) + "-" + std::to_string(selector), {selector}};
+      seed.bytes.insert(seed.bytes.end(), encoded.bytes.begin(), encoded.bytes.end());
+      out.push_back(seed);
+      if (codec->stateful()) {
+        Seed state{std::string(spec) + "-state-" + std::to_string(selector),
+                   {static_cast<std::uint8_t>(selector | fuzz::kStateBit)}};
+        const auto blob = codec->save_state();
+        state.bytes.insert(state.bytes.end(), blob.begin(), blob.end());
+        out.push_back(state);
+      }
+      if (std::string(spec) == "gtopk:ratio=0.05") {
+        const std::vector<std::span<const std::uint8_t>> messages{encoded.bytes};
+        const auto global = global_topk_reduce(messages, layout, {.budget = {.ratio = 0.05}}).value();
+        Seed down{"gtopk-global-" + std::to_string(selector), {selector}};
+        down.bytes.insert(down.bytes.end(), global.bytes.begin(), global.bytes.end());
+        out.push_back(down);
+      }
+    }
+  }
+  for (auto& seed : out) {
+    for (char& c : seed.name) {
+      if (c == ':' || c == ',' || c == '=') c = '_';
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool check = argc == 3 && std::strcmp(argv[1], "--check") == 0;
+  if (argc != 2 && !check) {
+    std::fprintf(stderr, "usage: %s [--check] DIR\n", argv[0]);
+    return 2;
+  }
+  const std::filesystem::path dir = argv[argc - 1];
+  if (!check) std::filesystem::create_directories(dir);
+  int bad = 0;
+  for (const auto& seed : seeds()) {
+    const auto path = dir / (seed.name + ".bin");
+    if (check) {
+      std::ifstream in(path, std::ios::binary);
+      const std::vector<std::uint8_t> have((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (have != seed.bytes) {
+        std::fprintf(stderr, "corpus file %s is missing or stale\n", path.c_str());
+        ++bad;
+      }
+      continue;
+    }
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(seed.bytes.data()), static_cast<std::streamsize>(seed.bytes.size()));
+  }
+  return bad == 0 ? 0 : 1;
+}
