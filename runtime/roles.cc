@@ -53,6 +53,13 @@ Result<TrainingSummary> Server::run() {
   }
 
   const auto nodes = all_nodes(n);
+  if (summary.first_round > 0) {
+    // Resumed: nodes still running may be ahead of the checkpoint (or behind it); give everyone
+    // this state. Each node installs it, rewinds its round window and answers with a Join.
+    transport_.set_round(summary.first_round);
+    BALLOT_TRY(transport_.broadcast(nodes, MessageType::kCheckpoint, summary.first_round,
+                                    encode_checkpoint(state_of(replica, summary.first_round))));
+  }
   std::vector<std::optional<Vote>> votes(n);
   for (std::uint64_t round = summary.first_round; round < setup_.options.rounds; ++round) {
     const auto round_started = Clock::now();
@@ -89,14 +96,14 @@ Result<TrainingSummary> Server::run() {
       const std::size_t index = message->from - 1;
       if (message->type == MessageType::kControl) {
         auto control = decode_control(message->payload);
-        if (!control.ok() || !std::holds_alternative<Join>(*control) ||
-            std::get<Join>(*control).round > round) {
+        if (!control.ok() || !std::holds_alternative<Join>(*control)) {
           ++report.rejected_messages;
           continue;
         }
-        // A (re)starting node: a node that is behind gets the state before this round; every
-        // joining node gets this round's start (it may have connected after the broadcast).
-        if (std::get<Join>(*control).round < round) {
+        // A (re)starting node: a node at another round (behind, or ahead of a resumed server)
+        // gets the state before this round; every joining node gets this round's start (it may
+        // have connected after the broadcast).
+        if (std::get<Join>(*control).round != round) {
           BALLOT_TRY(transport_.send(message->from, MessageType::kCheckpoint, round,
                                      encode_checkpoint(state_of(replica, round))));
         }
@@ -200,8 +207,10 @@ Result<NodeSummary> Node::run() {
         if (!checkpoint.ok()) continue;
         if (replica.restore_from(*checkpoint).ok()) {
           round = checkpoint->round;
-          transport_.set_round(round);
+          transport_.reset_round(round);  // the server may have resumed from an older round
+          last_vote.reset();
           ++summary.rejoins;
+          BALLOT_TRY(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})));
         }
         break;
       }

@@ -91,10 +91,36 @@ TEST_F(VerifierTest, Rounds) {
   verifier_->set_round(3);  // never backwards
   EXPECT_EQ(verifier_->round(), 5u);
   // An envelope captured in round 6 and replayed after the round moved on is stale.
-  const auto captured = node_->envelope_for(MessageType::kControl, 6, payload_);
+  const auto captured = node_->envelope_for(MessageType::kVote, 6, payload_);
   EXPECT_TRUE(check(captured, payload_).ok());
   verifier_->set_round(7);
   EXPECT_EQ(check(captured, payload_).kind, Misbehaviour::kStaleRound);
+}
+
+// Control, checkpoint and hello messages are not bound to a round (a restarted peer does not know
+// the round), but a replay is still caught by the sender's sequence window.
+TEST_F(VerifierTest, RoundFreeTypesIgnoreTheWindowButNotReplays) {
+  verifier_->set_round(50);
+  const auto join = node_->envelope_for(MessageType::kControl, 0, payload_);
+  EXPECT_TRUE(check(join, payload_).ok());
+  EXPECT_EQ(check(join, payload_).kind, Misbehaviour::kReplay);
+  EXPECT_TRUE(check(node_->envelope_for(MessageType::kControl, 90, payload_), payload_).ok());
+  verifier_->set_round(60);
+  EXPECT_EQ(check(join, payload_).kind, Misbehaviour::kReplay);
+}
+
+// After a state transfer from the server the window may move back (a resumed server).
+TEST_F(VerifierTest, ResetRoundMovesBackAndForgetsRoundState) {
+  verifier_->set_round(10);
+  const auto vote = node_->envelope_for(MessageType::kVote, 10, payload_);
+  EXPECT_TRUE(check(vote, payload_).ok());
+  const auto control = node_->envelope_for(MessageType::kControl, 10, payload_);
+  EXPECT_TRUE(check(control, payload_).ok());
+  verifier_->reset_round(4);
+  EXPECT_EQ(verifier_->round(), 4u);
+  EXPECT_TRUE(check(node_->envelope_for(MessageType::kVote, 4, payload_), payload_).ok());
+  EXPECT_EQ(check(vote, payload_).kind, Misbehaviour::kFutureRound);
+  EXPECT_EQ(check(control, payload_).kind, Misbehaviour::kReplay);  // round-free state is kept
 }
 
 TEST_F(VerifierTest, IdentityRegistryJobRole) {
