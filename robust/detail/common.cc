@@ -288,34 +288,37 @@ Result<CoordinateOutcome> coordinate_wise(
     std::atomic<bool> found_non_finite{false};
     const bool check = attempt == 0;
     parallel_for(blocks, threads, [&](std::size_t b0, std::size_t b1) {
-      std::vector<float> block(m * columns);
+      std::vector<float> block(m * columns);  // columns is a multiple of kTile
       std::vector<float> column(use_network ? 0 : m);
       for (std::size_t b = b0; b < b1; ++b) {
         if (found_non_finite.load(std::memory_order_relaxed)) return;
         const std::size_t begin = b * columns, width = std::min(columns, d - begin);
+        // Layout: tile t of row r at block[t·m·kTile + r·kTile], so each tile (all rows) is one
+        // contiguous L1-sized piece.
+        const std::size_t tile_floats = m * kTile;
         bool finite = true;
         for (std::size_t r = 0; r < m; ++r)
-          finite &= kern.copy_finite(inputs.row(rows[r]) + begin, block.data() + r * columns, width);
+          finite &= kern.copy_finite_tiled(inputs.row(rows[r]) + begin, width, block.data() + r * kTile, tile_floats);
         if (check && !finite) {
           found_non_finite.store(true, std::memory_order_relaxed);
           return;
         }
-        for (std::size_t t = 0; t < width; t += kTile) {
-          float* tile = block.data() + t;
-          const std::size_t tw = std::min(kTile, width - t);
-          float* dst = out.value.data() + begin + t;
+        for (std::size_t t = 0; t * kTile < width; ++t) {
+          float* tile = block.data() + t * tile_floats;
+          const std::size_t tw = std::min(kTile, width - t * kTile);
+          float* dst = out.value.data() + begin + t * kTile;
           if (!use_network) {
             for (std::size_t j = 0; j < tw; ++j) {
-              for (std::size_t r = 0; r < m; ++r) column[r] = tile[r * columns + j];
+              for (std::size_t r = 0; r < m; ++r) column[r] = tile[r * kTile + j];
               dst[j] = reduce_column(column, plan);
             }
             continue;
           }
-          kern.network(tile, columns, tw, comparators.data(), comparators.size());
+          kern.network(tile, kTile, tw, comparators.data(), comparators.size());
           if (plan.op == CoordinateOp::kClosestWindow)
-            kern.closest_window_mean(tile, columns, tw, m, plan.window, dst);
+            kern.closest_window_mean(tile, kTile, tw, m, plan.window, dst);
           else
-            kern.rows_mean(tile, columns, tw, need_lo, need_hi, dst);
+            kern.rows_mean(tile, kTile, tw, need_lo, need_hi, dst);
         }
       }
     });

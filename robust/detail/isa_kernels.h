@@ -22,6 +22,9 @@ struct IsaKernels {
   // Copies len floats and returns whether all of them are finite (no NaN, no ±Inf).
   bool (*copy_finite)(const float* src, float* dst, std::size_t len);
   bool (*all_finite)(const float* x, std::size_t len);
+  // Copies len floats into kTile-float chunks: chunk t goes to dst + t·tile_stride. Returns
+  // whether all are finite. (Tiles of all rows then sit contiguously, free of cache-set conflicts.)
+  bool (*copy_finite_tiled)(const float* src, std::size_t len, float* dst, std::size_t tile_stride);
   // Σ x² in double (finite inputs give a finite result unless it overflows double).
   double (*squared_norm)(const float* x, std::size_t len);
   // Σ x·y in double.

@@ -3,5 +3,6 @@
 // another level at link time (they are compiled for different instruction sets).
 #define Eigen ballot_eigen_avx2
 #define BALLOT_ROBUST_ISA_NS avx2
+#define BALLOT_ROBUST_LANES 8
 #define BALLOT_ROBUST_ISA_NAME "avx2"
 #include "robust/detail/isa_kernels.inc"

@@ -3,5 +3,6 @@
 // another level at link time (they are compiled for different instruction sets).
 #define Eigen ballot_eigen_avx512
 #define BALLOT_ROBUST_ISA_NS avx512
+#define BALLOT_ROBUST_LANES 16
 #define BALLOT_ROBUST_ISA_NAME "avx512"
 #include "robust/detail/isa_kernels.inc"

@@ -2,8 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
 #include <span>
+#include <string>
 #include <vector>
+
+#include "robust/registry.h"
+#include "robust_test_util.h"
 
 namespace ballot::robust {
 namespace {
@@ -49,13 +57,6 @@ TEST(InputMatrix, SubsetAndStride) {
 }  // namespace ballot::robust
 
 // ---- Properties every rule shares, over the registry's rules and pipelines -------------------
-
-#include <cmath>
-#include <limits>
-#include <string>
-
-#include "robust/registry.h"
-#include "robust_test_util.h"
 
 namespace ballot::robust {
 namespace {
@@ -171,6 +172,47 @@ TEST_P(EveryRule, BoundedDeviationUnderAttack) {
     ASSERT_TRUE(result.ok()) << spec() << ": " << result.error().to_string();
     EXPECT_LE(std::sqrt(testing::squared_distance(result->value.data(), center.data(), kD)), radius)
         << spec() << " attack " << attack;
+  }
+}
+
+// Randomised adversarial inputs (a fuzz-style sweep over numbers rather than bytes): random n, d,
+// f at the rule's bound, and random NaN, ±Inf, huge, denormal and zero rows or single coordinates.
+// Every call returns either a finite output whose report is consistent, or an error — never a
+// crash, never a non-finite output.
+TEST_P(EveryRule, RandomAdversarialInputsNeverCrash) {
+  Rng rng(Rng::stream_id({static_cast<std::uint64_t>(spec().size()), 77}));
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 3.4e38f, -3.4e38f, 1e-45f, 0.0f, 1e19f};
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::size_t n = 11 + rng.uniform_int(6), d = 1 + rng.uniform_int(200);
+    auto rows = testing::gaussian_rows(n, d, trial, 1.0 + rng.uniform_int(100));
+    const std::size_t corrupt = rng.uniform_int(4);
+    std::vector<std::size_t> expected_non_finite;
+    for (std::size_t k = 0; k < corrupt; ++k) {
+      const std::size_t row = rng.uniform_int(n);
+      const float value = specials[rng.uniform_int(std::size(specials))];
+      if (rng.bernoulli(0.5)) {
+        rows[row * d + rng.uniform_int(d)] = value;
+      } else {
+        std::fill(rows.begin() + row * d, rows.begin() + (row + 1) * d, value);
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::all_of(rows.begin() + i * d, rows.begin() + (i + 1) * d, [](float v) { return std::isfinite(v); }))
+        expected_non_finite.push_back(i);
+    auto result = make(spec())->aggregate(InputMatrix(rows.data(), n, d));
+    if (!result.ok()) {
+      EXPECT_TRUE(result.error().code == ErrorCode::kPrecondition) << spec() << ": " << result.error().to_string();
+      continue;
+    }
+    ASSERT_EQ(result->value.size(), d);
+    for (float v : result->value) ASSERT_TRUE(std::isfinite(v)) << spec() << " trial " << trial;
+    EXPECT_EQ(result->report.non_finite, expected_non_finite) << spec() << " trial " << trial;
+    EXPECT_TRUE(std::is_sorted(result->report.selected.begin(), result->report.selected.end()));
+    EXPECT_TRUE(std::is_sorted(result->report.excluded.begin(), result->report.excluded.end()));
+    if (!is_random() && spec().find('>') == std::string::npos)
+      for (std::size_t i : result->report.non_finite)
+        EXPECT_TRUE(std::binary_search(result->report.excluded.begin(), result->report.excluded.end(), i)) << spec();
   }
 }
 

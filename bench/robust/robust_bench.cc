@@ -1,0 +1,249 @@
+// Robust aggregation benchmarks, all in one run so that ratios compare like with like:
+//   (a) read bandwidth of one core over a 1 GiB buffer (the physical limit);
+//   (b) for every (n, d): the time to read the n×d input once (a vectorised sum), the baseline of
+//       the target "within 4x of the time to read its input once";
+//   (c) every rule, pre-aggregator and the sign vote at n in {10, 25, 100}, d in {1e5, 1e6},
+//       f = (n − 3) / 4 (the largest f every rule accepts, Bulyan's n ≥ 4f + 3).
+// Prints a summary table (time, input GB/s, ratio to the input read, target met) at the end.
+// Single-threaded throughout. Runs in about 3–4 minutes.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/aligned_allocator.h"
+#include "core/rng.h"
+#include "kernels/isa.h"
+#include "robust/registry.h"
+#include "robust/sign_vote.h"
+
+namespace {
+
+using ballot::AlignedVector;
+using ballot::robust::InputMatrix;
+
+constexpr std::size_t kProbeBytes = std::size_t{1} << 30;
+double g_read_bandwidth = 0;
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) float sum_floats(const float* x, std::size_t count) {
+  // Sixteen independent lanes so that the sum is limited by memory, not by the add latency.
+  float lanes[16] = {};
+  std::size_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    for (std::size_t l = 0; l < 16; ++l) lanes[l] += x[i + l];
+  float total = 0;
+  for (; i < count; ++i) total += x[i];
+  for (float l : lanes) total += l;
+  return total;
+}
+
+double measure_read_bandwidth() {
+  AlignedVector<float> buffer(kProbeBytes / sizeof(float));
+  for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<float>(i & 1023);
+  double best = 0;
+  for (int pass = 0; pass < 4; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(sum_floats(buffer.data(), buffer.size()));
+    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+    best = std::max(best, kProbeBytes / seconds.count());
+  }
+  return best;
+}
+
+// One input matrix at a time (the largest is 400 MB), uniform in [-1, 1).
+const AlignedVector<float>& inputs_for(std::size_t n, std::size_t d) {
+  static std::size_t cached_n = 0, cached_d = 0;
+  static AlignedVector<float> data;
+  if (cached_n != n || cached_d != d) {
+    data = AlignedVector<float>();
+    data.resize(n * d);
+    ballot::Rng rng(n * 1000003 + d);
+    for (auto& v : data) v = 2.0f * rng.uniform_float() - 1.0f;
+    cached_n = n;
+    cached_d = d;
+  }
+  return data;
+}
+
+void set_rates(benchmark::State& state, double bytes) {
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes * static_cast<double>(state.iterations())));
+  state.counters["input_MB"] = bytes / 1e6;
+}
+
+void BM_ReadInput(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0)), d = static_cast<std::size_t>(state.range(1));
+  const auto& data = inputs_for(n, d);
+  for (auto _ : state) benchmark::DoNotOptimize(sum_floats(data.data(), data.size()));
+  set_rates(state, 4.0 * n * d);
+}
+
+void BM_Rule(benchmark::State& state, std::string spec) {
+  const auto n = static_cast<std::size_t>(state.range(0)), d = static_cast<std::size_t>(state.range(1));
+  auto rule = ballot::robust::make_aggregator(spec);
+  if (!rule.ok()) return state.SkipWithError(rule.error().to_string().c_str());
+  if (auto status = (*rule)->check(n); !status.ok()) return state.SkipWithError(status.error().to_string().c_str());
+  const auto& data = inputs_for(n, d);
+  const InputMatrix view(data.data(), n, d);
+  for (auto _ : state) {
+    auto result = (*rule)->aggregate(view);
+    if (!result.ok()) return state.SkipWithError(result.error().to_string().c_str());
+    benchmark::DoNotOptimize(result->value.data());
+  }
+  set_rates(state, 4.0 * n * d);
+}
+
+void BM_PreAggregator(benchmark::State& state, std::string spec) {
+  const auto n = static_cast<std::size_t>(state.range(0)), d = static_cast<std::size_t>(state.range(1));
+  auto stage = ballot::robust::make_pre_aggregator(spec);
+  if (!stage.ok()) return state.SkipWithError(stage.error().to_string().c_str());
+  const auto& data = inputs_for(n, d);
+  const InputMatrix view(data.data(), n, d);
+  for (auto _ : state) {
+    auto result = (*stage)->apply(view);
+    if (!result.ok()) return state.SkipWithError(result.error().to_string().c_str());
+    benchmark::DoNotOptimize(result->output.values.data());
+  }
+  set_rates(state, 4.0 * n * d);
+}
+
+// Sign vote: n packed vectors of d signs; its input is n·d/8 bytes.
+void BM_MajorityVote(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0)), d = static_cast<std::size_t>(state.range(1));
+  ballot::Rng rng(7);
+  std::vector<ballot::BitVector> votes;
+  for (std::size_t i = 0; i < n; ++i) {
+    ballot::BitVector v(d);
+    for (auto& w : v.words()) w = rng.next_u64();
+    v.clear_padding();
+    votes.push_back(std::move(v));
+  }
+  for (auto _ : state) {
+    auto result = ballot::robust::majority_vote(votes);
+    benchmark::DoNotOptimize(result->data());
+  }
+  set_rates(state, n * d / 8.0);
+}
+
+constexpr std::int64_t kInputs[] = {10, 25, 100};
+constexpr std::int64_t kDims[] = {100000, 1000000};
+
+std::size_t f_for(std::int64_t n) { return static_cast<std::size_t>((n - 3) / 4); }
+
+
+void configure(benchmark::internal::Benchmark* b, std::int64_t d) {
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+  if (d >= 1000000) b->Iterations(3); else b->MinTime(0.05);
+}
+
+void register_benchmarks() {
+  benchmark::RegisterBenchmark("read_bandwidth_probe", [](benchmark::State& state) {
+    AlignedVector<float> buffer(kProbeBytes / sizeof(float), 1.0f);
+    for (auto _ : state) benchmark::DoNotOptimize(sum_floats(buffer.data(), buffer.size()));
+    set_rates(state, kProbeBytes);
+  })->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+  for (auto d : kDims) {
+    for (auto n : kInputs) {
+      const std::string f = std::to_string(f_for(n));
+      configure(benchmark::RegisterBenchmark("read_input", BM_ReadInput)->Args({n, d}), d);
+      const std::vector<std::pair<std::string, bool>> rules = {
+          {"mean", true}, {"median:f=" + f, true}, {"trimmed_mean:f=" + f, true}, {"meamed:f=" + f, true},
+          {"krum:f=" + f, true}, {"multi_krum:f=" + f, true}, {"bulyan:f=" + f, true},
+          {"centered_clipping:f=" + f + ",tau=1", true}, {"geometric_median:f=" + f, false},
+          {"mda:f=" + f, false}};
+      for (const auto& [spec, target] : rules) {
+        if (spec.rfind("mda", 0) == 0 && n > 25) continue;  // C(100, 24) subsets: refused by design
+        configure(benchmark::RegisterBenchmark(("rule/" + spec).c_str(), BM_Rule, spec)->Args({n, d}), d);
+      }
+      for (const std::string& spec : {"nnm:f=" + f, std::string("bucketing:s=2"), std::string("clipping:tau=1")})
+        configure(benchmark::RegisterBenchmark(("pre/" + spec).c_str(), BM_PreAggregator, spec)->Args({n, d}), d);
+      configure(benchmark::RegisterBenchmark("vote/majority", BM_MajorityVote)->Args({n, d}), d);
+    }
+  }
+}
+
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  struct Row {
+    std::string name;
+    double seconds;
+    double rate;
+  };
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& run : runs) {
+      if (run.error_occurred) {
+        skipped_.push_back(run.benchmark_name() + ": " + run.error_message);
+        continue;
+      }
+      const double rate = run.counters.count("bytes_per_second") ? double(run.counters.at("bytes_per_second")) : 0.0;
+      rows_.push_back({run.benchmark_name(), run.GetAdjustedRealTime() / 1e3, rate});
+    }
+  }
+  const std::vector<Row>& rows() const { return rows_; }
+  const std::vector<std::string>& skipped() const { return skipped_; }
+
+ private:
+  std::vector<Row> rows_;
+  std::vector<std::string> skipped_;
+};
+
+// "rule/krum:f=1/10/100000/iterations:3/real_time" -> {"rule/krum:f=1", "10", "100000"}
+std::vector<std::string> split_name(const std::string& name) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = name.find('/', begin);
+    parts.push_back(name.substr(begin, end - begin));
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return parts;
+}
+
+void print_summary(const SummaryReporter& report) {
+  std::printf("\nSummary (ISA %s; read bandwidth of one core over 1 GiB: %.2f GB/s)\n",
+              std::string(ballot::kernels::isa_name(ballot::kernels::active_isa())).c_str(), g_read_bandwidth / 1e9);
+  std::map<std::string, double> read_time;  // "n/d" -> seconds to read the input once
+  for (const auto& row : report.rows()) {
+    const auto p = split_name(row.name);
+    if (p[0] == "read_input") read_time[p[1] + "/" + p[2]] = row.seconds;
+  }
+  std::printf("%-42s %5s %8s %10s %9s %9s %9s %6s\n", "rule", "n", "d", "ms", "in GB/s", "x read", "x probe",
+              "<=4x");
+  for (const auto& row : report.rows()) {
+    const auto p = split_name(row.name);
+    if (p[0] == "read_input" || p[0] == "read_bandwidth_probe" || p.size() < 4) continue;
+    const std::string spec = p[0] + "/" + p[1];
+    const std::string key = p[2] + "/" + p[3];
+    const double n = std::stod(p[2]), d = std::stod(p[3]);
+    const double bytes = spec.rfind("vote/", 0) == 0 ? n * d / 8 : 4 * n * d;
+    const double probe_time = bytes / g_read_bandwidth;
+    const double x_read = spec.rfind("vote/", 0) == 0 ? row.seconds / probe_time : row.seconds / read_time[key];
+    const bool exempt = spec.find("geometric_median") != std::string::npos || spec.find("/mda") != std::string::npos ||
+                        spec.rfind("pre/", 0) == 0;
+    std::printf("%-42s %5s %8s %10.2f %9.2f %9.2f %9.2f %6s\n", spec.c_str(), p[2].c_str(), p[3].c_str(),
+                row.seconds * 1e3, row.rate / 1e9, x_read, row.seconds / probe_time,
+                exempt ? "-" : (x_read <= 4.0 ? "yes" : "NO"));
+  }
+  for (const auto& s : report.skipped()) std::printf("skipped: %s\n", s.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  g_read_bandwidth = measure_read_bandwidth();
+  register_benchmarks();
+  SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  print_summary(reporter);
+  benchmark::Shutdown();
+  return 0;
+}
