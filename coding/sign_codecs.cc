@@ -18,38 +18,8 @@ std::size_t scales_per_segment(SignKind kind) {
   return 0;
 }
 
-// Sum of the non-negative entries, of the negative entries, and the count of negative entries:
-// the two reconstruction values of 1-bit SGD. Lanes as in detail::sum_abs.
-struct SplitSums {
-  double positive = 0, negative = 0, negatives = 0;
-};
-SplitSums split_sums(const float* x, std::size_t n) {
-  double pos[16] = {}, neg[16] = {}, cnt[16] = {};
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) {
-      const double v = x[i + j];
-      const bool negative = v < 0;
-      pos[j] += negative ? 0.0 : v;
-      neg[j] += negative ? v : 0.0;
-      cnt[j] += negative ? 1.0 : 0.0;
-    }
-  }
-  for (int j = 0; i < n; ++i, ++j) {
-    const double v = x[i];
-    const bool negative = v < 0;
-    pos[j] += negative ? 0.0 : v;
-    neg[j] += negative ? v : 0.0;
-    cnt[j] += negative ? 1.0 : 0.0;
-  }
-  SplitSums sums;
-  for (int j = 0; j < 16; ++j) {
-    sums.positive += pos[j];
-    sums.negative += neg[j];
-    sums.negatives += cnt[j];
-  }
-  return sums;
-}
+using detail::SplitSums;
+using detail::split_sums;
 
 // Writes header + scale placeholders + packed signs of `values`; `on_piece(s, lo, hi)` is called
 // for each block piece while the block is hot in cache (to accumulate the scales).

@@ -75,6 +75,12 @@ float max_abs(const float* x, std::size_t n);
 // l = ⌊r_i⌋; never above s.
 void qsgd_levels(const float* x, const float* u, std::size_t n, float inv, float s,
                  std::uint32_t* level);
+// 1-bit SGD's reconstruction sums: of the non-negative entries, of the negative entries, and
+// the number of negative entries.
+struct SplitSums {
+  double positive = 0, negative = 0, negatives = 0;
+};
+SplitSums split_sums(const float* x, std::size_t n);
 // ±1 per coordinate: +1 where bit p of level_i is set (input of pack_signs for a bit-plane).
 void level_plane(const std::uint32_t* level, std::size_t n, int p, float* out);
 // TernGrad keep decision as ±1: +1 where u_i < min(|x_i|, limit)·inv.

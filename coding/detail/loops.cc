@@ -4,6 +4,7 @@
 // -ffp-contract=off), so every clone returns the same bits as the baseline.
 #include <cmath>
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -84,6 +85,33 @@ BALLOT_CODEC_CLONES float max_abs(const float* x, std::size_t n) {
     any_nan |= nan[j] != 0;
   }
   return any_nan ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
+BALLOT_CODEC_CLONES static std::size_t count_negative(const float* x, std::size_t n) {
+  std::uint32_t lanes[kLanes] = {};
+  std::size_t total = 0;
+  std::size_t i = 0;
+  while (i + kLanes <= n) {
+    // Chunks of at most 2^20 rows so that the 32-bit lanes cannot overflow.
+    const std::size_t stop = std::min(n - (n - i) % kLanes, i + (std::size_t{1} << 24));
+    for (; i < stop; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) lanes[j] += x[i + j] < 0.0f ? 1u : 0u;
+    }
+    for (auto& lane : lanes) {
+      total += lane;
+      lane = 0;
+    }
+  }
+  for (; i < n; ++i) total += x[i] < 0.0f ? 1u : 0u;
+  return total;
+}
+
+SplitSums split_sums(const float* x, std::size_t n) {
+  // Σ_{x>=0} x = (Σx + Σ|x|)/2 and Σ_{x<0} x = (Σx − Σ|x|)/2, from two vectorised reductions
+  // (the block is in cache); NaN propagates into both.
+  const double total = sum_values(x, n), magnitude = sum_abs(x, n);
+  return SplitSums{(total + magnitude) / 2, (total - magnitude) / 2,
+                   static_cast<double>(count_negative(x, n))};
 }
 
 BALLOT_CODEC_CLONES void qsgd_levels(const float* x, const float* u, std::size_t n, float inv,
