@@ -58,7 +58,7 @@ TEST_P(KrumBruteForce, MultiKrumAveragesTheBestScores) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, KrumBruteForce, ::testing::Values(3u, 5u, 7u, 10u, 25u));
+INSTANTIATE_TEST_SUITE_P(Sizes, KrumBruteForce, ::testing::Values(3u, 5u, 7u, 10u, 25u, 40u));  // 40: the Eigen path
 
 TEST(Krum, PreconditionAtItsEdge) {
   for (std::size_t f : {0u, 1u, 2u, 5u}) {
