@@ -26,6 +26,9 @@ using transport::Role;
 transport::TlsTransportOptions transport_options(const ClusterConfig& config) {
   transport::TlsTransportOptions options;
   options.transport.job = config.training.job;
+  // A crashed peer's queue fills up; do not let every round wait long on it (the protocol
+  // recovers a lagging node through Join, not through a deep queue).
+  options.transport.send_timeout = std::chrono::milliseconds(200);
   return options;
 }
 
@@ -101,6 +104,7 @@ std::string metrics_json_line(const RoundReport& report) {
       {"bytes_per_vote", report.bytes_per_vote},
       {"fp32_bytes", report.fp32_bytes},
       {"rejected_messages", report.rejected_messages},
+      {"send_failures", report.send_failures},
   };
   if (report.evaluated) {
     line["test_accuracy"] = report.test.accuracy;

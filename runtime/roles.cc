@@ -22,6 +22,17 @@ std::vector<transport::NodeId> all_nodes(std::size_t n) {
   return ids;
 }
 
+// Sends that fail because one peer is unreachable (a crashed node whose queue filled up, a server
+// that is restarting) must not stop the sender: the protocol recovers through deadlines and Join.
+// Only a closed transport (kUnavailable) ends the role.
+Status tolerate_peer_failure(Status status, std::uint64_t& failures) {
+  if (status.ok() || status.error().code != ErrorCode::kUnavailable) {
+    if (!status.ok()) ++failures;
+    return {};
+  }
+  return status;
+}
+
 Checkpoint state_of(const Replica& replica, std::uint64_t round) {
   Checkpoint checkpoint;
   checkpoint.round = round;
@@ -53,12 +64,13 @@ Result<TrainingSummary> Server::run() {
   }
 
   const auto nodes = all_nodes(n);
+  std::uint64_t send_failures = 0;
   if (summary.first_round > 0) {
     // Resumed: nodes still running may be ahead of the checkpoint (or behind it); give everyone
     // this state. Each node installs it, rewinds its round window and answers with a Join.
     transport_.set_round(summary.first_round);
-    BALLOT_TRY(transport_.broadcast(nodes, MessageType::kCheckpoint, summary.first_round,
-                                    encode_checkpoint(state_of(replica, summary.first_round))));
+    BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kCheckpoint, summary.first_round,
+                                    encode_checkpoint(state_of(replica, summary.first_round))), send_failures));
   }
   std::vector<std::optional<Vote>> votes(n);
   for (std::uint64_t round = summary.first_round; round < setup_.options.rounds; ++round) {
@@ -66,9 +78,10 @@ Result<TrainingSummary> Server::run() {
     transport_.set_round(round);
     RoundReport report;
     report.round = round;
+    report.send_failures = send_failures;
     report.fp32_bytes = dimension * sizeof(float);
     const RoundStart start{round, static_cast<std::uint32_t>(options_.round_deadline.count()), replica.digest()};
-    BALLOT_TRY(transport_.broadcast(nodes, MessageType::kRoundStart, round, encode(start)));
+    BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kRoundStart, round, encode(start)), send_failures));
 
     std::fill(votes.begin(), votes.end(), std::nullopt);
     std::size_t received = 0;
@@ -104,10 +117,10 @@ Result<TrainingSummary> Server::run() {
         // gets the state before this round; every joining node gets this round's start (it may
         // have connected after the broadcast).
         if (std::get<Join>(*control).round != round) {
-          BALLOT_TRY(transport_.send(message->from, MessageType::kCheckpoint, round,
-                                     encode_checkpoint(state_of(replica, round))));
+          BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kCheckpoint, round,
+                                     encode_checkpoint(state_of(replica, round))), send_failures));
         }
-        BALLOT_TRY(transport_.send(message->from, MessageType::kRoundStart, round, encode(start)));
+        BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kRoundStart, round, encode(start)), send_failures));
         continue;
       }
       if (message->type != MessageType::kVote || message->round != round) {
@@ -121,9 +134,9 @@ Result<TrainingSummary> Server::run() {
       }
       if (vote->model_digest != start.model_digest) {
         report.out_of_sync.push_back(index);
-        BALLOT_TRY(transport_.send(message->from, MessageType::kCheckpoint, round,
-                                   encode_checkpoint(state_of(replica, round))));
-        BALLOT_TRY(transport_.send(message->from, MessageType::kRoundStart, round, encode(start)));
+        BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kCheckpoint, round,
+                                   encode_checkpoint(state_of(replica, round))), send_failures));
+        BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kRoundStart, round, encode(start)), send_failures));
         continue;
       }
       report.bytes_per_vote = message->payload.size();
@@ -145,7 +158,7 @@ Result<TrainingSummary> Server::run() {
     report.votes = counted.size();
     report.mean_loss = counted.empty() ? 0.0 : loss / static_cast<double>(counted.size());
     Decision decision{round, decide(counted, dimension)};
-    BALLOT_TRY(transport_.broadcast(nodes, MessageType::kResult, round, encode(decision)));
+    BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kResult, round, encode(decision)), send_failures));
     replica.apply(round, decision.signs);
 
     const std::uint64_t done = round + 1;
@@ -182,8 +195,9 @@ Result<NodeSummary> Node::run() {
   const std::size_t dimension = replica.dimension();
   NodeSummary summary;
   std::uint64_t round = 0;  // the next round this node's replica will apply
+  std::uint64_t send_failures = 0;
   bool started = false;
-  BALLOT_TRY(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})));
+  BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
   auto last_heard = Clock::now();
   BitVector vote_signs;
   std::optional<std::vector<std::uint8_t>> last_vote;
@@ -196,7 +210,7 @@ Result<NodeSummary> Node::run() {
       if (Clock::now() - last_heard >= options_.idle_timeout) {
         return make_error(ErrorCode::kTimeout, "node " + std::to_string(index_) + ": no message from the server");
       }
-      if (!started) BALLOT_TRY(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})));
+      if (!started) BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
       continue;
     }
     if (message->from != kServerId) continue;  // nodes talk to nodes only in exchange placement
@@ -210,7 +224,7 @@ Result<NodeSummary> Node::run() {
           transport_.reset_round(round);  // the server may have resumed from an older round
           last_vote.reset();
           ++summary.rejoins;
-          BALLOT_TRY(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})));
+          BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
         }
         break;
       }
@@ -220,7 +234,7 @@ Result<NodeSummary> Node::run() {
         started = true;
         if (start->round > round || start->model_digest != replica.digest()) {
           // Behind (restarted, or missed a decision) or diverged: ask for the current state.
-          BALLOT_TRY(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})));
+          BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
           continue;
         }
         // A repeated start of the same round gets the same vote again: computing it twice would
@@ -234,7 +248,7 @@ Result<NodeSummary> Node::run() {
           last_vote = encode(vote);
           last_vote_round = round;
         }
-        BALLOT_TRY(transport_.send(kServerId, MessageType::kVote, round, *last_vote));
+        BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kVote, round, *last_vote), send_failures));
         ++summary.votes_sent;
         break;
       }

@@ -1,0 +1,153 @@
+// Integration tests of the process cluster: real `ballot server` / `ballot node` processes over
+// mutual TLS on loopback, with crashes injected by SIGKILL.
+#include "runtime/cluster.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runtime/simulator.h"
+#include "transport/crypto.h"
+
+namespace ballot::runtime {
+namespace {
+
+ClusterConfig small_cluster(std::uint64_t rounds) {
+  ClusterConfig config;
+  auto& t = config.training;
+  t.nodes = 5;
+  t.byzantine = 1;
+  t.code = "paper5";
+  t.model = "mlp:hidden=16";
+  t.data = "synthetic:examples=2000,features=20,classes=4,separation=2";
+  t.lr = "constant:lr=0.01";
+  t.rounds = rounds;
+  t.eval_every = 0;
+  t.partition_size = 16;
+  config.checkpoint_every = 10;
+  config.round_deadline_ms = 400;
+  return config;
+}
+
+class ProcessCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ballot_cluster_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  Result<LocalCluster> prepare(ClusterConfig config) {
+    config.checkpoint = dir_ / "server.ckpt";
+    config.metrics = dir_ / "metrics.jsonl";
+    return LocalCluster::prepare(std::move(config), BALLOT_PROGRAM, dir_);
+  }
+
+  // The model digest and round of the server's last checkpoint.
+  std::pair<transport::Digest, std::uint64_t> final_state() {
+    auto checkpoint = load_checkpoint(dir_ / "server.ckpt");
+    EXPECT_TRUE(checkpoint.ok()) << checkpoint.error().to_string();
+    if (!checkpoint.ok()) return {};
+    return {transport::sha256(checkpoint->sections.at("model")), checkpoint->round};
+  }
+
+  std::size_t metric_lines() {
+    std::ifstream in(dir_ / "metrics.jsonl");
+    std::size_t lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    return lines;
+  }
+
+  std::filesystem::path dir_;
+};
+
+// The acceptance criterion: the simulator and the process cluster give bit-identical models for
+// a fixed seed and no faults.
+TEST_F(ProcessCluster, MatchesTheSimulatorBitForBit) {
+  auto cluster = prepare(small_cluster(30));
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  ASSERT_TRUE(cluster->start_all_nodes().ok());
+  auto status = cluster->wait();
+  ASSERT_TRUE(status.ok()) << status.error().to_string();
+  ASSERT_EQ(*status, 0) << "see " << dir_;
+  const auto [digest, round] = final_state();
+  EXPECT_EQ(round, 30u);
+  EXPECT_EQ(metric_lines(), 30u);
+
+  auto data = load_training_data(cluster->config().training);
+  ASSERT_TRUE(data.ok());
+  auto setup = make_training_setup(cluster->config().training, std::make_shared<const TrainTestSplit>(std::move(*data)));
+  ASSERT_TRUE(setup.ok());
+  auto simulated = simulate(*setup);
+  ASSERT_TRUE(simulated.ok()) << simulated.error().to_string();
+  EXPECT_EQ(simulated->server.model_digest, digest);
+}
+
+// b node processes crash mid-run: the run completes with the quorum n - b.
+TEST_F(ProcessCluster, SurvivesTheCrashOfBNodes) {
+  auto cluster = prepare(small_cluster(40));
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  ASSERT_TRUE(cluster->start_all_nodes().ok());
+  // Wait until training is under way, then kill node 2.
+  for (int i = 0; i < 400 && metric_lines() < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  cluster->kill_node(2);
+  auto status = cluster->wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(*status, 0) << "see " << dir_;
+  EXPECT_EQ(final_state().second, 40u);
+  std::ifstream in(dir_ / "metrics.jsonl");
+  bool saw_missing = false;
+  for (std::string line; std::getline(in, line);) saw_missing |= line.find("\"missing\":[2]") != std::string::npos;
+  EXPECT_TRUE(saw_missing);
+}
+
+// A restarted node fetches the state from the server and votes again.
+TEST_F(ProcessCluster, RestartedNodeRejoins) {
+  auto cluster = prepare(small_cluster(60));
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  ASSERT_TRUE(cluster->start_all_nodes().ok());
+  for (int i = 0; i < 400 && metric_lines() < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  cluster->kill_node(1);
+  for (int i = 0; i < 400 && metric_lines() < 15; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(cluster->start_node(1).ok());
+  auto status = cluster->wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(*status, 0) << "see " << dir_;
+  // After it rejoined, rounds have all five votes again.
+  std::ifstream in(dir_ / "metrics.jsonl");
+  std::string last;
+  for (std::string line; std::getline(in, line);) last = line;
+  EXPECT_NE(last.find("\"votes\":5"), std::string::npos) << last;
+}
+
+// The server is killed and started again with the same command: it resumes from its checkpoint
+// and the run ends at the same place as an undisturbed one.
+TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
+  auto cluster = prepare(small_cluster(60));
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  ASSERT_TRUE(cluster->start_all_nodes().ok());
+  for (int i = 0; i < 800 && metric_lines() < 25; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  cluster->kill_server();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  auto status = cluster->wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(*status, 0) << "see " << dir_;
+  EXPECT_EQ(final_state().second, 60u);
+  std::ifstream log(dir_ / "server.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("(from round 20)"), std::string::npos) << text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
+}
+
+}  // namespace
+}  // namespace ballot::runtime
