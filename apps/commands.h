@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/cluster_config.h"
 
@@ -23,6 +24,19 @@ int run_server_command(const std::string& cluster_file);
 int run_node_command(const std::string& cluster_file, std::optional<std::size_t> index);
 // One role chosen from the launcher's environment (rank 0 = server, rank k = node k − 1).
 int run_launch_command(const std::string& cluster_file);
+
+struct CodeCommand {
+  std::string spec = "deterministic:b=1";  // coding/allocation_matrix.h spec
+  std::size_t nodes = 7;
+  std::vector<std::size_t> byzantine_counts;  // Monte Carlo rows; empty = 0..(n-1)/2
+  double q = 0.9;                  // probability that a partition's sign is right
+  std::string attack = "reverse";  // reverse | directional | random | opposite
+  bool abstain_ties = false;       // the reference script's tie arithmetic
+  std::uint64_t trials = 1 << 16;
+  std::uint64_t seed = 1;
+  std::optional<std::size_t> search_b;  // instead: minimum-redundancy search for (n, b)
+};
+int run_code(const CodeCommand& command);
 
 int run_keys_init(const std::string& dir);
 int run_keys_issue(const std::string& dir, std::uint32_t node, const std::string& role);

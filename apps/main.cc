@@ -87,6 +87,20 @@ int main(int argc, char** argv) {
       "launch", "Run the role given by the launcher's rank (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)");
   launch_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
 
+  CodeCommand code;
+  auto* code_cmd = app.add_subcommand(
+      "code", "Report on an election code: matrix, redundancy, certified tolerance, Monte Carlo errors");
+  code_cmd->add_option("spec", code.spec, "identity | bernoulli:r=2 | deterministic:b=B | paper5 | file:path=P")
+      ->capture_default_str();
+  code_cmd->add_option("-n,--nodes", code.nodes, "Number of nodes n")->capture_default_str();
+  code_cmd->add_option("-b,--byzantine", code.byzantine_counts, "Rows b of the Monte Carlo table");
+  code_cmd->add_option("--q", code.q, "Probability that a partition's sign is correct")->capture_default_str();
+  code_cmd->add_option("--attack", code.attack, "reverse | directional | random | opposite")->capture_default_str();
+  code_cmd->add_flag("--abstain-ties", code.abstain_ties, "Ties abstain (the reference script's arithmetic)");
+  code_cmd->add_option("--trials", code.trials, "Monte Carlo trials per cell")->capture_default_str();
+  code_cmd->add_option("--seed", code.seed, "Seed")->capture_default_str();
+  code_cmd->add_option("--search", code.search_b, "Instead: the minimum-redundancy code tolerating this b (n <= 9)");
+
   auto* keys = app.add_subcommand("keys", "Manage the cluster PKI");
   keys->require_subcommand(1);
   std::string keys_dir = "keys";
@@ -113,6 +127,7 @@ int main(int argc, char** argv) {
   if (server_cmd->parsed()) return run_server_command(cluster_file);
   if (node_cmd->parsed()) return run_node_command(cluster_file, node_index);
   if (launch_cmd->parsed()) return run_launch_command(cluster_file);
+  if (code_cmd->parsed()) return run_code(code);
   if (keys_init->parsed()) return run_keys_init(keys_dir);
   if (keys_issue->parsed()) return run_keys_issue(keys_dir, issue_id, issue_role);
   if (keys_show->parsed()) return run_keys_show(show_path);
