@@ -53,7 +53,9 @@ Result<PreAggregation> NearestNeighborMixing::apply(const InputMatrix& inputs) {
   if (u == 0) return out;
 
   // One mixing product per column block: the usable rows are gathered into a block (L2-sized),
-  // multiplied by the mixing matrix, and scattered to their rows.
+  // multiplied by the mixing matrix, and scattered to their rows. With few rows the product is a
+  // handful of axpys per output row from L1 (Eigen's kernel would be mostly padding, as for the
+  // Gram matrix).
   const auto& kern = detail::isa_kernels();
   constexpr std::size_t kBlock = 1024;
   const std::size_t blocks = (d + kBlock - 1) / kBlock;
@@ -63,6 +65,15 @@ Result<PreAggregation> NearestNeighborMixing::apply(const InputMatrix& inputs) {
       const std::size_t begin = b * kBlock, width = std::min(kBlock, d - begin);
       for (std::size_t a = 0; a < u; ++a)
         std::memcpy(in.data() + a * width, inputs.row(usable[a]) + begin, width * sizeof(float));
+      if (u <= 32) {
+        for (std::size_t a = 0; a < u; ++a) {
+          float* dst = out.output.values.data() + usable[a] * d + begin;
+          std::fill(dst, dst + width, 0.0f);
+          for (std::size_t c = 0; c < u; ++c)
+            if (mixing[a * u + c] != 0.0f) kern.axpy(mixing[a * u + c], in.data() + c * width, dst, width);
+        }
+        continue;
+      }
       kern.mix(mixing.data(), u, in.data(), u, width, width, mixed.data(), width);
       for (std::size_t a = 0; a < u; ++a)
         std::memcpy(out.output.values.data() + usable[a] * d + begin, mixed.data() + a * width,
@@ -97,14 +108,15 @@ Result<PreAggregation> Bucketing::apply(const InputMatrix& inputs) {
   PreAggregation out;
   out.output.n = buckets;
   out.output.d = d;
-  out.output.values.assign(buckets * d, 0.0f);
+  out.output.values.resize(buckets * d);
   const auto& kern = detail::isa_kernels();
   detail::parallel_for(buckets, options_.threads, [&](std::size_t b0, std::size_t b1) {
     for (std::size_t b = b0; b < b1; ++b) {
       const std::size_t first = b * s, last = std::min(n, first + s);
       const float scale = 1.0f / static_cast<float>(last - first);
       float* dst = out.output.values.data() + b * d;
-      for (std::size_t k = first; k < last; ++k) kern.axpy(scale, inputs.row(perm[k]), dst, d);
+      kern.scale_copy(scale, inputs.row(perm[first]), dst, d);
+      for (std::size_t k = first + 1; k < last; ++k) kern.axpy(scale, inputs.row(perm[k]), dst, d);
     }
   });
   // A non-finite input makes its bucket non-finite; name the inputs behind such buckets.
@@ -137,7 +149,7 @@ Result<PreAggregation> NormClipping::apply(const InputMatrix& inputs) {
   PreAggregation out;
   out.output.n = n;
   out.output.d = d;
-  out.output.values.assign(n * d, 0.0f);
+  out.output.values.resize(n * d);
   std::vector<std::uint8_t> bad(n, 0);
   detail::parallel_for(n, options_.threads, [&](std::size_t i0, std::size_t i1) {
     for (std::size_t i = i0; i < i1; ++i) {
@@ -149,7 +161,7 @@ Result<PreAggregation> NormClipping::apply(const InputMatrix& inputs) {
         continue;
       }
       const double scale = norm > options_.tau ? options_.tau / norm : 1.0;
-      kern.axpy(static_cast<float>(scale), inputs.row(i), dst, d);
+      kern.scale_copy(static_cast<float>(scale), inputs.row(i), dst, d);
     }
   });
   for (std::size_t i = 0; i < n; ++i)

@@ -29,6 +29,8 @@ struct IsaKernels {
   double (*squared_norm)(const float* x, std::size_t len);
   // Σ x·y in double.
   double (*dot)(const float* x, const float* y, std::size_t len);
+  // out[j] = a · x[j].
+  void (*scale_copy)(float a, const float* x, float* out, std::size_t len);
   // acc[j] += a · x[j].
   void (*axpy)(float a, const float* x, float* acc, std::size_t len);
   // g (n×n, column-major) = A·Aᵀ where A is n×k, row-major with row stride `stride` floats.
