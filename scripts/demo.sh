@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Sets everything up, builds (release) and runs the main job.
-# Until the training runtime lands (issue 7) the main job is the kernel benchmark: the sign
-# packing and bit-sliced majority vote that every training round runs, measured against the
-# machine's memory bandwidth and the reference implementation.
+# Sets everything up, builds (release) and runs the main job: `ballot train` on its embedded
+# defaults — a local cluster of one server and 7 node processes on loopback, talking mutual TLS
+# 1.3 with Ed25519-signed messages, training an MLP on Fashion-MNIST with signSGD/Signum majority
+# votes through a deterministic election code that certifiably tolerates one Byzantine node.
+# Extra arguments go to `ballot train` (see `ballot train --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh release
 build/release/apps/ballot info
-exec build/release/bench/kernels_bench "$@"
+exec build/release/apps/ballot train "$@"
