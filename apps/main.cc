@@ -38,6 +38,8 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
   command.add_option("--rounds", t.rounds, "Training rounds")->capture_default_str();
   command.add_option("--seed", t.seed, "Seed of everything random in the run")->capture_default_str();
   command.add_option("--data", t.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]")->capture_default_str();
+  command.add_option("--attack", t.attack, "Sign attack of the Byzantine nodes: none | reverse | random | directional:sign=±1")->capture_default_str();
+  command.add_option("--attackers", t.attackers, "Number of Byzantine nodes, drawn from the seed")->capture_default_str();
   command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")->capture_default_str();
   command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")->capture_default_str();
   command.add_option("--checkpoint-every", config.checkpoint_every, "Rounds between server checkpoints")->capture_default_str();
@@ -56,7 +58,11 @@ int main(int argc, char** argv) {
 
   // `train --config FILE`: the file's values become the defaults that the flags then override,
   // so it is read before the command line is parsed.
+  // The demo runs under attack: one Byzantine node (within the code's certified tolerance b = 1)
+  // sends the reversed vote every round. `--attackers 0` trains without an adversary.
   TrainCommand train;
+  train.config.training.attack = "reverse";
+  train.config.training.attackers = 1;
   std::string config_file;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--config") config_file = argv[i + 1];

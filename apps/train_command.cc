@@ -8,6 +8,7 @@
 
 #include "apps/commands.h"
 #include "apps/launcher_env.h"
+#include "attacks/sign_attacks.h"
 #include "runtime/cluster.h"
 #include "runtime/simulator.h"
 
@@ -81,6 +82,15 @@ int run_train(TrainCommand command) {
               config.training.nodes, config.training.byzantine, config.training.code.c_str(),
               config.training.model.c_str(), config.training.update.c_str(), config.training.lr.c_str(),
               static_cast<unsigned long long>(config.training.rounds), config.training.data.c_str());
+  if (config.training.attackers > 0 && config.training.attack != "none") {
+    auto data_free = runtime::TrainingOptions(config.training);
+    auto chosen = attacks::choose_byzantine(data_free.nodes, data_free.attackers, data_free.seed);
+    if (!chosen.ok()) return fail(chosen.error());
+    std::string who;
+    for (auto i : *chosen) who += (who.empty() ? "" : ", ") + std::to_string(i);
+    std::printf("adversary: node%s %s send%s the '%s' attack every round\n", chosen->size() > 1 ? "s" : "",
+                who.c_str(), chosen->size() > 1 ? "" : "s", config.training.attack.c_str());
+  }
   if (command.simulate) {
     auto data = runtime::load_training_data(config.training);
     if (!data.ok()) return fail(data.error());

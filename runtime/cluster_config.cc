@@ -65,7 +65,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     if (!training->is_object()) return config_error("'training' must be an object");
     BALLOT_TRY(check_keys(*training, {"nodes", "byzantine", "code", "placement", "model", "update",
                                       "worker_momentum", "lr", "partition_size", "rounds", "seed", "job",
-                                      "data", "eval_every", "eval_examples"},
+                                      "data", "eval_every", "eval_examples", "attack", "attackers"},
                           "'training'"));
     auto& t = config.training;
     BALLOT_TRY(read(*training, "nodes", t.nodes));
@@ -91,6 +91,8 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     BALLOT_TRY(read(*training, "data", t.data));
     BALLOT_TRY(read(*training, "eval_every", t.eval_every));
     BALLOT_TRY(read(*training, "eval_examples", t.eval_examples));
+    BALLOT_TRY(read(*training, "attack", t.attack));
+    BALLOT_TRY(read(*training, "attackers", t.attackers));
   }
   if (config.server_port == 0) return config_error("server port must be set");
   BALLOT_TRY(config.training.validate());
@@ -125,7 +127,8 @@ std::string to_json(const ClusterConfig& config) {
         {"placement", t.placement == Placement::kReplicated ? "replicated" : "exchange"},
         {"model", t.model}, {"update", t.update}, {"worker_momentum", t.worker_momentum}, {"lr", t.lr},
         {"partition_size", t.partition_size}, {"rounds", t.rounds}, {"seed", t.seed}, {"job", t.job},
-        {"data", t.data}, {"eval_every", t.eval_every}, {"eval_examples", t.eval_examples}}},
+        {"data", t.data}, {"eval_every", t.eval_every}, {"eval_examples", t.eval_examples},
+        {"attack", t.attack}, {"attackers", t.attackers}}},
   };
   return root.dump(2) + "\n";
 }

@@ -194,6 +194,8 @@ Result<NodeSummary> Node::run() {
   NodeWorker worker(setup_, index_);
   const std::size_t dimension = replica.dimension();
   NodeSummary summary;
+  const bool byzantine =
+      std::binary_search(setup_.byzantine.begin(), setup_.byzantine.end(), index_);
   std::uint64_t round = 0;  // the next round this node's replica will apply
   std::uint64_t send_failures = 0;
   bool started = false;
@@ -244,6 +246,7 @@ Result<NodeSummary> Node::run() {
           vote.round = round;
           vote.model_digest = start->model_digest;
           vote.loss = worker.vote(replica, round, vote_signs);
+          if (byzantine) attacks::corrupt_vote(setup_.attack, setup_.options.seed, round, index_, vote_signs);
           vote.signs = vote_signs;
           last_vote = encode(vote);
           last_vote_round = round;

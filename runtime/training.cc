@@ -50,6 +50,8 @@ Status TrainingOptions::validate() const {
   BALLOT_TRY(Spec::parse(model));
   BALLOT_TRY(LrSchedule::parse(lr));
   BALLOT_TRY(Spec::parse(data));
+  BALLOT_TRY(attacks::SignAttack::parse(attack));
+  if (attackers > nodes) return bad_option("more attackers than nodes");
   return {};
 }
 
@@ -91,7 +93,13 @@ Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
   BALLOT_ASSIGN_OR_RETURN(auto code, coding::make_allocation_matrix(spec, options.nodes, options.seed));
   BALLOT_ASSIGN_OR_RETURN(auto schedule, LrSchedule::parse(options.lr));
   PartitionSampler sampler(PartitionOptions{options.seed, options.partition_size}, data->train.size());
-  return TrainingSetup{options, std::move(data), std::move(code), std::move(sampler), std::move(schedule)};
+  BALLOT_ASSIGN_OR_RETURN(auto attack, attacks::SignAttack::parse(options.attack));
+  std::vector<std::size_t> byzantine;
+  if (attack.kind != attacks::SignAttackKind::kNone) {
+    BALLOT_ASSIGN_OR_RETURN(byzantine, attacks::choose_byzantine(options.nodes, options.attackers, options.seed));
+  }
+  return TrainingSetup{options, std::move(data), std::move(code), std::move(sampler), std::move(schedule),
+                       attack, std::move(byzantine)};
 }
 
 Result<Replica> Replica::create(const TrainingSetup& setup) {

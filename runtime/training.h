@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "attacks/sign_attacks.h"
 #include "coding/allocation_matrix.h"
 #include "core/bit_vector.h"
 #include "core/dataset.h"
@@ -54,6 +55,10 @@ struct TrainingOptions {
   std::uint64_t seed = 1;
   std::uint64_t job = 1;                   // job id, bound into every signed envelope
   std::string data = "fashion-mnist";      // "fashion-mnist[:dir=…]" or "synthetic[:…]"
+  // The adversary (attacks/sign_attacks.h): `attackers` nodes drawn uniformly once from the seed
+  // replace their vote according to `attack` ("none", "reverse", "random", "directional:sign=±1").
+  std::string attack = "none";
+  std::size_t attackers = 0;
   std::uint64_t eval_every = 100;          // rounds between test-set evaluations (0 = end only)
   std::size_t eval_examples = 10000;       // test examples per evaluation (the first ones)
 
@@ -70,6 +75,8 @@ struct TrainingSetup {
   coding::AllocationMatrix code;
   PartitionSampler sampler;
   LrSchedule schedule;
+  attacks::SignAttack attack;
+  std::vector<std::size_t> byzantine;  // node indices that attack, ascending
 };
 
 Result<TrainingSetup> make_training_setup(const TrainingOptions& options,

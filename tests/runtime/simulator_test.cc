@@ -62,5 +62,34 @@ TEST(Simulator, SameSeedSameModel) {
   EXPECT_NE(first->server.model_digest, third->server.model_digest);
 }
 
+// The deterministic code certifiably tolerates b = 1: with one node sending the reversed vote,
+// every round's decision equals the attack-free one, so the final model is bit-identical to the
+// model trained without an adversary. Without coding (G = I) the same attacker changes the model.
+TEST(Simulator, CertifiedCodeMakesOneReverseAttackerInvisible) {
+  auto options = small_run();
+  options.rounds = 20;
+  auto clean = setup_for(options);
+  options.attack = "reverse";
+  options.attackers = 1;
+  auto attacked = setup_for(options);
+  ASSERT_TRUE(clean.ok() && attacked.ok());
+  ASSERT_EQ(attacked->byzantine.size(), 1u);
+  auto clean_run = simulate(*clean), attacked_run = simulate(*attacked);
+  ASSERT_TRUE(clean_run.ok() && attacked_run.ok());
+  EXPECT_EQ(clean_run->server.model_digest, attacked_run->server.model_digest);
+
+  options.code = "identity";
+  options.attack = "none";
+  options.attackers = 0;
+  auto plain = setup_for(options);
+  options.attack = "reverse";
+  options.attackers = 1;
+  auto plain_attacked = setup_for(options);
+  ASSERT_TRUE(plain.ok() && plain_attacked.ok());
+  auto plain_run = simulate(*plain), plain_attacked_run = simulate(*plain_attacked);
+  ASSERT_TRUE(plain_run.ok() && plain_attacked_run.ok());
+  EXPECT_NE(plain_run->server.model_digest, plain_attacked_run->server.model_digest);
+}
+
 }  // namespace
 }  // namespace ballot::runtime
