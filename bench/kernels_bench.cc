@@ -78,9 +78,10 @@ void BM_ReadBandwidth(benchmark::State& state) {
   set_rates(state, kProbeBytes);
 }
 
-std::vector<float> random_floats(std::size_t count) {
+// Cache-line aligned like the probe's buffer (and every BitVector), so both read whole lines.
+AlignedVector<float> random_floats(std::size_t count) {
   ballot::Rng rng(1);
-  std::vector<float> values(count);
+  AlignedVector<float> values(count);
   for (auto& v : values) v = rng.uniform_float() - 0.5f;
   return values;
 }
