@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/read_probe.h"
 #include "core/aligned_allocator.h"
 #include "core/rng.h"
 #include "kernels/isa.h"
@@ -26,44 +27,11 @@ using ballot::AlignedVector;
 using ballot::BitVector;
 using ballot::kernels::Isa;
 
-// 1 GiB: several times the largest last-level cache we run on (300 MiB reported on this VM).
-constexpr std::size_t kProbeBytes = std::size_t{1} << 30;
-// 64 MiB: the working set of a vote of n = 15 at d = 2^26 is 120 MiB, of a pack at d = 2^24 64 MiB:
-// on a machine with a large last-level cache those run from the cache, so report that limit too.
-constexpr std::size_t kCachedProbeBytes = std::size_t{64} << 20;
-double g_read_bandwidth = 0;  // bytes per second from memory, measured before the benchmarks run
-double g_cached_read_bandwidth = 0;  // the same over kCachedProbeBytes
-
-// Sums 64-bit words; compiled for the best vector unit available so that it is limited by
-// memory, not by instruction throughput.
-__attribute__((target_clones("avx512f", "avx2", "default"))) std::uint64_t sum_words(
-    const std::uint64_t* words, std::size_t count) {
-  std::uint64_t total = 0;
-  for (std::size_t i = 0; i < count; ++i) total += words[i];
-  return total;
-}
-
-const AlignedVector<std::uint64_t>& probe_buffer() {
-  static const AlignedVector<std::uint64_t> buffer = [] {
-    AlignedVector<std::uint64_t> words(kProbeBytes / 8);
-    for (std::size_t i = 0; i < words.size(); ++i) words[i] = i;
-    return words;
-  }();
-  return buffer;
-}
-
-// Best of several passes over the first `bytes` of the probe buffer.
-double measure_read_bandwidth(std::size_t bytes, int passes) {
-  const auto& buffer = probe_buffer();
-  double best = 0;
-  for (int pass = 0; pass < passes; ++pass) {
-    const auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(sum_words(buffer.data(), bytes / 8));
-    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-    best = std::max(best, bytes / seconds.count());
-  }
-  return best;
-}
+using ballot::bench::kCacheProbeBytes;
+using ballot::bench::kDramProbeBytes;
+double g_read_bandwidth = 0;         // bytes per second from memory, measured before the benchmarks run
+double g_cached_read_bandwidth = 0;  // the same over 64 MiB: the vote of n = 15 at d = 2^26 (120 MiB)
+                                     // and the pack at d = 2^24 (64 MiB) can run from a large L3
 
 void set_rates(benchmark::State& state, double bytes_per_iteration) {
   const double bytes = bytes_per_iteration * static_cast<double>(state.iterations());
@@ -73,9 +41,8 @@ void set_rates(benchmark::State& state, double bytes_per_iteration) {
 }
 
 void BM_ReadBandwidth(benchmark::State& state) {
-  const auto& buffer = probe_buffer();
-  for (auto _ : state) benchmark::DoNotOptimize(sum_words(buffer.data(), buffer.size()));
-  set_rates(state, kProbeBytes);
+  for (auto _ : state) benchmark::DoNotOptimize(ballot::bench::read_bandwidth(kDramProbeBytes, 1));
+  set_rates(state, kDramProbeBytes);
 }
 
 // Cache-line aligned like the probe's buffer (and every BitVector), so both read whole lines.
@@ -230,8 +197,8 @@ void print_summary(const SummaryReporter& report) {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  g_read_bandwidth = measure_read_bandwidth(kProbeBytes, 5);
-  g_cached_read_bandwidth = measure_read_bandwidth(kCachedProbeBytes, 40);
+  g_read_bandwidth = ballot::bench::read_bandwidth(kDramProbeBytes, 5);
+  g_cached_read_bandwidth = ballot::bench::read_bandwidth(kCacheProbeBytes, 40);
   register_benchmarks();
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

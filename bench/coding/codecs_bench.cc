@@ -7,6 +7,8 @@
 // A summary with the targets of issue 4 is printed at the end. Single-threaded throughout.
 #include <benchmark/benchmark.h>
 
+#include "bench/read_probe.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -26,33 +28,9 @@ using ballot::AlignedVector;
 using ballot::GradientLayout;
 using ballot::Rng;
 
-constexpr std::size_t kProbeBytes = std::size_t{1} << 30;
-constexpr std::size_t kCachedProbeBytes = std::size_t{64} << 20;
 constexpr std::size_t kD = std::size_t{1} << 24;
-double g_read_bandwidth = 0;         // bytes per second over 1 GiB
+double g_read_bandwidth = 0;         // bytes per second over 1 GiB (bench/read_probe.h)
 double g_cached_read_bandwidth = 0;  // bytes per second over 64 MiB
-
-// The same probe as bench/kernels_bench.cc: sum 64-bit words, vectorised for the best unit, so
-// that it is limited by memory rather than by instructions.
-__attribute__((target_clones("avx512f", "avx2", "default"))) std::uint64_t sum_words(
-    const std::uint64_t* words, std::size_t count) {
-  std::uint64_t total = 0;
-  for (std::size_t i = 0; i < count; ++i) total += words[i];
-  return total;
-}
-
-double measure_read_bandwidth(std::size_t bytes, int passes) {
-  AlignedVector<std::uint64_t> words(bytes / 8);
-  for (std::size_t i = 0; i < words.size(); ++i) words[i] = i;
-  double best = 0;
-  for (int pass = 0; pass < passes; ++pass) {
-    const auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(sum_words(words.data(), words.size()));
-    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-    best = std::max(best, static_cast<double>(bytes) / seconds.count());
-  }
-  return best;
-}
 
 const std::vector<float>& gradient() {
   static const std::vector<float> g = [] {
@@ -195,8 +173,8 @@ void print_summary(const SummaryReporter& report) {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  g_read_bandwidth = measure_read_bandwidth(kProbeBytes, 5);
-  g_cached_read_bandwidth = measure_read_bandwidth(kCachedProbeBytes, 40);
+  g_read_bandwidth = ballot::bench::read_bandwidth(ballot::bench::kDramProbeBytes, 5);
+  g_cached_read_bandwidth = ballot::bench::read_bandwidth(ballot::bench::kCacheProbeBytes, 40);
   (void)gradient();
   for (const auto& c : cases()) {
     benchmark::RegisterBenchmark(("encode/" + c.spec).c_str(), BM_Encode, c)

@@ -8,6 +8,8 @@
 // Results: bench/coding/ELECTION_RESULTS.md.
 #include <benchmark/benchmark.h>
 
+#include "bench/read_probe.h"
+
 #include <algorithm>
 #include <bit>
 #include <ctime>
@@ -26,36 +28,7 @@ namespace {
 
 using namespace ballot::coding;
 
-constexpr std::size_t kProbeBytes = std::size_t{1} << 30;
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) std::uint64_t sum_words(
-    const std::uint64_t* words, std::size_t count) {
-  std::uint64_t total = 0;
-  for (std::size_t i = 0; i < count; ++i) total += words[i];
-  return total;
-}
-
-double g_read_bandwidth = 0;
-
-double thread_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double measure_read_bandwidth() {
-  ballot::AlignedVector<std::uint64_t> words(kProbeBytes / 8);
-  for (std::size_t i = 0; i < words.size(); ++i) words[i] = i;
-  double best = 0;
-  for (int pass = 0; pass < 3; ++pass) {
-    // Thread CPU time, like the benchmarks' own rates: the machine is shared and wall time would
-    // charge other processes' time to this probe.
-    const double start = thread_seconds();
-    benchmark::DoNotOptimize(sum_words(words.data(), words.size()));
-    best = std::max(best, kProbeBytes / (thread_seconds() - start));
-  }
-  return best;
-}
+double g_read_bandwidth = 0;  // thread-CPU-time read bandwidth (bench/read_probe.h)
 
 // The general construction for n with b = (n−1)/4: a mix of singleton, complement and full rows.
 AllocationMatrix code_for(std::size_t n) { return AllocationMatrix::deterministic(n, (n - 1) / 4).value(); }
@@ -178,7 +151,7 @@ BENCHMARK(BM_ElectReplicated)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 }  // namespace
 
 int main(int argc, char** argv) {
-  g_read_bandwidth = measure_read_bandwidth();
+  g_read_bandwidth = ballot::bench::read_bandwidth(ballot::bench::kDramProbeBytes, 3, /*cpu_time=*/true);
   std::printf("read bandwidth (one core, 1 GiB probe): %.2f GB/s\n", g_read_bandwidth / 1e9);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

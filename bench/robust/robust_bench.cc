@@ -8,6 +8,8 @@
 // Single-threaded throughout. Runs in about 3–4 minutes.
 #include <benchmark/benchmark.h>
 
+#include "bench/read_probe.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -28,7 +30,7 @@ namespace {
 using ballot::AlignedVector;
 using ballot::robust::InputMatrix;
 
-constexpr std::size_t kProbeBytes = std::size_t{1} << 30;
+constexpr std::size_t kProbeBytes = ballot::bench::kDramProbeBytes;
 double g_read_bandwidth = 0;
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) float sum_floats(const float* x, std::size_t count) {
@@ -43,18 +45,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float sum_floats(co
   return total;
 }
 
-double measure_read_bandwidth() {
-  AlignedVector<float> buffer(kProbeBytes / sizeof(float));
-  for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<float>(i & 1023);
-  double best = 0;
-  for (int pass = 0; pass < 4; ++pass) {
-    const auto start = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(sum_floats(buffer.data(), buffer.size()));
-    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
-    best = std::max(best, kProbeBytes / seconds.count());
-  }
-  return best;
-}
 
 // One input matrix at a time (the largest is 400 MB), uniform in [-1, 1).
 const AlignedVector<float>& inputs_for(std::size_t n, std::size_t d) {
@@ -143,8 +133,7 @@ void configure(benchmark::internal::Benchmark* b, std::int64_t d) {
 
 void register_benchmarks() {
   benchmark::RegisterBenchmark("read_bandwidth_probe", [](benchmark::State& state) {
-    AlignedVector<float> buffer(kProbeBytes / sizeof(float), 1.0f);
-    for (auto _ : state) benchmark::DoNotOptimize(sum_floats(buffer.data(), buffer.size()));
+    for (auto _ : state) benchmark::DoNotOptimize(ballot::bench::read_bandwidth(kProbeBytes, 1));
     set_rates(state, kProbeBytes);
   })->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
   for (auto d : kDims) {
@@ -244,7 +233,7 @@ void print_summary(const SummaryReporter& report) {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  g_read_bandwidth = measure_read_bandwidth();
+  g_read_bandwidth = ballot::bench::read_bandwidth(kProbeBytes, 4);
   register_benchmarks();
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

@@ -8,6 +8,8 @@
 //       with the CPU seconds each process spent per GB moved.
 // Each process runs one I/O thread; the sending process also seals on its calling thread.
 #include <benchmark/benchmark.h>
+
+#include "bench/read_probe.h"
 #include <openssl/evp.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -35,7 +37,7 @@ using namespace ballot::transport;
 using namespace std::chrono_literals;
 
 constexpr std::size_t kSignVectorBytes = 11'200'000 / 8;  // 1.4 MB
-constexpr std::size_t kProbeBytes = std::size_t{1} << 30;
+constexpr std::size_t kProbeBytes = ballot::bench::kDramProbeBytes;
 constexpr int kFramesPerBatch = 32;
 constexpr std::uint64_t kJob = 1;
 
@@ -60,17 +62,8 @@ double cpu_seconds(int who) {
 
 // ---- (a) physical limits -------------------------------------------------------------------
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) std::uint64_t sum_words(const std::uint64_t* words,
-                                                                                     std::size_t count) {
-  std::uint64_t total = 0;
-  for (std::size_t i = 0; i < count; ++i) total += words[i];
-  return total;
-}
-
 void BM_ReadBandwidth(benchmark::State& state) {
-  std::vector<std::uint64_t> words(kProbeBytes / 8);
-  for (std::size_t i = 0; i < words.size(); ++i) words[i] = i;
-  for (auto _ : state) benchmark::DoNotOptimize(sum_words(words.data(), words.size()));
+  for (auto _ : state) benchmark::DoNotOptimize(ballot::bench::read_bandwidth(kProbeBytes, 1));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kProbeBytes));
 }
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
