@@ -1,0 +1,56 @@
+#include "runtime/cluster_config.h"
+
+#include <gtest/gtest.h>
+
+namespace ballot::runtime {
+namespace {
+
+TEST(ClusterConfig, ParsesAndRoundTrips) {
+  auto config = parse_cluster_config(R"({
+    "server": {"host": "10.0.0.1", "port": 29501},
+    "keys": "/etc/ballot/keys", "checkpoint_every": 20, "round_deadline_ms": 900,
+    "training": {"nodes": 9, "byzantine": 2, "code": "bernoulli:r=2", "rounds": 50,
+                 "attack": "random", "attackers": 2, "placement": "replicated"}
+  })");
+  ASSERT_TRUE(config.ok()) << config.error().to_string();
+  EXPECT_EQ(config->server_host, "10.0.0.1");
+  EXPECT_EQ(config->server_port, 29501);
+  EXPECT_EQ(config->training.nodes, 9u);
+  EXPECT_EQ(config->training.code, "bernoulli:r=2");
+  EXPECT_EQ(config->training.attackers, 2u);
+  EXPECT_EQ(config->checkpoint_every, 20u);
+  EXPECT_EQ(config->training.model, TrainingOptions{}.model);  // defaults fill the rest
+
+  auto again = parse_cluster_config(to_json(*config));
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(to_json(*again), to_json(*config));
+}
+
+TEST(ClusterConfig, ErrorsNameTheProblem) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"not json", "not valid JSON"},
+      {"[1, 2]", "must be an object"},
+      {R"({"sever": {}})", "unknown key 'sever'"},
+      {R"({"training": {"nodse": 3}})", "unknown key 'nodse'"},
+      {R"({"training": {"nodes": "seven"}})", "'nodes' has the wrong type"},
+      {R"({"training": {"nodes": 4, "byzantine": 2}})", "b < n/2"},
+      {R"({"training": {"placement": "diagonal"}})", "placement"},
+      {R"({"server": {"port": 0}})", "port"},
+      {R"({"training": {"attack": "meteor"}})", "unknown sign attack"},
+  };
+  for (const auto& [text, expected] : cases) {
+    auto config = parse_cluster_config(text);
+    ASSERT_FALSE(config.ok()) << text;
+    EXPECT_NE(config.error().message.find(expected), std::string::npos) << config.error().message;
+  }
+}
+
+TEST(ClusterConfig, MissingFileIsNamed) {
+  auto config = load_cluster_config("/nonexistent/cluster.json");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(config.error().message.find("/nonexistent/cluster.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ballot::runtime

@@ -1,0 +1,22 @@
+// Fuzz target: the round-protocol payloads a server and a node receive from peers.
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/messages.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::span<const std::uint8_t> bytes(data, size);
+  // Dimensions around word boundaries, as a model's parameter count would be.
+  for (std::size_t dimension : {0u, 1u, 64u, 65u, 130u}) {
+    if (auto vote = ballot::runtime::decode_vote(bytes, dimension); vote.ok()) {
+      if (vote->signs.size() != dimension || !vote->signs.padding_is_clear()) __builtin_trap();
+      if (ballot::runtime::encode(*vote).size() != size) __builtin_trap();
+    }
+    if (auto decision = ballot::runtime::decode_decision(bytes, dimension); decision.ok()) {
+      if (ballot::runtime::encode(*decision).size() != size) __builtin_trap();
+    }
+  }
+  (void)ballot::runtime::decode_round_start(bytes);
+  (void)ballot::runtime::decode_control(bytes);
+  return 0;
+}

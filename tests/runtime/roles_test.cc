@@ -1,0 +1,111 @@
+// The server and node roles over the in-memory transport, with a hand-driven peer playing a
+// faulty or hostile node.
+#include "runtime/roles.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "runtime/messages.h"
+#include "transport/memory_transport.h"
+
+namespace ballot::runtime {
+namespace {
+
+struct Harness {
+  TrainingSetup setup;
+  std::shared_ptr<transport::MemoryNetwork> network = transport::MemoryNetwork::create();
+  std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;
+
+  explicit Harness(std::uint64_t rounds) : setup(make(rounds)) {
+    transport::Registry registry;
+    std::vector<transport::LocalIdentity> identities;
+    for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
+      auto key = transport::SigningKey::generate().value();
+      const auto role = id == 0 ? transport::Role::kServer : transport::Role::kNode;
+      EXPECT_TRUE(registry.add(id, role, key.verify_key()).ok());
+      identities.push_back({id, role, key});
+    }
+    transport::TransportOptions options;
+    options.job = setup.options.job;
+    for (auto& identity : identities) endpoints.push_back(network->attach(identity, registry, options).value());
+  }
+
+  static TrainingSetup make(std::uint64_t rounds) {
+    TrainingOptions options;
+    options.nodes = 3;
+    options.byzantine = 1;
+    options.code = "identity";
+    options.model = "mlp:hidden=4";
+    options.data = "synthetic:examples=200,features=8,classes=2";
+    options.rounds = rounds;
+    options.eval_every = 0;
+    options.partition_size = 4;
+    auto data = load_training_data(options).value();
+    return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
+  }
+};
+
+// Node 2 never answers: after the deadline the server decides with the quorum n - b = 2.
+TEST(Roles, SilentNodeCostsOnlyTheDeadline) {
+  Harness h(3);
+  std::vector<std::thread> nodes;
+  for (std::size_t i = 0; i < 2; ++i) {
+    nodes.emplace_back([&, i] { EXPECT_TRUE(Node(h.setup, i, *h.endpoints[i + 1]).run().ok()); });
+  }
+  std::vector<RoundReport> reports;
+  ServerOptions options;
+  options.round_deadline = std::chrono::milliseconds(100);
+  options.on_round = [&](const RoundReport& r) { reports.push_back(r); };
+  auto summary = Server(h.setup, *h.endpoints[0], options).run();
+  for (auto& t : nodes) t.join();
+  ASSERT_TRUE(summary.ok()) << summary.error().to_string();
+  ASSERT_EQ(reports.size(), 3u);
+  for (const auto& r : reports) {
+    EXPECT_EQ(r.votes, 2u);
+    EXPECT_EQ(r.missing, std::vector<std::size_t>{2});
+  }
+}
+
+// Node 2 sends an undecodable vote, then a second, different vote in the same round (the
+// transport drops it as equivocation) and an unknown control message: each is counted and
+// dropped, and the run completes with the honest quorum.
+TEST(Roles, MalformedVotesAreCountedAndDropped) {
+  Harness h(2);
+  std::vector<std::thread> nodes;
+  for (std::size_t i = 0; i < 2; ++i) {
+    nodes.emplace_back([&, i] { EXPECT_TRUE(Node(h.setup, i, *h.endpoints[i + 1]).run().ok()); });
+  }
+  std::thread hostile([&] {
+    auto& self = *h.endpoints[3];
+    (void)self.send(kServerId, transport::MessageType::kVote, 0, {1, 2, 3});
+    (void)self.send(kServerId, transport::MessageType::kVote, 0, encode(Vote{0, 0, {}, BitVector(5)}));
+    (void)self.send(kServerId, transport::MessageType::kControl, 0, {9, 9});
+  });
+  std::uint64_t rejected = 0;
+  ServerOptions options;
+  options.round_deadline = std::chrono::milliseconds(200);
+  options.on_round = [&](const RoundReport& r) { rejected += r.rejected_messages; };
+  auto summary = Server(h.setup, *h.endpoints[0], options).run();
+  hostile.join();
+  for (auto& t : nodes) t.join();
+  ASSERT_TRUE(summary.ok()) << summary.error().to_string();
+  EXPECT_EQ(summary->rounds, 2u);
+  EXPECT_EQ(rejected, 2u);  // the undecodable vote and the control message
+  EXPECT_EQ(h.endpoints[0]->misbehaviour_counts(3)[static_cast<std::size_t>(transport::Misbehaviour::kEquivocation)], 1u);
+}
+
+// Without a quorum the server gives up with a timeout naming the round, instead of hanging.
+TEST(Roles, NoQuorumIsATimeoutError) {
+  Harness h(1);
+  ServerOptions options;
+  options.round_deadline = std::chrono::milliseconds(50);
+  options.quorum_timeout = std::chrono::milliseconds(200);
+  auto summary = Server(h.setup, *h.endpoints[0], options).run();
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.error().code, ErrorCode::kTimeout);
+  EXPECT_NE(summary.error().message.find("round 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ballot::runtime
