@@ -41,11 +41,16 @@ class Progress {
 
   void operator()(const runtime::RoundReport& report) {
     if (metrics_) metrics_ << runtime::metrics_json_line(report) << '\n' << std::flush;
-    const bool missing_changed = report.missing != last_missing_;
+    const bool missing_changed = report.missing != last_missing_ || report.quarantined != last_quarantined_;
     last_missing_ = report.missing;
+    last_quarantined_ = report.quarantined;
     if (!report.evaluated && !missing_changed && report.round % 25 != 0) return;
-    std::string missing = report.missing.empty() ? "-" : "";
-    for (auto node : report.missing) missing += (missing.empty() ? "" : ",") + std::to_string(node);
+    const auto list = [](const std::vector<std::size_t>& nodes) {
+      std::string text;
+      for (auto node : nodes) text += (text.empty() ? "" : ",") + std::to_string(node);
+      return text.empty() ? std::string("-") : text;
+    };
+    const std::string missing = list(report.missing);
     std::string accuracy = "      ";
     if (report.evaluated) {
       char text[16];
@@ -53,9 +58,9 @@ class Progress {
       accuracy = text;
     }
     const double ratio = report.bytes_per_vote ? static_cast<double>(report.fp32_bytes) / report.bytes_per_vote : 0;
-    std::printf("round %5llu/%llu  loss %.4f  test acc %s  votes %zu  missing %-8s  up %s/node (fp32 %s, %.1fx)  %.3f s/round\n",
+    std::printf("round %5llu/%llu  loss %.4f  test acc %s  votes %zu  missing %-6s  quarantined %-4s  up %s/node (fp32 %s, %.1fx)  %.3f s/round\n",
                 static_cast<unsigned long long>(report.round + 1), static_cast<unsigned long long>(rounds_),
-                report.mean_loss, accuracy.c_str(), report.votes, missing.c_str(),
+                report.mean_loss, accuracy.c_str(), report.votes, missing.c_str(), list(report.quarantined).c_str(),
                 human_bytes(static_cast<double>(report.bytes_per_vote)).c_str(),
                 human_bytes(static_cast<double>(report.fp32_bytes)).c_str(), ratio, report.seconds);
     std::fflush(stdout);
@@ -65,6 +70,7 @@ class Progress {
   std::uint64_t rounds_;
   std::ofstream metrics_;
   std::vector<std::size_t> last_missing_;
+  std::vector<std::size_t> last_quarantined_;
 };
 
 void print_summary(const runtime::TrainingSummary& summary) {

@@ -62,6 +62,8 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   auto tls = transport_options(config);
   tls.listen_host = config.server_host;
   tls.listen_port = config.server_port;
+  if (!options.quarantine) options.quarantine = std::make_shared<Quarantine>();
+  tls.transport.observer = options.quarantine;
   BALLOT_ASSIGN_OR_RETURN(auto endpoint, transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
   options.round_deadline = std::chrono::milliseconds(config.round_deadline_ms);
   options.checkpoint_path = config.checkpoint;
@@ -105,6 +107,7 @@ std::string metrics_json_line(const RoundReport& report) {
       {"fp32_bytes", report.fp32_bytes},
       {"rejected_messages", report.rejected_messages},
       {"send_failures", report.send_failures},
+      {"quarantined", report.quarantined},
   };
   if (report.evaluated) {
     line["test_accuracy"] = report.test.accuracy;

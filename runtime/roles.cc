@@ -107,6 +107,10 @@ Result<TrainingSummary> Server::run() {
         continue;
       }
       const std::size_t index = message->from - 1;
+      if (options_.quarantine && options_.quarantine->is_quarantined(message->from)) {
+        ++report.rejected_messages;
+        continue;
+      }
       if (message->type == MessageType::kControl) {
         auto control = decode_control(message->payload);
         if (!control.ok() || !std::holds_alternative<Join>(*control)) {
@@ -130,6 +134,7 @@ Result<TrainingSummary> Server::run() {
       auto vote = decode_vote(message->payload, dimension);
       if (!vote.ok() || vote->round != round) {
         ++report.rejected_messages;
+        if (options_.quarantine) options_.quarantine->report(message->from);
         continue;
       }
       if (vote->model_digest != start.model_digest) {
@@ -156,6 +161,11 @@ Result<TrainingSummary> Server::run() {
       }
     }
     report.votes = counted.size();
+    if (options_.quarantine) {
+      for (auto id : options_.quarantine->quarantined()) {
+        if (id != kServerId && id <= n) report.quarantined.push_back(id - 1);
+      }
+    }
     report.mean_loss = counted.empty() ? 0.0 : loss / static_cast<double>(counted.size());
     Decision decision{round, decide(counted, dimension)};
     BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kResult, round, encode(decision)), send_failures));

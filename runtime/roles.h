@@ -19,10 +19,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
+#include "runtime/quarantine.h"
 #include "runtime/training.h"
 #include "transport/transport.h"
 
@@ -46,6 +48,7 @@ struct RoundReport {
   std::uint64_t rejected_messages = 0;   // dropped this round (malformed, wrong round, wrong model)
   std::vector<std::size_t> out_of_sync;  // nodes whose vote was on another model (sent the state)
   std::uint64_t send_failures = 0;       // sends to unreachable nodes so far (skipped, not fatal)
+  std::vector<std::size_t> quarantined;  // node indices whose votes are no longer counted
 };
 
 struct TrainingSummary {
@@ -62,6 +65,8 @@ struct ServerOptions {
   std::filesystem::path checkpoint_path;            // empty: no checkpoints
   std::uint64_t checkpoint_every = 50;
   std::function<void(const RoundReport&)> on_round;  // called after every round
+  // Shared with the transport as its misbehaviour observer; null: no quarantine.
+  std::shared_ptr<Quarantine> quarantine;
 };
 
 class Server {

@@ -21,8 +21,11 @@ Result<SimulationResult> simulate(const TrainingSetup& setup, SimulationOptions 
   transport_options.job = setup.options.job;
   auto network = transport::MemoryNetwork::create();
   std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;
+  if (!options.server.quarantine) options.server.quarantine = std::make_shared<Quarantine>();
   for (auto& identity : identities) {
-    BALLOT_ASSIGN_OR_RETURN(auto endpoint, network->attach(identity, registry, transport_options));
+    auto endpoint_options = transport_options;
+    if (identity.node == 0) endpoint_options.observer = options.server.quarantine;
+    BALLOT_ASSIGN_OR_RETURN(auto endpoint, network->attach(identity, registry, endpoint_options));
     endpoints.push_back(std::move(endpoint));
   }
 

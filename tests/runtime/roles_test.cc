@@ -17,7 +17,8 @@ struct Harness {
   std::shared_ptr<transport::MemoryNetwork> network = transport::MemoryNetwork::create();
   std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;
 
-  explicit Harness(std::uint64_t rounds) : setup(make(rounds)) {
+  explicit Harness(std::uint64_t rounds, std::shared_ptr<transport::MisbehaviourObserver> server_observer = nullptr)
+      : setup(make(rounds)) {
     transport::Registry registry;
     std::vector<transport::LocalIdentity> identities;
     for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
@@ -28,7 +29,11 @@ struct Harness {
     }
     transport::TransportOptions options;
     options.job = setup.options.job;
-    for (auto& identity : identities) endpoints.push_back(network->attach(identity, registry, options).value());
+    for (auto& identity : identities) {
+      auto endpoint_options = options;
+      if (identity.node == 0) endpoint_options.observer = server_observer;
+      endpoints.push_back(network->attach(identity, registry, endpoint_options).value());
+    }
   }
 
   static TrainingSetup make(std::uint64_t rounds) {
@@ -93,6 +98,35 @@ TEST(Roles, MalformedVotesAreCountedAndDropped) {
   EXPECT_EQ(summary->rounds, 2u);
   EXPECT_EQ(rejected, 2u);  // the undecodable vote and the control message
   EXPECT_EQ(h.endpoints[0]->misbehaviour_counts(3)[static_cast<std::size_t>(transport::Misbehaviour::kEquivocation)], 1u);
+}
+
+// An equivocating node (two different votes in one round) is quarantined through the proof the
+// transport hands to the observer, and its later votes are no longer counted.
+TEST(Roles, EquivocatorIsQuarantined) {
+  auto quarantine = std::make_shared<Quarantine>();
+  Harness h(3, quarantine);
+  std::vector<std::thread> nodes;
+  for (std::size_t i = 0; i < 2; ++i) {
+    nodes.emplace_back([&, i] { EXPECT_TRUE(Node(h.setup, i, *h.endpoints[i + 1]).run().ok()); });
+  }
+  const std::size_t d = Replica::create(h.setup).value().dimension();
+  auto& hostile = *h.endpoints[3];
+  (void)hostile.send(kServerId, transport::MessageType::kVote, 0, encode(Vote{0, 0, {}, BitVector(d, true)}));
+  (void)hostile.send(kServerId, transport::MessageType::kVote, 0, encode(Vote{0, 0, {}, BitVector(d, false)}));
+  ASSERT_TRUE(quarantine->is_quarantined(3));
+  ASSERT_EQ(quarantine->proofs().size(), 1u);
+
+  ServerOptions options;
+  options.round_deadline = std::chrono::milliseconds(150);
+  options.quarantine = quarantine;
+  std::vector<RoundReport> reports;
+  options.on_round = [&](const RoundReport& r) { reports.push_back(r); };
+  auto summary = Server(h.setup, *h.endpoints[0], options).run();
+  for (auto& t : nodes) t.join();
+  ASSERT_TRUE(summary.ok()) << summary.error().to_string();
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_EQ(reports.front().quarantined, std::vector<std::size_t>{2});
+  EXPECT_EQ(reports.back().votes, 2u);
 }
 
 // Without a quorum the server gives up with a timeout naming the round, instead of hanging.
