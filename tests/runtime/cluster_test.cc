@@ -147,6 +147,21 @@ TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   std::ifstream log(dir_ / "server.log");
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("(from round 20)"), std::string::npos) << text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
+
+  // Final accuracy within 1 point of an undisturbed run of the same configuration.
+  auto data = load_training_data(cluster->config().training);
+  ASSERT_TRUE(data.ok());
+  auto setup = make_training_setup(cluster->config().training, std::make_shared<const TrainTestSplit>(std::move(*data)));
+  ASSERT_TRUE(setup.ok());
+  auto undisturbed = simulate(*setup);
+  ASSERT_TRUE(undisturbed.ok());
+  auto resumed = Replica::create(*setup);
+  ASSERT_TRUE(resumed.ok());
+  auto checkpoint = load_checkpoint(dir_ / "server.ckpt");
+  ASSERT_TRUE(checkpoint.ok());
+  ASSERT_TRUE(resumed->restore_from(*checkpoint).ok());
+  const double accuracy = resumed->evaluate(setup->data->test, setup->data->test.size()).accuracy;
+  EXPECT_NEAR(accuracy, undisturbed->server.test.accuracy, 0.01);
 }
 
 }  // namespace
