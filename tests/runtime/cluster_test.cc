@@ -133,7 +133,7 @@ TEST_F(ProcessCluster, RestartedNodeRejoins) {
 // The server is killed and started again with the same command: it resumes from its checkpoint
 // and the run ends at the same place as an undisturbed one.
 TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
-  auto cluster = prepare(small_cluster(60));
+  auto cluster = prepare(small_cluster(200));
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
   ASSERT_TRUE(cluster->start_server(false).ok());
   ASSERT_TRUE(cluster->start_all_nodes().ok());
@@ -143,10 +143,16 @@ TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   auto status = cluster->wait();
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(*status, 0) << "see " << dir_;
-  EXPECT_EQ(final_state().second, 60u);
+  EXPECT_EQ(final_state().second, 200u);
+  // The restarted server resumed from one of its checkpoints (every 10 rounds), not from scratch.
   std::ifstream log(dir_ / "server.log");
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("(from round 20)"), std::string::npos) << text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
+  const auto at = text.find("(from round ");
+  ASSERT_NE(at, std::string::npos) << text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
+  const int resumed_from = std::stoi(text.substr(at + 12));
+  EXPECT_GT(resumed_from, 0);
+  EXPECT_LT(resumed_from, 200);
+  EXPECT_EQ(resumed_from % 10, 0);
 
   // Final accuracy within 1 point of an undisturbed run of the same configuration.
   auto data = load_training_data(cluster->config().training);
