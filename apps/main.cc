@@ -40,6 +40,8 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
   command.add_option("--data", t.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]")->capture_default_str();
   command.add_option("--attack", t.attack, "Sign attack of the Byzantine nodes: none | reverse | random | directional:sign=±1")->capture_default_str();
   command.add_option("--attackers", t.attackers, "Number of Byzantine nodes, drawn from the seed")->capture_default_str();
+  command.add_option("--rule", t.rule, "vote (1-bit election path) | a robust rule: mean | median | krum:f=1 | 'nnm:f=1 > krum:f=1' …")->capture_default_str();
+  command.add_option("--codec", t.codec, "Gradient codec when --rule is not vote: fp32 | qsgd:s=16 | topk:ratio=0.01,ef=1 …")->capture_default_str();
   command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")->capture_default_str();
   command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")->capture_default_str();
   command.add_option("--checkpoint-every", config.checkpoint_every, "Rounds between server checkpoints")->capture_default_str();
@@ -126,6 +128,12 @@ int main(int argc, char** argv) {
 
   if (info->parsed()) return run_info();
   if (train_cmd->parsed()) {
+    // The demo's default attacker is a sign attack; the gradient path runs without one unless
+    // asked (gradient-domain attacks are issue 8).
+    if (train.config.training.rule != "vote" && train_cmd->count("--attack") == 0 &&
+        train_cmd->count("--attackers") == 0) {
+      train.config.training.attackers = 0;
+    }
     std::error_code ec;
     train.program = std::filesystem::canonical("/proc/self/exe", ec).string();
     return run_train(train);

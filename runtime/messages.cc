@@ -74,6 +74,12 @@ class Reader {
     for (auto& word : raw) BALLOT_TRY(get(word, "signs"));
     return BitVector::from_words(dimension, raw);
   }
+  Result<std::span<const std::uint8_t>> get_raw(std::size_t count, const char* field) {
+    if (bytes_.size() - offset_ < count) return truncated(field);
+    const auto out = bytes_.subspan(offset_, count);
+    offset_ += count;
+    return out;
+  }
   Status finish() const {
     if (offset_ != bytes_.size()) {
       return make_error(ErrorCode::kMalformed, std::string(what_) + ": " + std::to_string(bytes_.size() - offset_) +
@@ -103,6 +109,27 @@ std::vector<std::uint8_t> encode(const Vote& message) {
 
 std::vector<std::uint8_t> encode(const Decision& message) {
   return Writer().put(message.round).put_signs(message.signs).take();
+}
+
+std::vector<std::uint8_t> encode(const EncodedVote& message) {
+  return Writer()
+      .put(message.round)
+      .put_f64(message.loss)
+      .put_bytes(message.model_digest)
+      .put<std::uint64_t>(message.bytes.size())
+      .put_bytes(message.bytes)
+      .take();
+}
+
+std::vector<std::uint8_t> encode(const FloatDecision& message) {
+  Writer writer;
+  writer.put(message.round).put<std::uint64_t>(message.direction.size());
+  for (float value : message.direction) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    writer.put(bits);
+  }
+  return writer.take();
 }
 
 std::vector<std::uint8_t> encode(const Join& message) {
@@ -139,6 +166,41 @@ Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_
   Decision message;
   BALLOT_TRY(reader.get(message.round, "round"));
   BALLOT_ASSIGN_OR_RETURN(message.signs, reader.get_signs(dimension));
+  BALLOT_TRY(reader.finish());
+  return message;
+}
+
+Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std::size_t max_bytes) {
+  Reader reader(bytes, "vote");
+  EncodedVote message;
+  BALLOT_TRY(reader.get(message.round, "round"));
+  BALLOT_TRY(reader.get_f64(message.loss, "loss"));
+  BALLOT_TRY(reader.get_digest(message.model_digest));
+  std::uint64_t length = 0;
+  BALLOT_TRY(reader.get(length, "length"));
+  if (length > max_bytes) {
+    return make_error(ErrorCode::kLimitExceeded, "vote: " + std::to_string(length) +
+                                                     " codec bytes, at most " + std::to_string(max_bytes));
+  }
+  BALLOT_ASSIGN_OR_RETURN(auto payload, reader.get_raw(static_cast<std::size_t>(length), "codec bytes"));
+  message.bytes.assign(payload.begin(), payload.end());
+  BALLOT_TRY(reader.finish());
+  return message;
+}
+
+Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension) {
+  Reader reader(bytes, "decision");
+  FloatDecision message;
+  BALLOT_TRY(reader.get(message.round, "round"));
+  std::uint64_t size = 0;
+  BALLOT_TRY(reader.get(size, "dimension"));
+  if (size != dimension) {
+    return make_error(ErrorCode::kMalformed, "decision: " + std::to_string(size) + " coordinates, the model has " +
+                                                 std::to_string(dimension));
+  }
+  BALLOT_ASSIGN_OR_RETURN(auto raw, reader.get_raw(dimension * sizeof(float), "direction"));
+  message.direction.resize(dimension);
+  std::memcpy(message.direction.data(), raw.data(), raw.size());  // little-endian hosts (x86, ARM)
   BALLOT_TRY(reader.finish());
   return message;
 }

@@ -41,6 +41,22 @@ struct Decision {
   BitVector signs;
 };
 
+// The gradient path (rule != "vote"): a node sends its gradient through a codec, the server
+// aggregates with a robust rule and sends back the fp32 direction every replica applies.
+//   EncodedVote   (node → server, kVote)    round u64 | loss f64 | model digest [32] | length u64 | codec bytes
+//   FloatDecision (server → nodes, kResult) round u64 | dimension u64 | d little-endian floats
+struct EncodedVote {
+  std::uint64_t round = 0;
+  double loss = 0.0;
+  transport::Digest model_digest{};
+  std::vector<std::uint8_t> bytes;  // coding::Codec output; the server's codec validates it
+};
+
+struct FloatDecision {
+  std::uint64_t round = 0;
+  std::vector<float> direction;
+};
+
 struct Join {
   std::uint64_t round = 0;  // the round the node's state is at (0 after a fresh start)
 };
@@ -52,6 +68,8 @@ struct Finish {
 std::vector<std::uint8_t> encode(const RoundStart& message);
 std::vector<std::uint8_t> encode(const Vote& message);
 std::vector<std::uint8_t> encode(const Decision& message);
+std::vector<std::uint8_t> encode(const EncodedVote& message);
+std::vector<std::uint8_t> encode(const FloatDecision& message);
 std::vector<std::uint8_t> encode(const Join& message);
 std::vector<std::uint8_t> encode(const Finish& message);
 
@@ -59,6 +77,9 @@ Result<RoundStart> decode_round_start(std::span<const std::uint8_t> bytes);
 // `dimension` is the model's parameter count: a vote of any other size is kMalformed.
 Result<Vote> decode_vote(std::span<const std::uint8_t> bytes, std::size_t dimension);
 Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
+// `max_bytes` bounds the codec payload (the codec's wire size for the model) before copying.
+Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std::size_t max_bytes);
+Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
 // Control payloads: one of Join or Finish, told apart by their tag.
 using Control = std::variant<Join, Finish>;
 Result<Control> decode_control(std::span<const std::uint8_t> bytes);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "coding/codec_registry.h"
+#include "robust/registry.h"
 #include "runtime/checkpoint.h"
 #include "runtime/messages.h"
 
@@ -10,6 +12,7 @@ namespace ballot::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr std::uint64_t kCodecPurpose = 0x636f646563000000ULL;  // "codec": stochastic codecs' noise
 using transport::MessageType;
 
 double seconds_since(Clock::time_point start) {
@@ -72,7 +75,22 @@ Result<TrainingSummary> Server::run() {
     BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kCheckpoint, summary.first_round,
                                     encode_checkpoint(state_of(replica, summary.first_round))), send_failures));
   }
-  std::vector<std::optional<Vote>> votes(n);
+  // The gradient path's rule and the codec that validates and decodes what nodes send.
+  std::unique_ptr<robust::Aggregator> aggregator;
+  std::unique_ptr<coding::Codec> codec;
+  std::size_t max_codec_bytes = 0;
+  if (!setup_.sign_vote()) {
+    BALLOT_ASSIGN_OR_RETURN(aggregator, robust::make_aggregator(setup_.options.rule));
+    BALLOT_ASSIGN_OR_RETURN(codec, coding::make_codec(setup_.options.codec));
+    max_codec_bytes = codec->wire_size(replica.model().layout());
+  }
+  // What the server holds from node i in a round.
+  struct Received {
+    double loss = 0;
+    BitVector signs;              // sign path
+    std::vector<float> gradient;  // gradient path, decoded
+  };
+  std::vector<std::optional<Received>> votes(n);
   for (std::uint64_t round = summary.first_round; round < setup_.options.rounds; ++round) {
     const auto round_started = Clock::now();
     transport_.set_round(round);
@@ -131,13 +149,27 @@ Result<TrainingSummary> Server::run() {
         ++report.rejected_messages;
         continue;
       }
-      auto vote = decode_vote(message->payload, dimension);
-      if (!vote.ok() || vote->round != round) {
+      // Decode and validate: any failure drops the message and counts against the sender.
+      std::optional<Received> accepted;
+      transport::Digest vote_digest{};
+      if (setup_.sign_vote()) {
+        if (auto vote = decode_vote(message->payload, dimension); vote.ok() && vote->round == round) {
+          vote_digest = vote->model_digest;
+          accepted = Received{vote->loss, std::move(vote->signs), {}};
+        }
+      } else if (auto vote = decode_encoded_vote(message->payload, max_codec_bytes);
+                 vote.ok() && vote->round == round) {
+        if (auto gradient = codec->decode(vote->bytes, replica.model().layout()); gradient.ok()) {
+          vote_digest = vote->model_digest;
+          accepted = Received{vote->loss, {}, std::move(*gradient)};
+        }
+      }
+      if (!accepted) {
         ++report.rejected_messages;
         if (options_.quarantine) options_.quarantine->report(message->from);
         continue;
       }
-      if (vote->model_digest != start.model_digest) {
+      if (vote_digest != start.model_digest) {
         report.out_of_sync.push_back(index);
         BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kCheckpoint, round,
                                    encode_checkpoint(state_of(replica, round))), send_failures));
@@ -146,15 +178,17 @@ Result<TrainingSummary> Server::run() {
       }
       report.bytes_per_vote = message->payload.size();
       if (!votes[index]) ++received;
-      votes[index] = std::move(*vote);
+      votes[index] = std::move(accepted);
     }
     report.vote_wait_seconds = seconds_since(round_started);
 
     std::vector<const BitVector*> counted;
+    std::vector<std::span<const float>> gradients;
     double loss = 0;
     for (std::size_t i = 0; i < n; ++i) {
       if (votes[i]) {
         counted.push_back(&votes[i]->signs);
+        gradients.emplace_back(votes[i]->gradient);
         loss += votes[i]->loss;
       } else {
         report.missing.push_back(i);
@@ -167,9 +201,26 @@ Result<TrainingSummary> Server::run() {
       }
     }
     report.mean_loss = counted.empty() ? 0.0 : loss / static_cast<double>(counted.size());
-    Decision decision{round, decide(counted, dimension)};
-    BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kResult, round, encode(decision)), send_failures));
-    replica.apply(round, decision.signs);
+    if (setup_.sign_vote()) {
+      Decision decision{round, decide(counted, dimension)};
+      BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kResult, round, encode(decision)), send_failures));
+      replica.apply(round, decision.signs);
+    } else {
+      BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
+      // check() passed for n − b and n inputs at setup, so this fails only on a bug of ours.
+      BALLOT_ASSIGN_OR_RETURN(auto aggregated, aggregator->aggregate(inputs));
+      if (options_.quarantine) {
+        for (auto row : aggregated.report.non_finite) {
+          std::size_t seen = 0;  // map the row back to its node index
+          for (std::size_t i = 0; i < n; ++i) {
+            if (votes[i] && seen++ == row) options_.quarantine->report(node_id(i));
+          }
+        }
+      }
+      FloatDecision decision{round, std::move(aggregated.value)};
+      BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kResult, round, encode(decision)), send_failures));
+      replica.apply(round, std::span<const float>(decision.direction));
+    }
 
     const std::uint64_t done = round + 1;
     if (!options_.checkpoint_path.empty() && options_.checkpoint_every != 0 &&
@@ -212,6 +263,11 @@ Result<NodeSummary> Node::run() {
   BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
   auto last_heard = Clock::now();
   BitVector vote_signs;
+  std::vector<float> gradient;
+  std::unique_ptr<coding::Codec> codec;  // gradient path: this node's codec (and its EF memory)
+  if (!setup_.sign_vote()) {
+    BALLOT_ASSIGN_OR_RETURN(codec, coding::make_codec(setup_.options.codec));
+  }
   std::optional<std::vector<std::uint8_t>> last_vote;
   std::uint64_t last_vote_round = 0;
 
@@ -251,7 +307,7 @@ Result<NodeSummary> Node::run() {
         }
         // A repeated start of the same round gets the same vote again: computing it twice would
         // advance the worker momentum twice and make the node equivocate.
-        if (!last_vote || last_vote_round != round) {
+        if ((!last_vote || last_vote_round != round) && setup_.sign_vote()) {
           Vote vote;
           vote.round = round;
           vote.model_digest = start->model_digest;
@@ -260,15 +316,31 @@ Result<NodeSummary> Node::run() {
           vote.signs = vote_signs;
           last_vote = encode(vote);
           last_vote_round = round;
+        } else if (!last_vote || last_vote_round != round) {
+          EncodedVote vote;
+          vote.round = round;
+          vote.model_digest = start->model_digest;
+          vote.loss = worker.gradient(replica, round, gradient);
+          Rng rng(setup_.options.seed, Rng::stream_id({round, index_, kCodecPurpose}));
+          vote.bytes = codec->encode(gradient, replica.model().layout(), rng).bytes;
+          last_vote = encode(vote);
+          last_vote_round = round;
         }
         BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kVote, round, *last_vote), send_failures));
         ++summary.votes_sent;
         break;
       }
       case MessageType::kResult: {
-        auto decision = decode_decision(message->payload, dimension);
-        if (!decision.ok() || decision->round != round || message->round != round) continue;
-        replica.apply(round, decision->signs);
+        if (message->round != round) continue;
+        if (setup_.sign_vote()) {
+          auto decision = decode_decision(message->payload, dimension);
+          if (!decision.ok() || decision->round != round) continue;
+          replica.apply(round, decision->signs);
+        } else {
+          auto decision = decode_float_decision(message->payload, dimension);
+          if (!decision.ok() || decision->round != round) continue;
+          replica.apply(round, std::span<const float>(decision->direction));
+        }
         ++round;
         ++summary.rounds;
         transport_.set_round(round);

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
+#include "robust/registry.h"
 #include "core/enforce.h"
 #include "core/models.h"
 #include "core/spec.h"
@@ -51,6 +53,16 @@ Status TrainingOptions::validate() const {
   BALLOT_TRY(LrSchedule::parse(lr));
   BALLOT_TRY(Spec::parse(data));
   BALLOT_TRY(attacks::SignAttack::parse(attack));
+  if (rule != "vote") {
+    BALLOT_ASSIGN_OR_RETURN(auto aggregator, robust::make_aggregator(rule));
+    // The server decides with anything between n − b and n inputs: the rule must accept both.
+    BALLOT_TRY(aggregator->check(nodes - byzantine));
+    BALLOT_TRY(aggregator->check(nodes));
+    BALLOT_TRY(coding::make_codec(codec));
+    if (attack != "none" && attackers > 0) {
+      return make_error(ErrorCode::kUnavailable, "sign attacks apply to the vote path; gradient attacks are not built yet");
+    }
+  }
   if (attackers > nodes) return bad_option("more attackers than nodes");
   return {};
 }
@@ -111,6 +123,10 @@ Result<Replica> Replica::create(const TrainingSetup& setup) {
 
 void Replica::apply(std::uint64_t round, const BitVector& decision) {
   optimizer_->step_vote(model_->parameters(), decision, schedule_.at(round));
+}
+
+void Replica::apply(std::uint64_t round, std::span<const float> direction) {
+  optimizer_->step(model_->parameters(), direction, schedule_.at(round));
 }
 
 transport::Digest Replica::digest() const {
@@ -186,6 +202,15 @@ double NodeWorker::vote(Replica& replica, std::uint64_t round, BitVector& vote) 
   }
   coding::encode_replicated(setup_->code, node_, signs_, vote);
   return partitions_.empty() ? 0.0 : loss / static_cast<double>(partitions_.size());
+}
+
+double NodeWorker::gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient) {
+  const auto indices = setup_->sampler.indices(round, node_);
+  gather(setup_->data->train, indices, batch_);
+  Model& model = replica.model();
+  const double loss = model.forward_backward(batch_.features, batch_.labels);
+  gradient.assign(model.gradients().begin(), model.gradients().end());
+  return loss;
 }
 
 std::vector<std::uint8_t> NodeWorker::save_state() const {

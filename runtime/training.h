@@ -59,6 +59,14 @@ struct TrainingOptions {
   // replace their vote according to `attack` ("none", "reverse", "random", "directional:sign=±1").
   std::string attack = "none";
   std::size_t attackers = 0;
+  // The aggregation: "vote" is the sign path above (1-bit votes through the election code G).
+  // Anything else is a robust rule or pipeline of robust/registry.h ("mean", "median",
+  // "trimmed_mean:f=1", "nnm:f=1 > krum:f=1", …): each node sends the gradient of its own
+  // partition (G is not used) through `codec` (coding/codec_registry.h: "fp32", "qsgd:s=16",
+  // "topk:ratio=0.01,ef=1", …), the server aggregates the decoded gradients with the rule and
+  // every replica applies `update` (e.g. "sgd:momentum=0.9") to the fp32 result.
+  std::string rule = "vote";
+  std::string codec = "fp32";
   std::uint64_t eval_every = 100;          // rounds between test-set evaluations (0 = end only)
   std::size_t eval_examples = 10000;       // test examples per evaluation (the first ones)
 
@@ -77,6 +85,8 @@ struct TrainingSetup {
   LrSchedule schedule;
   attacks::SignAttack attack;
   std::vector<std::size_t> byzantine;  // node indices that attack, ascending
+
+  bool sign_vote() const { return options.rule == "vote"; }
 };
 
 Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
@@ -88,6 +98,8 @@ class Replica {
 
   // Applies round `round`'s decision: the update rule at lr(round) on the packed vote.
   void apply(std::uint64_t round, const BitVector& decision);
+  // The same for the gradient path: the update rule on the aggregated fp32 direction.
+  void apply(std::uint64_t round, std::span<const float> direction);
   // SHA-256 of the parameters: equal digests mean bit-identical models.
   transport::Digest digest() const;
   Evaluation evaluate(const Dataset& data, std::size_t max_examples) const;
@@ -122,6 +134,8 @@ class NodeWorker {
                          BitVector& signs);
   // Replicated placement: c_i = maj over this node's partitions. Returns the mean batch loss.
   double vote(Replica& replica, std::uint64_t round, BitVector& vote);
+  // Gradient path: the gradient of partition `node` of round `round`. Returns the batch loss.
+  double gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient);
 
   // Worker momentum, for the node's local state file.
   std::vector<std::uint8_t> save_state() const;

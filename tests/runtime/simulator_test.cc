@@ -62,6 +62,41 @@ TEST(Simulator, SameSeedSameModel) {
   EXPECT_NE(first->server.model_digest, third->server.model_digest);
 }
 
+// The gradient path: every codec + robust rule pair of the registries runs through the same
+// roles. fp32 + mean is plain distributed SGD (the no-defence baseline).
+TEST(Simulator, CodecAndRobustRulePairsTrain) {
+  const std::pair<const char*, const char*> pairs[] = {
+      {"fp32", "mean"}, {"qsgd:s=16", "median"}, {"topk:ratio=0.25,ef=1", "trimmed_mean:f=1"},
+      {"fp16", "nnm:f=1 > krum:f=1"}};
+  for (const auto& [codec, rule] : pairs) {
+    auto options = small_run();
+    options.nodes = 7;
+    options.code = "identity";
+    options.rule = rule;
+    options.codec = codec;
+    options.update = "sgd:momentum=0.9";
+    options.lr = "constant:lr=0.05";
+    options.rounds = 40;
+    auto setup = setup_for(options);
+    ASSERT_TRUE(setup.ok()) << setup.error().to_string();
+    auto result = simulate(*setup);
+    ASSERT_TRUE(result.ok()) << codec << " + " << rule << ": " << result.error().to_string();
+    EXPECT_GT(result->server.test.accuracy, 0.8) << codec << " + " << rule;
+    for (const auto& node : result->nodes) {
+      ASSERT_TRUE(node.ok());
+      EXPECT_EQ(node->model_digest, result->server.model_digest) << codec << " + " << rule;
+    }
+  }
+}
+
+TEST(Simulator, RuleMustAcceptTheQuorum) {
+  auto options = small_run();
+  options.rule = "krum:f=1";  // n - b = 4 < 2f + 3 = 5
+  auto setup = setup_for(options);
+  ASSERT_FALSE(setup.ok());
+  EXPECT_EQ(setup.error().code, ErrorCode::kPrecondition);
+}
+
 // The deterministic code certifiably tolerates b = 1: with one node sending the reversed vote,
 // every round's decision equals the attack-free one, so the final model is bit-identical to the
 // model trained without an adversary. Without coding (G = I) the same attacker changes the model.
