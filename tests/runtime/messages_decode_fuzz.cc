@@ -16,6 +16,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (ballot::runtime::encode(*decision).size() != size) __builtin_trap();
     }
   }
+  if (auto vote = ballot::runtime::decode_encoded_vote(bytes, 4096); vote.ok()) {
+    if (vote->bytes.size() > 4096 || ballot::runtime::encode(*vote).size() != size) __builtin_trap();
+  }
+  if (auto decision = ballot::runtime::decode_float_decision(bytes, 3); decision.ok()) {
+    if (decision->direction.size() != 3) __builtin_trap();
+  }
   (void)ballot::runtime::decode_round_start(bytes);
   (void)ballot::runtime::decode_control(bytes);
   return 0;

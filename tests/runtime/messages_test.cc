@@ -80,5 +80,23 @@ TEST(Messages, PaddingBitsAndUnknownTagsAreMalformed) {
   EXPECT_FALSE(decode_control({}).ok());
 }
 
+TEST(Messages, GradientPathPayloads) {
+  EncodedVote vote{4, 1.5, {}, {1, 2, 3, 4, 5}};
+  auto decoded = decode_encoded_vote(encode(vote), 100);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->bytes, vote.bytes);
+  EXPECT_EQ(decode_encoded_vote(encode(vote), 4).error().code, ErrorCode::kLimitExceeded);
+  const auto bytes = encode(vote);
+  for (std::size_t length = 0; length < bytes.size(); ++length) {
+    EXPECT_FALSE(decode_encoded_vote(std::span(bytes).first(length), 100).ok());
+  }
+
+  FloatDecision decision{4, {1.0f, -2.5f, 0.0f}};
+  auto decoded_decision = decode_float_decision(encode(decision), 3);
+  ASSERT_TRUE(decoded_decision.ok());
+  EXPECT_EQ(decoded_decision->direction, decision.direction);
+  EXPECT_FALSE(decode_float_decision(encode(decision), 4).ok());
+}
+
 }  // namespace
 }  // namespace ballot::runtime
