@@ -26,6 +26,10 @@ void pack_avx512(const float* values, std::size_t count, std::uint64_t* words) {
   };
   std::size_t w = 0;
   for (; w + 2 <= full; w += 2) {
+    // Ask for the data 4 KiB ahead: the L2 streamer alone leaves the pack a few percent below
+    // the read probe on large inputs.
+    __builtin_prefetch(values + 64 * w + 1024);
+    __builtin_prefetch(values + 64 * w + 1024 + 64);
     const std::uint64_t first = pack_word(values + 64 * w);
     const std::uint64_t second = pack_word(values + 64 * w + 64);
     words[w] = first;
