@@ -83,6 +83,23 @@ Status majority_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std:
                      "vote kernel launch");
 }
 
+Status philox_words(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
+                    std::uint32_t* d_out, void* cuda_stream) {
+  return cuda_status(static_cast<cudaError_t>(ballot_cuda_launch_philox(seed, stream, first, count, d_out, cuda_stream)),
+                     "philox kernel launch");
+}
+
+Result<std::vector<std::uint32_t>> philox_words_on_device(std::uint64_t seed, std::uint64_t stream,
+                                                          std::uint64_t first, std::size_t count) {
+  BALLOT_TRY(require_device());
+  std::vector<std::uint32_t> out(count);
+  DeviceBuffer<std::uint32_t> d_out(count);
+  BALLOT_TRY(d_out.status());
+  BALLOT_TRY(philox_words(seed, stream, first, count, d_out.get(), nullptr));
+  BALLOT_TRY(d_out.download(out.data()));
+  return out;
+}
+
 Result<BitVector> pack_signs_on_device(std::span<const float> values) {
   BALLOT_TRY(require_device());
   BitVector out(values.size());

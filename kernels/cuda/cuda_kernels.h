@@ -37,7 +37,14 @@ Status majority_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std:
                      const std::uint32_t* d_weights, std::uint64_t total_weight,
                      std::uint64_t* d_out, void* stream);
 
+// Words first … first + count − 1 of the random stream Rng(seed, stream) (core/rng.h), one
+// thread per word: the GPU draws exactly the numbers the CPU does.
+Status philox_words(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
+                    std::uint32_t* d_out, void* cuda_stream);
+
 // Host convenience: copy to the device, run, copy back, synchronise. For tests and small tools.
+Result<std::vector<std::uint32_t>> philox_words_on_device(std::uint64_t seed, std::uint64_t stream,
+                                                          std::uint64_t first, std::size_t count);
 Result<BitVector> pack_signs_on_device(std::span<const float> values);
 Result<std::vector<float>> unpack_signs_on_device(const BitVector& signs, float scale);
 Result<BitVector> majority_vote_on_device(std::span<const BitVector> inputs,

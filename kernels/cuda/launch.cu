@@ -7,6 +7,7 @@
 // namespace inside this unit only. Everything from it used here is inline, so nothing with the
 // renamed namespace escapes into the link.
 #define ballot ballot_in_cuda_unit
+#include "core/philox.h"
 #include "kernels/sign_logic.h"
 
 namespace {
@@ -77,6 +78,16 @@ __global__ void vote_kernel(const std::uint64_t* inputs, std::size_t num_inputs,
   }
 }
 
+// Word first + i of the random stream (seed, stream), computed independently by thread i: the
+// same function the CPU's Rng uses (core/philox.h).
+__global__ void philox_kernel(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
+                              std::size_t count, std::uint32_t* out) {
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) {
+    out[i] = ballot_in_cuda_unit::philox_stream_word(seed, stream, first + i);
+  }
+}
+
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 }  // namespace
@@ -96,6 +107,13 @@ extern "C" int ballot_cuda_launch_unpack(const std::uint64_t* d_words, std::size
   if (count == 0) return cudaSuccess;
   unpack_kernel<<<grid_for(count), kThreadsPerBlock, 0, as_stream(stream)>>>(d_words, count, negative,
                                                                             positive, d_out);
+  return cudaGetLastError();
+}
+
+extern "C" int ballot_cuda_launch_philox(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
+                                         std::size_t count, std::uint32_t* d_out, void* stream_handle) {
+  if (count == 0) return cudaSuccess;
+  philox_kernel<<<grid_for(count), kThreadsPerBlock, 0, as_stream(stream_handle)>>>(seed, stream, first, count, d_out);
   return cudaGetLastError();
 }
 

@@ -64,6 +64,14 @@ TEST_F(CudaKernels, VoteMatchesCpuForOneToSixtyFourInputs) {
   }
 }
 
+// The GPU draws the same random stream as the CPU (core/philox.h shared by both).
+TEST_F(CudaKernels, PhiloxStreamMatchesCpuRng) {
+  auto words = philox_words_on_device(123, Rng::stream_id({7, 3}), 0, 100003);
+  ASSERT_TRUE(words.ok()) << words.error().to_string();
+  Rng rng(123, Rng::stream_id({7, 3}));
+  for (std::size_t i = 0; i < words->size(); ++i) ASSERT_EQ((*words)[i], rng.next_u32()) << i;
+}
+
 TEST_F(CudaKernels, WeightedVoteMatchesCpu) {
   std::vector<BitVector> inputs;
   std::vector<const BitVector*> pointers;
