@@ -89,8 +89,8 @@ int run_train(TrainCommand command) {
               config.training.model.c_str(), config.training.update.c_str(), config.training.lr.c_str(),
               static_cast<unsigned long long>(config.training.rounds), config.training.data.c_str());
   if (config.training.attackers > 0 && config.training.attack != "none") {
-    auto data_free = runtime::TrainingOptions(config.training);
-    auto chosen = attacks::choose_byzantine(data_free.nodes, data_free.attackers, data_free.seed);
+    const auto& t = config.training;
+    auto chosen = attacks::choose_byzantine(t.nodes, t.attackers, t.seed);
     if (!chosen.ok()) return fail(chosen.error());
     std::string who;
     for (auto i : *chosen) who += (who.empty() ? "" : ", ") + std::to_string(i);

@@ -9,7 +9,8 @@
 //   Decision    (server → nodes, kResult)      round u64 | dimension u64 | packed signs
 //   Join        (node → server, kControl)      tag "JOIN" | round the node holds u64
 //   Finish      (server → nodes, kControl)     tag "DONE" | rounds completed u64
-//   StateTransfer (server → node, kCheckpoint) round u64 | checkpoint bytes (runtime/checkpoint.h)
+//   state transfer (server → node, kCheckpoint): the checkpoint bytes themselves
+//                                            (runtime/checkpoint.h; they carry the round)
 #pragma once
 
 #include <cstdint>
