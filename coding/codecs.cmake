@@ -11,7 +11,7 @@ set(BALLOT_CODING_CODEC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/codec_registry.cc
   ${CMAKE_CURRENT_LIST_DIR}/detail/loops.cc
   ${CMAKE_CURRENT_LIST_DIR}/detail/sparse.cc
-  ${CMAKE_CURRENT_LIST_DIR}/detail/uniform.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/detail/rounding.cc)
 # The per-coordinate loops are written to vectorise (independent lanes, no reassociation needed):
 # -O3 lets GCC do it outside Debug builds; -fno-trapping-math lets it turn float conditionals
 # into selects (it only drops FP exception flags, never changes a value); no FMA contraction and

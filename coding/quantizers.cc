@@ -7,7 +7,7 @@
 
 #include "coding/detail/bit_stream.h"
 #include "coding/detail/blocks.h"
-#include "coding/detail/uniform.h"
+#include "coding/detail/rounding.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
 
@@ -59,54 +59,44 @@ EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const Gradien
     norms[k] = static_cast<float>(norm);
     inverse[k] = norm > 0 ? static_cast<float>(s / norm) : 0.0f;
   }
-  const detail::UniformStream uniforms(rng, d);
+  const detail::RoundingStream random(rng, d);
   EncodedGradient out;
   write_header(out.bytes, id(), options_.granularity, options_.elias ? kEliasFlag : 0, layout,
                wire_size(layout) - kHeaderBytes);
   append_pod<std::uint32_t>(out.bytes, s);
   append_pods<float>(out.bytes, norms);
 
-  std::vector<float> u(std::min(d, detail::kBlock)), plane(std::min(d, detail::kBlock));
-  std::vector<std::uint32_t> level(std::min(d, detail::kBlock));
-  BitVector scratch;
-  const int planes = level_bits(s);
-  const std::size_t stream_bytes = detail::sign_bytes(d);
-  std::uint8_t* signs = nullptr;
-  detail::BitWriter writer;
   if (!options_.elias) {
+    // One fused pass per segment: random bits, levels, sign and level bit-planes, straight into
+    // the zeroed wire streams.
+    const int planes = level_bits(s);
+    const std::size_t stream_bytes = detail::sign_bytes(d);
     const std::size_t at = out.bytes.size();
     out.bytes.resize(at + stream_bytes * (1 + static_cast<std::size_t>(planes)), 0);
-    signs = out.bytes.data() + at;
+    std::uint8_t* signs = out.bytes.data() + at;
+    for (std::size_t k = 0; k < segments.size(); ++k) {
+      detail::qsgd_quantize(random, gradient.data(), segments[k].offset, segments[k].offset + segments[k].size,
+                            inverse[k], s_float, signs, signs + stream_bytes, stream_bytes, planes);
+    }
+    return out;
   }
+  std::vector<std::uint32_t> level(std::min(d, detail::kBlock));
+  detail::BitWriter writer;
   std::size_t cursor = 0;
   for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
     const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
-    uniforms.fill(begin, std::span<float>(u.data(), n));
     detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
-      detail::qsgd_levels(gradient.data() + lo, u.data() + (lo - begin), hi - lo, inverse[k], s_float,
-                  level.data() + (lo - begin));
+      detail::qsgd_levels(random, gradient.data(), lo, hi, inverse[k], s_float, level.data() + (lo - begin));
     });
     const float* x = gradient.data() + begin;
-    if (options_.elias) {
-      for (std::size_t i = 0; i < n; ++i) {
-        writer.put_gamma(std::uint64_t{level[i]} + 1);
-        if (level[i] != 0) writer.put(x[i] < 0.0f ? 0u : 1u, 1);
-      }
-      continue;
-    }
-    detail::pack_block(std::span<const float>(x, n), scratch, signs + begin / 8);
-    // Bit-plane p of the levels, packed by the sign kernel from ±1 floats.
-    for (int p = 0; p < planes; ++p) {
-      detail::level_plane(level.data(), n, p, plane.data());
-      detail::pack_block(std::span<const float>(plane.data(), n), scratch,
-                         signs + stream_bytes * (1 + static_cast<std::size_t>(p)) + begin / 8);
+    for (std::size_t i = 0; i < n; ++i) {
+      writer.put_gamma(std::uint64_t{level[i]} + 1);
+      if (level[i] != 0) writer.put(x[i] < 0.0f ? 0u : 1u, 1);
     }
   }
-  if (options_.elias) {
-    append_pod<std::uint64_t>(out.bytes, writer.bit_count());
-    const auto words = writer.finish();
-    append_pods<std::uint64_t>(out.bytes, words);
-  }
+  append_pod<std::uint64_t>(out.bytes, writer.bit_count());
+  const auto words = writer.finish();
+  append_pods<std::uint64_t>(out.bytes, words);
   return out;
 }
 
@@ -245,55 +235,40 @@ EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const Gra
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   const std::size_t d = gradient.size();
   const auto segments = segments_of(layout, options_.granularity);
-  std::vector<float> scales(segments.size()), bound(segments.size());
+  const detail::RoundingStream random(rng, d);
+  EncodedGradient out;
+  write_header(out.bytes, id(), options_.granularity, 0, layout, wire_size(layout) - kHeaderBytes);
+  const std::size_t scales_at = out.bytes.size();
+  const std::size_t stream_bytes = detail::sign_bytes(d);
+  out.bytes.resize(scales_at + 4 * segments.size() + 2 * stream_bytes, 0);
+  std::uint8_t* signs = out.bytes.data() + scales_at + 4 * segments.size();
+  std::uint8_t* mask = signs + stream_bytes;
+  // Segment by segment: its scale, then the fused quantising pass while the segment is still in
+  // cache (per layer) or streaming (whole model).
   for (std::size_t k = 0; k < segments.size(); ++k) {
     const float* x = gradient.data() + segments[k].offset;
     const std::size_t n = segments[k].size;
-    float scale = detail::max_abs(x, n);
+    float scale;
     float limit = std::numeric_limits<float>::infinity();
     if (options_.clip > 0 && n > 0) {
       // Wen et al. 2017, §3.3: clip each g_i to [-cσ, cσ] before ternarizing.
-      const double mean = detail::sum_values(x, n) / static_cast<double>(n);
-      const double variance = std::max(0.0, detail::sum_squares(x, n) / static_cast<double>(n) - mean * mean);
+      const detail::Moments moments = detail::moments(x, n);
+      scale = moments.max_abs;
+      const double mean = moments.sum / static_cast<double>(n);
+      const double variance = std::max(0.0, moments.sum_squares / static_cast<double>(n) - mean * mean);
       const float cut = static_cast<float>(options_.clip * std::sqrt(variance));
       if (cut > 0) limit = cut;  // σ = 0 (a constant segment): nothing to clip
       if (scale > limit) scale = limit;  // NaN scale stays NaN
+    } else {
+      scale = detail::max_abs(x, n);
     }
-    scales[k] = scale;
-    bound[k] = limit;
-  }
-  const detail::UniformStream uniforms(rng, d);
-  EncodedGradient out;
-  write_header(out.bytes, id(), options_.granularity, 0, layout, wire_size(layout) - kHeaderBytes);
-  append_pods<float>(out.bytes, scales);
-  const std::size_t stream_bytes = detail::sign_bytes(d);
-  const std::size_t at = out.bytes.size();
-  out.bytes.resize(at + 2 * stream_bytes, 0);
-  std::uint8_t* signs = out.bytes.data() + at;
-  std::uint8_t* mask = signs + stream_bytes;
-  std::vector<float> u(std::min(d, detail::kBlock)), keep(std::min(d, detail::kBlock));
-  BitVector scratch;
-  std::size_t cursor = 0;
-  for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
-    const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
-    uniforms.fill(begin, std::span<float>(u.data(), n));
-    detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
-      const float* x = gradient.data() + lo;
-      const float* r = u.data() + (lo - begin);
-      float* b = keep.data() + (lo - begin);
-      const std::size_t m = hi - lo;
-      if (!(std::isfinite(scales[k]) && scales[k] > 0)) {
-        // Zero segment: nothing to send. Non-finite scale: keep every coordinate so that the
-        // decoded values are non-finite too.
-        const float fill = std::isfinite(scales[k]) ? -1.0f : 1.0f;
-        for (std::size_t i = 0; i < m; ++i) b[i] = fill;
-        return;
-      }
-      // b_i ~ Bernoulli(|g_i| / s); encoded as ±1 for the sign packer.
-      detail::terngrad_keep(x, r, m, bound[k], 1.0f / scales[k], b);
-    });
-    detail::pack_block(gradient.subspan(begin, n), scratch, signs + begin / 8);
-    detail::pack_block(std::span<const float>(keep.data(), n), scratch, mask + begin / 8);
+    std::memcpy(out.bytes.data() + scales_at + 4 * k, &scale, 4);
+    // b_i ~ Bernoulli(min(|g_i|, limit) / s). A zero segment sends nothing (inv = 0 keeps none); a
+    // non-finite scale keeps every coordinate so that the decoded values are non-finite too.
+    const bool finite = std::isfinite(scale);
+    const float inv = finite && scale > 0 ? 1.0f / scale : 0.0f;
+    detail::terngrad_quantize(random, gradient.data(), segments[k].offset, segments[k].offset + n, limit, inv,
+                              !finite, signs, mask);
   }
   return out;
 }

@@ -1,6 +1,10 @@
 // Stochastic quantizers: QSGD and TernGrad. Both are unbiased (E[decode(encode(v))] = v; TernGrad
-// only without clipping) and draw one uniform per coordinate from the Rng's Philox stream
-// (coding/detail/uniform.h), so an encoding is a pure function of the input and the stream.
+// only without clipping) up to the 16-bit resolution of the rounding draw (|bias| <= 2^-17 of one
+// quantisation step per coordinate). The draws are 16 bits per coordinate of the Rng's Philox
+// stream (coding/detail/rounding.h: 16 Philox blocks per 128 coordinates, the Rng advanced past
+// them), so an encoding is a pure function of the input and (seed, stream, position), and the
+// same on every ISA level. Encode: one reduction pass per segment (norm / max), then one fused
+// pass (random bits, rounding, sign and level bit packing).
 //
 // QSGD (Alistarh et al., NeurIPS 2017), per segment with norm ‖v‖₂ and s levels:
 //   Q_s(v_i) = ‖v‖₂ · sign(v_i) · ξ_i,  ξ_i = (l+1)/s with probability |v_i|s/‖v‖₂ − l, else l/s,

@@ -71,20 +71,18 @@ double sum_squares(const float* x, std::size_t n);
 double sum_values(const float* x, std::size_t n);
 // max |x_i|; NaN propagates (a NaN input makes the scale NaN, so the message carries it).
 float max_abs(const float* x, std::size_t n);
-// QSGD levels: level_i = l + [u_i < r_i - l], r_i = |x_i|·inv clamped to [0, s] (NaN -> 0),
-// l = ⌊r_i⌋; never above s.
-void qsgd_levels(const float* x, const float* u, std::size_t n, float inv, float s,
-                 std::uint32_t* level);
+// max |x_i| (NaN propagates, as max_abs), Σx and Σx² in one pass (TernGrad with clipping).
+struct Moments {
+  float max_abs = 0;
+  double sum = 0, sum_squares = 0;
+};
+Moments moments(const float* x, std::size_t n);
 // 1-bit SGD's reconstruction sums: of the non-negative entries, of the negative entries, and
 // the number of negative entries.
 struct SplitSums {
   double positive = 0, negative = 0, negatives = 0;
 };
 SplitSums split_sums(const float* x, std::size_t n);
-// ±1 per coordinate: +1 where bit p of level_i is set (input of pack_signs for a bit-plane).
-void level_plane(const std::uint32_t* level, std::size_t n, int p, float* out);
-// TernGrad keep decision as ±1: +1 where u_i < min(|x_i|, limit)·inv.
-void terngrad_keep(const float* x, const float* u, std::size_t n, float limit, float inv, float* out);
 // out_i += (bit_i > 0 ? value : 0): rebuilding levels from unpacked bit-planes.
 void add_plane(const float* bit, std::size_t n, float value, float* level);
 
