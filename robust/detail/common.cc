@@ -171,12 +171,19 @@ std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<dou
   return out;
 }
 
-std::vector<Comparator> selection_network(std::size_t m, std::size_t need_lo, std::size_t need_hi) {
+namespace {
+
+// Batcher's odd–even merge sort (iterative form) on m wires, restricted to the comparators that
+// the output ranks [need_lo, need_hi) depend on. `rounds_below_16` receives, for each kept
+// comparator, whether it belongs to the first four rounds (p < 16: inside an aligned group of 16).
+std::vector<Comparator> pruned_network(std::size_t m, std::size_t need_lo, std::size_t need_hi,
+                                       std::vector<std::uint8_t>* rounds_below_16) {
   std::vector<Comparator> all;
+  std::size_t early = 0;  // comparators of the rounds p < 16
   std::size_t wires = 1;
   while (wires < m) wires *= 2;
-  // Batcher's odd–even merge sort (iterative form). Comparators touching a wire >= m only meet
-  // padding (+∞, always on the higher wires), where they are no-ops, so they are dropped.
+  // Comparators touching a wire >= m only meet padding (+∞, always on the higher wires), where
+  // they are no-ops, so they are dropped.
   for (std::size_t p = 1; p < wires; p *= 2) {
     for (std::size_t k = p; k >= 1; k /= 2) {
       for (std::size_t j = k % p; j + k < wires; j += 2 * k) {
@@ -186,18 +193,59 @@ std::vector<Comparator> selection_network(std::size_t m, std::size_t need_lo, st
         }
       }
     }
+    if (p < 16) early = all.size();
   }
   // Dead-comparator elimination: keep a comparator only if an output rank we need depends on it.
   std::vector<std::uint8_t> needed(m, 0);
   for (std::size_t r = need_lo; r < need_hi && r < m; ++r) needed[r] = 1;
   std::vector<Comparator> kept;
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    if (!needed[it->lo] && !needed[it->hi]) continue;
-    needed[it->lo] = needed[it->hi] = 1;
-    kept.push_back(*it);
+  std::vector<std::uint8_t> kept_early;
+  for (std::size_t c = all.size(); c-- > 0;) {
+    if (!needed[all[c].lo] && !needed[all[c].hi]) continue;
+    needed[all[c].lo] = needed[all[c].hi] = 1;
+    kept.push_back(all[c]);
+    kept_early.push_back(c < early ? 1 : 0);
   }
   std::reverse(kept.begin(), kept.end());
+  std::reverse(kept_early.begin(), kept_early.end());
+  if (rounds_below_16 != nullptr) *rounds_below_16 = std::move(kept_early);
   return kept;
+}
+
+}  // namespace
+
+std::vector<Comparator> selection_network(std::size_t m, std::size_t need_lo, std::size_t need_hi) {
+  return pruned_network(m, need_lo, need_hi, nullptr);
+}
+
+SelectionPlan selection_plan(std::size_t m, std::size_t need_lo, std::size_t need_hi) {
+  std::vector<std::uint8_t> early;
+  const std::vector<Comparator> network = pruned_network(m, need_lo, need_hi, &early);
+  SelectionPlan plan;
+  plan.sorted_groups = m / 16;
+  const std::size_t sorted_wires = 16 * plan.sorted_groups;
+  // The first four rounds only compare wires of the same aligned group of 16. On a full group they
+  // are replaced by the whole 16-wire sort, a superset of the kept ones: the extra comparators are
+  // dead (they only change wires that no needed rank depends on), so the needed ranks are the
+  // same values, bit for bit. Groups are independent, so sorting them all first is a valid order.
+  for (std::size_t c = 0; c < network.size(); ++c)
+    if (!(early[c] && network[c].hi < sorted_wires)) plan.comparators.push_back(network[c]);
+  return plan;
+}
+
+WindowRanks window_ranks(std::size_t m, std::size_t w) {
+  BALLOT_ENFORCE(w >= 1 && w <= m);
+  // A window that starts below lo_mid + 1 − w lies wholly below the lower middle value, and
+  // shifting it up never increases its cost (its farthest member is its lowest); it can only tie,
+  // when x[first − 1] == x[first]. Symmetrically, starts above the upper middle rank never beat a
+  // lower start. So the best window starts in [first, last] unless that tie occurs.
+  const std::size_t lo_mid = (m - 1) / 2, hi_mid = m / 2;
+  WindowRanks r;
+  r.first = lo_mid + 1 >= w ? lo_mid + 1 - w : 0;
+  r.last = std::min(m - w, hi_mid);
+  r.need_lo = r.first > 0 ? r.first - 1 : 0;
+  r.need_hi = r.last + w;
+  return r;
 }
 
 namespace {
@@ -279,9 +327,15 @@ Result<CoordinateOutcome> coordinate_wise(
     } else if (plan.op == CoordinateOp::kClosestWindow) {
       BALLOT_ENFORCE(plan.window >= 1 && plan.window <= m);
     }
+    const WindowRanks window =
+        plan.op == CoordinateOp::kClosestWindow ? window_ranks(m, plan.window) : WindowRanks{};
+    if (plan.op == CoordinateOp::kClosestWindow) {
+      need_lo = window.need_lo;
+      need_hi = window.need_hi;
+    }
     const bool use_network = m <= kNetworkMaxRows;
-    std::vector<Comparator> comparators;
-    if (use_network && plan.op != CoordinateOp::kMean) comparators = selection_network(m, need_lo, need_hi);
+    SelectionPlan network;
+    if (use_network && plan.op != CoordinateOp::kMean) network = selection_plan(m, need_lo, need_hi);
 
     const std::size_t columns = block_columns(m);
     const std::size_t blocks = (d + columns - 1) / columns;
@@ -289,7 +343,7 @@ Result<CoordinateOutcome> coordinate_wise(
     const bool check = attempt == 0;
     parallel_for(blocks, threads, [&](std::size_t b0, std::size_t b1) {
       std::vector<float> block(m * columns);  // columns is a multiple of kTile
-      std::vector<float> column(use_network ? 0 : m);
+      std::vector<float> column(m);
       for (std::size_t b = b0; b < b1; ++b) {
         if (found_non_finite.load(std::memory_order_relaxed)) return;
         const std::size_t begin = b * columns, width = std::min(columns, d - begin);
@@ -314,11 +368,24 @@ Result<CoordinateOutcome> coordinate_wise(
             }
             continue;
           }
-          kern.network(tile, kTile, tw, comparators.data(), comparators.size());
-          if (plan.op == CoordinateOp::kClosestWindow)
-            kern.closest_window_mean(tile, kTile, tw, m, plan.window, dst);
-          else
+          kern.sort_groups16(tile, kTile, tw, network.sorted_groups);
+          kern.network(tile, kTile, tw, network.comparators.data(), network.comparators.size());
+          if (plan.op != CoordinateOp::kClosestWindow) {
             kern.rows_mean(tile, kTile, tw, need_lo, need_hi, dst);
+            continue;
+          }
+          kern.closest_window_mean(tile, kTile, tw, m, plan.window, window.first, window.last, dst);
+          if (window.first == 0) continue;
+          // A tie x[first − 1] == x[first] could let a lower window win: redo those columns with a
+          // full sort and every start (rare: it needs two equal values next to the window).
+          const float* below = tile + (window.first - 1) * kTile;
+          const float* at = tile + window.first * kTile;
+          for (std::size_t j = 0; j < tw; ++j) {
+            if (below[j] != at[j]) continue;
+            for (std::size_t r = 0; r < m; ++r) column[r] = tile[r * kTile + j];
+            std::sort(column.begin(), column.end());
+            kern.closest_window_mean(column.data(), 1, 1, m, plan.window, 0, m - plan.window, dst + j);
+          }
         }
       }
     });

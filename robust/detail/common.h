@@ -82,6 +82,25 @@ Result<CoordinateOutcome> coordinate_wise(
 // output ranks [need_lo, need_hi) depend on.
 std::vector<Comparator> selection_network(std::size_t m, std::size_t need_lo, std::size_t need_hi);
 
+// The same network as run by the engine: first every full group of 16 wires ([16g, 16g + 16),
+// g < sorted_groups) is sorted in registers (IsaKernels::sort_groups16), then `comparators` are
+// applied in order. The needed ranks come out bit-identical to selection_network's.
+struct SelectionPlan {
+  std::size_t sorted_groups = 0;
+  std::vector<Comparator> comparators;
+};
+SelectionPlan selection_plan(std::size_t m, std::size_t need_lo, std::size_t need_hi);
+
+// The ranks the closest-window reduction (CoordinateOp::kClosestWindow, w of m values) needs
+// sorted, [need_lo, need_hi), and the window starts it scans, [first, last]. The window of the w
+// values closest to the median holds a middle rank, so only starts near the middle are scanned;
+// a lower start can win only on an exact tie x[first − 1] == x[first], which the engine detects
+// (need_lo = first − 1 then) and resolves by a full sort of that column.
+struct WindowRanks {
+  std::size_t need_lo = 0, need_hi = 0, first = 0, last = 0;
+};
+WindowRanks window_ranks(std::size_t m, std::size_t w);
+
 // "name:opts" plus ",threads=N" (or ":threads=N") when threads != 1.
 std::string with_threads(std::string spec, std::size_t threads);
 

@@ -42,14 +42,19 @@ struct IsaKernels {
   // Applies the comparators to a tile: wire w is tile[w·stride + j] for j < width (width ≤ kTile).
   void (*network)(float* tile, std::size_t stride, std::size_t width, const Comparator* comparators,
                   std::size_t count);
+  // Sorts each of the first `groups` groups of 16 consecutive wires with Batcher's 16-wire network
+  // (the comparators of selection_network's first four rounds, in their order), in registers.
+  void (*sort_groups16)(float* tile, std::size_t stride, std::size_t width, std::size_t groups);
   // out[j] = mean of rows [lo, hi) of the tile, summed in row order (double accumulator).
   void (*rows_mean)(const float* tile, std::size_t stride, std::size_t width, std::size_t lo,
                     std::size_t hi, float* out);
-  // The tile's rows [0, m) are sorted per column. out[j] = mean of the w consecutive rows whose
-  // largest distance to the column's median is smallest (the w values closest to the median;
+  // The tile's rows [first, last + w) and the middle ranks (m − 1)/2, m/2 hold the sorted values
+  // of those ranks per column. out[j] = mean of the w consecutive ranks, starting in [first, last],
+  // whose largest distance to the column's median is smallest (the w values closest to the median;
   // ties: the lowest window).
   void (*closest_window_mean)(const float* tile, std::size_t stride, std::size_t width,
-                              std::size_t m, std::size_t w, float* out);
+                              std::size_t m, std::size_t w, std::size_t first, std::size_t last,
+                              float* out);
 };
 
 // The kernels of kernels::active_isa() (falling back to a lower level when FMA is missing).

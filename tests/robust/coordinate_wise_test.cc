@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -238,6 +239,87 @@ TEST(SelectionNetwork, ZeroOnePrincipleForEveryRankRange) {
 
 TEST(SelectionNetwork, PruningDropsComparatorsForAMedian) {
   EXPECT_LT(detail::selection_network(100, 49, 51).size(), detail::selection_network(100, 0, 100).size());
+}
+
+// The engine's plan (groups of 16 wires sorted in registers, then the rest of the pruned network)
+// must leave exactly the values of the pruned network on the needed ranks, bit for bit — the
+// needed ranks of any comparator network are the same set of values, but which of two equal
+// values (−0 and +0) lands on a rank is up to the comparators. Checked on every ISA level, with
+// ties, signed zeros and partial tiles.
+TEST(SelectionNetwork, RegisterSortedPlanMatchesThePrunedNetwork) {
+  for_each_isa([] {
+    const auto& kern = detail::isa_kernels();
+    Rng rng(17);
+    for (std::size_t m : {16u, 17u, 31u, 32u, 33u, 48u, 52u, 64u, 76u, 100u, 127u, 128u}) {
+      const std::size_t mid = (m - 1) / 2;
+      const std::pair<std::size_t, std::size_t> ranges[] = {{mid, m / 2 + 1}, {m / 4, m - m / 4}, {0, m}, {mid - m / 8, mid + 3}};
+      for (const auto& [lo, hi] : ranges) {
+        for (std::size_t width : {detail::kTile, std::size_t{23}}) {
+          std::vector<float> tile(m * detail::kTile);
+          for (auto& v : tile) {
+            const auto draw = rng.uniform_int(8);
+            v = draw == 0 ? 0.0f : draw == 1 ? -0.0f : static_cast<float>(rng.uniform_int(5)) - 2.0f;
+          }
+          std::vector<float> want = tile;
+          for (const auto& c : detail::selection_network(m, lo, hi))
+            for (std::size_t j = 0; j < width; ++j) {
+              float& a = want[c.lo * detail::kTile + j];
+              float& b = want[c.hi * detail::kTile + j];
+              const float x = a, y = b;
+              a = y < x ? y : x;
+              b = y < x ? x : y;
+            }
+          const auto plan = detail::selection_plan(m, lo, hi);
+          EXPECT_EQ(plan.sorted_groups, m / 16);
+          kern.sort_groups16(tile.data(), detail::kTile, width, plan.sorted_groups);
+          kern.network(tile.data(), detail::kTile, width, plan.comparators.data(), plan.comparators.size());
+          for (std::size_t r = lo; r < hi; ++r)
+            for (std::size_t j = 0; j < width; ++j) {
+              std::uint32_t got_bits, want_bits;
+              std::memcpy(&got_bits, &tile[r * detail::kTile + j], 4);
+              std::memcpy(&want_bits, &want[r * detail::kTile + j], 4);
+              ASSERT_EQ(got_bits, want_bits) << "m=" << m << " ranks " << lo << ".." << hi << " rank " << r << " column " << j;
+            }
+        }
+      }
+    }
+  });
+}
+
+// The closest-window reduction scans only window starts near the middle; on ties next to the
+// window (integer data) it must still pick what a scan of every start over a full sort picks.
+TEST(ClosestWindow, MatchesAFullScanWithTies) {
+  for_each_isa([] {
+    for (std::size_t m : {5u, 9u, 16u, 20u, 52u, 100u}) {
+      for (std::size_t w : {std::size_t{1}, std::size_t{2}, std::size_t{4}, m / 3, m - 1}) {
+        if (w < 1 || w > m) continue;
+        const std::size_t d = 150;
+        Rng rng(m * 100 + w);
+        std::vector<float> rows(m * d);
+        for (auto& v : rows) v = static_cast<float>(rng.uniform_int(6));  // many equal values
+        const auto plan = [w](std::size_t, std::size_t) -> Result<detail::CoordinatePlan> {
+          return detail::CoordinatePlan{detail::CoordinateOp::kClosestWindow, 0, w};
+        };
+        auto got = detail::coordinate_wise(InputMatrix(rows.data(), m, d), 1, plan);
+        ASSERT_TRUE(got.ok());
+        for (std::size_t c = 0; c < d; ++c) {
+          auto v = column(rows, m, d, c);
+          std::sort(v.begin(), v.end());
+          // Every start, in float like the kernel; ties to the lowest start.
+          const float median = v[(m - 1) / 2] * 0.5f + v[m / 2] * 0.5f;
+          float best = INFINITY;
+          std::size_t start = 0;
+          for (std::size_t s = 0; s + w <= m; ++s) {
+            const float cost = std::max(median - v[s], v[s + w - 1] - median);
+            if (cost < best) best = cost, start = s;
+          }
+          double sum = 0;
+          for (std::size_t r = start; r < start + w; ++r) sum += v[r];
+          ASSERT_EQ(got->value[c], static_cast<float>(sum * (1.0 / static_cast<double>(w)))) << "m=" << m << " w=" << w << " c=" << c;
+        }
+      }
+    }
+  });
 }
 
 TEST(CoordinateRuleSpec, Names) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "robust/detail/common.h"
 #include "robust_test_util.h"
 
 namespace ballot::robust {
@@ -58,7 +59,56 @@ TEST_P(KrumBruteForce, MultiKrumAveragesTheBestScores) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, KrumBruteForce, ::testing::Values(3u, 5u, 7u, 10u, 25u, 40u));  // 40: the Eigen path
+// Up to 32 inputs the Gram product is the 4×4 kernel; above, the packed 5×5 kernel (AVX-512) or
+// Eigen (other levels); 33 and 53 leave a partial group of 5.
+INSTANTIATE_TEST_SUITE_P(Sizes, KrumBruteForce, ::testing::Values(3u, 5u, 7u, 10u, 25u, 33u, 40u, 53u));
+
+// The Gram-matrix distances against double-precision brute force, with d spanning several
+// 512-column chunks and 4096-column blocks and a tail that is not a whole vector.
+TEST(PairwiseDistances, MatchBruteForceAcrossChunksAndBlocks) {
+  for_each_isa([] {
+    for (std::size_t n : {33u, 41u, 100u}) {
+      for (std::size_t d : {100u, 1000u, 9000u + 7u}) {
+        if (n == 100 && d > 1000) continue;  // keeps the Debug + ASan run short
+        const auto rows = gaussian_rows(n, d, 500 + n + d);
+        const auto dist = detail::pairwise_distances(InputMatrix(rows.data(), n, d), 1);
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t j = 0; j < n; j += (i % 7) + 1) {
+            const double want = testing::squared_distance(&rows[i * d], &rows[j * d], d);
+            ASSERT_NEAR(dist.at(i, j), want, 1e-5 * (want + static_cast<double>(d))) << n << " " << d << " " << i << " " << j;
+          }
+      }
+    }
+  });
+}
+
+TEST(PairwiseDistances, IdenticalAcrossThreadCountsAndRowLayouts) {
+  const std::size_t n = 41, d = 3 * 4096 + 100;
+  const auto rows = gaussian_rows(n, d, 4);
+  const auto one = detail::pairwise_distances(InputMatrix(rows.data(), n, d), 1);
+  const auto three = detail::pairwise_distances(InputMatrix(rows.data(), n, d), 3);
+  EXPECT_EQ(one.gram, three.gram);
+  // The same rows as a list of spans (no uniform stride): the same bits.
+  std::vector<std::vector<float>> list;
+  for (std::size_t i = 0; i < n; ++i) list.emplace_back(rows.begin() + i * d, rows.begin() + (i + 1) * d);
+  auto view = InputMatrix::from_rows(list);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(detail::pairwise_distances(*view, 2).gram, one.gram);
+}
+
+TEST(PairwiseDistances, NonFiniteRowsAreUnusableInTheManyRowKernel) {
+  const std::size_t n = 37, d = 700;
+  auto rows = gaussian_rows(n, d, 6);
+  rows[3 * d + 650] = std::numeric_limits<float>::quiet_NaN();
+  rows[36 * d + 1] = -std::numeric_limits<float>::infinity();
+  const auto dist = detail::pairwise_distances(InputMatrix(rows.data(), n, d), 1);
+  EXPECT_EQ(dist.non_finite, (std::vector<std::size_t>{3, 36}));
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(dist.usable[i], i != 3 && i != 36) << i;
+    EXPECT_TRUE(std::isinf(dist.at(3, i)) && std::isinf(dist.at(i, 36))) << i;
+  }
+  EXPECT_TRUE(std::isfinite(dist.at(0, 1)));
+}
 
 TEST(Krum, PreconditionAtItsEdge) {
   for (std::size_t f : {0u, 1u, 2u, 5u}) {
