@@ -251,8 +251,9 @@ WindowRanks window_ranks(std::size_t m, std::size_t w) {
 namespace {
 
 std::size_t block_columns(std::size_t rows) {
-  // ~1 MiB of block per thread, a multiple of the tile width, at least one tile.
-  const std::size_t columns = (std::size_t{1} << 18) / std::max<std::size_t>(rows, 1);
+  // ~512 KiB of block per thread (plus the next block, prefetched while this one is copied, both
+  // in a 2 MiB L2), a multiple of the tile width, at least one tile.
+  const std::size_t columns = (std::size_t{1} << 17) / std::max<std::size_t>(rows, 1);
   return std::clamp<std::size_t>(columns / kTile * kTile, kTile, 2048);
 }
 
@@ -351,8 +352,10 @@ Result<CoordinateOutcome> coordinate_wise(
         // contiguous L1-sized piece.
         const std::size_t tile_floats = m * kTile;
         bool finite = true;
+        const std::size_t ahead = b + 1 < b1 ? std::min(columns, d - begin - width) : 0;
         for (std::size_t r = 0; r < m; ++r)
-          finite &= kern.copy_finite_tiled(inputs.row(rows[r]) + begin, width, block.data() + r * kTile, tile_floats);
+          finite &= kern.copy_finite_tiled(inputs.row(rows[r]) + begin, width, block.data() + r * kTile, tile_floats,
+                                           inputs.row(rows[r]) + begin + width, ahead);
         if (check && !finite) {
           found_non_finite.store(true, std::memory_order_relaxed);
           return;

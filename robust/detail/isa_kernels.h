@@ -24,7 +24,9 @@ struct IsaKernels {
   bool (*all_finite)(const float* x, std::size_t len);
   // Copies len floats into kTile-float chunks: chunk t goes to dst + t·tile_stride. Returns
   // whether all are finite. (Tiles of all rows then sit contiguously, free of cache-set conflicts.)
-  bool (*copy_finite_tiled)(const float* src, std::size_t len, float* dst, std::size_t tile_stride);
+  // Meanwhile prefetches ahead[0, ahead_len) (ahead_len may be 0): the next block of the same row.
+  bool (*copy_finite_tiled)(const float* src, std::size_t len, float* dst, std::size_t tile_stride,
+                            const float* ahead, std::size_t ahead_len);
   // Σ x² in double (finite inputs give a finite result unless it overflows double).
   double (*squared_norm)(const float* x, std::size_t len);
   // Σ x·y in double.
