@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "core/enforce.h"
 #include "core/spec.h"
 
 namespace ballot::attacks {
 namespace {
-constexpr std::uint64_t kChoosePurpose = 0x627973656c656374ULL;  // "byselect"
 constexpr std::uint64_t kRandomPurpose = 0x6279726e646d0000ULL;  // "byrndm"
 }  // namespace
 
@@ -36,6 +36,32 @@ Result<SignAttack> SignAttack::parse(std::string_view text) {
   return attack;
 }
 
+Behaviour SignAttack::behaviour() const {
+  Behaviour b;
+  switch (kind) {
+    case SignAttackKind::kNone: b.kind = AttackKind::kNone; break;
+    case SignAttackKind::kReverse: b.kind = AttackKind::kReverse; break;
+    case SignAttackKind::kRandom: b.kind = AttackKind::kRandomSign; break;
+    case SignAttackKind::kDirectional: b.kind = AttackKind::kDirectional; break;
+  }
+  b.direction = direction;
+  return b;
+}
+
+Result<SignAttack> SignAttack::from_behaviour(const Behaviour& behaviour) {
+  SignAttack attack;
+  attack.direction = behaviour.direction;
+  switch (behaviour.kind) {
+    case AttackKind::kNone: attack.kind = SignAttackKind::kNone; return attack;
+    case AttackKind::kReverse: attack.kind = SignAttackKind::kReverse; return attack;
+    case AttackKind::kRandomSign: attack.kind = SignAttackKind::kRandom; return attack;
+    case AttackKind::kDirectional: attack.kind = SignAttackKind::kDirectional; return attack;
+    default:
+      return make_error(ErrorCode::kInvalidArgument,
+                        "attack '" + std::string(attack_kind_name(behaviour.kind)) + "' is not a simple sign attack");
+  }
+}
+
 std::string SignAttack::spec() const {
   switch (kind) {
     case SignAttackKind::kNone: return "none";
@@ -44,20 +70,6 @@ std::string SignAttack::spec() const {
     case SignAttackKind::kDirectional: return direction ? "directional:sign=+1" : "directional:sign=-1";
   }
   return "none";
-}
-
-Result<std::vector<std::size_t>> choose_byzantine(std::size_t n, std::size_t count, std::uint64_t seed) {
-  if (count > n) {
-    return make_error(ErrorCode::kInvalidArgument, "cannot choose " + std::to_string(count) +
-                                                       " Byzantine nodes among " + std::to_string(n));
-  }
-  std::vector<std::size_t> indices(n);
-  for (std::size_t i = 0; i < n; ++i) indices[i] = i;
-  Rng rng(seed, Rng::stream_id({kChoosePurpose}));
-  rng.shuffle(std::span<std::size_t>(indices));
-  indices.resize(count);
-  std::sort(indices.begin(), indices.end());
-  return indices;
 }
 
 void corrupt_vote(const SignAttack& attack, std::uint64_t seed, std::uint64_t round, std::size_t node,
@@ -78,6 +90,13 @@ void corrupt_vote(const SignAttack& attack, std::uint64_t seed, std::uint64_t ro
       return;
     }
   }
+}
+
+void corrupt_vote(const Behaviour& attack, std::uint64_t seed, std::uint64_t round, std::size_t node,
+                  BitVector& vote) {
+  auto sign = SignAttack::from_behaviour(attack);
+  BALLOT_ENFORCE(sign.ok());
+  corrupt_vote(*sign, seed, round, node, vote);
 }
 
 }  // namespace ballot::attacks

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "core/enforce.h"
+
 namespace ballot::attacks {
 namespace {
 
@@ -52,21 +54,23 @@ TEST(SignAttack, DirectionalAndRandom) {
   EXPECT_TRUE(a.padding_is_clear());
 }
 
-TEST(ChooseByzantine, DistinctSortedReproducibleAndUniform) {
-  auto chosen = choose_byzantine(15, 6, 42);
-  ASSERT_TRUE(chosen.ok());
-  EXPECT_EQ(chosen->size(), 6u);
-  EXPECT_TRUE(std::is_sorted(chosen->begin(), chosen->end()));
-  EXPECT_EQ(std::set<std::size_t>(chosen->begin(), chosen->end()).size(), 6u);
-  EXPECT_EQ(*chosen, *choose_byzantine(15, 6, 42));
-  std::vector<int> counts(15, 0);
-  for (std::uint64_t seed = 0; seed < 3000; ++seed) {
-    const auto set = choose_byzantine(15, 3, seed);  // a named Result: its value outlives the loop
-    for (auto i : *set) ++counts[i];
+TEST(SignAttack, BehaviourConversionAndOverloadAgree) {
+  for (const char* text : {"none", "reverse", "random", "directional:sign=+1", "directional:sign=-1"}) {
+    const SignAttack attack = *SignAttack::parse(text);
+    const Behaviour behaviour = attack.behaviour();
+    EXPECT_EQ(behaviour.spec(), text);  // the two spellings agree
+    EXPECT_EQ(*Behaviour::parse(text), behaviour);
+    auto back = SignAttack::from_behaviour(behaviour);
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->spec(), attack.spec());
+    BitVector a = sample(300), b = sample(300);
+    corrupt_vote(attack, 5, 2, 1, a);
+    corrupt_vote(behaviour, 5, 2, 1, b);
+    EXPECT_EQ(a, b) << text;
   }
-  for (int c : counts) EXPECT_NEAR(c, 600, 120);  // 3000 * 3 / 15, about 5 sd
-  EXPECT_FALSE(choose_byzantine(3, 4, 1).ok());
-  EXPECT_TRUE(choose_byzantine(3, 0, 1)->empty());
+  EXPECT_FALSE(SignAttack::from_behaviour(*Behaviour::parse("alie")).ok());
+  BitVector vote = sample(10);
+  EXPECT_THROW(corrupt_vote(*Behaviour::parse("omniscient"), 1, 0, 0, vote), EnforceError);
 }
 
 }  // namespace
