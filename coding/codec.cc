@@ -21,6 +21,7 @@ const char* codec_id_name(CodecId id) noexcept {
     case CodecId::kGlobalTopK: return "gtopk";
     case CodecId::kQsgd: return "qsgd";
     case CodecId::kTernGrad: return "terngrad";
+    case CodecId::kDgc: return "dgc";
   }
   return "unknown";
 }

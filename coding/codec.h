@@ -14,7 +14,8 @@
 //   (kMalformed), never undefined behaviour, and leaves the accumulator untouched. Decoding uses
 //   the granularity and parameters carried on the wire, not the options of this object, so any
 //   instance of the same codec family decodes any valid message.
-// - Stateful codecs (Signum's momentum, error feedback's memory, global top-k's residual) expose
+// - Stateful codecs (Signum's momentum, error feedback's memory, global top-k's residual, DGC's
+//   momentum and accumulation) expose
 //   their node state through save_state()/load_state() for checkpoints.
 //
 // Thread-safety: decode*() and wire_size() are const and may run concurrently; encode() and the
@@ -54,6 +55,7 @@ enum class CodecId : std::uint8_t {
   kGlobalTopK = 11,
   kQsgd = 12,
   kTernGrad = 13,
+  kDgc = 14,
 };
 
 const char* codec_id_name(CodecId id) noexcept;

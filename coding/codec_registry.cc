@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "coding/cast_codecs.h"
+#include "coding/dgc.h"
 #include "coding/error_feedback.h"
 #include "coding/global_topk.h"
 #include "coding/quantizers.h"
@@ -92,6 +93,27 @@ Result<std::unique_ptr<Codec>> make_inner(const Spec& spec) {
     BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kLayer));
     return std::unique_ptr<Codec>(std::make_unique<TernGradCodec>(options));
   }
+  if (name == "dgc") {
+    BALLOT_TRY(spec.check_known({"ef", "ratio", "momentum", "clip", "warmup", "warmup_start", "sample", "granularity"}));
+    DgcOptions options;
+    BALLOT_ASSIGN_OR_RETURN(options.ratio, spec.get_double("ratio", options.ratio));
+    BALLOT_ASSIGN_OR_RETURN(const double momentum, spec.get_double("momentum", options.momentum));
+    BALLOT_ASSIGN_OR_RETURN(const double clip, spec.get_double("clip", 0.0));
+    BALLOT_ASSIGN_OR_RETURN(const std::int64_t warmup, spec.get_int("warmup", 0));
+    BALLOT_ASSIGN_OR_RETURN(options.warmup_start, spec.get_double("warmup_start", options.warmup_start));
+    BALLOT_ASSIGN_OR_RETURN(options.sample, spec.get_double("sample", options.sample));
+    BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kLayer));
+    if (!(options.ratio > 0.0 && options.ratio <= 1.0)) return invalid(spec, "ratio must be in (0, 1]");
+    if (!(momentum >= 0.0 && momentum < 1.0)) return invalid(spec, "momentum must be in [0, 1)");
+    if (!(clip >= 0.0 && std::isfinite(clip))) return invalid(spec, "clip must be finite and >= 0");
+    if (warmup < 0) return invalid(spec, "warmup must be >= 0 rounds");
+    if (!(options.warmup_start > 0.0 && options.warmup_start <= 1.0)) return invalid(spec, "warmup_start must be in (0, 1]");
+    if (!(options.sample > 0.0 && options.sample <= 1.0)) return invalid(spec, "sample must be in (0, 1]");
+    options.momentum = static_cast<float>(momentum);
+    options.clip = static_cast<float>(clip);
+    options.warmup = static_cast<std::uint64_t>(warmup);
+    return std::unique_ptr<Codec>(std::make_unique<DgcCodec>(options));
+  }
   return invalid(spec, "unknown codec '" + name + "'");
 }
 
@@ -99,14 +121,14 @@ Result<std::unique_ptr<Codec>> make_inner(const Spec& spec) {
 
 std::vector<std::string> codec_names() {
   return {"fp32", "fp16", "bf16", "sign", "scaled_sign", "signum", "onebit", "topk",
-          "randomk", "gtopk", "threshold", "qsgd", "terngrad"};
+          "randomk", "gtopk", "threshold", "qsgd", "terngrad", "dgc"};
 }
 
 Result<std::unique_ptr<Codec>> make_codec(const Spec& spec) {
   BALLOT_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, make_inner(spec));
   BALLOT_ASSIGN_OR_RETURN(const bool ef, spec.get_bool("ef", spec.name() == "onebit"));
-  if (ef && spec.name() == "gtopk") {
-    return invalid(spec, "gtopk keeps its own residual; ef=1 would add a second one");
+  if (ef && (spec.name() == "gtopk" || spec.name() == "dgc")) {
+    return invalid(spec, spec.name() + " keeps its own residual; ef=1 would add a second one");
   }
   if (ef) return std::unique_ptr<Codec>(std::make_unique<ErrorFeedback>(std::move(codec)));
   return codec;

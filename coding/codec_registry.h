@@ -9,7 +9,10 @@
 //   threshold:tau=T
 //   qsgd[:s=16][,elias=0|1][,granularity=..]                      (default model)
 //   terngrad[:clip=0][,granularity=..]                            (default layer)
-// Every codec also takes ef=0|1 (wrap in ErrorFeedback); only onebit defaults to 1.
+//   dgc[:ratio=0.001][,momentum=0.9][,clip=0][,warmup=0][,warmup_start=0.25][,sample=0.01]
+//      [,granularity=..]                                          (default layer; coding/dgc.h)
+// Every codec also takes ef=0|1 (wrap in ErrorFeedback); only onebit defaults to 1; gtopk and dgc
+// refuse ef=1 (they keep their own residual).
 // Unknown names and options, and out-of-range values, are kInvalidArgument errors naming them.
 #pragma once
 

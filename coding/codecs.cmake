@@ -6,6 +6,7 @@ set(BALLOT_CODING_CODEC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/sign_codecs.cc
   ${CMAKE_CURRENT_LIST_DIR}/sparse_codecs.cc
   ${CMAKE_CURRENT_LIST_DIR}/global_topk.cc
+  ${CMAKE_CURRENT_LIST_DIR}/dgc.cc
   ${CMAKE_CURRENT_LIST_DIR}/quantizers.cc
   ${CMAKE_CURRENT_LIST_DIR}/error_feedback.cc
   ${CMAKE_CURRENT_LIST_DIR}/codec_registry.cc

@@ -77,6 +77,8 @@ struct Moments {
   double sum = 0, sum_squares = 0;
 };
 Moments moments(const float* x, std::size_t n);
+// DGC's momentum correction (Lin et al. 2018, eq. 5): u_i <- m·u_i + factor·g_i; v_i <- v_i + u_i.
+void momentum_accumulate(const float* g, std::size_t n, float factor, float m, float* u, float* v);
 // 1-bit SGD's reconstruction sums: of the non-negative entries, of the negative entries, and
 // the number of negative entries.
 struct SplitSums {

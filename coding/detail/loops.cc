@@ -165,6 +165,15 @@ SplitSums split_sums(const float* x, std::size_t n) {
                    static_cast<double>(count_negative(x, n))};
 }
 
+BALLOT_CODEC_CLONES void momentum_accumulate(const float* g, std::size_t n, float factor, float m,
+                                             float* u, float* v) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float momentum = m * u[i] + factor * g[i];  // two roundings each: no FMA (file flags)
+    u[i] = momentum;
+    v[i] = v[i] + momentum;
+  }
+}
+
 BALLOT_CODEC_CLONES void add_plane(const float* bit, std::size_t n, float value, float* level) {
   for (std::size_t i = 0; i < n; ++i) level[i] += bit[i] > 0 ? value : 0.0f;
 }

@@ -35,6 +35,36 @@ void filter(const float* x, std::size_t n, float t, std::vector<std::uint32_t>& 
   out.resize(count);
 }
 
+// The k candidates with the largest key, in index order: the exact k-th largest key among them,
+// then the larger ones and the lowest-index ties (so no sort of the output is needed).
+// `candidates` are increasing and hold at least k entries.
+void finish_top_k(const float* x, const std::vector<std::uint32_t>& candidates, std::size_t k,
+                  std::vector<std::uint32_t>& indices) {
+  BALLOT_ENFORCE_GE(candidates.size(), k);
+  if (k == 0) return;
+  std::vector<float> keys(candidates.size());
+  for (std::size_t j = 0; j < candidates.size(); ++j) keys[j] = key(x[candidates[j]]);
+  std::vector<float> scratch = keys;
+  std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                   scratch.end(), std::greater<float>());
+  const float kth = scratch[k - 1];
+  std::size_t above = 0;
+  for (float v : keys) above += v > kth;
+  std::size_t ties = k - above;
+  const std::size_t at = indices.size();
+  indices.resize(at + k);
+  std::size_t out = at;
+  for (std::size_t j = 0; j < candidates.size() && out < at + k; ++j) {
+    if (keys[j] > kth) {
+      indices[out++] = candidates[j];
+    } else if (keys[j] == kth && ties > 0) {
+      --ties;
+      indices[out++] = candidates[j];
+    }
+  }
+  BALLOT_ENFORCE_EQ(out, at + k);
+}
+
 }  // namespace
 
 void select_above(const float* x, std::size_t n, float threshold, std::vector<std::uint32_t>& indices) {
@@ -79,30 +109,62 @@ void select_top_k(const float* x, std::size_t n, std::size_t k, std::vector<std:
     candidates.clear();
     filter(x, n, 0.0f, candidates);  // everything (|x| >= 0 or NaN)
   }
-  BALLOT_ENFORCE_GE(candidates.size(), k);
-  // 2. Exact k-th largest key among the candidates, then keep the larger ones and the lowest-index
-  //    ties, in index order (so no sort of the output is needed).
-  std::vector<float> keys(candidates.size());
-  for (std::size_t j = 0; j < candidates.size(); ++j) keys[j] = key(x[candidates[j]]);
-  std::vector<float> scratch = keys;
-  std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(k - 1),
-                   scratch.end(), std::greater<float>());
-  const float kth = scratch[k - 1];
-  std::size_t above = 0;
-  for (float v : keys) above += v > kth;
-  std::size_t ties = k - above;
-  const std::size_t at = indices.size();
-  indices.resize(at + k);
-  std::size_t out = at;
-  for (std::size_t j = 0; j < candidates.size() && out < at + k; ++j) {
-    if (keys[j] > kth) {
-      indices[out++] = candidates[j];
-    } else if (keys[j] == kth && ties > 0) {
-      --ties;
-      indices[out++] = candidates[j];
-    }
+  finish_top_k(x, candidates, k, indices);
+}
+
+SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std::size_t k,
+                                             std::size_t samples, Rng& rng,
+                                             std::vector<std::uint32_t>& indices) {
+  BALLOT_ENFORCE_LE(n, std::size_t{UINT32_MAX});
+  SampledSelection result;
+  if (k == 0 || n == 0) return result;
+  if (k >= n || samples == 0 || samples >= n) {
+    // Nothing to estimate: exact selection.
+    result.exact = true;
+    const std::size_t at = indices.size();
+    select_top_k(x, n, k, indices);
+    result.selected = indices.size() - at;
+    return result;
   }
-  BALLOT_ENFORCE_EQ(out, at + k);
+  // Lin et al. 2018, §3 / their code: estimate the threshold as the k·m/n-th largest magnitude
+  // of m coordinates drawn uniformly (with replacement) from the stream.
+  std::vector<float> sample(samples);
+  for (auto& v : sample) v = key(x[rng.uniform_int(n)]);
+  const double expected = static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n);
+  std::size_t rank = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(expected)));
+  std::vector<std::uint32_t> candidates;
+  while (true) {
+    ++result.passes;
+    if (rank > samples) {
+      // The sample ran out (too few pass even at its smallest value): every coordinate is a
+      // candidate, the exact selection below finishes.
+      result.threshold = 0.0f;
+      candidates.clear();
+      select_above(x, n, 0.0f, candidates);
+    } else {
+      std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(rank - 1), sample.end(),
+                       std::greater<float>());
+      result.threshold = sample[rank - 1];
+      candidates.clear();
+      select_above(x, n, result.threshold, candidates);
+    }
+    if (result.passes == 1) result.first_pass = candidates.size();
+    // Accept [kLowerBound·k, k]; lower the threshold (a larger sample rank) when too few pass.
+    if (static_cast<double>(candidates.size()) >= kSampledLowerBound * static_cast<double>(k) || rank > samples) {
+      break;
+    }
+    rank *= 2;
+  }
+  const std::size_t at = indices.size();
+  if (candidates.size() > k) {
+    // Too many pass (ties, or a low estimate): exact top-k among the candidates.
+    result.exact = true;
+    finish_top_k(x, candidates, k, indices);
+  } else {
+    indices.insert(indices.end(), candidates.begin(), candidates.end());
+  }
+  result.selected = indices.size() - at;
+  return result;
 }
 
 std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::size_t k,

@@ -8,6 +8,7 @@
 
 #include "coding/codec.h"
 #include "coding/wire_format.h"
+#include "core/rng.h"
 
 namespace ballot::coding::detail {
 
@@ -17,6 +18,25 @@ namespace ballot::coding::detail {
 // with NaN gradients sends them, for the aggregator to reject). Ties at the k-th magnitude go to
 // the lowest indices. Appends the selected indices (relative to x, increasing) to `indices`.
 void select_top_k(const float* x, std::size_t n, std::size_t k, std::vector<std::uint32_t>& indices);
+
+// DGC's selection (Lin et al., ICLR 2018): at most k entries of x by a threshold estimated from
+// `samples` magnitudes drawn uniformly with replacement through `rng` (the k·samples/n-th largest
+// of them). Every |x_i| >= threshold (or NaN) is selected; if fewer than kSampledLowerBound·k
+// pass, the threshold is lowered to twice the sample rank and the pass repeated (down to 0); if
+// more than k pass, an exact top-k among them finishes (ties to the lowest index). So the count
+// is in [min(k, ⌈0.8k⌉), k], and the selected entries are always the largest magnitudes. With
+// samples = 0, samples >= n or k >= n it is select_top_k. Appends increasing indices.
+inline constexpr double kSampledLowerBound = 0.8;
+struct SampledSelection {
+  float threshold = 0;         // the last threshold used
+  std::size_t first_pass = 0;  // entries above the first (sampled) estimate
+  std::size_t selected = 0;
+  int passes = 0;              // passes over x
+  bool exact = false;          // an exact top-k finished the selection
+};
+SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std::size_t k,
+                                             std::size_t samples, Rng& rng,
+                                             std::vector<std::uint32_t>& indices);
 
 // Appends indices i with |x_i| >= threshold (or NaN), increasing.
 void select_above(const float* x, std::size_t n, float threshold, std::vector<std::uint32_t>& indices);

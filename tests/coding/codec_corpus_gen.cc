@@ -40,7 +40,8 @@ std::vector<Seed> seeds() {
                          "randomk:ratio=0.05", "randomk:k=9,granularity=layer", "gtopk:ratio=0.05",
                          "threshold:tau=1.5", "qsgd:s=16", "qsgd:s=5,granularity=layer",
                          "qsgd:s=4,elias=1", "qsgd:s=3,elias=1,granularity=layer", "terngrad",
-                         "terngrad:clip=2.5,granularity=model"};
+                         "terngrad:clip=2.5,granularity=model", "dgc:ratio=0.05",
+                         "dgc:ratio=0.1,clip=1,warmup=3,granularity=model"};
   for (std::uint8_t selector : {std::uint8_t{1}, std::uint8_t{2}}) {
     const auto layout = fuzz::layout_for(selector);
     for (const char* spec : specs) {

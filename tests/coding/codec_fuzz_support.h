@@ -32,12 +32,12 @@ inline GradientLayout layout_for(std::uint8_t selector) {
 inline std::unique_ptr<Codec> decoder_for(std::uint8_t codec_id, bool state) {
   static const char* kByStateless[] = {nullptr, "fp32", "fp16", "bf16", "sign", "scaled_sign",
                                        "signum", "onebit:ef=0", "topk", "randomk", "gtopk",
-                                       "threshold:tau=1", "qsgd", "terngrad"};
+                                       "threshold:tau=1", "qsgd", "terngrad", "dgc"};
   static const char* kByState[] = {nullptr, "fp32:ef=1", "fp16:ef=1", "bf16:ef=1", "sign:ef=1",
                                    "scaled_sign:ef=1", "signum:ef=1", "onebit", "topk:ef=1",
                                    "randomk:ef=1", "gtopk", "threshold:tau=1,ef=1", "qsgd:ef=1",
-                                   "terngrad:ef=1"};
-  if (codec_id == 0 || codec_id > 13) return nullptr;
+                                   "terngrad:ef=1", "dgc"};
+  if (codec_id == 0 || codec_id > 14) return nullptr;
   auto made = make_codec(state ? kByState[codec_id] : kByStateless[codec_id]);
   return made.ok() ? std::move(made).value() : nullptr;
 }

@@ -197,7 +197,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "randomk:k=9,granularity=layer", "gtopk:ratio=0.05", "threshold:tau=0.8",
                       "qsgd:s=16", "qsgd:s=5,granularity=layer", "qsgd:s=1", "qsgd:s=16,elias=1",
                       "qsgd:s=3,elias=1,granularity=layer", "terngrad", "terngrad:clip=2.5,granularity=model",
-                      "scaled_sign:ef=1", "topk:ratio=0.05,ef=1", "qsgd:s=4,ef=1"),
+                      "scaled_sign:ef=1", "topk:ratio=0.05,ef=1", "qsgd:s=4,ef=1", "dgc:ratio=0.05",
+                      "dgc:ratio=0.1,momentum=0.5,clip=1,warmup=3,granularity=model"),
     [](const auto& info) {
       std::string name = info.param;
       for (char& ch : name) {

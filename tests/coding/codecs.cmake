@@ -7,6 +7,7 @@ ballot_add_gtest(coding_codecs_test
     ${CMAKE_CURRENT_LIST_DIR}/sign_codecs_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/sparse_codecs_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/global_topk_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/dgc_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/quantizers_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/error_feedback_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/codec_registry_test.cc
