@@ -163,9 +163,11 @@ std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<dou
   parallel_for(blocks, threads, [&](std::size_t b0, std::size_t b1) {
     for (std::size_t b = b0; b < b1; ++b) {
       const std::size_t begin = b * kBlock, width = std::min(kBlock, d - begin);
+      const std::size_t ahead = b + 1 < b1 ? std::min(kBlock, d - begin - width) : 0;
       for (std::size_t i = 0; i < inputs.n(); ++i)
         if (coeffs[i] != 0.0)
-          k.axpy(static_cast<float>(coeffs[i]), inputs.row(i) + begin, out.data() + begin, width);
+          k.axpy_ahead(static_cast<float>(coeffs[i]), inputs.row(i) + begin, out.data() + begin, width,
+                       inputs.row(i) + begin + width, ahead);
     }
   });
   return out;

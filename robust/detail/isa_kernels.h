@@ -35,6 +35,10 @@ struct IsaKernels {
   void (*scale_copy)(float a, const float* x, float* out, std::size_t len);
   // acc[j] += a · x[j].
   void (*axpy)(float a, const float* x, float* acc, std::size_t len);
+  // The same (bit for bit), prefetching ahead[0, ahead_len) into L2 on the way: the caller's next
+  // block of x, which starts a new page where the hardware prefetcher would start cold.
+  void (*axpy_ahead)(float a, const float* x, float* acc, std::size_t len, const float* ahead,
+                     std::size_t ahead_len);
   // g (n×n, column-major) = A·Aᵀ where A is n×k, row-major with row stride `stride` floats.
   // Only the lower triangle is guaranteed; the caller mirrors it.
   void (*gram)(const float* a, std::size_t n, std::size_t k, std::size_t stride, float* g);
