@@ -247,6 +247,7 @@ WindowRanks window_ranks(std::size_t m, std::size_t w) {
   r.last = std::min(m - w, hi_mid);
   r.need_lo = r.first > 0 ? r.first - 1 : 0;
   r.need_hi = r.last + w;
+  BALLOT_ENFORCE(r.last <= r.first + w);  // the kernel's vector path relies on it
   return r;
 }
 
