@@ -3,8 +3,12 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 #include "core/enforce.h"
+#include "transport/detail/le.h"
 #include "transport/detail/ossl.h"
+#include "transport/detail/sha256_lanes.h"
 
 namespace ballot::transport {
 namespace detail {
@@ -40,6 +44,59 @@ Digest sha256(ByteSpan data) {
   const int ok = EVP_Digest(data.data(), data.size(), digest.data(), &length, sha256_md(), nullptr);
   BALLOT_ENFORCE(ok == 1 && length == kDigestSize, "EVP_Digest(SHA256) failed");
   return digest;
+}
+
+void PayloadDigester::reset(std::uint64_t length) {
+  length_ = length;
+  leaves_.clear();
+}
+
+void PayloadDigester::update(ByteSpan prefix) {
+  BALLOT_ENFORCE(prefix.size() <= length_, "PayloadDigester: prefix longer than the payload");
+  if (!detail::sha256_x16_available()) return;  // one by one: nothing gained by hashing early
+  std::size_t hashed = leaves_.size() / kDigestSize;
+  const std::size_t complete = prefix.size() / kPayloadLeafSize;
+  // Whole groups only: 16 leaves cost one pass of the 16-lane kernel.
+  while (complete - hashed >= detail::kSha256Lanes) {
+    hash_leaves(prefix, hashed, detail::kSha256Lanes);
+    hashed += detail::kSha256Lanes;
+  }
+}
+
+void PayloadDigester::hash_leaves(ByteSpan payload, std::size_t first, std::size_t count) {
+  const std::uint8_t* leaves[detail::kSha256Lanes];
+  Digest digests[detail::kSha256Lanes];
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t n = std::min(count - done, detail::kSha256Lanes);
+    for (std::size_t l = 0; l < n; ++l) leaves[l] = payload.data() + (first + done + l) * kPayloadLeafSize;
+    detail::sha256_equal_length(leaves, n, kPayloadLeafSize, digests);
+    for (std::size_t l = 0; l < n; ++l) leaves_.insert(leaves_.end(), digests[l].begin(), digests[l].end());
+    done += n;
+  }
+}
+
+Digest PayloadDigester::finish(ByteSpan payload) {
+  BALLOT_ENFORCE(payload.size() == length_, "PayloadDigester: payload length differs from the announced one");
+  const std::size_t hashed = leaves_.size() / kDigestSize;
+  const std::size_t complete = payload.size() / kPayloadLeafSize;
+  const std::size_t count = (payload.size() + kPayloadLeafSize - 1) / kPayloadLeafSize;
+  leaves_.reserve(count * kDigestSize + 8);
+  hash_leaves(payload, hashed, complete - hashed);
+  if (count > complete) {
+    const Digest last = sha256(payload.subspan(complete * kPayloadLeafSize));
+    leaves_.insert(leaves_.end(), last.begin(), last.end());
+  }
+  std::uint8_t length[8];
+  detail::store_le<std::uint64_t>(length, payload.size());
+  leaves_.insert(leaves_.end(), length, length + 8);
+  const Digest root = sha256(leaves_);
+  leaves_.clear();
+  return root;
+}
+
+Digest payload_digest(ByteSpan payload) {
+  PayloadDigester digester(payload.size());
+  return digester.finish(payload);
 }
 
 std::string to_hex(ByteSpan data) {

@@ -134,7 +134,7 @@ SignedEnvelope Signer::envelope_for(MessageType type, std::uint64_t round, ByteS
   header.round = round;
   header.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);
   header.payload_length = payload.size();
-  header.payload_digest = sha256(payload);
+  header.payload_digest = payload_digest(payload);
   return sign_envelope(header, key_);
 }
 

@@ -4,11 +4,12 @@
 // Envelope metadata on the wire (kEnvelopeMetaSize = 136 bytes, little-endian), after the frame
 // header (transport/frame.h):
 //   0  job u64 | 8 sender u32 | 12 role u8 | 13 type u8 | 14 reserved u16 (zero)
-//   16 round u64 | 24 sequence u64 | 32 payload_length u64 | 40 SHA-256(payload) [32]
+//   16 round u64 | 24 sequence u64 | 32 payload_length u64 | 40 payload_digest(payload) [32]
 //   72 signature [64]
-// The signature input is the domain label "ballot.envelope.v1" plus one zero byte, followed by
-// the first 72 bytes above: label ‖ job ‖ sender ‖ role ‖ type ‖ round ‖ sequence ‖ payload
-// length ‖ SHA-256(payload). Fixed width, so no two different headers share a signature input,
+// payload_digest is the SHA-256 tree over 16 KiB leaves of transport/crypto.h (protocol version
+// 2; version 1 signed one plain SHA-256 of the payload). The signature input is the domain label
+// "ballot.envelope.v2" plus one zero byte, followed by the first 72 bytes above: label ‖ job ‖
+// sender ‖ role ‖ type ‖ round ‖ sequence ‖ payload length ‖ payload digest. Fixed width, so no two different headers share a signature input,
 // and the label keeps these signatures from being valid in any other protocol (TLS included).
 //
 // Thread-safety: free functions are pure; Signer::seal may be called from many threads (the
@@ -29,7 +30,7 @@
 
 namespace ballot::transport {
 
-inline constexpr std::string_view kEnvelopeDomain = "ballot.envelope.v1";
+inline constexpr std::string_view kEnvelopeDomain = "ballot.envelope.v2";
 inline constexpr std::size_t kSignedFieldsSize = 72;
 
 struct EnvelopeHeader {
@@ -40,7 +41,7 @@ struct EnvelopeHeader {
   std::uint64_t round = 0;
   std::uint64_t sequence = 0;
   std::uint64_t payload_length = 0;
-  Digest payload_digest{};
+  Digest payload_digest{};  // payload_digest(payload): the 16 KiB-leaf SHA-256 tree
 
   bool operator==(const EnvelopeHeader&) const = default;
 };

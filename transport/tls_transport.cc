@@ -3,6 +3,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <pthread.h>
+
+#include <csignal>
 
 #include <asio.hpp>
 #include <asio/ssl.hpp>
@@ -21,6 +24,7 @@
 #include "transport/detail/endpoint.h"
 #include "transport/detail/le.h"
 #include "transport/detail/ossl.h"
+#include "transport/detail/tls_stream.h"
 
 namespace ballot::transport {
 
@@ -28,7 +32,7 @@ namespace {
 
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
-using SslStream = asio::ssl::stream<tcp::socket>;
+using SslStream = detail::TlsStream;
 
 // The sessions' common face, so that the transport can hold plain and TLS sessions alike.
 class SessionBase : public std::enable_shared_from_this<SessionBase> {
@@ -214,8 +218,7 @@ class Session final : public SessionBase {
     socket().set_option(tcp::no_delay(true), ignored);
     arm(read_timer_, read_generation_, options().handshake_timeout, Misbehaviour::kTimeout, "handshake");
     if constexpr (kTls) {
-      const auto type = dialled_ ? asio::ssl::stream_base::client : asio::ssl::stream_base::server;
-      stream_.async_handshake(type, [self = self()](const asio::error_code& ec) {
+      stream_.async_handshake(dialled_ != nullptr, [self = self()](const asio::error_code& ec) {
         self->guard([&] { self->on_handshake(ec); });
       });
     } else {
@@ -373,6 +376,7 @@ class Session final : public SessionBase {
     payload_have_ = 0;
     payload_.clear();
     payload_.shrink_to_fit();
+    digester_.reset(header_.payload_length);
     read_meta(0);
   }
   void read_meta(std::size_t have) {
@@ -388,20 +392,29 @@ class Session final : public SessionBase {
   }
   // The payload buffer grows by at most read_chunk_bytes ahead of the bytes that arrived, so an
   // announced length (already within the limit) never costs memory the peer did not send.
+  // Reads go straight into it, kReadWindow at a time; after each, the complete 16 KiB leaves of
+  // a signed payload are hashed while they are still in cache (PayloadDigester), so verifying
+  // costs no second pass over the payload.
+  static constexpr std::size_t kReadWindow = 16 * kPayloadLeafSize;  // one group of the 16-lane hash
   void read_payload() {
     if (payload_have_ == header_.payload_length) return on_frame();
-    const std::uint64_t remaining = header_.payload_length - payload_have_;
-    const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, options().read_chunk_bytes));
-    if (payload_.size() < payload_have_ + chunk) payload_.resize(payload_have_ + chunk);
-    asio::async_read(stream_, asio::buffer(payload_.data() + payload_have_, chunk),
-                     [self = self()](const asio::error_code& ec, std::size_t n) {
-                       self->guard([&] {
-                         if (self->closed_) return;
-                         self->payload_have_ += n;
-                         if (ec) return self->on_read_error(ec);
-                         self->read_payload();
-                       });
-                     });
+    if (payload_.size() == payload_have_) {
+      const std::uint64_t remaining = header_.payload_length - payload_have_;
+      payload_.resize(payload_have_ +
+                      static_cast<std::size_t>(std::min<std::uint64_t>(remaining, options().read_chunk_bytes)));
+    }
+    const std::size_t window = std::min(payload_.size() - static_cast<std::size_t>(payload_have_), kReadWindow);
+    stream_.async_read_some(asio::buffer(payload_.data() + payload_have_, window),
+                            [self = self()](const asio::error_code& ec, std::size_t n) {
+                              self->guard([&] {
+                                if (self->closed_) return;
+                                self->payload_have_ += n;
+                                if (ec) return self->on_read_error(ec);
+                                if (self->header_.is_signed() && self->authenticated_)
+                                  self->digester_.update(ByteSpan(self->payload_.data(), self->payload_have_));
+                                self->read_payload();
+                              });
+                            });
   }
   ByteSpan meta_span() const { return ByteSpan(meta_bytes_.data(), header_.meta_length); }
 
@@ -409,7 +422,9 @@ class Session final : public SessionBase {
     header_have_ = 0;
     if (!authenticated_) return on_hello();
     disarm(read_timer_, read_generation_);
-    const auto rejected = impl_.core_.accept(*peer_, header_, meta_span(), std::move(payload_));
+    std::optional<Digest> digest;
+    if (header_.is_signed()) digest = digester_.finish(payload_);
+    const auto rejected = impl_.core_.accept(*peer_, header_, meta_span(), std::move(payload_), digest ? &*digest : nullptr);
     payload_ = {};
     if (rejected && detail::closes_session(*rejected)) return close_now();
     read_header();
@@ -453,7 +468,7 @@ class Session final : public SessionBase {
     std::array<asio::const_buffer, 2> buffers{
         asio::buffer(outgoing_.head),
         outgoing_.payload ? asio::buffer(*outgoing_.payload) : asio::const_buffer()};
-    asio::async_write(stream_, buffers, [self = self()](const asio::error_code& ec, std::size_t) {
+    auto done = [self = self()](const asio::error_code& ec, std::size_t) {
       self->guard([&] {
         self->disarm(self->write_timer_, self->write_generation_);
         self->writing_ = false;
@@ -462,7 +477,9 @@ class Session final : public SessionBase {
         if (ec) return self->fail_quietly();
         self->pump();
       });
-    });
+    };
+    if constexpr (kTls) stream_.async_write(buffers, std::move(done));
+    else asio::async_write(stream_, buffers, std::move(done));
   }
 
   // ---- ending ----
@@ -524,8 +541,9 @@ class Session final : public SessionBase {
   std::size_t header_have_ = 0;
   FrameHeader header_;
   std::array<std::uint8_t, kEnvelopeMetaSize> meta_bytes_{};
-  std::vector<std::uint8_t> payload_;
+  PayloadBytes payload_;  // resize() leaves bytes uninitialised: the reads fill them
   std::uint64_t payload_have_ = 0;
+  PayloadDigester digester_;
 };
 
 }  // namespace ballot::transport
@@ -533,6 +551,8 @@ class Session final : public SessionBase {
 namespace ballot::transport {
 
 namespace {
+
+constexpr std::size_t kTlsReadBuffer = 256 * 1024;
 
 Result<asio::ssl::context> make_tls_context(const Credentials& credentials) {
   asio::ssl::context context(asio::ssl::context::tls);
@@ -542,7 +562,15 @@ Result<asio::ssl::context> make_tls_context(const Credentials& credentials) {
             SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) == 1 &&
             SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1;
   SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+  SSL_CTX_set_num_tickets(ctx, 0);  // TLS 1.3 would otherwise still send tickets after the handshake
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  // The sessions' TLS stream (detail/tls_stream.h) lets OpenSSL read the socket itself: with
+  // read-ahead one recv() fills up to kTlsReadBuffer of records, decrypted in place. Writes may
+  // complete in parts (non-blocking socket) and resume from a moved buffer pointer.
+  SSL_CTX_set_read_ahead(ctx, 1);
+  SSL_CTX_set_default_read_buffer_len(ctx, kTlsReadBuffer);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_clear_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   auto cert = detail::parse_certificate_der(credentials.certificate_der);
   auto ca = detail::parse_certificate_der(credentials.ca_certificate_der);
   if (!cert.ok() || !ca.ok()) return make_error(ErrorCode::kMalformed, "credentials hold an unreadable certificate");
@@ -609,6 +637,13 @@ Status TlsTransport::Impl::start() {
   work_.emplace(io_.get_executor());
   for (int i = 0; i < options_.io_threads; ++i) {
     threads_.emplace_back([this] {
+      // OpenSSL writes the TLS sockets itself (detail/tls_stream.h) with write(), which raises
+      // SIGPIPE when the peer has gone; blocked here, the write fails with EPIPE instead and
+      // the session closes. All socket I/O runs on these threads.
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
       // Handlers do not throw (each is guarded); this loop is the last line of defence.
       for (;;) {
         try {
@@ -640,7 +675,7 @@ void TlsTransport::Impl::accept_next() {
         socket.close(ignored);  // too many unauthenticated connections: shed load
       } else {
         std::shared_ptr<SessionBase> session;
-        if (ssl_) session = make_session(SslStream(std::move(socket), *ssl_), nullptr);
+        if (ssl_) session = make_session(SslStream(std::move(socket), ssl_->native_handle()), nullptr);
         else session = make_session(std::move(socket), nullptr);
         if (session) {
           pending_handshakes_.fetch_add(1);
@@ -658,7 +693,7 @@ void TlsTransport::Impl::dial(const std::shared_ptr<Link>& link) {
   if (closing_) return;
   tcp::socket socket(asio::make_strand(io_));
   std::shared_ptr<SessionBase> session;
-  if (ssl_) session = make_session(SslStream(std::move(socket), *ssl_), link);
+  if (ssl_) session = make_session(SslStream(std::move(socket), ssl_->native_handle()), link);
   else session = make_session(std::move(socket), link);
   if (session) session->start();
 }

@@ -13,9 +13,12 @@
 // several consumers; each message goes to one of them.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -44,13 +47,42 @@ struct TransportOptions {
   std::shared_ptr<MisbehaviourObserver> observer;   // may be null
 };
 
+// std::allocator, except that value-initialising construction (what vector::resize does) leaves
+// bytes uninitialised: the receive path reads each payload straight into its buffer, and
+// zero-filling it first would be one more pass over every received byte.
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() noexcept = default;
+  template <typename U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+// A received payload: a std::vector of bytes (views as std::span / ByteSpan, compares with
+// std::vector<std::uint8_t>) that the transport fills without zeroing it first.
+using PayloadBytes = std::vector<std::uint8_t, DefaultInitAllocator<std::uint8_t>>;
+inline bool operator==(const PayloadBytes& a, const std::vector<std::uint8_t>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+
 // A verified message. `payload` is exactly what the sender signed.
 struct Message {
   NodeId from = 0;
   MessageType type = MessageType::kControl;
   std::uint64_t round = 0;
   std::uint64_t sequence = 0;
-  std::vector<std::uint8_t> payload;
+  PayloadBytes payload;
 };
 
 class Transport {

@@ -53,6 +53,29 @@ Verifier::Verifier(Registry registry, VerifierOptions options)
 
 Verdict Verifier::verify_authentic(const SignedEnvelope& envelope, ByteSpan payload,
                                    std::optional<NodeId> authenticated_peer) const {
+  return check_authentic(envelope, payload, nullptr, authenticated_peer);
+}
+
+Verdict Verifier::verify_authentic(const SignedEnvelope& envelope, ByteSpan payload, const Digest& computed,
+                                   std::optional<NodeId> authenticated_peer) const {
+  return check_authentic(envelope, payload, &computed, authenticated_peer);
+}
+
+Verdict Verifier::verify(const SignedEnvelope& envelope, ByteSpan payload, std::optional<NodeId> authenticated_peer) {
+  Verdict verdict = check_authentic(envelope, payload, nullptr, authenticated_peer);
+  if (!verdict.ok()) return verdict;
+  return check_fresh(envelope);
+}
+
+Verdict Verifier::verify(const SignedEnvelope& envelope, ByteSpan payload, const Digest& computed,
+                         std::optional<NodeId> authenticated_peer) {
+  Verdict verdict = check_authentic(envelope, payload, &computed, authenticated_peer);
+  if (!verdict.ok()) return verdict;
+  return check_fresh(envelope);
+}
+
+Verdict Verifier::check_authentic(const SignedEnvelope& envelope, ByteSpan payload, const Digest* computed,
+                                  std::optional<NodeId> authenticated_peer) const {
   const EnvelopeHeader& h = envelope.header;
   // Blame the authenticated peer when there is one: the envelope's sender field is not yet
   // authentic and must not let one peer get another counted.
@@ -81,15 +104,14 @@ Verdict Verifier::verify_authentic(const SignedEnvelope& envelope, ByteSpan payl
                       std::to_string(payload.size()), blame);
   if (!verify_envelope_signature(envelope, entry->key))
     return reject(Misbehaviour::kBadSignature, ErrorCode::kAuthentication, "envelope signature does not verify", blame);
-  if (sha256(payload) != h.payload_digest)
+  // Only now, for a correctly signed header, is the payload worth hashing.
+  if ((computed != nullptr ? *computed : payload_digest(payload)) != h.payload_digest)
     return reject(Misbehaviour::kBadSignature, ErrorCode::kAuthentication,
-                  "payload does not match the signed SHA-256 digest", blame);
+                  "payload does not match the signed payload digest", blame);
   return Verdict{};
 }
 
-Verdict Verifier::verify(const SignedEnvelope& envelope, ByteSpan payload, std::optional<NodeId> authenticated_peer) {
-  Verdict verdict = verify_authentic(envelope, payload, authenticated_peer);
-  if (!verdict.ok()) return verdict;
+Verdict Verifier::check_fresh(const SignedEnvelope& envelope) {
   const EnvelopeHeader& h = envelope.header;
   std::lock_guard<std::mutex> lock(mutex_);
   const bool round_free = options_.round_free.test(static_cast<std::size_t>(h.type));

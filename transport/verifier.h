@@ -5,7 +5,8 @@
 //   1. sender is registered with this role, and equals the authenticated peer when one is given;
 //   2. job id; the role may send this type (round starts and results only from the server,
 //      gradients and votes only from nodes);
-//   3. the Ed25519 signature over the header; 4. SHA-256(payload) equals the signed digest;
+//   3. the Ed25519 signature over the header; 4. payload_digest(payload) (the SHA-256 tree of
+//      transport/crypto.h) equals the signed digest;
 //   5. round in [current, current + rounds_ahead]; 6. sequence not yet seen for (sender, round)
 //      (a 64-wide sliding window, as in IPsec, so reordering within 64 is tolerated);
 //   7. for one-per-round types, a different digest than the first accepted one is equivocation.
@@ -68,6 +69,14 @@ class Verifier {
   // All checks; on success records the sequence (and digest) so a replay is caught.
   Verdict verify(const SignedEnvelope& envelope, ByteSpan payload, std::optional<NodeId> authenticated_peer);
 
+  // The same two, with check 4 against `computed` = payload_digest(payload) that the caller
+  // already computed (the TLS session hashes the payload while it arrives, in cache). The
+  // caller vouches that `computed` is the digest of exactly `payload`.
+  Verdict verify_authentic(const SignedEnvelope& envelope, ByteSpan payload, const Digest& computed,
+                           std::optional<NodeId> authenticated_peer) const;
+  Verdict verify(const SignedEnvelope& envelope, ByteSpan payload, const Digest& computed,
+                 std::optional<NodeId> authenticated_peer);
+
   // Moves the accepted window to [round, round + rounds_ahead] and forgets older state.
   // Rounds only move forward; a smaller value is ignored.
   void set_round(std::uint64_t round);
@@ -81,6 +90,9 @@ class Verifier {
   const VerifierOptions& options() const noexcept { return options_; }
 
  private:
+  Verdict check_authentic(const SignedEnvelope& envelope, ByteSpan payload, const Digest* computed,
+                          std::optional<NodeId> authenticated_peer) const;
+  Verdict check_fresh(const SignedEnvelope& envelope);
   struct Window {
     std::uint64_t highest = 0;
     std::uint64_t seen = 0;  // bit i: highest - i was accepted

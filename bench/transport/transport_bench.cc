@@ -11,6 +11,9 @@
 
 #include "bench/read_probe.h"
 #include <openssl/evp.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "transport/crypto.h"
+#include "transport/detail/sha256_lanes.h"
 #include "transport/envelope.h"
 #include "transport/pki.h"
 #include "transport/tls_transport.h"
@@ -74,6 +78,74 @@ void BM_Sha256(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * data.size()));
 }
 BENCHMARK(BM_Sha256)->Arg(kSignVectorBytes)->Unit(benchmark::kMicrosecond);
+
+// SHA-256 of 16 independent 16 KiB leaves: one by one with OpenSSL (SHA-NI), or all 16 at once
+// in the AVX-512 lanes. The multi-stream limit the payload tree uses.
+void BM_Sha256Leaves(benchmark::State& state, bool x16) {
+  if (x16 && !ballot::transport::detail::sha256_x16_available()) return state.SkipWithError("no AVX-512");
+  constexpr std::size_t kLeaves = 16;
+  const auto data = random_bytes(kLeaves * kPayloadLeafSize);
+  const std::uint8_t* leaves[kLeaves];
+  for (std::size_t i = 0; i < kLeaves; ++i) leaves[i] = data.data() + i * kPayloadLeafSize;
+  Digest out[kLeaves];
+  for (auto _ : state) {
+    if (x16) {
+      ballot::transport::detail::sha256_x16(leaves, kLeaves, kPayloadLeafSize, out);
+    } else {
+      for (std::size_t i = 0; i < kLeaves; ++i) out[i] = sha256(ByteSpan(leaves[i], kPayloadLeafSize));
+    }
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * data.size()));
+}
+BENCHMARK_CAPTURE(BM_Sha256Leaves, openssl_one_by_one, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Sha256Leaves, avx512_x16, true)->Unit(benchmark::kMicrosecond);
+
+// Why the tree does not use SHA-NI in several lanes: the issue rate of sha256rnds2 against its
+// latency. `chains` independent dependency chains of sha256rnds2; the time per instruction falls
+// from the latency (1 chain) to the issue limit (many chains). Multi-buffer SHA-NI can gain at
+// most latency / issue time over one stream.
+#if defined(__x86_64__)
+template <int kChains>
+__attribute__((target("sha,sse4.1"))) __m128i sha_rounds(std::int64_t iterations) {
+  __m128i a[kChains], b[kChains];
+  const __m128i k = _mm_set1_epi32(0x5be0cd19);
+  for (int i = 0; i < kChains; ++i) {
+    a[i] = _mm_set1_epi32(i);
+    b[i] = _mm_set1_epi32(3 * i + 1);
+  }
+  for (std::int64_t it = 0; it < iterations; ++it) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kChains; ++i) {
+      b[i] = _mm_sha256rnds2_epu32(b[i], a[i], k);
+      a[i] = _mm_sha256rnds2_epu32(a[i], b[i], k);
+    }
+  }
+  __m128i r = a[0];
+  for (int i = 1; i < kChains; ++i) r = _mm_xor_si128(r, a[i]);
+  return r;
+}
+
+template <int kChains>
+void BM_ShaNiRounds(benchmark::State& state) {
+  if (!__builtin_cpu_supports("sha")) return state.SkipWithError("no SHA-NI");
+  constexpr std::int64_t kIterations = 1 << 20;
+  for (auto _ : state) benchmark::DoNotOptimize(sha_rounds<kChains>(kIterations));
+  state.counters["ns_per_rnds2"] = benchmark::Counter(static_cast<double>(state.iterations()) * kIterations * 2 * kChains,
+                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ShaNiRounds<1>)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ShaNiRounds<2>)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ShaNiRounds<4>)->Unit(benchmark::kMillisecond);
+#endif
+
+// The envelope's payload digest (64 KiB-leaf tree, protocol v2) over one 1.4 MB sign vector.
+void BM_PayloadDigest(benchmark::State& state) {
+  const auto data = random_bytes(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(payload_digest(data));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * data.size()));
+}
+BENCHMARK(BM_PayloadDigest)->Arg(kSignVectorBytes)->Unit(benchmark::kMicrosecond);
 
 // Ed25519 over the 91-byte envelope signature input (label + 72 bytes of fields).
 void BM_Ed25519Sign(benchmark::State& state) {

@@ -40,7 +40,7 @@ TEST_F(EnvelopeTest, SealDecodeVerify) {
   EXPECT_EQ(h.type, MessageType::kVote);
   EXPECT_EQ(h.round, 7u);
   EXPECT_EQ(h.payload_length, 1000u);
-  EXPECT_EQ(h.payload_digest, sha256(*payload));
+  EXPECT_EQ(h.payload_digest, payload_digest(*payload));
   EXPECT_TRUE(std::equal(decoded->payload.begin(), decoded->payload.end(), payload->begin(), payload->end()));
   EXPECT_TRUE(verify_envelope_signature(*decoded->envelope, key_.verify_key()));
 }
@@ -64,7 +64,7 @@ TEST_F(EnvelopeTest, SignatureInputLayout) {
   h.payload_digest.fill(0xee);
   const auto input = signature_input(h);
   ASSERT_EQ(input.size(), kEnvelopeDomain.size() + 1 + kSignedFieldsSize);
-  EXPECT_EQ(std::string(input.begin(), input.begin() + kEnvelopeDomain.size()), "ballot.envelope.v1");
+  EXPECT_EQ(std::string(input.begin(), input.begin() + kEnvelopeDomain.size()), "ballot.envelope.v2");
   const std::uint8_t* f = input.data() + kEnvelopeDomain.size() + 1;
   EXPECT_EQ(input[kEnvelopeDomain.size()], 0);
   EXPECT_EQ(f[0], 0x08);   // job, little-endian
@@ -81,6 +81,20 @@ TEST_F(EnvelopeTest, SignatureInputLayout) {
   const auto meta = encode_envelope(signed_envelope);
   EXPECT_EQ(0, std::memcmp(meta.data(), f, kSignedFieldsSize));
   EXPECT_EQ(decode_envelope(meta).value(), signed_envelope);
+}
+
+// Version 1 signed "ballot.envelope.v1" over a plain SHA-256 of the payload. Such an envelope
+// (e.g. replayed from an old deployment) fails under version 2: other label, other digest.
+TEST_F(EnvelopeTest, VersionOneEnvelopeDoesNotVerify) {
+  const auto payload = payload_of(3 * kPayloadLeafSize + 5);
+  SignedEnvelope old = signer_->envelope_for(MessageType::kVote, 3, *payload);
+  old.header.payload_digest = sha256(*payload);
+  std::vector<std::uint8_t> input = signature_input(old.header);
+  const std::string_view v1 = "ballot.envelope.v1";
+  std::memcpy(input.data(), v1.data(), v1.size());
+  old.signature = key_.sign(input);
+  EXPECT_FALSE(verify_envelope_signature(old, key_.verify_key()));
+  EXPECT_NE(old.header.payload_digest, payload_digest(*payload));
 }
 
 TEST_F(EnvelopeTest, EveryFieldIsCovered) {

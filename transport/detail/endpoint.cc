@@ -71,7 +71,7 @@ MisbehaviourCounts EndpointCore::counts(NodeId peer) const {
 }
 
 std::optional<Misbehaviour> EndpointCore::accept(NodeId peer, const FrameHeader& header, ByteSpan meta,
-                                                 std::vector<std::uint8_t> payload) {
+                                                 PayloadBytes payload, const Digest* computed) {
   auto fail = [&](Misbehaviour kind, ErrorCode code, std::string message) {
     report(peer, kind, make_error(code, std::move(message), peer));
     return std::optional<Misbehaviour>(kind);
@@ -85,7 +85,8 @@ std::optional<Misbehaviour> EndpointCore::accept(NodeId peer, const FrameHeader&
     if (!envelope.ok()) return fail(Misbehaviour::kMalformedFrame, ErrorCode::kMalformed, envelope.error().message);
     if (envelope->header.type != header.type || envelope->header.payload_length != header.payload_length)
       return fail(Misbehaviour::kMalformedFrame, ErrorCode::kMalformed, "envelope disagrees with its frame header");
-    Verdict verdict = verifier_.verify(*envelope, payload, peer);
+    Verdict verdict = computed != nullptr ? verifier_.verify(*envelope, payload, *computed, peer)
+                                          : verifier_.verify(*envelope, payload, peer);
     if (!verdict.ok()) {
       if (verdict.proof && options_.observer) {
         try {
@@ -125,7 +126,7 @@ std::optional<Misbehaviour> EndpointCore::accept_bytes(NodeId peer, ByteSpan byt
     return fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kMalformed, "trailing bytes after frame"));
   const ByteSpan meta = bytes.subspan(kFrameHeaderSize, header->meta_length);
   const ByteSpan payload = bytes.subspan(kFrameHeaderSize + header->meta_length);
-  return accept(peer, *header, meta, std::vector<std::uint8_t>(payload.begin(), payload.end()));
+  return accept(peer, *header, meta, PayloadBytes(payload.begin(), payload.end()));
 }
 
 void EndpointCore::push(Message message) {

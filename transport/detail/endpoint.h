@@ -36,8 +36,10 @@ class EndpointCore {
 
   // Checks one complete frame that arrived on the session of the authenticated `peer` and, if it
   // passes, delivers it. Returns the misbehaviour (already counted and reported) otherwise.
+  // `computed`, if given, is payload_digest(payload), already computed by the caller (the TLS
+  // session hashes the payload while it arrives).
   std::optional<Misbehaviour> accept(NodeId peer, const FrameHeader& header, ByteSpan meta,
-                                     std::vector<std::uint8_t> payload);
+                                     PayloadBytes payload, const Digest* computed = nullptr);
   // The same from contiguous bytes (the in-memory transport): also classifies framing errors.
   std::optional<Misbehaviour> accept_bytes(NodeId peer, ByteSpan bytes);
 
