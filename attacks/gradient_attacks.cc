@@ -1,5 +1,6 @@
 #include "attacks/gradient_attacks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -71,27 +72,42 @@ void honest_moments(const robust::InputMatrix& rows, std::vector<double>& mean, 
   mean.assign(d, 0.0);
   if (stddev != nullptr) stddev->assign(d, 0.0);
   if (n == 0) return;
-  // Welford, row by row: each row is read once and contiguously; the per-coordinate updates are
-  // independent, so the inner loops vectorise.
-  double* mu = mean.data();
-  double* m2 = stddev != nullptr ? stddev->data() : nullptr;
-  for (std::size_t i = 0; i < n; ++i) {
-    const float* x = rows.row(i);
-    const double inv = 1.0 / static_cast<double>(i + 1);
-    if (m2 == nullptr) {
-      for (std::size_t c = 0; c < d; ++c) mu[c] += (static_cast<double>(x[c]) - mu[c]) * inv;
-    } else {
-      for (std::size_t c = 0; c < d; ++c) {
-        const double value = x[c];
-        const double delta = value - mu[c];
-        mu[c] += delta * inv;
-        m2[c] += delta * (value - mu[c]);
+  // Welford, one pass over the input: each row block is read once, contiguously. Blocked over
+  // coordinates so that the accumulators of a block (2 × kBlock doubles = 64 KiB) stay in L2
+  // while every row streams through it; unblocked, the 16·d bytes of accumulators would be
+  // re-read and re-written from memory once per row. A row's chunk spans 4 pages, so the
+  // hardware prefetcher has a run to follow (1024-coordinate chunks, one page, measured slower). The per-coordinate updates are independent,
+  // so the inner loops vectorise (this file is built with -O3; no reassociation, so the result
+  // is the same as the plain loop's).
+  constexpr std::size_t kBlock = 4096;
+  double* const mu_all = mean.data();
+  double* const m2_all = stddev != nullptr ? stddev->data() : nullptr;
+  for (std::size_t begin = 0; begin < d; begin += kBlock) {
+    const std::size_t len = std::min(kBlock, d - begin);
+    double* __restrict mu = mu_all + begin;
+    double* __restrict m2 = m2_all != nullptr ? m2_all + begin : nullptr;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float* __restrict x = rows.row(i) + begin;
+      const double inv = 1.0 / static_cast<double>(i + 1);
+      if (m2 == nullptr) {
+        // Mean only: a plain double sum of floats (relative error ≤ n·2⁻⁵³, no cancellation
+        // issue without the second moment), half the operations of Welford's update.
+        for (std::size_t c = 0; c < len; ++c) mu[c] += static_cast<double>(x[c]);
+      } else {
+        for (std::size_t c = 0; c < len; ++c) {
+          const double value = x[c];
+          const double delta = value - mu[c];
+          mu[c] += delta * inv;
+          m2[c] += delta * (value - mu[c]);
+        }
       }
     }
   }
-  if (m2 != nullptr) {
-    const double inv_n = 1.0 / static_cast<double>(n);
-    for (std::size_t c = 0; c < d; ++c) m2[c] = std::sqrt(std::max(m2[c] * inv_n, 0.0));
+  const double inv_n = 1.0 / static_cast<double>(n);
+  if (m2_all != nullptr) {
+    for (std::size_t c = 0; c < d; ++c) m2_all[c] = std::sqrt(std::max(m2_all[c] * inv_n, 0.0));
+  } else {
+    for (std::size_t c = 0; c < d; ++c) mu_all[c] *= inv_n;
   }
 }
 

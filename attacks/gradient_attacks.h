@@ -12,9 +12,11 @@
 // ḡ and s are the coordinate-wise mean and population standard deviation of the honest rows.
 //
 // Mean and standard deviation: one pass over the honest rows with Welford's update per coordinate
-// (row by row, so each row is read once, contiguously) into double accumulators. One pass because
-// the rows are the large operand (n·d floats, possibly many MB) and a second pass would read them
-// again; Welford rather than Σx, Σx² because the latter cancels catastrophically when |ḡ| ≫ s.
+// into double accumulators, blocked over 4096 coordinates (every row's block in turn, so each input
+// float is read once and the block's accumulators stay in L2). One pass because the rows are the
+// large operand (n·d floats, possibly many MB) and a second pass would read them again; Welford
+// rather than Σx, Σx² because the latter cancels catastrophically when |ḡ| ≫ s. When only ḡ is
+// needed (IPM, the fallbacks) it is a plain double sum of the floats, half the work.
 // Cost O(n·d) time, O(d) doubles of scratch; only the statistics an attack needs are computed.
 //
 // Determinism: a pure function of (behaviour, context, rng state); only gaussian draws from rng

@@ -17,7 +17,7 @@ namespace {
 constexpr std::uint64_t kChoosePurpose = 0x627973656c656374ULL;  // "byselect"
 constexpr std::uint64_t kWorstPurpose = 0x7773746574736574ULL;   // "worstset"
 constexpr std::size_t kExhaustivePatternNodes = 16;              // 2^16 patterns
-constexpr std::size_t kSampledPatterns = std::size_t{1} << 16;
+constexpr std::size_t kSampledPatterns = 4096;
 constexpr std::size_t kLargeSampledPatterns = 1024;  // n > 64: the ranking heuristic
 
 std::string_view trim(std::string_view text) {

@@ -95,7 +95,7 @@ TEST(HonestMoments, MatchesTwoPassInLongDoubleWithALargeOffset) {
   }
   std::vector<double> only_mean;
   honest_moments(robust::InputMatrix(rows.data(), n, d), only_mean, nullptr);
-  EXPECT_EQ(only_mean, mean);
+  for (std::size_t c = 0; c < d; ++c) EXPECT_NEAR(only_mean[c], mean[c], 1e-12 * 1e4);
   honest_moments(robust::InputMatrix(rows.data(), 0, d), only_mean, &stddev);
   EXPECT_EQ(only_mean, std::vector<double>(d, 0.0));
 }
