@@ -47,7 +47,9 @@ inline float draw(std::uint32_t k) { return static_cast<float>(k) + 0.5f; }
 
 inline std::uint32_t qsgd_level(float x, std::uint32_t k, float inv, float s) {
   float r = std::fabs(x) * inv;
-  r = r >= 0.0f ? (r < s ? r : s) : 0.0f;  // NaN -> 0
+  // r >= 0 or NaN (|x|·inv, inv >= 0). NaN -> s: a NaN r only arises with a non-finite norm,
+  // whose message decodes to NaN whatever the level; this is the semantics of min_ps.
+  r = r < s ? r : s;
   const std::int32_t whole = static_cast<std::int32_t>(r);
   const float fraction = r - static_cast<float>(whole);
   return static_cast<std::uint32_t>(whole) + (draw(k) < fraction * kRoundingScale ? 1u : 0u);
@@ -208,9 +210,7 @@ struct QsgdConstants {
 };
 BALLOT_AVX512 inline __m512i qsgd_level16(__m512 v, __m512 u, const QsgdConstants& k) {
   __m512 r = _mm512_mul_ps(_mm512_abs_ps(v), k.inv);
-  const __mmask16 below_s = _mm512_cmp_ps_mask(r, k.s, _CMP_LT_OQ);
-  const __mmask16 non_negative_r = _mm512_cmp_ps_mask(r, k.zero, _CMP_GE_OQ);  // false for NaN
-  r = _mm512_maskz_mov_ps(non_negative_r, _mm512_mask_blend_ps(below_s, k.s, r));
+  r = _mm512_min_ps(r, k.s);  // r < s ? r : s, NaN -> s
   const __m512i whole = _mm512_cvttps_epi32(r);
   const __m512 fraction = _mm512_sub_ps(r, _mm512_cvtepi32_ps(whole));
   const __mmask16 up = _mm512_cmp_ps_mask(u, _mm512_mul_ps(fraction, k.scale), _CMP_LT_OQ);
@@ -239,15 +239,20 @@ __attribute__((target("avx512f,avx512bw"))) void qsgd_avx512(const RoundingStrea
         // the plane's 64-bit word.
 #pragma GCC unroll 2
         for (int word = 0; word < 2; ++word) {
-          __m512i bytes = _mm512_setzero_si512();
+          __m512i level[4];
 #pragma GCC unroll 4
           for (int q = 0; q < 4; ++q) {
             const int m = 4 * word + q;
             const __m512 v = _mm512_loadu_ps(x + first + 16 * m);
             words[0][word] |= std::uint64_t{_mm512_cmp_ps_mask(v, k.zero, _CMP_NLT_UQ)} << (16 * q);
-            const __m128i level = _mm512_cvtepi32_epi8(qsgd_level16(v, draws16(c, m), k));
-            bytes = _mm512_mask_broadcast_i32x4(bytes, static_cast<__mmask16>(0xF << (4 * q)), level);
+            level[q] = qsgd_level16(v, draws16(c, m), k);
           }
+          // Saturating packs (exact: levels <= 255) interleave per 128-bit lane L: dword 4L + q
+          // holds coordinates 16q + 4L .. 16q + 4L + 3. One dword permutation restores order.
+          const __m512i packed = _mm512_packus_epi16(_mm512_packus_epi32(level[0], level[1]),
+                                                     _mm512_packus_epi32(level[2], level[3]));
+          const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+          const __m512i bytes = _mm512_permutexvar_epi32(order, packed);
 #pragma GCC unroll 8
           for (int p = 0; p < kPlanes; ++p) {
             words[1 + p][word] = _mm512_test_epi8_mask(bytes, _mm512_set1_epi8(static_cast<char>(1 << p)));
@@ -423,8 +428,7 @@ BALLOT_AVX2 void qsgd_avx2(const RoundingStream& random, const float* x, std::si
         const __m256 v = load8(x, base, lanes, in);
         or_into<std::uint8_t>(signs, base, static_cast<std::uint8_t>(in & mask8(_mm256_cmp_ps(v, zero, _CMP_NLT_UQ))));
         __m256 r = _mm256_mul_ps(_mm256_and_ps(v, abs_mask), vinv);
-        const __m256 non_negative_r = _mm256_cmp_ps(r, zero, _CMP_GE_OQ);  // false for NaN
-        r = _mm256_and_ps(_mm256_blendv_ps(vs, r, _mm256_cmp_ps(r, vs, _CMP_LT_OQ)), non_negative_r);
+        r = _mm256_min_ps(r, vs);  // r < s ? r : s, NaN -> s
         const __m256i whole = _mm256_cvttps_epi32(r);
         const __m256 fraction = _mm256_sub_ps(r, _mm256_cvtepi32_ps(whole));
         const __m256 up = _mm256_cmp_ps(draws8(c[half], m), _mm256_mul_ps(fraction, scale), _CMP_LT_OQ);

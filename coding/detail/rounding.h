@@ -46,7 +46,7 @@ struct RoundingStream {
 };
 
 // QSGD on coordinates [lo, hi) of x (x points at coordinate 0 of the whole gradient):
-//   r = clamp(|x_i|·inv, 0, s) (NaN -> 0), l = ⌊r⌋, level = l + [u_i < r − l];
+//   r = min(|x_i|·inv, s) (NaN -> s), l = ⌊r⌋, level = l + [u_i < r − l];
 // ORs bit i of `signs` with 1 for non-negative x_i (sign(±0) = sign(NaN) = +1) and bit i of plane
 // p (at planes + p·plane_bytes) with bit p of the level, p < num_planes. Bits outside [lo, hi)
 // are untouched. Streams are little-endian packed words (core/bit_vector.h), any alignment.

@@ -70,7 +70,7 @@ TEST_P(RoundingIsa, QsgdMatchesTheDefinitionAtEveryLevel) {
       qsgd_levels(random, x.data(), piece.lo, piece.hi, piece.inv, piece.s, levels.data());
       for (std::size_t i = piece.lo; i < piece.hi; ++i) {
         float r = std::fabs(x[i]) * piece.inv;
-        r = r >= 0.0f ? std::min(r, piece.s) : 0.0f;
+        r = r < piece.s ? r : piece.s;  // NaN -> s
         const float whole = std::floor(r);
         const double u = (random.bits(i) + 0.5) / 65536.0;
         const std::uint32_t expected = static_cast<std::uint32_t>(whole) + (u < double(r) - whole ? 1u : 0u);
