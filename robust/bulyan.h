@@ -4,8 +4,10 @@
 //    (its score over |remaining| − f − 2 neighbours), remove it, repeat.
 // 2. Aggregation: per coordinate, the mean of the β = θ − 2f selected values closest to their
 //    median.
-// Precondition n ≥ 4f + 3. Cost: one Gram matrix product (O(n²·d)), O(θ·n²) for the selection,
-// then the coordinate-wise engine over θ rows (see coordinate_wise.h). Non-finite inputs are never
+// Precondition n ≥ 4f + 3. Cost: one Gram matrix product (O(n²·d)), O(θ·n² log n) for the
+// selection, then the coordinate-wise engine over θ rows (see coordinate_wise.h), whose network
+// only sorts the ranks within β of the median (the β closest values form a window that holds a
+// middle rank). Non-finite inputs are never
 // selected; if fewer than θ inputs are usable the result is kPrecondition. Deterministic for any
 // thread count; ties go to the lowest index.
 #pragma once

@@ -210,9 +210,10 @@ TEST_P(EveryRule, RandomAdversarialInputsNeverCrash) {
     EXPECT_EQ(result->report.non_finite, expected_non_finite) << spec() << " trial " << trial;
     EXPECT_TRUE(std::is_sorted(result->report.selected.begin(), result->report.selected.end()));
     EXPECT_TRUE(std::is_sorted(result->report.excluded.begin(), result->report.excluded.end()));
-    if (!is_random() && spec().find('>') == std::string::npos)
+    if (!is_random() && spec().find('>') == std::string::npos) {
       for (std::size_t i : result->report.non_finite)
         EXPECT_TRUE(std::binary_search(result->report.excluded.begin(), result->report.excluded.end(), i)) << spec();
+    }
   }
 }
 
