@@ -236,18 +236,24 @@ std::string Behaviour::spec() const {
 }
 
 Result<AttackSpec> AttackSpec::parse(std::string_view text) {
-  // Split on '+' except where it starts a value ("sign=+1").
+  // Split on '+' except inside a number: right after '=' ("sign=+1") or in an exponent after a
+  // digit ("eps=1e+3").
   std::vector<std::string_view> parts;
   std::size_t start = 0;
-  char previous = '\0';  // last non-space character
+  char previous = '\0', before = '\0';  // the last two non-space characters
   for (std::size_t i = 0; i <= text.size(); ++i) {
-    if (i == text.size() || (text[i] == '+' && previous != '=')) {
+    const bool in_number = previous == '=' || ((previous == 'e' || previous == 'E') &&
+                                               ((before >= '0' && before <= '9') || before == '.'));
+    if (i == text.size() || (text[i] == '+' && !in_number)) {
       parts.push_back(text.substr(start, i - start));
       start = i + 1;
-      previous = '\0';
+      previous = before = '\0';
       continue;
     }
-    if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n') previous = text[i];
+    if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n') {
+      before = previous;
+      previous = text[i];
+    }
   }
   AttackSpec out;
   if (parts.size() == 1 && parts[0].find_first_not_of(" \t\n") == std::string_view::npos) return out;

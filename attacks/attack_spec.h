@@ -11,7 +11,8 @@
 //   protocol  crash, omission[:p=P], delay[:ms=MS], equivocation, replay, forged_signature,
 //             malformed, oversized, wrong_digest
 // Every behaviour accepts from=R and until=R (inclusive rounds). A '+' that directly follows '='
-// belongs to the value ("directional:sign=+1"), every other '+' separates behaviours.
+// or the 'e' of an exponent belongs to the value ("directional:sign=+1", "ipm:eps=1e+3"); every
+// other '+' separates behaviours.
 // At most one behaviour per domain; "none" stands alone. Errors (kInvalidArgument) name the bad
 // word, key or value.
 //

@@ -137,7 +137,11 @@ Result<std::vector<std::size_t>> select_byzantine(std::string_view selector, std
     if (count > n)
       return make_error(ErrorCode::kInvalidArgument, "cannot choose " + std::to_string(count) +
                                                          " Byzantine nodes among " + std::to_string(n));
-    if (g == nullptr) return worst_coalition(coding::AllocationMatrix::identity(n), count);
+    if (g == nullptr) {  // G = I: every coalition of `count` is as bad as any other
+      std::vector<std::size_t> first(count);
+      std::iota(first.begin(), first.end(), std::size_t{0});
+      return first;
+    }
     if (g->n() != n)
       return make_error(ErrorCode::kInvalidArgument, "worst coalition: the allocation matrix has n = " +
                                                          std::to_string(g->n()) + ", expected " + std::to_string(n));

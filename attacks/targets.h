@@ -45,7 +45,8 @@ std::vector<std::size_t> worst_coalition(const coding::AllocationMatrix& g, std:
 
 // The CLI form of "who attacks" (for `--byzantine-nodes` and the evaluation grid):
 //   "random"  choose_byzantine(n, count, seed)
-//   "worst"   worst_coalition(*g, count) (g null → G = I)
+//   "worst"   worst_coalition(*g, count); g null means G = I, where every coalition is as bad
+//             as any other: {0, …, count−1}
 //   "0,3,5"   parse_indices(selector, n); when count ≠ 0 it must equal the number of indices
 // Errors name the problem (kInvalidArgument).
 Result<std::vector<std::size_t>> select_byzantine(std::string_view selector, std::size_t n, std::size_t count,

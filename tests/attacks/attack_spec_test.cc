@@ -92,6 +92,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(OptionCase{"scaled:factor=2.5", "scaled:factor=2.5"},
                       OptionCase{"scaled:factor=-10", "scaled"},  // the default is left out
                       OptionCase{"scaled:factor=0.1", "scaled:factor=0.1"},
+                      OptionCase{"scaled:factor=1e300", "scaled:factor=1e+300"},
+                      OptionCase{"gaussian:sigma=1e-7", "gaussian:sigma=1e-07"},
                       OptionCase{"gaussian:sigma=0.001", "gaussian:sigma=0.001"},
                       OptionCase{"alie:z=1.5", "alie:z=1.5"},
                       OptionCase{"alie:z=-0.25", "alie:z=-0.25"},
@@ -171,6 +173,19 @@ TEST(AttackSpec, JoinsBehavioursOfDifferentDomains) {
   ASSERT_EQ(signed_value->behaviours.size(), 2u);
   EXPECT_TRUE(signed_value->find(Domain::kSign)->direction);
   EXPECT_EQ(signed_value->spec(), "directional:sign=+1 + crash");
+
+  auto exponent = AttackSpec::parse("ipm:eps=1e+3+crash + scaled:factor=2.5E+1");
+  ASSERT_FALSE(exponent.ok());  // two gradient attacks: the '+' of each exponent stayed in its value
+  EXPECT_NE(exponent.error().message.find("'ipm' and 'scaled'"), std::string::npos) << exponent.error().message;
+  auto with_exponent = AttackSpec::parse("ipm:eps=1e+3+crash");
+  ASSERT_TRUE(with_exponent.ok()) << with_exponent.error().message;
+  EXPECT_DOUBLE_EQ(with_exponent->find(Domain::kGradient)->epsilon, 1000.0);
+  EXPECT_EQ(with_exponent->spec(), "ipm:eps=1000 + crash");
+  // Canonical numbers with an exponent survive the '+' split.
+  auto huge = AttackSpec::parse("scaled:factor=1e300 + crash");
+  ASSERT_TRUE(huge.ok());
+  EXPECT_EQ(huge->spec(), "scaled:factor=1e+300 + crash");
+  EXPECT_EQ(*AttackSpec::parse(huge->spec()), *huge);
 
   auto four = AttackSpec::parse("alie + reverse + label_flip + omission:p=0.5");
   ASSERT_TRUE(four.ok());

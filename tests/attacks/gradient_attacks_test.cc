@@ -405,7 +405,7 @@ double sign_sgd_distance(std::size_t n, std::size_t m, int steps) {
       }
     }
     kernels::majority_vote(votes, v);
-    const float lr = 0.05f / std::sqrt(1.0f + static_cast<float>(t) / 50);
+    const float lr = 0.08f / std::sqrt(1.0f + static_cast<float>(t) / 25);
     for (std::size_t c = 0; c < d; ++c) x[c] -= lr * static_cast<float>(v.sign(c));
   }
   double dist = 0;
@@ -415,11 +415,11 @@ double sign_sgd_distance(std::size_t n, std::size_t m, int steps) {
 
 TEST(SignFlip, AMinorityDoesNotStopSignSgdWithMajorityVote) {
   const double start = sign_sgd_distance(9, 0, 0);
-  const double clean = sign_sgd_distance(9, 0, 1500);
-  const double minority = sign_sgd_distance(9, 4, 1500);
-  const double majority = sign_sgd_distance(9, 5, 1500);
+  const double clean = sign_sgd_distance(9, 0, 800);
+  const double minority = sign_sgd_distance(9, 4, 800);
+  const double majority = sign_sgd_distance(9, 5, 800);
   EXPECT_LT(clean, 0.1 * start);
-  EXPECT_LT(minority, 0.1 * start);  // 4 of 9 flip: slower, but it converges
+  EXPECT_LT(minority, 0.2 * start);  // 4 of 9 flip: slower, but it converges
   EXPECT_GT(majority, start);        // 5 of 9 flip: the vote points away from x*
 }
 

@@ -175,6 +175,7 @@ TEST(SelectByzantine, Selectors) {
   EXPECT_EQ(*select_byzantine("random", 15, 4, 9, nullptr), *choose_byzantine(15, 4, 9));
   EXPECT_EQ(*select_byzantine("worst", 5, 2, 9, &g), worst_coalition(g, 2));
   EXPECT_EQ(*select_byzantine(" worst ", 7, 3, 9, nullptr), worst_coalition(AllocationMatrix::identity(7), 3));
+  EXPECT_EQ(*select_byzantine("worst", 100000, 3, 9, nullptr), (std::vector<std::size_t>{0, 1, 2}));  // any n
   EXPECT_EQ(*select_byzantine("4,1", 5, 0, 9, nullptr), (std::vector<std::size_t>{1, 4}));
   EXPECT_EQ(*select_byzantine("4,1", 5, 2, 9, nullptr), (std::vector<std::size_t>{1, 4}));
   EXPECT_FALSE(select_byzantine("4,1", 5, 3, 9, nullptr).ok());       // count disagrees
