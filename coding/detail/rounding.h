@@ -17,7 +17,7 @@
 //
 // Determinism. Every ISA level (scalar reference, AVX2, AVX-512; kernels::active_isa(), capped by
 // kernels::set_isa_limit for tests) computes the same bits: the lanes use IEEE float operations
-// only (multiply, subtract, compare, truncate), no FMA, in the order of the scalar code.
+// only (multiply, subtract, min, compare, truncate), no FMA, in the order of the scalar code.
 // Thread-safety: pure functions over disjoint outputs.
 #pragma once
 
