@@ -4,8 +4,8 @@
 // Why not asio::ssl::stream: its engine runs OpenSSL over a memory BIO pair, so every byte is
 // copied socket -> Asio buffer -> BIO -> OpenSSL record buffer on the way in and back out on the
 // way out, one 16 KiB record per socket operation (bench/transport/RESULTS.md measured the
-// cost). Here OpenSSL owns the non-blocking socket: with read-ahead it fills a 256 KiB buffer
-// per recv() and decrypts records in place, and SSL_write encrypts straight from the caller's
+// cost). Here OpenSSL owns the non-blocking socket: with read-ahead it fills a 64 KiB buffer
+// per recv() (cache-resident; larger measured slower) and decrypts records in place, and SSL_write encrypts straight from the caller's
 // buffer into records that a 256 KiB buffer BIO gathers into few large send()s. Asio is only asked when the socket is ready
 // (async_wait), so deadlines, strands and cancellation work as for any Asio socket.
 //
