@@ -1,0 +1,131 @@
+// An evaluation grid (issue 8, point 3): attacks × defences × settings (n, b) × seeds, over one
+// set of base training options. Expanded into cells, each a complete runtime::TrainingOptions
+// that runtime/experiment.h runs.
+//
+//   attack    an attack spec string as `ballot train --attack` takes it ("reverse", "ipm:eps=0.5")
+//   defence   a named bundle of the aggregation fields of TrainingOptions: code, rule, codec and,
+//             when set, update and worker_momentum. Built-in names (named_defence):
+//               "signSGD-MV" (alias "identity")  code identity, rule vote
+//               "bernoulli r=R" / "bernoulli:r=R" code bernoulli:r=R, rule vote
+//               "deterministic"                 code deterministic (b from the setting)
+//               any other allocation matrix spec (e.g. "paper5") as a code, rule vote
+//               "RULE/CODEC" ("median/fp32", "trimmed_mean:f=1/qsgd:s=16")  the gradient path:
+//                 rule RULE, codec CODEC, update "sgd", worker momentum 0
+//   setting   (n, b): n nodes, b of them Byzantine. The cell's fault budget and its number of
+//             attackers are both b; the deterministic code is built for b.
+//   seed      the run's seed (Byzantine set, Bernoulli code, partitions, model initialisation)
+//
+// The attack-free baseline of a (defence, setting, seed) is the cell with attack "none" and no
+// attacker; baselines that would train identically (baseline_key()) run once: the later ones
+// point at the first (Cell::same_as), so a baseline typically runs once per defence, n and seed.
+//
+// JSON grid file (every key optional except what the grid needs: ≥ 1 attack or baseline, ≥ 1
+// defence, ≥ 1 setting, ≥ 1 seed; unknown keys are errors):
+// {
+//   "base": {"data": "fashion-mnist", "model": "mlp:hidden=128", "rounds": 300, "lr": "...",
+//            "update": "sign:wd=0", "worker_momentum": 0.9, "partition_size": 32,
+//            "eval_every": 50, "eval_examples": 10000},          // runtime/cluster_config.h keys
+//   "attacks": ["reverse", "random"],
+//   "defences": ["signSGD-MV", "bernoulli r=2",
+//                {"name": "median", "rule": "median", "codec": "fp32", "update": "sgd"}],
+//   "settings": [{"n": 5, "b": 1}, {"n": 9, "b": 2}],  // or "nodes": [5, 9] × "byzantine": [1, 2]
+//   "seeds": [1, 2],
+//   "attacker_choice": "random",        // "random" | "worst" | "0,3" (runtime TrainingOptions)
+//   "target_accuracy": 0.8,
+//   "baseline": true                    // run the attack-free cells
+// }
+// Errors (kInvalidArgument) name the grid entry ("grid: defences[2]: …").
+// Thread-safety: values; free functions are reentrant.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "runtime/training.h"
+
+namespace ballot::evaluation {
+
+struct Defence {
+  std::string name;                       // shown in reports; unique within a grid
+  std::string code = "identity";          // coding/allocation_matrix.h spec
+  std::string rule = "vote";              // "vote" or a robust/registry.h rule or pipeline
+  std::string codec = "fp32";             // gradient path only
+  std::optional<std::string> update;      // unset: the base options' update
+  std::optional<double> worker_momentum;  // unset: the base options' worker momentum
+};
+
+// The built-in defences above; errors name the text.
+Result<Defence> named_defence(std::string_view name);
+
+struct Setting {
+  std::size_t nodes = 0;      // n
+  std::size_t byzantine = 0;  // b
+  friend bool operator==(const Setting&, const Setting&) = default;
+  friend auto operator<=>(const Setting&, const Setting&) = default;
+};
+
+struct Grid {
+  runtime::TrainingOptions base;        // everything the grid does not vary
+  std::vector<std::string> attacks;     // without "none": the baseline is `baseline`
+  std::vector<Defence> defences;
+  std::vector<Setting> settings;
+  std::vector<std::uint64_t> seeds = {1};
+  std::string attacker_choice = "random";
+  double target_accuracy = 0.8;         // for "rounds to target"
+  bool baseline = true;
+
+  // Checks every entry (attack and defence specs parse, names unique, settings have b < n/2 —
+  // a setting the runtime cannot run at all — target in (0, 1], no duplicates, base options
+  // valid). Errors name the entry. A defence that does not apply to a setting is not an error
+  // (see Cell::not_applicable).
+  Status validate() const;
+};
+
+// Parses a grid file (format above) on top of `defaults` (whose base, seeds, … the file's keys
+// replace). Errors name the key or entry.
+Result<Grid> parse_grid(std::string_view json_text, Grid defaults = {});
+Result<Grid> load_grid(const std::string& path, Grid defaults = {});
+
+// Splits a command-line list at commas that separate entries, not options of one spec:
+// "ipm:eps=0.5,x=1,reverse" → {"ipm:eps=0.5,x=1", "reverse"} (a piece that starts with "key="
+// continues the previous entry). Whitespace around entries is trimmed; empty entries dropped.
+std::vector<std::string> split_list(std::string_view text);
+
+// The election-coding paper's setups (Sohn et al. 2020, ALGORITHMS.md §3): (n, b) ∈ {(5,1),
+// (9,2), (15,3), (5,2), (9,3), (15,6)}, the reverse attack, Fashion-MNIST, signSGD-MV against
+// Bernoulli r = 2, r = 3 and the deterministic code, plus the attack-free baseline. `rounds`
+// also sets the cosine horizon of the learning-rate schedule. See docs/evaluation.md for the
+// training setup used and why.
+inline constexpr std::uint64_t kPaperPresetRounds = 500;
+Grid paper_preset(std::uint64_t rounds = kPaperPresetRounds);
+
+struct Cell {
+  std::size_t index = 0;          // position in expand()'s output
+  Setting setting;
+  std::size_t defence = 0;        // index into Grid::defences
+  std::string attack;             // "none" for the baseline
+  std::uint64_t seed = 0;
+  runtime::TrainingOptions options;
+  // Set when the defence does not apply to the setting (e.g. the deterministic code needs odd n;
+  // a robust rule's precondition on n − b fails): the runtime's reason. The grid goes on.
+  std::optional<std::string> not_applicable;
+  // A baseline identical to an earlier cell: that cell's result is this one's.
+  std::optional<std::size_t> same_as;
+
+  bool baseline() const { return attack == "none"; }
+};
+
+// The cells of a validated grid, in order setting × defence × (baseline, attacks…) × seed; a
+// baseline equal to an earlier one gets same_as. Applicability is decided with TrainingOptions::validate() and the
+// allocation-matrix factory, without loading data.
+std::vector<Cell> expand(const Grid& grid);
+
+// Cells with equal keys train identically: the options with the fault budget cleared when
+// nothing in the attack-free run depends on it.
+std::string baseline_key(const runtime::TrainingOptions& options);
+
+}  // namespace ballot::evaluation

@@ -1,0 +1,495 @@
+#include "evaluation/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/cluster_config.h"
+
+namespace ballot::evaluation {
+namespace {
+
+using Json = nlohmann::json;
+
+Json options_json(const runtime::TrainingOptions& options) {
+  return Json::parse(runtime::to_json(runtime::ClusterConfig{.training = options}))["training"];
+}
+
+Json defence_json(const Defence& d) {
+  Json out = {{"name", d.name}, {"code", d.code}, {"rule", d.rule}, {"codec", d.codec}};
+  if (d.update) out["update"] = *d.update;
+  if (d.worker_momentum) out["worker_momentum"] = *d.worker_momentum;
+  return out;
+}
+
+std::string fixed(double value, int decimals) {
+  char text[48];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+  return text;
+}
+
+std::string attack_label(const std::string& attack) { return attack == "none" ? "no attack" : attack; }
+
+std::string setting_label(Setting s) {
+  return "n = " + std::to_string(s.nodes) + ", b = " + std::to_string(s.byzantine);
+}
+
+std::string setting_file(Setting s) { return "n" + std::to_string(s.nodes) + "_b" + std::to_string(s.byzantine); }
+
+// A cell of a table when nothing finished: why, briefly (the reasons are listed below the tables).
+std::string missing(const Aggregate& a) {
+  switch (a.first_status) {
+    case CellStatus::kNotApplicable: return "n/a";
+    case CellStatus::kFailed: return "failed";
+    case CellStatus::kCancelled: return "cancelled";
+    case CellStatus::kDone: break;
+  }
+  return "-";
+}
+
+std::string percent_stats(const Stats& s, int decimals = 1) {
+  std::string text = fixed(100.0 * s.mean, decimals);
+  if (s.count > 1) text += " ± " + fixed(100.0 * s.sd, decimals);
+  return text;
+}
+
+const Aggregate* find(std::span<const Aggregate> aggregates, Setting s, std::size_t defence, const std::string& attack) {
+  for (const auto& a : aggregates) {
+    if (a.setting == s && a.defence == defence && a.attack == attack) return &a;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> columns(const Grid& grid) {
+  std::vector<std::string> attacks;
+  if (grid.baseline) attacks.push_back("none");
+  attacks.insert(attacks.end(), grid.attacks.begin(), grid.attacks.end());
+  return attacks;
+}
+
+std::string table_row(const std::vector<std::string>& cells) {
+  std::string row = "|";
+  for (const auto& c : cells) row += " " + c + " |";
+  return row + "\n";
+}
+
+std::string table_rule(std::size_t count) {
+  std::string row = "|";
+  for (std::size_t i = 0; i < count; ++i) row += i == 0 ? " --- |" : " ---: |";
+  return row + "\n";
+}
+
+// Markdown table cells must not contain '|' (robust pipelines do not, but user names might).
+std::string md(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+Stats mean_sd(std::span<const double> values) {
+  Stats s;
+  s.count = values.size();
+  if (values.empty()) return s;
+  double sum = 0;
+  for (double v : values) sum += v;
+  s.mean = sum / static_cast<double>(values.size());
+  if (values.size() > 1) {
+    double squares = 0;
+    for (double v : values) squares += (v - s.mean) * (v - s.mean);
+    s.sd = std::sqrt(squares / static_cast<double>(values.size() - 1));
+  }
+  return s;
+}
+
+std::vector<Aggregate> aggregate(const GridResult& result) {
+  std::vector<Aggregate> out;
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t, std::string>, std::size_t> index;
+  std::vector<std::vector<std::size_t>> members;
+  for (const auto& cell : result.cells) {
+    const auto key = std::make_tuple(cell.setting.nodes, cell.setting.byzantine, cell.defence, cell.attack);
+    auto [it, fresh] = index.emplace(key, out.size());
+    if (fresh) {
+      Aggregate a;
+      a.setting = cell.setting;
+      a.defence = cell.defence;
+      a.attack = cell.attack;
+      out.push_back(std::move(a));
+      members.emplace_back();
+    }
+    members[it->second].push_back(cell.index);
+  }
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    Aggregate& a = out[k];
+    std::vector<double> accuracy, rounds, changed, coordinates, redundancy;
+    std::map<std::uint64_t, std::pair<double, std::size_t>> curve;
+    for (auto i : members[k]) {
+      const CellResult& r = result.results[i];
+      ++a.seeds;
+      if (r.status != CellStatus::kDone) {
+        if (a.reason.empty() && a.first_status == CellStatus::kDone) {
+          a.first_status = r.status;
+          a.reason = r.reason.empty() ? cell_status_name(r.status) : r.reason;
+        }
+        continue;
+      }
+      ++a.done;
+      accuracy.push_back(r.final_accuracy);
+      changed.push_back(r.changed_fraction());
+      coordinates.push_back(r.changed_coordinate_fraction());
+      redundancy.push_back(r.redundancy);
+      if (r.rounds_to_target) rounds.push_back(static_cast<double>(*r.rounds_to_target));
+      for (const auto& p : r.curve) {
+        auto& [sum, count] = curve[p.round];
+        sum += p.accuracy;
+        ++count;
+      }
+    }
+    a.accuracy = mean_sd(accuracy);
+    a.rounds_to_target = mean_sd(rounds);
+    a.reached = rounds.size();
+    a.changed_fraction = mean_sd(changed);
+    a.changed_coordinates = mean_sd(coordinates);
+    a.redundancy = mean_sd(redundancy);
+    for (const auto& [round, sum_count] : curve) {
+      if (sum_count.second == a.done) a.curve.emplace_back(static_cast<double>(round), sum_count.first / a.done);
+    }
+  }
+  return out;
+}
+
+std::optional<WorstCase> worst_case(std::span<const Aggregate> aggregates, Setting setting, std::size_t defence) {
+  std::optional<WorstCase> worst;
+  bool complete = true;
+  for (const auto& a : aggregates) {
+    if (a.setting != setting || a.defence != defence || a.attack == "none") continue;
+    if (a.done < a.seeds) complete = false;
+    if (a.done == 0) continue;
+    if (!worst || a.accuracy.mean < worst->accuracy) worst = WorstCase{a.accuracy.mean, a.attack, true};
+  }
+  if (worst) worst->complete = complete;
+  return worst;
+}
+
+std::vector<Figure> make_figures(const GridResult& result, std::span<const Aggregate> aggregates) {
+  const Grid& grid = result.grid;
+  std::vector<Figure> figures;
+  const auto attacks = columns(grid);
+  for (const auto& setting : grid.settings) {
+    std::vector<Plot> panels;
+    for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+      Plot plot;
+      plot.title = grid.defences[d].name;
+      plot.x_label = "round";
+      plot.y_label = "test accuracy (%)";
+      plot.y_min = 0.0;
+      plot.y_max = 100.0;
+      plot.x_min = 0.0;
+      plot.x_max = static_cast<double>(grid.base.rounds);
+      bool any = false;
+      for (const auto& attack : attacks) {
+        const Aggregate* a = find(aggregates, setting, d, attack);
+        if (a == nullptr || a->done == 0) continue;
+        Series series{attack_label(attack), {}, attack == "none"};
+        for (const auto& [round, accuracy] : a->curve) series.points.emplace_back(round, 100.0 * accuracy);
+        plot.series.push_back(std::move(series));
+        any = true;
+      }
+      if (!any) plot.title += " (did not run)";
+      panels.push_back(std::move(plot));
+    }
+    FigureOptions options;
+    options.title = "Test accuracy against rounds, " + setting_label(setting);
+    options.columns = std::min<std::size_t>(panels.size(), 3);
+    figures.push_back({"figures/accuracy_" + setting_file(setting) + ".svg",
+                       "Test accuracy against rounds, " + setting_label(setting) + " (a panel per defence, mean over seeds)",
+                       render_figure(panels, options)});
+  }
+  if (!grid.attacks.empty()) {
+    std::vector<std::size_t> ns;
+    for (const auto& s : grid.settings) {
+      if (std::find(ns.begin(), ns.end(), s.nodes) == ns.end()) ns.push_back(s.nodes);
+    }
+    std::vector<Plot> panels;
+    for (auto n : ns) {
+      Plot plot;
+      plot.title = "n = " + std::to_string(n);
+      plot.x_label = "Byzantine nodes b";
+      plot.y_label = "worst-case test accuracy (%)";
+      plot.y_min = 0.0;
+      plot.y_max = 100.0;
+      std::vector<Setting> settings;
+      for (const auto& s : grid.settings) {
+        if (s.nodes == n) settings.push_back(s);
+      }
+      std::sort(settings.begin(), settings.end());
+      plot.x_min = 0.0;
+      plot.x_max = static_cast<double>(settings.back().byzantine) + 1.0;
+      for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+        Series series{grid.defences[d].name, {}, false};
+        for (const auto& s : settings) {
+          if (auto worst = worst_case(aggregates, s, d)) {
+            series.points.emplace_back(static_cast<double>(s.byzantine), 100.0 * worst->accuracy);
+          }
+        }
+        if (!series.points.empty()) plot.series.push_back(std::move(series));
+      }
+      panels.push_back(std::move(plot));
+    }
+    FigureOptions options;
+    options.title = "Worst case over attacks against the number of Byzantine nodes";
+    options.columns = std::min<std::size_t>(panels.size(), 3);
+    figures.push_back({"figures/worst_case.svg", "Worst-case test accuracy over the attacks against b, per defence",
+                       render_figure(panels, options)});
+  }
+  return figures;
+}
+
+std::string results_json(const GridResult& result) {
+  const Grid& grid = result.grid;
+  Json defences = Json::array();
+  for (const auto& d : grid.defences) defences.push_back(defence_json(d));
+  Json settings = Json::array();
+  for (const auto& s : grid.settings) settings.push_back({{"n", s.nodes}, {"b", s.byzantine}});
+  Json root = {
+      {"grid",
+       {{"base", options_json(grid.base)},
+        {"attacks", grid.attacks},
+        {"defences", defences},
+        {"settings", settings},
+        {"seeds", grid.seeds},
+        {"attacker_choice", grid.attacker_choice},
+        {"target_accuracy", grid.target_accuracy},
+        {"baseline", grid.baseline}}},
+      {"jobs", result.jobs},
+      {"seconds", result.seconds},
+      {"cancelled", result.cancelled},
+  };
+  Json cells = Json::array();
+  for (const auto& cell : result.cells) {
+    const CellResult& r = result.results[cell.index];
+    Json curve = Json::array();
+    for (const auto& p : r.curve) curve.push_back({p.round, p.accuracy});
+    Json entry = {
+        {"index", cell.index},
+        {"n", cell.setting.nodes},
+        {"b", cell.setting.byzantine},
+        {"defence", grid.defences[cell.defence].name},
+        {"attack", cell.attack},
+        {"seed", cell.seed},
+        {"baseline", cell.baseline()},
+        {"status", cell_status_name(r.status)},
+        {"options", options_json(cell.options)},
+    };
+    if (cell.same_as) entry["same_as"] = *cell.same_as;
+    if (!r.reason.empty()) entry["reason"] = r.reason;
+    if (r.status == CellStatus::kDone || r.status == CellStatus::kCancelled) {
+      entry["byzantine_nodes"] = r.byzantine_nodes;
+      entry["redundancy"] = r.redundancy;
+      entry["final_accuracy"] = r.final_accuracy;
+      entry["final_loss"] = r.final_loss;
+      entry["rounds"] = r.rounds;
+      entry["rounds_changed"] = r.rounds_changed;
+      entry["changed_fraction"] = r.changed_fraction();
+      entry["changed_coordinates_per_round"] = r.changed_coordinates;
+      entry["dimension"] = r.dimension;
+      entry["rounds_to_target"] = r.rounds_to_target ? Json(*r.rounds_to_target) : Json("never");
+      entry["seconds"] = r.seconds;
+      entry["curve"] = curve;
+    }
+    cells.push_back(std::move(entry));
+  }
+  root["cells"] = std::move(cells);
+  return root.dump(1) + "\n";
+}
+
+std::string markdown_report(const GridResult& result, std::span<const Aggregate> aggregates,
+                            std::span<const Figure> figures, const ReportOptions& options) {
+  const Grid& grid = result.grid;
+  const auto attacks = columns(grid);
+  std::string md_text = "# " + options.title + "\n\n";
+  if (!options.preamble.empty()) md_text += options.preamble + "\n\n";
+  if (!options.command.empty()) md_text += "Made with:\n\n```sh\n" + options.command + "\n```\n\n";
+
+  std::size_t done = 0, not_applicable = 0, failed = 0, cancelled = 0, repeated = 0;
+  for (const auto& cell : result.cells) {
+    if (cell.same_as) {
+      ++repeated;
+      continue;
+    }
+    switch (result.results[cell.index].status) {
+      case CellStatus::kDone: ++done; break;
+      case CellStatus::kNotApplicable: ++not_applicable; break;
+      case CellStatus::kFailed: ++failed; break;
+      case CellStatus::kCancelled: ++cancelled; break;
+    }
+  }
+  const auto& b = grid.base;
+  md_text += "## Setup\n\n";
+  md_text += "- data `" + b.data + "`, model `" + b.model + "`, " + std::to_string(b.rounds) + " rounds, partition size " +
+             std::to_string(b.partition_size) + " (global batch n × " + std::to_string(b.partition_size) + ")\n";
+  md_text += "- update `" + b.update + "`, worker momentum " + fixed(b.worker_momentum, 2) + ", learning rate `" + b.lr +
+             "` (a defence may override the update)\n";
+  md_text += "- test accuracy every " + std::to_string(b.eval_every) + " rounds on " + std::to_string(b.eval_examples) +
+             " test examples; the final accuracy is on the whole test set\n";
+  std::string attack_list;
+  for (const auto& a : grid.attacks) attack_list += (attack_list.empty() ? "`" : ", `") + a + "`";
+  md_text += "- attacks: " + (attack_list.empty() ? std::string("none") : attack_list) +
+             (grid.baseline ? " and the attack-free baseline" : "") + "; the b Byzantine nodes are chosen `" +
+             grid.attacker_choice + "`\n";
+  md_text += "- defences:\n";
+  for (const auto& d : grid.defences) {
+    md_text += "  - **" + md(d.name) + "**: code `" + d.code + "`, rule `" + d.rule + "`";
+    if (d.rule != "vote") md_text += ", codec `" + d.codec + "`";
+    if (d.update) md_text += ", update `" + *d.update + "`";
+    if (d.worker_momentum) md_text += ", worker momentum " + fixed(*d.worker_momentum, 2);
+    md_text += "\n";
+  }
+  std::string seed_list;
+  for (auto s : grid.seeds) seed_list += (seed_list.empty() ? "" : ", ") + std::to_string(s);
+  md_text += "- seeds: " + seed_list + " (mean ± sample sd over seeds when more than one)\n";
+  md_text += "- " + std::to_string(result.cells.size()) + " cells: " + std::to_string(done) + " run, " +
+             std::to_string(repeated) + " baselines shared with an identical run, " + std::to_string(not_applicable) +
+             " not applicable, " + std::to_string(failed) + " failed, " + std::to_string(cancelled) + " cancelled; " +
+             fixed(result.seconds, 1) + " s on " + std::to_string(result.jobs) + " threads" +
+             (result.cancelled ? " (**cancelled**: the tables show what finished)" : "") + "\n\n";
+
+  const std::string target = fixed(100.0 * grid.target_accuracy, 0) + "%";
+  for (const auto& setting : grid.settings) {
+    md_text += "## " + setting_label(setting) + "\n\n";
+    // Final accuracy with the worst case.
+    md_text += "Final test accuracy (%):\n\n";
+    std::vector<std::string> head = {"defence", "r"};
+    for (const auto& a : attacks) head.push_back(md(attack_label(a)));
+    if (!grid.attacks.empty()) head.push_back("worst case");
+    md_text += table_row(head) + table_rule(head.size());
+    for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+      std::vector<std::string> row = {md(grid.defences[d].name), "-"};
+      for (const auto& attack : attacks) {
+        const Aggregate* a = find(aggregates, setting, d, attack);
+        if (a && a->done > 0 && row[1] == "-" && grid.defences[d].rule == "vote") row[1] = fixed(a->redundancy.mean, 2);
+        row.push_back(a == nullptr ? "-" : a->done > 0 ? percent_stats(a->accuracy) + (a->done < a->seeds ? "*" : "")
+                                                       : missing(*a));
+      }
+      if (!grid.attacks.empty()) {
+        const auto worst = worst_case(aggregates, setting, d);
+        row.push_back(worst ? "**" + fixed(100.0 * worst->accuracy, 1) + "** (" + md(worst->attack) + ")" +
+                                  (worst->complete ? "" : "*")
+                            : "n/a");
+      }
+      md_text += table_row(row);
+    }
+    md_text += "\nRounds to " + target + " test accuracy (first evaluation at or above it; mean over the seeds that reached it):\n\n";
+    head = {"defence"};
+    for (const auto& a : attacks) head.push_back(md(attack_label(a)));
+    md_text += table_row(head) + table_rule(head.size());
+    for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+      std::vector<std::string> row = {md(grid.defences[d].name)};
+      for (const auto& attack : attacks) {
+        const Aggregate* a = find(aggregates, setting, d, attack);
+        if (a == nullptr) {
+          row.push_back("-");
+        } else if (a->done == 0) {
+          row.push_back(missing(*a));
+        } else if (a->reached == 0) {
+          row.push_back("never");
+        } else {
+          std::string text = fixed(a->rounds_to_target.mean, 0);
+          if (a->reached < a->done || a->done > 1) text += " (" + std::to_string(a->reached) + "/" + std::to_string(a->done) + ")";
+          row.push_back(text);
+        }
+      }
+      md_text += table_row(row);
+    }
+    if (!grid.attacks.empty()) {
+      md_text += "\nRounds whose final vote differed from the attack-free vote (%):\n\n";
+      head = {"defence"};
+      for (const auto& a : grid.attacks) head.push_back(md(a));
+      md_text += table_row(head) + table_rule(head.size());
+      for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+        std::vector<std::string> row = {md(grid.defences[d].name)};
+        for (const auto& attack : grid.attacks) {
+          const Aggregate* a = find(aggregates, setting, d, attack);
+          row.push_back(a == nullptr ? "-" : a->done > 0 ? percent_stats(a->changed_fraction) : missing(*a));
+        }
+        md_text += table_row(row);
+      }
+      md_text += "\nCoordinates of the final vote the attack changed, mean per round (% of the d parameters):\n\n";
+      md_text += table_row(head) + table_rule(head.size());
+      for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+        std::vector<std::string> row = {md(grid.defences[d].name)};
+        for (const auto& attack : grid.attacks) {
+          const Aggregate* a = find(aggregates, setting, d, attack);
+          row.push_back(a == nullptr ? "-" : a->done > 0 ? percent_stats(a->changed_coordinates, 3) : missing(*a));
+        }
+        md_text += table_row(row);
+      }
+    }
+    for (const auto& figure : figures) {
+      if (figure.file == "figures/accuracy_" + setting_file(setting) + ".svg") {
+        md_text += "\n![" + figure.caption + "](" + figure.file + ")\n";
+      }
+    }
+    md_text += "\n";
+  }
+
+  if (!grid.attacks.empty()) {
+    md_text += "## Worst case over attacks\n\nLowest final test accuracy (%) over the attacks, per defence and setting:\n\n";
+    std::vector<std::string> head = {"defence"};
+    for (const auto& s : grid.settings) head.push_back("n=" + std::to_string(s.nodes) + ", b=" + std::to_string(s.byzantine));
+    md_text += table_row(head) + table_rule(head.size());
+    for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+      std::vector<std::string> row = {md(grid.defences[d].name)};
+      for (const auto& s : grid.settings) {
+        const auto worst = worst_case(aggregates, s, d);
+        row.push_back(worst ? fixed(100.0 * worst->accuracy, 1) + (worst->complete ? "" : "*") : "n/a");
+      }
+      md_text += table_row(row);
+    }
+    for (const auto& figure : figures) {
+      if (figure.file == "figures/worst_case.svg") md_text += "\n![" + figure.caption + "](" + figure.file + ")\n";
+    }
+    md_text += "\n";
+  }
+
+  std::string notes;
+  std::set<std::string> seen;
+  for (const auto& a : aggregates) {
+    if (a.done == a.seeds) continue;
+    const std::string line = "- " + setting_label(a.setting) + ", " + md(grid.defences[a.defence].name) + ", " +
+                             md(attack_label(a.attack)) + ": " + cell_status_name(a.first_status) + " — " + a.reason + "\n";
+    if (seen.insert(line).second) notes += line;
+  }
+  if (!notes.empty()) {
+    md_text += "## Cells that did not finish\n\n`*` marks a mean over fewer seeds than the grid has. Reasons:\n\n" + notes + "\n";
+  }
+  return md_text;
+}
+
+Status write_report(const GridResult& result, const std::filesystem::path& dir, const ReportOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir / "figures", ec);
+  if (ec) return make_error(ErrorCode::kIo, "cannot create '" + (dir / "figures").string() + "': " + ec.message());
+  const auto aggregates = aggregate(result);
+  const auto figures = make_figures(result, aggregates);
+  const auto write = [](const std::filesystem::path& path, const std::string& text) -> Status {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) return make_error(ErrorCode::kIo, "cannot write '" + path.string() + "'");
+    return {};
+  };
+  BALLOT_TRY(write(dir / "results.json", results_json(result)));
+  for (const auto& figure : figures) BALLOT_TRY(write(dir / figure.file, figure.svg));
+  BALLOT_TRY(write(dir / "report.md", markdown_report(result, aggregates, figures, options)));
+  return {};
+}
+
+}  // namespace ballot::evaluation

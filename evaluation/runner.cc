@@ -1,0 +1,177 @@
+#include "evaluation/runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <numeric>
+#include <thread>
+
+namespace ballot::evaluation {
+namespace {
+
+std::string describe(const Grid& grid, const Cell& cell) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "n=%zu b=%zu ", cell.setting.nodes, cell.setting.byzantine);
+  return text + grid.defences[cell.defence].name + " / " + (cell.baseline() ? "no attack" : cell.attack) + " / seed " +
+         std::to_string(cell.seed);
+}
+
+std::string outcome(const CellResult& result) {
+  char text[128];
+  switch (result.status) {
+    case CellStatus::kDone:
+      std::snprintf(text, sizeof(text), "acc %.2f%%, vote changed in %.1f%% of rounds (%.3f%% of coordinates), %.1f s",
+                    100.0 * result.final_accuracy, 100.0 * result.changed_fraction(),
+                    100.0 * result.changed_coordinate_fraction(), result.seconds);
+      return text;
+    case CellStatus::kNotApplicable: return "not applicable: " + result.reason;
+    case CellStatus::kFailed: return "failed: " + result.reason;
+    case CellStatus::kCancelled: return "cancelled";
+  }
+  return "";
+}
+
+CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<const TrainTestSplit>& data,
+                    const RunnerOptions& options) {
+  CellResult out;
+  if (cell.not_applicable) {
+    out.status = CellStatus::kNotApplicable;
+    out.reason = *cell.not_applicable;
+    return out;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto setup = runtime::make_training_setup(cell.options, data);
+  if (!setup.ok()) {
+    // expand() checked the options without data; what is left is the data's fault or the code's.
+    out.status = CellStatus::kNotApplicable;
+    out.reason = setup.error().message;
+    return out;
+  }
+  runtime::ExperimentOptions engine;
+  const double per_round = static_cast<double>(cell.options.nodes);
+  if (options.progress) engine.on_round = [&](const runtime::ExperimentRound&) { options.progress->add_work(per_round); };
+  engine.cancelled = options.cancelled;
+  auto result = runtime::run_experiment(*setup, engine);
+  if (!result.ok()) {
+    out.status = CellStatus::kFailed;
+    out.reason = result.error().to_string();
+  } else {
+    out = summarise(*result, grid.target_accuracy);
+    if (out.rounds < cell.options.rounds) out.status = CellStatus::kCancelled;
+  }
+  out.byzantine_nodes = setup->byzantine;
+  if (auto replica = runtime::Replica::create(*setup); replica.ok()) out.dimension = replica->dimension();
+  out.redundancy = setup->sign_vote() ? setup->code.redundancy() : 1.0;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace
+
+const char* cell_status_name(CellStatus status) {
+  switch (status) {
+    case CellStatus::kDone: return "done";
+    case CellStatus::kNotApplicable: return "not applicable";
+    case CellStatus::kFailed: return "failed";
+    case CellStatus::kCancelled: return "cancelled";
+  }
+  return "?";
+}
+
+CellResult summarise(const runtime::ExperimentResult& result, double target_accuracy) {
+  CellResult out;
+  out.status = CellStatus::kDone;
+  out.final_accuracy = result.test.accuracy;
+  out.final_loss = result.test.loss;
+  out.rounds = result.rounds.size();
+  out.rounds_changed = result.rounds_changed;
+  out.seconds = result.seconds;
+  for (const auto& round : result.rounds) out.changed_coordinates += static_cast<double>(round.changed_coordinates);
+  if (!result.rounds.empty()) out.changed_coordinates /= static_cast<double>(result.rounds.size());
+  for (const auto& round : result.rounds) {
+    if (!round.evaluated) continue;
+    out.curve.push_back({round.round + 1, round.test.accuracy});
+    if (!out.rounds_to_target && round.test.accuracy >= target_accuracy) out.rounds_to_target = round.round + 1;
+  }
+  return out;
+}
+
+double cell_work(const Cell& cell) {
+  if (cell.not_applicable || cell.same_as) return 0.0;
+  return static_cast<double>(cell.options.rounds) * static_cast<double>(cell.options.nodes);
+}
+
+Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSplit> data, const RunnerOptions& options) {
+  BALLOT_TRY(grid.validate());
+  if (data == nullptr) return make_error(ErrorCode::kInvalidArgument, "run_grid: no dataset");
+  const auto start = std::chrono::steady_clock::now();
+  GridResult out;
+  out.grid = grid;
+  out.cells = expand(grid);
+  out.results.resize(out.cells.size());
+
+  // Longest cells first: with a pool, that keeps the last minutes busy on every thread.
+  std::vector<std::size_t> order;
+  for (const auto& cell : out.cells) {
+    if (!cell.same_as) order.push_back(cell.index);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return cell_work(out.cells[a]) > cell_work(out.cells[b]); });
+  out.jobs = std::clamp<std::size_t>(options.jobs, 1, std::max<std::size_t>(1, order.size()));
+
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  const auto cancelled = [&] {
+    if (stop.load()) return true;
+    if (options.cancelled && options.cancelled()) stop.store(true);
+    return stop.load();
+  };
+  RunnerOptions cell_options = options;
+  cell_options.cancelled = cancelled;
+  const auto worker = [&] {
+    for (std::size_t k = next.fetch_add(1); k < order.size(); k = next.fetch_add(1)) {
+      const Cell& cell = out.cells[order[k]];
+      CellResult& result = out.results[cell.index];
+      if (!cell.not_applicable && cancelled()) {
+        result.status = CellStatus::kCancelled;
+      } else {
+        // A thread must not die on an exception (it would terminate the process and lose the
+        // grid): whatever escapes the engine is this cell's failure.
+        try {
+          result = run_cell(grid, cell, data, cell_options);
+        } catch (const std::exception& e) {
+          result = {};
+          result.status = CellStatus::kFailed;
+          result.reason = std::string("exception: ") + e.what();
+        }
+      }
+      if (options.progress) {
+        // What on_round did not count (a cell that stopped early or never started).
+        const double left = cell_work(cell) - static_cast<double>(result.rounds) * static_cast<double>(cell.options.nodes);
+        options.progress->cell_done(describe(grid, cell) + ": " + outcome(result), left);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < out.jobs; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& thread : threads) thread.join();
+
+  for (const auto& cell : out.cells) {
+    if (cell.same_as) out.results[cell.index] = out.results[*cell.same_as];
+  }
+  if (options.progress) options.progress->finish();
+  out.cancelled = stop.load();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+Result<GridResult> run_grid(const Grid& grid, const RunnerOptions& options) {
+  BALLOT_TRY(grid.validate());
+  BALLOT_ASSIGN_OR_RETURN(auto data, runtime::load_training_data(grid.base));
+  return run_grid(grid, std::make_shared<const TrainTestSplit>(std::move(data)), options);
+}
+
+}  // namespace ballot::evaluation

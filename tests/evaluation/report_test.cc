@@ -1,0 +1,252 @@
+#include "evaluation/report.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "xml_check.h"
+
+namespace ballot::evaluation {
+namespace {
+
+using testing::xml_problem;
+
+TEST(MeanSd, HandComputed) {
+  const std::vector<double> values = {2, 4, 4, 4, 5, 5, 7, 9};
+  const auto s = mean_sd(values);
+  EXPECT_EQ(s.count, 8u);
+  EXPECT_DOUBLE_EQ(s.mean, 5.0);
+  EXPECT_NEAR(s.sd, std::sqrt(32.0 / 7.0), 1e-12);  // sample sd: Σ(x − 5)² = 32 over n − 1 = 7
+  const std::vector<double> one = {0.7};
+  EXPECT_DOUBLE_EQ(mean_sd(one).mean, 0.7);
+  EXPECT_DOUBLE_EQ(mean_sd(one).sd, 0.0);
+  EXPECT_EQ(mean_sd(std::vector<double>{}).count, 0u);
+}
+
+CellResult done(double accuracy, std::uint64_t changed, std::optional<std::uint64_t> to_target, double r) {
+  CellResult c;
+  c.status = CellStatus::kDone;
+  c.final_accuracy = accuracy;
+  c.rounds = 100;
+  c.rounds_changed = changed;
+  c.rounds_to_target = to_target;
+  c.redundancy = r;
+  c.dimension = 1000;
+  c.changed_coordinates = static_cast<double>(changed);  // per round, of d = 1000
+  c.curve = {{50, accuracy / 2}, {100, accuracy}};
+  return c;
+}
+
+// One setting, two defences, baseline + two attacks, two seeds, with hand-chosen results.
+GridResult hand_made() {
+  GridResult out;
+  Grid& grid = out.grid;
+  grid.base.rounds = 100;
+  grid.attacks = {"reverse", "random"};
+  grid.defences = {*named_defence("signSGD-MV"), *named_defence("bernoulli r=2")};
+  grid.settings = {{5, 1}};
+  grid.seeds = {1, 2};
+  grid.target_accuracy = 0.8;
+  out.cells = expand(grid);
+  out.results.resize(out.cells.size());
+  EXPECT_EQ(out.cells.size(), 12u);
+  for (const auto& cell : out.cells) {
+    const bool first = cell.seed == 1;
+    CellResult& r = out.results[cell.index];
+    if (cell.defence == 0) {
+      if (cell.attack == "none") r = done(first ? 0.80 : 0.84, 0, first ? 200 : 220, 1.0);
+      if (cell.attack == "reverse") r = done(first ? 0.50 : 0.70, first ? 40 : 60, first ? std::optional<std::uint64_t>(300) : std::nullopt, 1.0);
+      if (cell.attack == "random") r = done(first ? 0.75 : 0.79, 0, std::nullopt, 1.0);
+    } else {
+      if (cell.attack == "none") r = done(0.85, 0, 100, 2.25);
+      if (cell.attack == "reverse") {
+        if (first) {
+          r = done(0.65, 10, std::nullopt, 2.25);
+        } else {
+          r.status = CellStatus::kFailed;
+          r.reason = "boom";
+        }
+      }
+      if (cell.attack == "random") r = done(first ? 0.60 : 0.64, 5, std::nullopt, 2.25);
+    }
+  }
+  out.jobs = 2;
+  out.seconds = 12.5;
+  return out;
+}
+
+TEST(Aggregate, MeanSdOverSeedsAndTheWorstCase) {
+  const auto result = hand_made();
+  const auto aggregates = aggregate(result);
+  ASSERT_EQ(aggregates.size(), 6u);  // 2 defences × 3 columns
+  const auto& a_reverse = aggregates[1];
+  EXPECT_EQ(a_reverse.defence, 0u);
+  EXPECT_EQ(a_reverse.attack, "reverse");
+  EXPECT_EQ(a_reverse.done, 2u);
+  EXPECT_NEAR(a_reverse.accuracy.mean, 0.60, 1e-12);
+  EXPECT_NEAR(a_reverse.accuracy.sd, std::sqrt(0.02), 1e-12);  // (0.1² + 0.1²) / 1
+  EXPECT_EQ(a_reverse.reached, 1u);
+  EXPECT_DOUBLE_EQ(a_reverse.rounds_to_target.mean, 300.0);
+  EXPECT_NEAR(a_reverse.changed_fraction.mean, 0.5, 1e-12);
+  ASSERT_EQ(a_reverse.curve.size(), 2u);
+  EXPECT_NEAR(a_reverse.curve[1].second, 0.60, 1e-12);
+  EXPECT_NEAR(a_reverse.curve[0].second, 0.30, 1e-12);
+
+  const auto& b_reverse = aggregates[4];
+  EXPECT_EQ(b_reverse.done, 1u);
+  EXPECT_EQ(b_reverse.seeds, 2u);
+  EXPECT_EQ(b_reverse.first_status, CellStatus::kFailed);
+  EXPECT_EQ(b_reverse.reason, "boom");
+  EXPECT_EQ(b_reverse.curve.size(), 2u);  // the one finished seed
+
+  const auto worst_a = worst_case(aggregates, {5, 1}, 0);
+  ASSERT_TRUE(worst_a.has_value());
+  EXPECT_NEAR(worst_a->accuracy, 0.60, 1e-12);
+  EXPECT_EQ(worst_a->attack, "reverse");
+  EXPECT_TRUE(worst_a->complete);
+  const auto worst_b = worst_case(aggregates, {5, 1}, 1);
+  ASSERT_TRUE(worst_b.has_value());
+  EXPECT_NEAR(worst_b->accuracy, 0.62, 1e-12);  // random (0.60, 0.64) is below reverse's one seed (0.65)
+  EXPECT_EQ(worst_b->attack, "random");
+  EXPECT_FALSE(worst_b->complete);
+  EXPECT_FALSE(worst_case(aggregates, {7, 1}, 0).has_value());
+}
+
+TEST(MarkdownReport, TablesWithHandComputedCells) {
+  const auto result = hand_made();
+  const auto aggregates = aggregate(result);
+  const auto figures = make_figures(result, aggregates);
+  ReportOptions options;
+  options.command = "ballot evaluate --test";
+  const auto md = markdown_report(result, aggregates, figures, options);
+  EXPECT_NE(md.find("```sh\nballot evaluate --test\n```"), std::string::npos);
+  EXPECT_NE(md.find("## n = 5, b = 1"), std::string::npos);
+  EXPECT_NE(md.find("| defence | r | no attack | reverse | random | worst case |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | 1.00 | 82.0 ± 2.8 | 60.0 ± 14.1 | 77.0 ± 2.8 | **60.0** (reverse) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bernoulli r=2 | 2.25 | 85.0 ± 0.0 | 65.0* | 62.0 ± 2.8 | **62.0** (random)* |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | 210 (2/2) | 300 (1/2) | never |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | 50.0 ± 14.1 | 0.0 ± 0.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bernoulli r=2 | 10.0 | 5.0 ± 0.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | 5.000 ± 1.414 | 0.000 ± 0.000 |"), std::string::npos) << md;  // 40, 60 of 1000
+  EXPECT_NE(md.find("## Worst case over attacks"), std::string::npos);
+  EXPECT_NE(md.find("| signSGD-MV | 60.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bernoulli r=2 | 62.0* |"), std::string::npos) << md;
+  EXPECT_NE(md.find("n = 5, b = 1, bernoulli r=2, reverse: failed — boom"), std::string::npos) << md;
+  EXPECT_NE(md.find("](figures/accuracy_n5_b1.svg)"), std::string::npos);
+  EXPECT_NE(md.find("](figures/worst_case.svg)"), std::string::npos);
+}
+
+TEST(Figures, OnePerSettingAndTheWorstCase) {
+  const auto result = hand_made();
+  const auto aggregates = aggregate(result);
+  const auto figures = make_figures(result, aggregates);
+  ASSERT_EQ(figures.size(), 2u);
+  EXPECT_EQ(figures[0].file, "figures/accuracy_n5_b1.svg");
+  EXPECT_EQ(figures[1].file, "figures/worst_case.svg");
+  for (const auto& f : figures) EXPECT_EQ(xml_problem(f.svg, "svg"), "") << f.file;
+  EXPECT_NE(figures[0].svg.find(">signSGD-MV</text>"), std::string::npos);
+  EXPECT_NE(figures[0].svg.find(">no attack</text>"), std::string::npos);
+  EXPECT_NE(figures[1].svg.find(">Byzantine nodes b</text>"), std::string::npos);
+}
+
+TEST(ResultsJson, EveryCellWithOptionsAndMetrics) {
+  const auto result = hand_made();
+  const auto json = nlohmann::json::parse(results_json(result));
+  ASSERT_EQ(json["cells"].size(), 12u);
+  EXPECT_EQ(json["grid"]["attacks"], nlohmann::json({"reverse", "random"}));
+  EXPECT_EQ(json["grid"]["defences"][1]["code"], "bernoulli:r=2");
+  EXPECT_EQ(json["jobs"], 2);
+  const auto& first = json["cells"][0];
+  EXPECT_EQ(first["attack"], "none");
+  EXPECT_EQ(first["status"], "done");
+  EXPECT_EQ(first["options"]["nodes"], 5);
+  EXPECT_EQ(first["options"]["code"], "identity");
+  EXPECT_DOUBLE_EQ(first["final_accuracy"].get<double>(), 0.80);
+  EXPECT_EQ(first["rounds_to_target"], 200);
+  EXPECT_EQ(first["curve"], nlohmann::json::parse("[[50, 0.4], [100, 0.8]]"));
+  bool saw_never = false, saw_failed = false;
+  for (const auto& cell : json["cells"]) {
+    if (cell.contains("rounds_to_target") && cell["rounds_to_target"] == "never") saw_never = true;
+    if (cell["status"] == "failed") {
+      saw_failed = true;
+      EXPECT_EQ(cell["reason"], "boom");
+      EXPECT_FALSE(cell.contains("final_accuracy"));
+    }
+  }
+  EXPECT_TRUE(saw_never);
+  EXPECT_TRUE(saw_failed);
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A small grid run end to end on synthetic data: files, JSON, tables and well-formed SVG.
+TEST(WriteReport, EndToEndOnSyntheticData) {
+  auto grid = parse_grid(R"({
+    "base": {"data": "synthetic:examples=256,features=8,classes=4,separation=3", "model": "logreg",
+             "rounds": 12, "lr": "constant:lr=0.05", "eval_every": 4, "partition_size": 16},
+    "attacks": ["reverse", "random"],
+    "defences": ["signSGD-MV", "deterministic", "krum:f=1/fp32"],
+    "settings": [{"n": 5, "b": 1}, {"n": 5, "b": 2}],
+    "seeds": [1, 2],
+    "target_accuracy": 0.5
+  })");
+  ASSERT_TRUE(grid.ok()) << grid.error().message;
+  RunnerOptions options;
+  options.jobs = 2;
+  auto result = run_grid(*grid, options);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  const auto dir = std::filesystem::temp_directory_path() / ("ballot_eval_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(write_report(*result, dir, {.title = "Test grid", .command = "ballot evaluate --grid g.json"}).ok());
+
+  const auto json = nlohmann::json::parse(read_file(dir / "results.json"));
+  ASSERT_EQ(json["cells"].size(), result->cells.size());
+  std::size_t ran = 0, not_applicable = 0;
+  for (const auto& cell : json["cells"]) {
+    if (cell["status"] == "done") {
+      ++ran;
+      EXPECT_EQ(cell["rounds"], 12);
+      EXPECT_EQ(cell["curve"].size(), 3u);  // rounds 4, 8, 12
+      EXPECT_GE(cell["final_accuracy"].get<double>(), 0.0);
+      if (cell["attack"] != "none") {
+        EXPECT_EQ(cell["byzantine_nodes"].size(), cell["b"].get<std::size_t>());
+      }
+    } else {
+      EXPECT_EQ(cell["status"], "not applicable") << cell.dump();
+      EXPECT_EQ(cell["defence"], "krum:f=1/fp32");  // Krum needs n − b ≥ 5
+      ++not_applicable;
+    }
+  }
+  EXPECT_GT(ran, 0u);
+  EXPECT_EQ(not_applicable, 2u * 3u * 2u);
+
+  const auto md = read_file(dir / "report.md");
+  EXPECT_NE(md.find("# Test grid"), std::string::npos);
+  EXPECT_NE(md.find("## n = 5, b = 2"), std::string::npos);
+  EXPECT_NE(md.find("| defence | r | no attack | reverse | random | worst case |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| krum:f=1/fp32 | - | n/a | n/a | n/a | n/a |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| deterministic |"), std::string::npos);
+  EXPECT_NE(md.find("not applicable —"), std::string::npos);
+
+  std::size_t svgs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "figures")) {
+    ++svgs;
+    EXPECT_EQ(xml_problem(read_file(entry.path()), "svg"), "") << entry.path();
+  }
+  EXPECT_EQ(svgs, 3u);  // two settings and the worst case
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ballot::evaluation
