@@ -1,7 +1,8 @@
-// Cryptographic primitives of the transport: SHA-256 digests and Ed25519 keys (OpenSSL 3).
+// Cryptographic primitives of the transport: SHA-256 digests, the payload tree digest and
+// Ed25519 keys (OpenSSL 3).
 //
 // Ed25519 is used hash-then-sign: envelopes sign a short fixed-width header that contains
-// SHA-256(payload), so a large payload is hashed once (SHA-256, hardware-accelerated) instead of
+// payload_digest(payload) (a SHA-256 tree, below), so a large payload is hashed once instead of
 // twice with SHA-512 as pure Ed25519 over the payload would (DESIGN.md, security model).
 // Verification is OpenSSL's RFC 8032 verifier; tests/transport/crypto_test.cc checks it against all
 // 151 Wycheproof vectors so that every Ballot verifier agrees on every edge case.
