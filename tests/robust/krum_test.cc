@@ -69,7 +69,7 @@ TEST(PairwiseDistances, MatchBruteForceAcrossChunksAndBlocks) {
   for_each_isa([] {
     for (std::size_t n : {33u, 41u, 100u}) {
       for (std::size_t d : {100u, 1000u, 9000u + 7u}) {
-        if (n == 100 && d > 1000) continue;  // keeps the Debug + ASan run short
+        if (n != 33 && d > 1000) continue;  // keeps the Debug + ASan run short
         const auto rows = gaussian_rows(n, d, 500 + n + d);
         const auto dist = detail::pairwise_distances(InputMatrix(rows.data(), n, d), 1);
         for (std::size_t i = 0; i < n; ++i)
