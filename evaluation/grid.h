@@ -97,7 +97,8 @@ std::vector<std::string> split_list(std::string_view text);
 
 // The election-coding paper's setups (Sohn et al. 2020, ALGORITHMS.md §3): (n, b) ∈ {(5,1),
 // (9,2), (15,3), (5,2), (9,3), (15,6)}, the reverse attack, Fashion-MNIST, signSGD-MV against
-// Bernoulli r = 2, r = 3 and the deterministic code, plus the attack-free baseline. `rounds`
+// Bernoulli r = 2, r = 3 and the deterministic code, plus the attack-free baseline; seeds 1, 2, 3.
+// `rounds`
 // also sets the cosine horizon of the learning-rate schedule. See docs/evaluation.md for the
 // training setup used and why.
 inline constexpr std::uint64_t kPaperPresetRounds = 500;

@@ -177,6 +177,7 @@ TEST(PaperPreset, TheSixSetupsOfThePaper) {
   EXPECT_EQ(grid.defences[2].code, "bernoulli:r=3");
   EXPECT_EQ(grid.defences[3].code, "deterministic");
   EXPECT_TRUE(grid.baseline);
+  EXPECT_EQ(grid.seeds, (std::vector<std::uint64_t>{1, 2, 3}));
   EXPECT_EQ(grid.base.rounds, 300u);
   EXPECT_NE(grid.base.lr.find("cosine:rounds=300"), std::string::npos);
   EXPECT_EQ(grid.base.data, "fashion-mnist");
