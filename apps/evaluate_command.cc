@@ -146,8 +146,8 @@ std::string paper_preamble(const evaluation::Grid& grid) {
          "`ballot train`'s default — Signum with majority vote (a momentum of " +
          std::to_string(grid.base.worker_momentum).substr(0, 4) +
          " per partition at the nodes, x ← x − η·v at every replica) — rather than the paper's server-side heavy "
-         "ball at lr 1e-4, which barely moves in the few hundred rounds this preset affords. Every cell's exact "
-         "options are in results.json.";
+         "ball at lr 1e-4, which was not tuned or measured for this budget. Every cell's exact options are in "
+         "results.json.";
 }
 
 }  // namespace

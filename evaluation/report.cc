@@ -170,7 +170,8 @@ std::optional<WorstCase> worst_case(std::span<const Aggregate> aggregates, Setti
   bool complete = true;
   for (const auto& a : aggregates) {
     if (a.setting != setting || a.defence != defence || a.attack == "none") continue;
-    if (a.done < a.seeds) complete = false;
+    // An attack that does not apply to the defence is no gap in its worst case; one that failed is.
+    if (a.done < a.seeds && a.first_status != CellStatus::kNotApplicable) complete = false;
     if (a.done == 0) continue;
     if (!worst || a.accuracy.mean < worst->accuracy) worst = WorstCase{a.accuracy.mean, a.attack, true};
   }

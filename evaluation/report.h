@@ -7,8 +7,8 @@
 //
 // Aggregation over seeds counts finished cells only ("done"); the standard deviation is the
 // sample one (n − 1), 0 for a single seed. The worst case of a defence in a setting is the lowest
-// mean accuracy over the attacks (the baseline excluded) — marked incomplete when some attack did
-// not finish. Thread-safety: pure functions, except write_report (files).
+// mean accuracy over the attacks (the baseline excluded) — marked incomplete when some applicable
+// attack did not finish (failed or cancelled). Thread-safety: pure functions, except write_report (files).
 #pragma once
 
 #include <cstddef>
@@ -55,7 +55,7 @@ std::vector<Aggregate> aggregate(const GridResult& result);
 struct WorstCase {
   double accuracy = 0.0;    // lowest mean accuracy over the attacks that finished
   std::string attack;       // the attack that achieved it
-  bool complete = true;     // every attack finished for every seed
+  bool complete = true;     // every attack finished for every seed, or did not apply
 };
 // None when no attack finished for (setting, defence) (or the grid has no attack).
 std::optional<WorstCase> worst_case(std::span<const Aggregate> aggregates, Setting setting, std::size_t defence);

@@ -118,6 +118,27 @@ TEST(Aggregate, MeanSdOverSeedsAndTheWorstCase) {
   EXPECT_FALSE(worst_case(aggregates, {7, 1}, 0).has_value());
 }
 
+TEST(Aggregate, NotApplicableAttacksLeaveTheWorstCaseComplete) {
+  auto result = hand_made();
+  for (const auto& cell : result.cells) {
+    if (cell.defence == 0 && cell.attack == "random") {
+      result.results[cell.index] = {};
+      result.results[cell.index].status = CellStatus::kNotApplicable;
+      result.results[cell.index].reason = "does not apply";
+    }
+  }
+  const auto aggregates = aggregate(result);
+  EXPECT_EQ(aggregates[2].done, 0u);
+  EXPECT_EQ(aggregates[2].first_status, CellStatus::kNotApplicable);
+  const auto worst = worst_case(aggregates, {5, 1}, 0);
+  ASSERT_TRUE(worst.has_value());
+  EXPECT_EQ(worst->attack, "reverse");
+  EXPECT_TRUE(worst->complete);
+  const auto md = markdown_report(result, aggregates, {}, {});
+  EXPECT_NE(md.find("| signSGD-MV | 1.00 | 82.0 ± 2.8 | 60.0 ± 14.1 | n/a | **60.0** (reverse) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("n = 5, b = 1, signSGD-MV, random: not applicable — does not apply"), std::string::npos) << md;
+}
+
 TEST(MarkdownReport, TablesWithHandComputedCells) {
   const auto result = hand_made();
   const auto aggregates = aggregate(result);
