@@ -131,7 +131,10 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
   if (c.no_baseline) grid.baseline = false;
   if (auto status = grid.validate(); !status.ok()) {
     auto error = status.error();
-    if (!c.preset && !c.grid_file) error.message += " (start from --preset paper or --grid FILE, or give --attacks, --defences, --nodes and --byzantine)";
+    const bool empty = error.message.find("no setting") != std::string::npos ||
+                       error.message.find("no defence") != std::string::npos ||
+                       error.message.find("nothing to run") != std::string::npos;
+    if (empty && !c.preset && !c.grid_file) error.message += " (start from --preset paper or --grid FILE, or give --attacks, --defences, --nodes and --byzantine)";
     return error;
   }
   return grid;
