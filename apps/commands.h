@@ -9,12 +9,17 @@
 
 #include "runtime/cluster_config.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace ballot::apps {
 
 struct TrainCommand {
   runtime::ClusterConfig config;       // training options from flags / --config
   std::string work_dir;                // "" = a fresh temporary directory, removed at the end
   bool simulate = false;               // in-process simulator instead of processes over TLS
+  bool lockstep = false;               // the lockstep experiment engine (runtime/experiment.h)
   std::string program;                 // path of this executable (for spawning roles)
 };
 
@@ -37,6 +42,21 @@ struct CodeCommand {
   std::optional<std::size_t> search_b;  // instead: minimum-redundancy search for (n, b)
 };
 int run_code(const CodeCommand& command);
+
+// `ballot evaluate` (apps/evaluate_command.cc, evaluation/): unset flags keep the preset's or the
+// grid file's values.
+struct EvaluateCommand {
+  std::optional<std::string> preset, grid_file, attacks, defences, nodes, byzantine, seeds, attacker_choice;
+  std::optional<std::uint64_t> rounds, eval_every;
+  std::optional<double> target, worker_momentum;
+  std::optional<std::string> data, model, lr, update, title;
+  std::optional<std::size_t> partition_size, eval_examples;
+  bool no_baseline = false;
+  std::size_t jobs = 2;
+  std::string out = "evaluation";
+};
+void add_evaluate_options(CLI::App& command, EvaluateCommand& evaluate);
+int run_evaluate(const EvaluateCommand& command);
 
 int run_keys_init(const std::string& dir);
 int run_keys_issue(const std::string& dir, std::uint32_t node, const std::string& role);

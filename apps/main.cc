@@ -38,8 +38,13 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
   command.add_option("--rounds", t.rounds, "Training rounds")->capture_default_str();
   command.add_option("--seed", t.seed, "Seed of everything random in the run")->capture_default_str();
   command.add_option("--data", t.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]")->capture_default_str();
-  command.add_option("--attack", t.attack, "Sign attack of the Byzantine nodes: none | reverse | random | directional:sign=±1")->capture_default_str();
-  command.add_option("--attackers", t.attackers, "Number of Byzantine nodes, drawn from the seed")->capture_default_str();
+  command.add_option("--attack", t.attack,
+                     "What the Byzantine nodes do (docs/attacks.md): none | sign_flip | scaled | gaussian | zero | alie | "
+                     "ipm:eps=E | mimic | reverse | random | directional:sign=±1 | omniscient | label_flip | crash | "
+                     "omission:p=P | delay:ms=M | equivocation | replay | forged_signature | malformed | oversized | "
+                     "wrong_digest; join domains with '+', limit rounds with from=,until=")->capture_default_str();
+  command.add_option("--attackers", t.attackers, "Number of Byzantine nodes (default with --attack: b)")->capture_default_str();
+  command.add_option("--byzantine-nodes", t.attacker_choice, "Which nodes attack: random (from the seed) | worst (for G) | a list 0,3,5")->capture_default_str();
   command.add_option("--rule", t.rule, "vote (1-bit election path) | a robust rule: mean | median | krum:f=1 | 'nnm:f=1 > krum:f=1' …")->capture_default_str();
   command.add_option("--codec", t.codec, "Gradient codec when --rule is not vote: fp32 | qsgd:s=16 | topk:ratio=0.01,ef=1 …")->capture_default_str();
   command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")->capture_default_str();
@@ -82,6 +87,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--config", config_file, "Cluster config JSON to start from (flags override it)");
   train_cmd->add_option("--work-dir", train.work_dir, "Keep keys, logs, metrics and checkpoints here");
   train_cmd->add_flag("--simulate", train.simulate, "Run in-process over the in-memory transport instead");
+  train_cmd->add_flag("--lockstep", train.lockstep,
+                      "Run in the lockstep experiment engine: one thread, no transport, each partition computed once");
   add_training_flags(*train_cmd, train.config.training, train.config);
 
   std::string cluster_file;
@@ -109,6 +116,11 @@ int main(int argc, char** argv) {
   code_cmd->add_option("--seed", code.seed, "Seed")->capture_default_str();
   code_cmd->add_option("--search", code.search_b, "Instead: the minimum-redundancy code tolerating this b (n <= 9)");
 
+  EvaluateCommand evaluate;
+  auto* evaluate_cmd = app.add_subcommand(
+      "evaluate", "Security evaluation: a grid of attacks x defences x Byzantine counts x seeds, with report and plots");
+  add_evaluate_options(*evaluate_cmd, evaluate);
+
   auto* keys = app.add_subcommand("keys", "Manage the cluster PKI");
   keys->require_subcommand(1);
   std::string keys_dir = "keys";
@@ -128,11 +140,17 @@ int main(int argc, char** argv) {
 
   if (info->parsed()) return run_info();
   if (train_cmd->parsed()) {
-    // The demo's default attacker is a sign attack; the gradient path runs without one unless
-    // asked (gradient-domain attacks are issue 8).
-    if (train.config.training.rule != "vote" && train_cmd->count("--attack") == 0 &&
-        train_cmd->count("--attackers") == 0) {
-      train.config.training.attackers = 0;
+    auto& t = train.config.training;
+    if (train_cmd->count("--attack") != 0 && train_cmd->count("--attackers") == 0) {
+      // `--attack alie --byzantine 3`: as many attackers as the fault budget, unless a node list
+      // says who.
+      const bool listed = t.attacker_choice != "random" && t.attacker_choice != "worst";
+      t.attackers = listed ? 0 : t.byzantine;
+    } else if (t.rule != "vote" && train_cmd->count("--attack") == 0 && train_cmd->count("--attackers") == 0) {
+      // The demo's default adversary reverses 1-bit votes; the gradient path runs without one
+      // unless asked.
+      t.attack = "none";
+      t.attackers = 0;
     }
     std::error_code ec;
     train.program = std::filesystem::canonical("/proc/self/exe", ec).string();
@@ -142,6 +160,7 @@ int main(int argc, char** argv) {
   if (node_cmd->parsed()) return run_node_command(cluster_file, node_index);
   if (launch_cmd->parsed()) return run_launch_command(cluster_file);
   if (code_cmd->parsed()) return run_code(code);
+  if (evaluate_cmd->parsed()) return run_evaluate(evaluate);
   if (keys_init->parsed()) return run_keys_init(keys_dir);
   if (keys_issue->parsed()) return run_keys_issue(keys_dir, issue_id, issue_role);
   if (keys_show->parsed()) return run_keys_show(show_path);

@@ -8,8 +8,8 @@
 
 #include "apps/commands.h"
 #include "apps/launcher_env.h"
-#include "attacks/sign_attacks.h"
 #include "runtime/cluster.h"
+#include "runtime/experiment.h"
 #include "runtime/simulator.h"
 
 namespace ballot::apps {
@@ -77,6 +77,17 @@ void print_summary(const runtime::TrainingSummary& summary) {
   std::printf("\ndone: %llu rounds (from round %llu) in %.1f s; test accuracy %.2f%%, test loss %.4f\n",
               static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
               summary.seconds, 100.0 * summary.test.accuracy, summary.test.loss);
+  const auto& d = summary.defences;
+  std::string events;
+  for (const auto& [node, count] : d.misbehaviour) {
+    events += (events.empty() ? "" : ", ") + std::string("node ") + std::to_string(node) + ": " + std::to_string(count);
+  }
+  std::string quarantined;
+  for (auto node : d.quarantined) quarantined += (quarantined.empty() ? "" : ",") + std::to_string(node);
+  std::printf("defences: %llu messages rejected by the server, %llu votes on another model, misbehaviour events {%s}, "
+              "quarantined {%s}, %zu equivocation proofs\n",
+              static_cast<unsigned long long>(d.rejected_messages), static_cast<unsigned long long>(d.out_of_sync_votes),
+              events.c_str(), quarantined.c_str(), d.equivocation_proofs);
 }
 
 }  // namespace
@@ -88,14 +99,42 @@ int run_train(TrainCommand command) {
               config.training.nodes, config.training.byzantine, config.training.code.c_str(),
               config.training.model.c_str(), config.training.update.c_str(), config.training.lr.c_str(),
               static_cast<unsigned long long>(config.training.rounds), config.training.data.c_str());
-  if (config.training.attackers > 0 && config.training.attack != "none") {
-    const auto& t = config.training;
-    auto chosen = attacks::choose_byzantine(t.nodes, t.attackers, t.seed);
+  if (config.training.attack != "none") {
+    auto code = runtime::make_code(config.training);
+    if (!code.ok()) return fail(code.error());
+    auto chosen = runtime::choose_attackers(config.training, *code);
     if (!chosen.ok()) return fail(chosen.error());
     std::string who;
     for (auto i : *chosen) who += (who.empty() ? "" : ", ") + std::to_string(i);
-    std::printf("adversary: node%s %s send%s the '%s' attack every round\n", chosen->size() > 1 ? "s" : "",
-                who.c_str(), chosen->size() > 1 ? "" : "s", config.training.attack.c_str());
+    if (!chosen->empty()) {
+      std::printf("adversary: node%s %s (%s) do%s '%s'\n", chosen->size() > 1 ? "s" : "", who.c_str(),
+                  config.training.attacker_choice.c_str(), chosen->size() > 1 ? "" : "es", config.training.attack.c_str());
+    }
+  }
+  if (command.lockstep) {
+    auto data = runtime::load_training_data(config.training);
+    if (!data.ok()) return fail(data.error());
+    auto setup = runtime::make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(*data)));
+    if (!setup.ok()) return fail(setup.error());
+    std::ofstream metrics;
+    if (!config.metrics.empty()) metrics.open(config.metrics, std::ios::app);
+    runtime::ExperimentOptions options;
+    options.on_round = [&](const runtime::ExperimentRound& round) {
+      if (metrics) metrics << runtime::experiment_json_line(round) << '\n';
+      if (!round.evaluated) return;
+      std::printf("round %5llu/%llu  loss %.4f  test acc %5.1f%%  votes %zu  coordinates changed by the attack %zu\n",
+                  static_cast<unsigned long long>(round.round + 1),
+                  static_cast<unsigned long long>(config.training.rounds), round.mean_loss,
+                  100.0 * round.test.accuracy, round.votes, round.changed_coordinates);
+      std::fflush(stdout);
+    };
+    auto result = runtime::run_experiment(*setup, options);
+    if (!result.ok()) return fail(result.error());
+    std::printf("\ndone: %zu rounds in %.1f s; test accuracy %.2f%%, test loss %.4f; the attack changed the decision in "
+                "%llu rounds\n",
+                result->rounds.size(), result->seconds, 100.0 * result->test.accuracy, result->test.loss,
+                static_cast<unsigned long long>(result->rounds_changed));
+    return 0;
   }
   if (command.simulate) {
     auto data = runtime::load_training_data(config.training);

@@ -65,7 +65,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     if (!training->is_object()) return config_error("'training' must be an object");
     BALLOT_TRY(check_keys(*training, {"nodes", "byzantine", "code", "placement", "model", "update",
                                       "worker_momentum", "lr", "partition_size", "rounds", "seed", "job",
-                                      "data", "eval_every", "eval_examples", "attack", "attackers", "rule", "codec"},
+                                      "data", "eval_every", "eval_examples", "attack", "attackers", "attacker_choice", "rule", "codec"},
                           "'training'"));
     auto& t = config.training;
     BALLOT_TRY(read(*training, "nodes", t.nodes));
@@ -93,6 +93,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     BALLOT_TRY(read(*training, "eval_examples", t.eval_examples));
     BALLOT_TRY(read(*training, "attack", t.attack));
     BALLOT_TRY(read(*training, "attackers", t.attackers));
+    BALLOT_TRY(read(*training, "attacker_choice", t.attacker_choice));
     BALLOT_TRY(read(*training, "rule", t.rule));
     BALLOT_TRY(read(*training, "codec", t.codec));
   }
@@ -130,7 +131,7 @@ std::string to_json(const ClusterConfig& config) {
         {"model", t.model}, {"update", t.update}, {"worker_momentum", t.worker_momentum}, {"lr", t.lr},
         {"partition_size", t.partition_size}, {"rounds", t.rounds}, {"seed", t.seed}, {"job", t.job},
         {"data", t.data}, {"eval_every", t.eval_every}, {"eval_examples", t.eval_examples},
-        {"attack", t.attack}, {"attackers", t.attackers}, {"rule", t.rule}, {"codec", t.codec}}},
+        {"attack", t.attack}, {"attackers", t.attackers}, {"attacker_choice", t.attacker_choice}, {"rule", t.rule}, {"codec", t.codec}}},
   };
   return root.dump(2) + "\n";
 }

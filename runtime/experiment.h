@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/model.h"
@@ -59,6 +60,9 @@ struct ExperimentOptions {
 // Runs setup.options.rounds rounds. Errors: a setup the engine cannot run (e.g. more absent
 // votes in a round than the fault budget b allows — the real server would stall: kUnavailable
 // naming the round), or what model creation returns.
+// One round as a JSON object on one line (the metrics file of `ballot train --lockstep`).
+std::string experiment_json_line(const ExperimentRound& round);
+
 Result<ExperimentResult> run_experiment(const TrainingSetup& setup, const ExperimentOptions& options = {});
 
 }  // namespace ballot::runtime

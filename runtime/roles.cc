@@ -1,10 +1,15 @@
 #include "runtime/roles.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
+#include <thread>
+
+#include "attacks/protocol_attacks.h"
 #include "coding/codec_registry.h"
 #include "robust/registry.h"
+#include "runtime/adversary.h"
 #include "runtime/checkpoint.h"
 #include "runtime/messages.h"
 
@@ -12,7 +17,6 @@ namespace ballot::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::uint64_t kCodecPurpose = 0x636f646563000000ULL;  // "codec": stochastic codecs' noise
 using transport::MessageType;
 
 double seconds_since(Clock::time_point start) {
@@ -105,7 +109,14 @@ Result<TrainingSummary> Server::run() {
     std::size_t received = 0;
     const auto deadline = round_started + options_.round_deadline;
     const auto give_up = deadline + options_.quorum_timeout;
-    while (received < n) {
+    // Every node has voted, or is quarantined (its votes would be dropped unread anyway).
+    const auto all_in = [&] {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!votes[i] && !(options_.quarantine && options_.quarantine->is_quarantined(node_id(i)))) return false;
+      }
+      return true;
+    };
+    while (!all_in()) {
       const auto now = Clock::now();
       if (now >= deadline && received >= quorum) break;
       if (now >= give_up) {
@@ -170,6 +181,9 @@ Result<TrainingSummary> Server::run() {
         continue;
       }
       if (vote_digest != start.model_digest) {
+        // A node that restarted or missed a decision is out of sync once and then gets the state;
+        // one that keeps voting on another model is misbehaving (and costs a state transfer).
+        if (options_.quarantine) options_.quarantine->report(message->from);
         report.out_of_sync.push_back(index);
         BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kCheckpoint, round,
                                    encode_checkpoint(state_of(replica, round))), send_failures));
@@ -233,12 +247,23 @@ Result<TrainingSummary> Server::run() {
       report.test = replica.evaluate(setup_.data->test, setup_.options.eval_examples);
     }
     report.seconds = seconds_since(round_started);
+    summary.defences.rejected_messages += report.rejected_messages;
+    summary.defences.out_of_sync_votes += report.out_of_sync.size();
     if (options_.on_round) options_.on_round(report);
   }
 
   summary.rounds = setup_.options.rounds;
   summary.test = replica.evaluate(setup_.data->test, setup_.data->test.size());
   summary.model_digest = replica.digest();
+  if (options_.quarantine) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (options_.quarantine->is_quarantined(node_id(i))) summary.defences.quarantined.push_back(i);
+      if (const auto events = options_.quarantine->events(node_id(i)); events > 0) {
+        summary.defences.misbehaviour.emplace_back(i, events);
+      }
+    }
+    summary.defences.equivocation_proofs = options_.quarantine->proofs().size();
+  }
   // Tell every node to stop; a node that is gone does not matter any more.
   transport_.set_round(setup_.options.rounds);
   (void)transport_.broadcast(nodes, MessageType::kControl, setup_.options.rounds, encode(Finish{summary.rounds}));
@@ -255,8 +280,12 @@ Result<NodeSummary> Node::run() {
   NodeWorker worker(setup_, index_);
   const std::size_t dimension = replica.dimension();
   NodeSummary summary;
-  const bool byzantine =
-      std::binary_search(setup_.byzantine.begin(), setup_.byzantine.end(), index_);
+  const bool byzantine = setup_.is_byzantine(index_);
+  // An omniscient attacker's view of the honest messages: shared with the other attackers of
+  // this process when the caller provides one (the simulator), else its own.
+  std::shared_ptr<Coalition> coalition = options_.coalition;
+  if (byzantine && needs_honest_view(setup_) && !coalition) coalition = std::make_shared<Coalition>(setup_);
+  if (!byzantine || !needs_honest_view(setup_)) coalition.reset();
   std::uint64_t round = 0;  // the next round this node's replica will apply
   std::uint64_t send_failures = 0;
   bool started = false;
@@ -270,6 +299,15 @@ Result<NodeSummary> Node::run() {
   }
   std::optional<std::vector<std::uint8_t>> last_vote;
   std::uint64_t last_vote_round = 0;
+  std::optional<transport::OutboundFrame> previous_frame;  // the replay attack's material
+  // A Byzantine node's protocol-domain behaviour of a round, else null.
+  const auto protocol_attack = [&](std::uint64_t r) -> const attacks::Behaviour* {
+    return byzantine ? setup_.active(attacks::Domain::kProtocol, r) : nullptr;
+  };
+  const auto crashed = [&](std::uint64_t r) {
+    const auto* attack = protocol_attack(r);
+    return attack != nullptr && attack->kind == attacks::AttackKind::kCrash;
+  };
 
   while (true) {
     auto message = transport_.receive(started ? options_.idle_timeout : options_.join_retry);
@@ -283,6 +321,19 @@ Result<NodeSummary> Node::run() {
     }
     if (message->from != kServerId) continue;  // nodes talk to nodes only in exchange placement
     last_heard = Clock::now();
+    // Crash attack: silent while active. Without an end round the node is gone for good (the
+    // process exits); with one it comes back behind and rejoins through the state transfer.
+    if (message->type != MessageType::kControl && crashed(message->round)) {
+      if (setup_.attack.find(attacks::Domain::kProtocol)->last_round == std::numeric_limits<std::uint64_t>::max()) {
+        summary.model_digest = replica.digest();
+        summary.crashed = true;
+        return summary;
+      }
+      // Down, but the restarted process will learn the round it is in: follow the round window
+      // so that the first round start after the crash is accepted and triggers the rejoin.
+      if (message->type == MessageType::kRoundStart) transport_.set_round(message->round);
+      continue;
+    }
     switch (message->type) {
       case MessageType::kCheckpoint: {
         auto checkpoint = decode_checkpoint(message->payload);
@@ -307,26 +358,35 @@ Result<NodeSummary> Node::run() {
         }
         // A repeated start of the same round gets the same vote again: computing it twice would
         // advance the worker momentum twice and make the node equivocate.
-        if ((!last_vote || last_vote_round != round) && setup_.sign_vote()) {
-          Vote vote;
-          vote.round = round;
-          vote.model_digest = start->model_digest;
-          vote.loss = worker.vote(replica, round, vote_signs);
-          if (byzantine) attacks::corrupt_vote(setup_.attack, setup_.options.seed, round, index_, vote_signs);
-          vote.signs = vote_signs;
-          last_vote = encode(vote);
-          last_vote_round = round;
-        } else if (!last_vote || last_vote_round != round) {
-          EncodedVote vote;
-          vote.round = round;
-          vote.model_digest = start->model_digest;
-          vote.loss = worker.gradient(replica, round, gradient);
-          Rng rng(setup_.options.seed, Rng::stream_id({round, index_, kCodecPurpose}));
-          vote.bytes = codec->encode(gradient, replica.model().layout(), rng).bytes;
-          last_vote = encode(vote);
+        if (!last_vote || last_vote_round != round) {
+          const RoundView* view = coalition ? coalition->view(replica, round).get() : nullptr;
+          if (setup_.sign_vote()) {
+            Vote vote;
+            vote.round = round;
+            vote.model_digest = start->model_digest;
+            vote.loss = worker.vote(replica, round, vote_signs);
+            if (byzantine) byzantine_vote(setup_, view, index_, round, vote_signs);
+            vote.signs = vote_signs;
+            if (protocol_attack(round) && protocol_attack(round)->kind == attacks::AttackKind::kWrongDigest) {
+              vote.model_digest[0] ^= 0x01;
+            }
+            last_vote = encode(vote);
+          } else {
+            EncodedVote vote;
+            vote.round = round;
+            vote.model_digest = start->model_digest;
+            vote.loss = worker.gradient(replica, round, gradient);
+            if (byzantine) byzantine_gradient(setup_, view, index_, round, gradient);
+            Rng rng = codec_rng(setup_, round, index_);
+            vote.bytes = codec->encode(gradient, replica.model().layout(), rng).bytes;
+            if (protocol_attack(round) && protocol_attack(round)->kind == attacks::AttackKind::kWrongDigest) {
+              vote.model_digest[0] ^= 0x01;
+            }
+            last_vote = encode(vote);
+          }
           last_vote_round = round;
         }
-        BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kVote, round, *last_vote), send_failures));
+        BALLOT_TRY(send_vote(*start, *last_vote, previous_frame, send_failures));
         ++summary.votes_sent;
         break;
       }
@@ -357,6 +417,58 @@ Result<NodeSummary> Node::run() {
       default:
         break;
     }
+  }
+}
+
+Status Node::send_vote(const RoundStart& start, const std::vector<std::uint8_t>& vote,
+                       std::optional<transport::OutboundFrame>& previous, std::uint64_t& send_failures) {
+  using attacks::AttackKind;
+  const std::uint64_t round = start.round;
+  const auto* attack = setup_.is_byzantine(index_) ? setup_.active(attacks::Domain::kProtocol, round) : nullptr;
+  auto payload = std::make_shared<const std::vector<std::uint8_t>>(vote);
+  transport::OutboundFrame frame = transport_.seal(MessageType::kVote, round, payload);
+  const auto send = [&](transport::OutboundFrame f) {
+    return tolerate_peer_failure(transport_.send_frame(kServerId, std::move(f)), send_failures);
+  };
+  // The replay attack sends last round's signed vote; every round's own vote is kept for it.
+  std::optional<transport::OutboundFrame> replayed = std::move(previous);
+  previous = frame;
+  if (attack == nullptr) return send(std::move(frame));
+  Rng rng(setup_.options.seed, Rng::stream_id({round, index_, 0x70726f746f636f6cULL /* "protocol" */}));
+  switch (attack->kind) {
+    case AttackKind::kOmission:
+      if (omits_vote(setup_, index_, round)) return {};
+      return send(std::move(frame));
+    case AttackKind::kDelay: {
+      // Past the deadline by default: the vote arrives when the server has moved on.
+      const auto delay = attack->delay_ms != 0 ? std::chrono::milliseconds(attack->delay_ms)
+                                               : 2 * std::chrono::milliseconds(start.deadline_ms);
+      std::this_thread::sleep_for(delay);
+      return send(std::move(frame));
+    }
+    case AttackKind::kEquivocation: {
+      // The vote, then a different one for the same round: the receiver's verifier holds both
+      // signed digests, which is a self-contained proof.
+      BALLOT_TRY(send(frame));
+      auto other = std::make_shared<std::vector<std::uint8_t>>(vote);
+      other->back() ^= 0x01;
+      return send(transport_.seal(MessageType::kVote, round, std::move(other)));
+    }
+    case AttackKind::kReplay: {
+      // Last round's signed vote instead of this round's.
+      if (!replayed) return {};
+      return send(std::move(*replayed));
+    }
+    case AttackKind::kForgedSignature:
+      return send(attacks::forge_signature(std::move(frame)));
+    case AttackKind::kMalformedFrame:
+      return send(attacks::malformed_frame(rng));
+    case AttackKind::kOversizedFrame:
+      return send(attacks::oversized_frame(MessageType::kVote, std::uint64_t{1} << 40));
+    case AttackKind::kWrongDigest:  // the digest is already wrong in the payload
+    case AttackKind::kCrash:        // handled by the receive loop
+    default:
+      return send(std::move(frame));
   }
 }
 

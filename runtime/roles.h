@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,12 +52,22 @@ struct RoundReport {
   std::vector<std::size_t> quarantined;  // node indices whose votes are no longer counted
 };
 
+// What the defences did over the run: for reporting attacks by their effect.
+struct DefenceReport {
+  std::uint64_t rejected_messages = 0;          // dropped by the server's own checks
+  std::vector<std::size_t> quarantined;         // node indices
+  std::vector<std::pair<std::size_t, std::uint64_t>> misbehaviour;  // node index, events (> 0 only)
+  std::size_t equivocation_proofs = 0;
+  std::uint64_t out_of_sync_votes = 0;          // votes on another model (answered with the state)
+};
+
 struct TrainingSummary {
   std::uint64_t first_round = 0;  // > 0 when resumed from a checkpoint
   std::uint64_t rounds = 0;       // rounds completed in total
   Evaluation test;
   transport::Digest model_digest{};
   double seconds = 0.0;
+  DefenceReport defences;
 };
 
 struct ServerOptions {
@@ -81,15 +92,22 @@ class Server {
   ServerOptions options_;
 };
 
+class Coalition;  // runtime/adversary.h
+struct RoundStart;  // runtime/messages.h
+
 struct NodeOptions {
   std::chrono::milliseconds idle_timeout{300000};  // nothing from the server this long: give up
   std::chrono::milliseconds join_retry{1000};      // re-send Join while no round has started
+  // Attackers of one process share their view of the honest messages (the simulator); null: a
+  // Byzantine node that needs one computes its own.
+  std::shared_ptr<Coalition> coalition;
 };
 
 struct NodeSummary {
   std::uint64_t rounds = 0;          // rounds applied
   std::uint64_t votes_sent = 0;
   std::uint64_t rejoins = 0;         // state transfers received
+  bool crashed = false;              // stopped by the crash attack
   transport::Digest model_digest{};
 };
 
@@ -100,6 +118,10 @@ class Node {
   Result<NodeSummary> run();
 
  private:
+  // Sends this round's vote, or what the node's protocol-domain attack sends instead.
+  Status send_vote(const RoundStart& start, const std::vector<std::uint8_t>& vote,
+                   std::optional<transport::OutboundFrame>& previous, std::uint64_t& send_failures);
+
   const TrainingSetup& setup_;
   std::size_t index_;
   transport::Transport& transport_;

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "runtime/adversary.h"
 #include "runtime/messages.h"
 #include "transport/memory_transport.h"
 
@@ -29,6 +30,8 @@ Result<SimulationResult> simulate(const TrainingSetup& setup, SimulationOptions 
     endpoints.push_back(std::move(endpoint));
   }
 
+  // The attackers of the simulation share one view of the honest messages (runtime/adversary.h).
+  if (!options.node.coalition && needs_honest_view(setup)) options.node.coalition = std::make_shared<Coalition>(setup);
   SimulationResult result;
   result.nodes.assign(n, make_error(ErrorCode::kInternal, "node did not run"));
   std::vector<std::thread> threads;

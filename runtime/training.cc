@@ -1,8 +1,11 @@
 #include "runtime/training.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "attacks/data_attacks.h"
+#include "attacks/targets.h"
 #include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
 #include "robust/registry.h"
@@ -52,18 +55,34 @@ Status TrainingOptions::validate() const {
   BALLOT_TRY(Spec::parse(model));
   BALLOT_TRY(LrSchedule::parse(lr));
   BALLOT_TRY(Spec::parse(data));
-  BALLOT_TRY(attacks::SignAttack::parse(attack));
+  BALLOT_ASSIGN_OR_RETURN(auto adversary, attacks::AttackSpec::parse(attack));
   if (rule != "vote") {
     BALLOT_ASSIGN_OR_RETURN(auto aggregator, robust::make_aggregator(rule));
     // The server decides with anything between n − b and n inputs: the rule must accept both.
     BALLOT_TRY(aggregator->check(nodes - byzantine));
     BALLOT_TRY(aggregator->check(nodes));
     BALLOT_TRY(coding::make_codec(codec));
-    if (attack != "none" && attackers > 0) {
-      return make_error(ErrorCode::kUnavailable, "sign attacks apply to the vote path; gradient attacks are not built yet");
+    if (adversary.find(attacks::Domain::kSign) != nullptr) {
+      return bad_option("attack '" + attack + "': sign-domain attacks act on 1-bit votes; with rule '" + rule +
+                        "' use a gradient-domain attack (e.g. sign_flip instead of reverse)");
     }
   }
   if (attackers > nodes) return bad_option("more attackers than nodes");
+  std::size_t attacking = attackers;
+  if (attacker_choice != "random" && attacker_choice != "worst") {
+    BALLOT_ASSIGN_OR_RETURN(auto indices, attacks::parse_indices(attacker_choice, nodes));
+    if (attackers != 0 && indices.size() != attackers) {
+      return bad_option("attacker_choice lists " + std::to_string(indices.size()) + " nodes but attackers = " +
+                        std::to_string(attackers));
+    }
+    attacking = indices.size();
+  }
+  const auto* sign = adversary.find(attacks::Domain::kSign);
+  const bool omniscient = adversary.find(attacks::Domain::kGradient) != nullptr ||
+                          (sign != nullptr && sign->kind == attacks::AttackKind::kOmniscient);
+  if (omniscient && attacking >= nodes) {
+    return bad_option("attack '" + attack + "' crafts its messages from the honest ones: at least one node must be honest");
+  }
   return {};
 }
 
@@ -96,22 +115,39 @@ Result<TrainTestSplit> load_training_data(const TrainingOptions& options) {
   return bad_option("unknown dataset '" + spec.name() + "' (known: fashion-mnist, mnist, synthetic)");
 }
 
+Result<coding::AllocationMatrix> make_code(const TrainingOptions& options) {
+  BALLOT_ASSIGN_OR_RETURN(Spec spec, code_spec(options));
+  return coding::make_allocation_matrix(spec, options.nodes, options.seed);
+}
+
+Result<std::vector<std::size_t>> choose_attackers(const TrainingOptions& options,
+                                                  const coding::AllocationMatrix& code) {
+  BALLOT_ASSIGN_OR_RETURN(auto attack, attacks::AttackSpec::parse(options.attack));
+  if (attack.none()) return std::vector<std::size_t>{};
+  return attacks::select_byzantine(options.attacker_choice, options.nodes, options.attackers, options.seed, &code);
+}
+
 Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
                                           std::shared_ptr<const TrainTestSplit> data) {
   BALLOT_TRY(options.validate());
   BALLOT_ENFORCE(data != nullptr);
   if (data->train.size() == 0) return bad_option("the training set is empty");
-  BALLOT_ASSIGN_OR_RETURN(Spec spec, code_spec(options));
-  BALLOT_ASSIGN_OR_RETURN(auto code, coding::make_allocation_matrix(spec, options.nodes, options.seed));
+  BALLOT_ASSIGN_OR_RETURN(auto code, make_code(options));
   BALLOT_ASSIGN_OR_RETURN(auto schedule, LrSchedule::parse(options.lr));
   PartitionSampler sampler(PartitionOptions{options.seed, options.partition_size}, data->train.size());
-  BALLOT_ASSIGN_OR_RETURN(auto attack, attacks::SignAttack::parse(options.attack));
-  std::vector<std::size_t> byzantine;
-  if (attack.kind != attacks::SignAttackKind::kNone) {
-    BALLOT_ASSIGN_OR_RETURN(byzantine, attacks::choose_byzantine(options.nodes, options.attackers, options.seed));
-  }
+  BALLOT_ASSIGN_OR_RETURN(auto attack, attacks::AttackSpec::parse(options.attack));
+  BALLOT_ASSIGN_OR_RETURN(auto byzantine, choose_attackers(options, code));
   return TrainingSetup{options, std::move(data), std::move(code), std::move(sampler), std::move(schedule),
-                       attack, std::move(byzantine)};
+                       std::move(attack), std::move(byzantine)};
+}
+
+bool TrainingSetup::is_byzantine(std::size_t node) const {
+  return std::binary_search(byzantine.begin(), byzantine.end(), node);
+}
+
+const attacks::Behaviour* TrainingSetup::active(attacks::Domain domain, std::uint64_t round) const {
+  const attacks::Behaviour* behaviour = attack.find(domain);
+  return behaviour != nullptr && behaviour->active(round) ? behaviour : nullptr;
 }
 
 Result<Replica> Replica::create(const TrainingSetup& setup) {
@@ -172,17 +208,34 @@ Status Replica::restore_from(const Checkpoint& checkpoint) {
 }
 
 NodeWorker::NodeWorker(const TrainingSetup& setup, std::size_t node)
-    : setup_(&setup), node_(node), partitions_(setup.code.row(node)) {
+    : NodeWorker(setup, node, setup.code.row(node), /*honest=*/!setup.is_byzantine(node)) {}
+
+NodeWorker NodeWorker::all_partitions(const TrainingSetup& setup) {
+  std::vector<std::uint32_t> every(setup.options.nodes);
+  for (std::size_t j = 0; j < every.size(); ++j) every[j] = static_cast<std::uint32_t>(j);
+  return NodeWorker(setup, 0, std::move(every), /*honest=*/true);
+}
+
+NodeWorker::NodeWorker(const TrainingSetup& setup, std::size_t node, std::vector<std::uint32_t> partitions,
+                       bool honest)
+    : setup_(&setup), node_(node), honest_(honest), partitions_(std::move(partitions)) {
   for (auto partition : partitions_) {
     if (setup.options.worker_momentum > 0) momentum_.emplace(partition, WorkerMomentum(setup.options.worker_momentum));
   }
   signs_.resize(setup.options.nodes);
 }
 
-double NodeWorker::partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition,
-                                   BitVector& signs) {
+void NodeWorker::load_batch(std::uint64_t round, std::uint32_t partition) {
   const auto indices = setup_->sampler.indices(round, partition);
   gather(setup_->data->train, indices, batch_);
+  if (!honest_ && setup_->active(attacks::Domain::kData, round) != nullptr) {
+    attacks::flip_labels(batch_.labels, setup_->data->train.num_classes);
+  }
+}
+
+double NodeWorker::partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition,
+                                   BitVector& signs) {
+  load_batch(round, partition);
   Model& model = replica.model();
   const double loss = model.forward_backward(batch_.features, batch_.labels);
   if (auto it = momentum_.find(partition); it != momentum_.end()) {
@@ -205,8 +258,12 @@ double NodeWorker::vote(Replica& replica, std::uint64_t round, BitVector& vote) 
 }
 
 double NodeWorker::gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient) {
-  const auto indices = setup_->sampler.indices(round, node_);
-  gather(setup_->data->train, indices, batch_);
+  return partition_gradient(replica, round, static_cast<std::uint32_t>(node_), gradient);
+}
+
+double NodeWorker::partition_gradient(Replica& replica, std::uint64_t round, std::uint32_t partition,
+                                      std::vector<float>& gradient) {
+  load_batch(round, partition);
   Model& model = replica.model();
   const double loss = model.forward_backward(batch_.features, batch_.labels);
   gradient.assign(model.gradients().begin(), model.gradients().end());
@@ -245,6 +302,11 @@ Status NodeWorker::load_state(std::span<const std::uint8_t> bytes, std::size_t d
   }
   for (auto& [partition, momentum] : restored) momentum_.insert_or_assign(partition, std::move(momentum));
   return {};
+}
+
+Rng codec_rng(const TrainingSetup& setup, std::uint64_t round, std::size_t node) {
+  constexpr std::uint64_t kCodecPurpose = 0x636f646563000000ULL;  // "codec": stochastic codecs' noise
+  return Rng(setup.options.seed, Rng::stream_id({round, node, kCodecPurpose}));
 }
 
 BitVector decide(std::span<const BitVector* const> votes, std::size_t dimension) {

@@ -23,13 +23,14 @@
 #include <string>
 #include <vector>
 
-#include "attacks/sign_attacks.h"
+#include "attacks/attack_spec.h"
 #include "coding/allocation_matrix.h"
 #include "core/bit_vector.h"
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/optimizer.h"
 #include "core/result.h"
+#include "core/rng.h"
 #include "runtime/checkpoint.h"
 #include "transport/crypto.h"
 
@@ -55,10 +56,15 @@ struct TrainingOptions {
   std::uint64_t seed = 1;
   std::uint64_t job = 1;                   // job id, bound into every signed envelope
   std::string data = "fashion-mnist";      // "fashion-mnist[:dir=…]" or "synthetic[:…]"
-  // The adversary (attacks/sign_attacks.h): `attackers` nodes drawn uniformly once from the seed
-  // replace their vote according to `attack` ("none", "reverse", "random", "directional:sign=±1").
+  // The adversary (attacks/attack_spec.h, docs/attacks.md): `attackers` Byzantine nodes do
+  // `attack` — "none", a gradient-domain attack ("alie", "ipm:eps=0.5", …), a sign-domain one
+  // ("reverse", "omniscient", …), "label_flip", a protocol attack ("crash", "equivocation", …) or
+  // several joined by '+'. `attacker_choice` picks them: "random" (drawn once from the seed, the
+  // paper's model), "worst" (the worst coalition for G) or an index list "0,3,5" (then
+  // `attackers` may be 0: the list says how many).
   std::string attack = "none";
   std::size_t attackers = 0;
+  std::string attacker_choice = "random";
   // The aggregation: "vote" is the sign path above (1-bit votes through the election code G).
   // Anything else is a robust rule or pipeline of robust/registry.h ("mean", "median",
   // "trimmed_mean:f=1", "nnm:f=1 > krum:f=1", …): each node sends the gradient of its own
@@ -83,11 +89,20 @@ struct TrainingSetup {
   coding::AllocationMatrix code;
   PartitionSampler sampler;
   LrSchedule schedule;
-  attacks::SignAttack attack;
+  attacks::AttackSpec attack;
   std::vector<std::size_t> byzantine;  // node indices that attack, ascending
 
   bool sign_vote() const { return options.rule == "vote"; }
+  bool is_byzantine(std::size_t node) const;
+  // The attacker's behaviour of `domain` when it is active in `round`, else null.
+  const attacks::Behaviour* active(attacks::Domain domain, std::uint64_t round) const;
 };
+
+// The allocation matrix G the options name ("deterministic" takes b from the fault budget).
+Result<coding::AllocationMatrix> make_code(const TrainingOptions& options);
+// The Byzantine node indices the options choose (empty without an attack), ascending.
+Result<std::vector<std::size_t>> choose_attackers(const TrainingOptions& options,
+                                                  const coding::AllocationMatrix& code);
 
 Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
                                           std::shared_ptr<const TrainTestSplit> data);
@@ -123,7 +138,12 @@ class Replica {
 
 class NodeWorker {
  public:
+  // Node `node`: the partitions of its row of G (vote path) or partition `node` (gradient path).
+  // A Byzantine node with an active data-domain attack (label flip) trains on flipped labels.
   NodeWorker(const TrainingSetup& setup, std::size_t node);
+  // An honest worker over every partition: what an omniscient coalition (runtime/adversary.h) and
+  // the lockstep engine (runtime/experiment.h) compute once for all nodes.
+  static NodeWorker all_partitions(const TrainingSetup& setup);
 
   std::size_t node() const noexcept { return node_; }
   const std::vector<std::uint32_t>& partitions() const noexcept { return partitions_; }
@@ -134,21 +154,32 @@ class NodeWorker {
                          BitVector& signs);
   // Replicated placement: c_i = maj over this node's partitions. Returns the mean batch loss.
   double vote(Replica& replica, std::uint64_t round, BitVector& vote);
-  // Gradient path: the gradient of partition `node` of round `round`. Returns the batch loss.
+  // Gradient path: the gradient of partition `partition` (default: the node's own) of round
+  // `round`. Returns the batch loss.
   double gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient);
+  double partition_gradient(Replica& replica, std::uint64_t round, std::uint32_t partition,
+                            std::vector<float>& gradient);
 
   // Worker momentum, for the node's local state file.
   std::vector<std::uint8_t> save_state() const;
   Status load_state(std::span<const std::uint8_t> bytes, std::size_t dimension);
 
  private:
+  NodeWorker(const TrainingSetup& setup, std::size_t node, std::vector<std::uint32_t> partitions, bool honest);
+  void load_batch(std::uint64_t round, std::uint32_t partition);
+
   const TrainingSetup* setup_;
   std::size_t node_;
+  bool honest_;  // false: may apply the node's data-domain attack
   std::vector<std::uint32_t> partitions_;
   std::map<std::uint32_t, WorkerMomentum> momentum_;
   Batch batch_;
   std::vector<BitVector> signs_;
 };
+
+// The random stream of a stochastic codec at node `node` in round `round`: the same in the
+// process cluster, the simulator and the lockstep engine.
+Rng codec_rng(const TrainingSetup& setup, std::uint64_t round, std::size_t node);
 
 // The server's decision from the votes it holds (absent nodes are skipped): the majority, ties
 // to +1 (coding::decode). With no vote at all the decision is all +1 — callers never apply a

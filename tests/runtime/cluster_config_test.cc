@@ -36,7 +36,7 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
       {R"({"training": {"nodes": 4, "byzantine": 2}})", "b < n/2"},
       {R"({"training": {"placement": "diagonal"}})", "placement"},
       {R"({"server": {"port": 0}})", "port"},
-      {R"({"training": {"attack": "meteor"}})", "unknown sign attack"},
+      {R"({"training": {"attack": "meteor"}})", "unknown attack 'meteor'"},
   };
   for (const auto& [text, expected] : cases) {
     auto config = parse_cluster_config(text);

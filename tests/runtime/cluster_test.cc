@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "runtime/experiment.h"
 #include "runtime/simulator.h"
 #include "transport/crypto.h"
 
@@ -89,6 +90,36 @@ TEST_F(ProcessCluster, MatchesTheSimulatorBitForBit) {
   auto simulated = simulate(*setup);
   ASSERT_TRUE(simulated.ok()) << simulated.error().to_string();
   EXPECT_EQ(simulated->server.model_digest, digest);
+}
+
+// Issue 8: the same attacks run in the process cluster and in the simulators. The attackers
+// recompute the honest messages they need from the shared deterministic state, so the cluster,
+// the message simulator and the lockstep engine end with the same model.
+TEST_F(ProcessCluster, AttacksGiveTheSameModelAsTheSimulators) {
+  auto config = small_cluster(20);
+  config.training.attack = "alie + label_flip";
+  config.training.attackers = 1;
+  auto cluster = prepare(config);
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  ASSERT_TRUE(cluster->start_all_nodes().ok());
+  auto status = cluster->wait();
+  ASSERT_TRUE(status.ok()) << status.error().to_string();
+  ASSERT_EQ(*status, 0) << "see " << dir_;
+  const auto [digest, round] = final_state();
+  EXPECT_EQ(round, 20u);
+
+  auto data = load_training_data(cluster->config().training);
+  ASSERT_TRUE(data.ok());
+  auto setup = make_training_setup(cluster->config().training, std::make_shared<const TrainTestSplit>(std::move(*data)));
+  ASSERT_TRUE(setup.ok());
+  ASSERT_EQ(setup->byzantine.size(), 1u);
+  auto simulated = simulate(*setup);
+  ASSERT_TRUE(simulated.ok()) << simulated.error().to_string();
+  EXPECT_EQ(simulated->server.model_digest, digest);
+  auto lockstep = run_experiment(*setup);
+  ASSERT_TRUE(lockstep.ok()) << lockstep.error().to_string();
+  EXPECT_EQ(lockstep->model_digest, digest);
 }
 
 // b node processes crash mid-run: the run completes with the quorum n - b.

@@ -126,5 +126,52 @@ TEST(Simulator, CertifiedCodeMakesOneReverseAttackerInvisible) {
   EXPECT_NE(plain_run->server.model_digest, plain_attacked_run->server.model_digest);
 }
 
+// Issue 8: no protocol attack crashes the server or a node, and none costs more than the round
+// it hits (the server never waits past the deadline, and stops waiting for a quarantined node).
+TEST(Simulator, ProtocolAttacksCostAtMostTheRoundTheyHit) {
+  const std::chrono::milliseconds deadline(300);
+  for (const char* attack : {"crash", "crash:from=2,until=4", "omission:p=0.5", "delay", "equivocation", "replay",
+                             "forged_signature", "malformed", "oversized", "wrong_digest"}) {
+    auto options = small_run();
+    options.rounds = 8;
+    options.attack = attack;
+    options.attackers = 1;
+    auto setup = setup_for(options);
+    ASSERT_TRUE(setup.ok()) << setup.error().to_string();
+    const std::size_t attacker = setup->byzantine.at(0);
+    SimulationOptions run;
+    run.server.round_deadline = deadline;
+    std::vector<RoundReport> reports;
+    run.server.on_round = [&](const RoundReport& report) { reports.push_back(report); };
+    auto quarantine = std::make_shared<Quarantine>();
+    run.server.quarantine = quarantine;
+    auto result = simulate(*setup, run);
+    ASSERT_TRUE(result.ok()) << attack << ": " << result.error().to_string();
+    EXPECT_EQ(result->server.rounds, 8u) << attack;
+    ASSERT_EQ(reports.size(), 8u);
+    for (const auto& report : reports) {
+      EXPECT_GE(report.votes, 4u) << attack;
+      EXPECT_LT(report.vote_wait_seconds, 0.3 + 1.0) << attack << " round " << report.round;
+    }
+    for (std::size_t i = 0; i < 5; ++i) {
+      ASSERT_TRUE(result->nodes[i].ok()) << attack << " node " << i << ": " << result->nodes[i].error().to_string();
+      if (i != attacker) EXPECT_EQ(result->nodes[i]->model_digest, result->server.model_digest) << attack;
+    }
+    const std::string name = attack;
+    if (name == "crash") EXPECT_TRUE(result->nodes[attacker]->crashed);
+    if (name == "crash:from=2,until=4") EXPECT_GE(result->nodes[attacker]->rejoins, 1u) << result->nodes[attacker]->rounds;
+    if (name == "equivocation") {
+      EXPECT_TRUE(quarantine->is_quarantined(node_id(attacker)));
+      ASSERT_FALSE(quarantine->proofs().empty());
+      EXPECT_EQ(quarantine->proofs().front().first.header.sender, node_id(attacker));
+    }
+    if (name == "replay" || name == "forged_signature" || name == "malformed" || name == "oversized" ||
+        name == "wrong_digest" || name == "delay") {
+      EXPECT_TRUE(quarantine->is_quarantined(node_id(attacker))) << attack;
+      EXPECT_GE(quarantine->events(node_id(attacker)), 3u) << attack;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ballot::runtime

@@ -1,0 +1,89 @@
+// The Byzantine side of a run: what an attacking node sends instead of its honest message.
+//
+// The attacks themselves are attacks/ (formulas, specs, targets); this file binds them to the
+// round protocol. Omniscient attacks (ALIE, IPM, mimic, the code-aware election attack, …) need
+// the round's honest messages. The coalition gets them without any extra network channel: every
+// participant holds the same replica, and partition j of round r is a fixed batch, so a Byzantine
+// node can recompute every honest message bit for bit (HonestView). That is the strongest side
+// channel there is — the attackers know exactly what the honest nodes send, before they send it —
+// and it works the same in the process cluster (each attacker process recomputes) and in the
+// simulator (the attacking threads share one Coalition, so a round is computed once).
+//
+// Thread-safety: HonestView none; Coalition is safe to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "core/bit_vector.h"
+#include "runtime/training.h"
+
+namespace ballot::runtime {
+
+// Every honest message of one round.
+struct RoundView {
+  std::uint64_t round = 0;
+  // Vote path: the honest signs of every partition j (column j of G), and the vote c_i every node
+  // i would send honestly.
+  std::vector<BitVector> partition_signs;
+  std::vector<BitVector> honest_votes;
+  // Gradient path: the honest gradient of every node i (partition i).
+  std::vector<std::vector<float>> gradients;
+  std::vector<double> losses;  // per node: its honest batch loss
+};
+
+// Recomputes the honest messages of a round on a replica that holds that round's model. Keeps the
+// per-partition worker momentum of every partition, so it must see every round in order.
+class HonestView {
+ public:
+  explicit HonestView(const TrainingSetup& setup);
+  const RoundView& compute(Replica& replica, std::uint64_t round);
+  const RoundView& last() const noexcept { return view_; }
+
+ private:
+  const TrainingSetup* setup_;
+  NodeWorker worker_;
+  RoundView view_;
+};
+
+// The view shared by the attackers of one process: the first member to ask for round r computes
+// it on its replica (all replicas are identical), the others reuse it.
+class Coalition {
+ public:
+  explicit Coalition(const TrainingSetup& setup) : view_(setup) {}
+  std::shared_ptr<const RoundView> view(Replica& replica, std::uint64_t round);
+
+ private:
+  std::mutex mutex_;  // guards everything below
+  HonestView view_;
+  std::shared_ptr<const RoundView> last_;
+};
+
+// Whether the run's attack needs the honest messages (gradient-domain or omniscient attacks).
+bool needs_honest_view(const TrainingSetup& setup);
+
+// Vote path: Byzantine node `node`'s vote of `round`. `vote` holds its own vote (honest, or
+// computed on flipped labels) and is replaced according to the active gradient- or sign-domain
+// behaviour; `view` may be null when !needs_honest_view(setup). Deterministic.
+void byzantine_vote(const TrainingSetup& setup, const RoundView* view, std::size_t node, std::uint64_t round,
+                    BitVector& vote);
+
+// Gradient path: the same for the gradient `gradient` (own, replaced by the crafted vector).
+void byzantine_gradient(const TrainingSetup& setup, const RoundView* view, std::size_t node,
+                        std::uint64_t round, std::vector<float>& gradient);
+
+// Protocol domain. Whether Byzantine node `node` drops its vote of `round` under the omission
+// attack: a Bernoulli(p) draw from the run's seed, the same in every engine.
+bool omits_vote(const TrainingSetup& setup, std::size_t node, std::uint64_t round);
+// The lockstep engine's model of the protocol domain (runtime/experiment.h): whether the node's
+// vote of `round` does not count — crashed, omitted, delayed past the deadline, or rejected by
+// the transport or the server (equivocation, replay, forgery, bad frames, wrong digest).
+bool protocol_suppresses_vote(const TrainingSetup& setup, std::size_t node, std::uint64_t round);
+
+// The index of Byzantine node `node` within setup.byzantine (its rank in the coalition).
+std::size_t coalition_rank(const TrainingSetup& setup, std::size_t node);
+
+}  // namespace ballot::runtime
