@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "runtime/simulator.h"
 
 namespace ballot::runtime {
@@ -91,16 +94,26 @@ TEST(Experiment, SameModelAsTheSimulatorUnderAttack) {
 // final vote equals the attack-free vote in every round under every sign-domain attack, the
 // omniscient one included, whoever the attackers are.
 TEST(Experiment, CertifiedCodeKeepsEveryRoundsVoteUnderEverySignAttack) {
-  for (const char* attack : {"reverse", "random", "directional:sign=+1", "directional:sign=-1", "omniscient"}) {
-    for (const char* choice : {"random", "worst", "0", "6"}) {
-      auto options = small_run();
-      options.attack = attack;
-      options.attackers = choice == std::string("random") || choice == std::string("worst") ? 1 : 0;
-      options.attacker_choice = choice;
-      options.rounds = 15;
-      const auto result = run(options);
-      ASSERT_EQ(result.rounds.size(), 15u);
-      EXPECT_EQ(result.rounds_changed, 0u) << attack << " by " << choice;
+  struct Setting {
+    std::size_t n, b;
+    std::vector<std::string> listed;  // explicit coalitions besides random and worst
+  };
+  for (const auto& setting : {Setting{7, 1, {"0", "6"}}, Setting{9, 2, {"0,1", "7,8"}}}) {
+    std::vector<std::string> choices = {"random", "worst"};
+    choices.insert(choices.end(), setting.listed.begin(), setting.listed.end());
+    for (const char* attack : {"reverse", "random", "directional:sign=+1", "directional:sign=-1", "omniscient"}) {
+      for (const auto& choice : choices) {
+        auto options = small_run();
+        options.nodes = setting.n;
+        options.byzantine = setting.b;
+        options.attack = attack;
+        options.attackers = choice == "random" || choice == "worst" ? setting.b : 0;
+        options.attacker_choice = choice;
+        options.rounds = 15;
+        const auto result = run(options);
+        ASSERT_EQ(result.rounds.size(), 15u);
+        EXPECT_EQ(result.rounds_changed, 0u) << attack << " by " << choice << " at n = " << setting.n;
+      }
     }
   }
 }
