@@ -7,6 +7,11 @@
 #include <numeric>
 
 #include "core/enforce.h"
+#include "kernels/isa.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace ballot::coding::detail {
 namespace {
@@ -19,18 +24,52 @@ inline float key(float v) {
   return a != a ? std::numeric_limits<float>::infinity() : a;
 }
 
-// Indices i in [0, n) with !(|x_i| < t): |x_i| >= t or NaN, in increasing order. Branch-free so
-// that the pass runs at memory speed whatever the selectivity.
+// The candidates of [begin, end) into dst (room for end - begin): indices i with !(|x_i| < t),
+// i.e. |x_i| >= t or NaN, increasing. Returns how many. Branch-free, so the time does not depend
+// on the selectivity; the scalar loop stores an index per element and keeps one.
+std::size_t filter_block_scalar(const float* x, std::size_t begin, std::size_t end, float t, std::uint32_t* dst) {
+  std::size_t count = 0;
+  for (std::size_t i = begin; i < end; ++i) {
+    dst[count] = static_cast<std::uint32_t>(i);
+    count += !(std::fabs(x[i]) < t);
+  }
+  return count;
+}
+
+#if defined(__x86_64__)
+// AVX-512: 16 magnitudes compared per instruction, the passing indices packed in order by
+// vpcompressd, about 1/4 cycle per element: the pass runs at the read bandwidth. Same output as
+// the scalar loop (NLT_UQ is true for NaN, as !(a < t) is).
+__attribute__((target("avx512f"))) std::size_t filter_block_avx512(const float* x, std::size_t begin,
+                                                                    std::size_t end, float t, std::uint32_t* dst) {
+  const __m512 threshold = _mm512_set1_ps(t);
+  const __m512i step = _mm512_set1_epi32(16);
+  __m512i index = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(begin)),
+                                   _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  std::size_t count = 0;
+  std::size_t i = begin;
+  for (; i + 16 <= end; i += 16) {
+    const __m512 magnitude = _mm512_abs_ps(_mm512_loadu_ps(x + i));
+    const __mmask16 keep = _mm512_cmp_ps_mask(magnitude, threshold, _CMP_NLT_UQ);
+    _mm512_mask_compressstoreu_epi32(dst + count, keep, index);
+    count += static_cast<std::size_t>(__builtin_popcount(keep));
+    index = _mm512_add_epi32(index, step);
+  }
+  return count + filter_block_scalar(x, i, end, t, dst + count);
+}
+#endif
+
+// Indices i in [0, n) with !(|x_i| < t): |x_i| >= t or NaN, in increasing order, appended.
 void filter(const float* x, std::size_t n, float t, std::vector<std::uint32_t>& out) {
+  auto* block = filter_block_scalar;
+#if defined(__x86_64__)
+  if (kernels::active_isa() == kernels::Isa::kAvx512) block = filter_block_avx512;
+#endif
   std::size_t count = out.size();
   for (std::size_t begin = 0; begin < n; begin += 8192) {
     const std::size_t end = std::min(n, begin + 8192);
-    out.resize(count + (end - begin) + 1);
-    std::uint32_t* dst = out.data();
-    for (std::size_t i = begin; i < end; ++i) {
-      dst[count] = static_cast<std::uint32_t>(i);
-      count += !(std::fabs(x[i]) < t);
-    }
+    out.resize(count + (end - begin));
+    count += block(x, begin, end, t, out.data() + count);
   }
   out.resize(count);
 }

@@ -12,6 +12,7 @@
 #include "codec_test_util.h"
 #include "coding/detail/sparse.h"
 #include "coding/wire_format.h"
+#include "kernels/isa.h"
 
 namespace ballot::coding {
 namespace {
@@ -43,6 +44,42 @@ TEST(TopK, SelectionMatchesSortingIncludingTiesAndNan) {
     std::vector<std::uint32_t> got;
     detail::select_top_k(x.data(), x.size(), c.k, got);
     ASSERT_EQ(got, reference_top_k(x, c.k)) << "n=" << c.n << " k=" << c.k;
+  }
+}
+
+// The candidate filter has a scalar loop and an AVX-512 one (vpcompressd): both must keep the
+// same indices, in order, for every length (ragged tails past a multiple of 16 and of the
+// 8192-entry block), with NaN, ±Inf, ±0 and values equal to the threshold.
+TEST(TopK, EveryIsaLevelSelectsTheSameEntries) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17},
+                        std::size_t{8191}, std::size_t{8192}, std::size_t{8209}, std::size_t{70001}}) {
+    auto x = normal_values(n, 7 * n + 1);
+    for (std::size_t i = 0; i < n; i += 5) x[i] = std::round(x[i] * 2) / 2;  // many exactly at 0.5, 1, ...
+    if (n > 3) {
+      x[n - 1] = std::numeric_limits<float>::quiet_NaN();
+      x[n / 2] = -std::numeric_limits<float>::infinity();
+      x[n / 3] = -0.0f;
+    }
+    for (float threshold : {0.0f, 0.5f, 1.0f, 2.5f}) {
+      std::vector<std::vector<std::uint32_t>> above;
+      for (auto isa : kernels::supported_isas()) {
+        kernels::set_isa_limit(isa);
+        above.emplace_back(std::vector<std::uint32_t>{42u});  // appends after what is there
+        detail::select_above(x.data(), n, threshold, above.back());
+        const auto k = std::max<std::size_t>(1, n / 100);
+        std::vector<std::uint32_t> top;
+        detail::select_top_k(x.data(), n, k, top);
+        if (n > 0) {
+          EXPECT_EQ(top, reference_top_k(x, k)) << kernels::isa_name(isa) << " n=" << n;
+        }
+      }
+      kernels::set_isa_limit(kernels::Isa::kAvx512);
+      std::vector<std::uint32_t> expected{42u};
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!(std::fabs(x[i]) < threshold)) expected.push_back(static_cast<std::uint32_t>(i));
+      }
+      for (const auto& got : above) EXPECT_EQ(got, expected) << "n=" << n << " t=" << threshold;
+    }
   }
 }
 
