@@ -4,27 +4,20 @@
 // committed corpus is what this program produces.
 //   codec_corpus_gen DIR          write the files
 //   codec_corpus_gen --check DIR  exit 1 if any file is missing or different
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "codec_fuzz_support.h"
 #include "coding/global_topk.h"
 #include "core/rng.h"
+#include "tests/fuzz/corpus_seeds.h"
 
 namespace {
 
 using namespace ballot;
 using namespace ballot::coding;
 
-struct Seed {
-  std::string name;
-  std::vector<std::uint8_t> bytes;
-};
+using Seed = ballot::fuzzing::CorpusSeed;
 
 std::vector<float> values(std::size_t d, std::uint64_t seed) {
   Rng rng(seed);
@@ -71,37 +64,14 @@ std::vector<Seed> seeds() {
     }
   }
   for (auto& seed : out) {
-    for (char& c : seed.name) {
+    for (char& c : seed.file_name) {
       if (c == ':' || c == ',' || c == '=') c = '_';
     }
+    seed.file_name += ".bin";
   }
   return out;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const bool check = argc == 3 && std::strcmp(argv[1], "--check") == 0;
-  if (argc != 2 && !check) {
-    std::fprintf(stderr, "usage: %s [--check] DIR\n", argv[0]);
-    return 2;
-  }
-  const std::filesystem::path dir = argv[argc - 1];
-  if (!check) std::filesystem::create_directories(dir);
-  int bad = 0;
-  for (const auto& seed : seeds()) {
-    const auto path = dir / (seed.name + ".bin");
-    if (check) {
-      std::ifstream in(path, std::ios::binary);
-      const std::vector<std::uint8_t> have((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (have != seed.bytes) {
-        std::fprintf(stderr, "corpus file %s is missing or stale\n", path.c_str());
-        ++bad;
-      }
-      continue;
-    }
-    std::ofstream(path, std::ios::binary)
-        .write(reinterpret_cast<const char*>(seed.bytes.data()), static_cast<std::streamsize>(seed.bytes.size()));
-  }
-  return bad == 0 ? 0 : 1;
-}
+int main(int argc, char** argv) { return ballot::fuzzing::write_or_check_corpus(argc, argv, seeds()); }

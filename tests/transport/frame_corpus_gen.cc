@@ -6,15 +6,11 @@
 // committed corpus is what this program produces (ctest transport_frame_corpus_current).
 //   frame_corpus_gen DIR          write the files
 //   frame_corpus_gen --check DIR  exit 1 if any file is missing or different
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "tests/fuzz/corpus_seeds.h"
 #include "transport/envelope.h"
 #include "transport/frame.h"
 
@@ -27,10 +23,7 @@ constexpr std::uint8_t kSeed[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 1
 constexpr std::uint64_t kJob = 7;
 constexpr NodeId kSender = 1;
 
-struct Seed {
-  std::string name;
-  std::vector<std::uint8_t> bytes;
-};
+using Seed = ballot::fuzzing::CorpusSeed;
 
 std::vector<std::uint8_t> payload(std::size_t n, std::uint8_t step) {
   std::vector<std::uint8_t> bytes(n);
@@ -104,28 +97,4 @@ std::vector<Seed> seeds() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const bool check = argc == 3 && std::strcmp(argv[1], "--check") == 0;
-  if (argc != 2 && !check) {
-    std::fprintf(stderr, "usage: %s [--check] DIR\n", argv[0]);
-    return 2;
-  }
-  const std::filesystem::path dir = argv[argc - 1];
-  if (!check) std::filesystem::create_directories(dir);
-  int bad = 0;
-  for (const auto& seed : seeds()) {
-    const auto path = dir / seed.name;
-    if (check) {
-      std::ifstream in(path, std::ios::binary);
-      const std::vector<std::uint8_t> have((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (have != seed.bytes) {
-        std::fprintf(stderr, "corpus file %s is missing or stale\n", path.c_str());
-        ++bad;
-      }
-      continue;
-    }
-    std::ofstream(path, std::ios::binary)
-        .write(reinterpret_cast<const char*>(seed.bytes.data()), static_cast<std::streamsize>(seed.bytes.size()));
-  }
-  return bad == 0 ? 0 : 1;
-}
+int main(int argc, char** argv) { return ballot::fuzzing::write_or_check_corpus(argc, argv, seeds()); }
