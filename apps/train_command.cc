@@ -95,8 +95,9 @@ void print_summary(const runtime::TrainingSummary& summary) {
 int run_train(TrainCommand command) {
   auto& config = command.config;
   if (auto status = config.training.validate(); !status.ok()) return fail(status.error());
-  std::printf("ballot train: n = %zu nodes, b = %zu, code %s, model %s, update %s, lr %s, %llu rounds, data %s\n",
+  std::printf("ballot train: n = %zu nodes, b = %zu, code %s (%s placement), model %s, update %s, lr %s, %llu rounds, data %s\n",
               config.training.nodes, config.training.byzantine, config.training.code.c_str(),
+              config.training.placement == runtime::Placement::kExchange ? "exchange" : "replicated",
               config.training.model.c_str(), config.training.update.c_str(), config.training.lr.c_str(),
               static_cast<unsigned long long>(config.training.rounds), config.training.data.c_str());
   if (config.training.attack != "none") {

@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "core/enforce.h"
 #include "transport/pki.h"
 #include "transport/tls_transport.h"
 
@@ -63,6 +65,7 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   tls.listen_host = config.server_host;
   tls.listen_port = config.server_port;
   if (!options.quarantine) options.quarantine = std::make_shared<Quarantine>();
+  if (!options.registry) options.registry = std::make_shared<const transport::Registry>(registry);
   tls.transport.observer = options.quarantine;
   BALLOT_ASSIGN_OR_RETURN(auto endpoint, transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
   options.round_deadline = std::chrono::milliseconds(config.round_deadline_ms);
@@ -87,6 +90,19 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
   auto tls = transport_options(config);
   tls.listen = false;
   tls.dial[kServerId] = transport::PeerAddress{config.server_host, config.server_port};
+  if (setup.options.placement == Placement::kExchange) {
+    // Nodes send each other their partition signs: each listens at its address, and of two nodes
+    // that exchange (either is in the other's row), the lower id dials.
+    BALLOT_ENFORCE_EQ(config.nodes.size(), config.training.nodes);  // parse_cluster_config checked it
+    tls.listen = true;
+    tls.listen_host = config.nodes[node_index].host;
+    tls.listen_port = config.nodes[node_index].port;
+    for (std::size_t j = node_index + 1; j < config.training.nodes; ++j) {
+      if (setup.code.get(node_index, j) || setup.code.get(j, node_index)) {
+        tls.dial[node_id(j)] = transport::PeerAddress{config.nodes[j].host, config.nodes[j].port};
+      }
+    }
+  }
   BALLOT_ASSIGN_OR_RETURN(auto endpoint, transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
   Node node(setup, node_index, *endpoint, options);
   auto summary = node.run();
@@ -133,6 +149,20 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
   config.keys = keys;
   config.server_host = "127.0.0.1";
   BALLOT_ASSIGN_OR_RETURN(config.server_port, free_loopback_port());
+  config.nodes.clear();
+  if (config.training.placement == Placement::kExchange) {
+    // Exchange: every node listens too (the same way of picking ports as the server's).
+    std::set<std::uint16_t> taken{config.server_port};
+    for (std::size_t i = 0; i < config.training.nodes; ++i) {
+      NodeAddress address;
+      for (int attempt = 0; attempt < 100 && (address.port == 0 || taken.count(address.port) != 0); ++attempt) {
+        BALLOT_ASSIGN_OR_RETURN(address.port, free_loopback_port());
+      }
+      if (taken.count(address.port) != 0) return make_error(ErrorCode::kIo, "no free loopback port for node " + std::to_string(i));
+      taken.insert(address.port);
+      config.nodes.push_back(address);
+    }
+  }
   cluster.cluster_file_ = work_dir / "cluster.json";
   BALLOT_TRY(save_cluster_config(cluster.cluster_file_, config));
   cluster.config_ = std::move(config);

@@ -46,7 +46,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return config_error("not valid JSON");
   if (!root.is_object()) return config_error("the top level must be an object");
-  BALLOT_TRY(check_keys(root, {"server", "keys", "checkpoint", "checkpoint_every", "round_deadline_ms",
+  BALLOT_TRY(check_keys(root, {"server", "nodes", "keys", "checkpoint", "checkpoint_every", "round_deadline_ms",
                                "metrics", "training"},
                         "the top level"));
   ClusterConfig config;
@@ -55,6 +55,18 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     BALLOT_TRY(check_keys(*server, {"host", "port"}, "'server'"));
     BALLOT_TRY(read(*server, "host", config.server_host));
     BALLOT_TRY(read(*server, "port", config.server_port));
+  }
+  if (const auto nodes = root.find("nodes"); nodes != root.end()) {
+    if (!nodes->is_array()) return config_error("'nodes' must be an array of {host, port}");
+    for (const auto& node : *nodes) {
+      if (!node.is_object()) return config_error("each entry of 'nodes' must be an object");
+      BALLOT_TRY(check_keys(node, {"host", "port"}, "'nodes'"));
+      NodeAddress address;
+      BALLOT_TRY(read(node, "host", address.host));
+      BALLOT_TRY(read(node, "port", address.port));
+      if (address.port == 0) return config_error("every entry of 'nodes' needs a port");
+      config.nodes.push_back(std::move(address));
+    }
   }
   BALLOT_TRY(read_path(root, "keys", config.keys));
   BALLOT_TRY(read_path(root, "checkpoint", config.checkpoint));
@@ -98,6 +110,14 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     BALLOT_TRY(read(*training, "codec", t.codec));
   }
   if (config.server_port == 0) return config_error("server port must be set");
+  if (config.training.placement == Placement::kExchange && config.nodes.size() != config.training.nodes) {
+    return config_error("placement 'exchange' needs the address of every node: 'nodes' has " +
+                        std::to_string(config.nodes.size()) + " entries, n = " + std::to_string(config.training.nodes));
+  }
+  if (!config.nodes.empty() && config.nodes.size() != config.training.nodes) {
+    return config_error("'nodes' has " + std::to_string(config.nodes.size()) + " entries, n = " +
+                        std::to_string(config.training.nodes));
+  }
   BALLOT_TRY(config.training.validate());
   return config;
 }
@@ -133,6 +153,11 @@ std::string to_json(const ClusterConfig& config) {
         {"data", t.data}, {"eval_every", t.eval_every}, {"eval_examples", t.eval_examples},
         {"attack", t.attack}, {"attackers", t.attackers}, {"attacker_choice", t.attacker_choice}, {"rule", t.rule}, {"codec", t.codec}}},
   };
+  if (!config.nodes.empty()) {
+    Json nodes = Json::array();
+    for (const auto& node : config.nodes) nodes.push_back({{"host", node.host}, {"port", node.port}});
+    root["nodes"] = std::move(nodes);
+  }
   return root.dump(2) + "\n";
 }
 

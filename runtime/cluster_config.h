@@ -4,6 +4,8 @@
 //
 // {
 //   "server": {"host": "10.0.0.1", "port": 29500},
+//   "nodes": [{"host": "10.0.0.2", "port": 29501}, …],  // exchange placement only: where node i
+//                                                  // listens (nodes send each other their signs)
 //   "keys": "/etc/ballot/keys",                 // ca.crt, node-<id>.crt/.key (transport/pki.h)
 //   "checkpoint": "/var/lib/ballot/run.ckpt",    // server only; "" = none
 //   "checkpoint_every": 50,
@@ -21,15 +23,24 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "runtime/training.h"
 
 namespace ballot::runtime {
 
+struct NodeAddress {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+};
+
 struct ClusterConfig {
   std::string server_host = "127.0.0.1";
   std::uint16_t server_port = 29500;
+  // Exchange placement: node i's listening address (exactly n entries, ports set); otherwise
+  // empty (nodes only dial the server).
+  std::vector<NodeAddress> nodes;
   std::filesystem::path keys;
   std::filesystem::path checkpoint;
   std::uint64_t checkpoint_every = 50;

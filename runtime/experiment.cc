@@ -200,6 +200,14 @@ std::string experiment_json_line(const ExperimentRound& round) {
 
 Result<ExperimentResult> run_experiment(const TrainingSetup& setup, const ExperimentOptions& options) {
   const auto started = Clock::now();
+  if (setup.options.placement == Placement::kExchange &&
+      (setup.attack.find(attacks::Domain::kData) != nullptr || setup.attack.find(attacks::Domain::kProtocol) != nullptr)) {
+    // Those attacks change what a source sends to its column (flipped, absent or equivocating
+    // partition signs), which this engine does not model; votes-only attacks it does.
+    return make_error(ErrorCode::kUnavailable,
+                      "the lockstep engine runs the exchange placement only with vote attacks (sign domain); attack '" +
+                          setup.options.attack + "' acts on the partition signs a source relays: use simulate()");
+  }
   BALLOT_ASSIGN_OR_RETURN(Replica replica, Replica::create(setup));
   Engine engine(setup, std::move(replica));
   BALLOT_TRY(engine.init());

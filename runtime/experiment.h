@@ -15,6 +15,11 @@
 // rejected frames, quarantine, equivocation proofs — is measured by simulate() over the
 // in-memory transport, whose verifier and quarantine are the real ones.
 //
+// Exchange placement: the honest votes are the same as in the replicated placement (each node
+// votes over the signs its row's sources computed, which are the signs it would compute itself),
+// so the engine runs it as the replicated one; attacks on what a source relays (data- and
+// protocol-domain) are not modelled here and are kUnavailable (simulate() runs them).
+//
 // The engine also computes the attack-free decision of every round (each Byzantine node's vote
 // replaced by the honest vote it would have sent) and reports where the applied decision differs.
 // Thread-safety: run_experiment is reentrant; several may run at once on different setups.

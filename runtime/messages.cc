@@ -107,6 +107,14 @@ std::vector<std::uint8_t> encode(const Vote& message) {
   return Writer().put(message.round).put_f64(message.loss).put_bytes(message.model_digest).put_signs(message.signs).take();
 }
 
+std::vector<std::uint8_t> encode(const AuditedVote& message) {
+  Writer writer;
+  writer.put(message.vote.round).put_f64(message.vote.loss).put_bytes(message.vote.model_digest).put_signs(message.vote.signs);
+  writer.put(static_cast<std::uint32_t>(message.inputs.size()));
+  for (const auto& envelope : message.inputs) writer.put_bytes(transport::encode_envelope(envelope));
+  return writer.take();
+}
+
 std::vector<std::uint8_t> encode(const Decision& message) {
   return Writer().put(message.round).put_signs(message.signs).take();
 }
@@ -157,6 +165,37 @@ Result<Vote> decode_vote(std::span<const std::uint8_t> bytes, std::size_t dimens
   BALLOT_TRY(reader.get_f64(message.loss, "loss"));
   BALLOT_TRY(reader.get_digest(message.model_digest));
   BALLOT_ASSIGN_OR_RETURN(message.signs, reader.get_signs(dimension));
+  BALLOT_TRY(reader.finish());
+  return message;
+}
+
+Result<AuditedVote> decode_audited_vote(std::span<const std::uint8_t> bytes, std::size_t dimension,
+                                        std::size_t max_inputs) {
+  Reader reader(bytes, "audited vote");
+  AuditedVote message;
+  BALLOT_TRY(reader.get(message.vote.round, "round"));
+  BALLOT_TRY(reader.get_f64(message.vote.loss, "loss"));
+  BALLOT_TRY(reader.get_digest(message.vote.model_digest));
+  BALLOT_ASSIGN_OR_RETURN(message.vote.signs, reader.get_signs(dimension));
+  std::uint32_t count = 0;
+  BALLOT_TRY(reader.get(count, "input count"));
+  if (count > max_inputs) {
+    return make_error(ErrorCode::kMalformed, "audited vote: " + std::to_string(count) + " inputs, at most " +
+                                                 std::to_string(max_inputs));
+  }
+  message.inputs.reserve(count);
+  for (std::uint32_t k = 0; k < count; ++k) {
+    BALLOT_ASSIGN_OR_RETURN(auto meta, reader.get_raw(transport::kEnvelopeMetaSize, "input envelope"));
+    auto envelope = transport::decode_envelope(meta);
+    if (!envelope.ok()) return make_error(ErrorCode::kMalformed, "audited vote: input " + std::to_string(k) + ": " + envelope.error().message);
+    if (envelope->header.type != transport::MessageType::kGradient) {
+      return make_error(ErrorCode::kMalformed, "audited vote: input " + std::to_string(k) + " is not a gradient envelope");
+    }
+    if (!message.inputs.empty() && envelope->header.sender <= message.inputs.back().header.sender) {
+      return make_error(ErrorCode::kMalformed, "audited vote: input authors are not strictly ascending");
+    }
+    message.inputs.push_back(*envelope);
+  }
   BALLOT_TRY(reader.finish());
   return message;
 }

@@ -7,6 +7,13 @@
 //   Vote        (node → server, kVote)         round u64 | loss f64 | model digest [32] |
 //                                              dimension u64 | packed signs (⌈d/64⌉ words)
 //   Decision    (server → nodes, kResult)      round u64 | dimension u64 | packed signs
+// Exchange placement (DESIGN.md step 2; docs/protocol.md):
+//   partition signs (node j → the nodes of column j of G, kGradient): the Vote layout, with the
+//               loss of partition j's batch and the signs of partition j (encode/decode_vote)
+//   AuditedVote (node → server, kVote)         the Vote layout | count u32 |
+//                                              count × the inputs' signed envelope metadata
+//                                              (transport/envelope.h, 136 bytes each), authors
+//                                              strictly ascending
 //   Join        (node → server, kControl)      tag "JOIN" | round the node holds u64
 //   Finish      (server → nodes, kControl)     tag "DONE" | rounds completed u64
 //   state transfer (server → node, kCheckpoint): the checkpoint bytes themselves
@@ -21,6 +28,7 @@
 #include "core/bit_vector.h"
 #include "core/result.h"
 #include "transport/crypto.h"
+#include "transport/envelope.h"
 
 namespace ballot::runtime {
 
@@ -35,6 +43,15 @@ struct Vote {
   double loss = 0.0;                 // mean batch loss of the node's partitions (for progress)
   transport::Digest model_digest{};  // the node's model the vote was computed on
   BitVector signs;
+};
+
+// Exchange placement: a vote and the signed envelopes (author, round, payload digest, author's
+// signature) of exactly the inputs it counted. The server can check each envelope against the
+// author's key and compare digests across votes: two votes that counted different digests of one
+// author in one round are a self-contained equivocation proof (transport::EquivocationProof).
+struct AuditedVote {
+  Vote vote;
+  std::vector<transport::SignedEnvelope> inputs;
 };
 
 struct Decision {
@@ -68,6 +85,7 @@ struct Finish {
 
 std::vector<std::uint8_t> encode(const RoundStart& message);
 std::vector<std::uint8_t> encode(const Vote& message);
+std::vector<std::uint8_t> encode(const AuditedVote& message);
 std::vector<std::uint8_t> encode(const Decision& message);
 std::vector<std::uint8_t> encode(const EncodedVote& message);
 std::vector<std::uint8_t> encode(const FloatDecision& message);
@@ -77,6 +95,11 @@ std::vector<std::uint8_t> encode(const Finish& message);
 Result<RoundStart> decode_round_start(std::span<const std::uint8_t> bytes);
 // `dimension` is the model's parameter count: a vote of any other size is kMalformed.
 Result<Vote> decode_vote(std::span<const std::uint8_t> bytes, std::size_t dimension);
+// At most `max_inputs` envelopes (n) are accepted, checked before allocating; each must decode
+// (transport::decode_envelope), be a kGradient envelope, and the authors must be strictly
+// ascending. Whether they are valid inputs for this voter and round is the server's check.
+Result<AuditedVote> decode_audited_vote(std::span<const std::uint8_t> bytes, std::size_t dimension,
+                                        std::size_t max_inputs);
 Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
 // `max_bytes` bounds the codec payload (the codec's wire size for the model) before copying.
 Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std::size_t max_bytes);

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
+#include <set>
 
 #include <thread>
 
 #include "attacks/protocol_attacks.h"
 #include "coding/codec_registry.h"
+#include "coding/election_encoder.h"
 #include "robust/registry.h"
 #include "runtime/adversary.h"
 #include "runtime/checkpoint.h"
@@ -95,6 +98,11 @@ Result<TrainingSummary> Server::run() {
     std::vector<float> gradient;  // gradient path, decoded
   };
   std::vector<std::optional<Received>> votes(n);
+  const bool exchange = setup_.options.placement == Placement::kExchange && setup_.sign_vote();
+  // Exchange: the first input envelope counted for each author this round (from any vote), and
+  // the authors already proven to equivocate this round.
+  std::map<transport::NodeId, transport::SignedEnvelope> counted_inputs;
+  std::set<transport::NodeId> equivocators;
   for (std::uint64_t round = summary.first_round; round < setup_.options.rounds; ++round) {
     const auto round_started = Clock::now();
     transport_.set_round(round);
@@ -106,6 +114,8 @@ Result<TrainingSummary> Server::run() {
     BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kRoundStart, round, encode(start)), send_failures));
 
     std::fill(votes.begin(), votes.end(), std::nullopt);
+    counted_inputs.clear();
+    equivocators.clear();
     std::size_t received = 0;
     const auto deadline = round_started + options_.round_deadline;
     const auto give_up = deadline + options_.quorum_timeout;
@@ -163,7 +173,14 @@ Result<TrainingSummary> Server::run() {
       // Decode and validate: any failure drops the message and counts against the sender.
       std::optional<Received> accepted;
       transport::Digest vote_digest{};
-      if (setup_.sign_vote()) {
+      if (exchange) {
+        if (auto vote = decode_audited_vote(message->payload, dimension, n);
+            vote.ok() && vote->vote.round == round && inputs_valid(index, round, vote->inputs)) {
+          audit_inputs(vote->inputs, counted_inputs, equivocators);
+          vote_digest = vote->vote.model_digest;
+          accepted = Received{vote->vote.loss, std::move(vote->vote.signs), {}};
+        }
+      } else if (setup_.sign_vote()) {
         if (auto vote = decode_vote(message->payload, dimension); vote.ok() && vote->round == round) {
           vote_digest = vote->model_digest;
           accepted = Received{vote->loss, std::move(vote->signs), {}};
@@ -271,6 +288,45 @@ Result<TrainingSummary> Server::run() {
   return summary;
 }
 
+bool Server::inputs_valid(std::size_t voter, std::uint64_t round,
+                          const std::vector<transport::SignedEnvelope>& inputs) const {
+  const std::size_t n = setup_.options.nodes;
+  for (const auto& envelope : inputs) {
+    const auto& h = envelope.header;
+    // decode_audited_vote already checked the type and that authors are strictly ascending.
+    if (h.job != setup_.options.job || h.round != round || h.role != transport::Role::kNode) return false;
+    if (h.sender == kServerId || h.sender > n || !setup_.code.get(voter, h.sender - 1)) return false;
+    if (options_.registry) {
+      const auto* entry = options_.registry->find(h.sender);
+      if (entry == nullptr || entry->role != transport::Role::kNode ||
+          !transport::verify_envelope_signature(envelope, entry->key)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void Server::audit_inputs(const std::vector<transport::SignedEnvelope>& inputs,
+                          std::map<transport::NodeId, transport::SignedEnvelope>& counted,
+                          std::set<transport::NodeId>& equivocators) const {
+  for (const auto& envelope : inputs) {
+    const auto author = envelope.header.sender;
+    const auto [it, first] = counted.emplace(author, envelope);
+    if (first || it->second.header.payload_digest == envelope.header.payload_digest) continue;
+    // Two voters counted different signed inputs of one author in this round: the author sent
+    // different signs to different receivers. Once per author and round.
+    if (!equivocators.insert(author).second || !options_.quarantine) continue;
+    if (options_.quarantine->is_quarantined(author)) continue;  // proven (or excluded) already
+    transport::EquivocationProof proof{it->second, envelope};
+    if (options_.registry && transport::check_equivocation_proof(proof, *options_.registry).ok()) {
+      options_.quarantine->on_equivocation(proof);
+    } else {
+      options_.quarantine->report(author);
+    }
+  }
+}
+
 Node::Node(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport,
            NodeOptions options)
     : setup_(setup), index_(node_index), transport_(transport), options_(options) {}
@@ -309,17 +365,121 @@ Result<NodeSummary> Node::run() {
     return attack != nullptr && attack->kind == attacks::AttackKind::kCrash;
   };
 
+  // ---- exchange placement: this node's partition goes to its column, its vote is over its row.
+  const bool exchange = setup_.options.placement == Placement::kExchange && setup_.sign_vote();
+  const auto row = setup_.code.row(index_);
+  const auto column = setup_.code.column(index_);
+  const auto in_row = [&](std::size_t source) { return source < setup_.options.nodes && setup_.code.get(index_, source); };
+  struct Input {
+    std::uint32_t source = 0;
+    Vote signs;  // the partition-signs payload (Vote layout)
+    transport::SignedEnvelope envelope;
+  };
+  struct PendingVote {
+    bool active = false;
+    std::uint64_t round = 0;
+    RoundStart start;
+    Clock::time_point deadline;
+    std::vector<Input> inputs;  // at most two per source: a second different one is equivocation
+  } pending;
+  // Inputs that arrived before their round started here (another node got the round start
+  // first): at most 2·|row| per round, for this round and the next only.
+  std::map<std::uint64_t, std::vector<transport::Message>> early;
+  const auto take_input = [&](transport::Message& input) {
+    const std::size_t source = input.from - 1;
+    auto signs = decode_vote(input.payload, dimension);
+    if (!signs.ok() || signs->round != input.round || signs->model_digest != pending.start.model_digest ||
+        !input.envelope) {
+      ++summary.inputs_rejected;
+      return;
+    }
+    std::size_t held_from_source = 0;
+    for (const auto& held : pending.inputs) {
+      if (held.source != source) continue;
+      if (held.envelope.header.payload_digest == input.envelope->header.payload_digest) return;  // a repeat
+      ++held_from_source;
+    }
+    if (held_from_source >= 2) return;  // already equivocating: two are enough to exclude it
+    pending.inputs.push_back(Input{static_cast<std::uint32_t>(source), std::move(*signs), *input.envelope});
+  };
+  const auto inputs_complete = [&] {
+    for (auto source : row) {
+      if (std::none_of(pending.inputs.begin(), pending.inputs.end(),
+                       [&](const Input& held) { return held.source == source; })) {
+        return false;
+      }
+    }
+    return true;
+  };
+
+  // Exchange: votes over the inputs held once all of the row arrived or the input deadline passed.
+  const auto finish_exchange_vote = [&]() -> Status {
+    if (!pending.active || (!inputs_complete() && Clock::now() < pending.deadline)) return {};
+    pending.active = false;
+    std::vector<coding::ExchangeInput> inputs;
+    for (const auto& input : pending.inputs) inputs.push_back({input.source, &input.signs.signs});
+    auto elected = coding::encode_exchange(setup_.code, index_, dimension, inputs);
+    summary.inputs_missing += elected.missing.size();
+    summary.inputs_rejected += elected.rejected.size();
+    AuditedVote vote;
+    vote.vote.round = pending.round;
+    vote.vote.model_digest = pending.start.model_digest;
+    vote.vote.signs = std::move(elected.vote);
+    double loss = 0;
+    for (auto source : elected.counted) {
+      // The counted input of each source is its only one (equivocating sources are not counted).
+      const auto it = std::find_if(pending.inputs.begin(), pending.inputs.end(),
+                                   [&](const Input& held) { return held.source == source; });
+      loss += it->signs.loss;
+      vote.inputs.push_back(it->envelope);
+    }
+    vote.vote.loss = elected.counted.empty() ? 0.0 : loss / static_cast<double>(elected.counted.size());
+    if (byzantine) {
+      const RoundView* view = coalition ? coalition->view(replica, round).get() : nullptr;
+      byzantine_vote(setup_, view, index_, round, vote.vote.signs);
+    }
+    if (protocol_attack(round) && protocol_attack(round)->kind == attacks::AttackKind::kWrongDigest) {
+      vote.vote.model_digest[0] ^= 0x01;
+    }
+    last_vote = encode(vote);
+    last_vote_round = round;
+    BALLOT_TRY(send_vote(pending.start, *last_vote, previous_frame, send_failures));
+    ++summary.votes_sent;
+    return {};
+  };
+
   while (true) {
-    auto message = transport_.receive(started ? options_.idle_timeout : options_.join_retry);
+    auto timeout = started ? options_.idle_timeout : options_.join_retry;
+    if (pending.active) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(pending.deadline - Clock::now());
+      timeout = std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(1), timeout);
+    }
+    auto message = transport_.receive(timeout);
     if (!message.ok()) {
       if (message.error().code != ErrorCode::kTimeout) return std::move(message).error();
+      BALLOT_TRY(finish_exchange_vote());
       if (Clock::now() - last_heard >= options_.idle_timeout) {
         return make_error(ErrorCode::kTimeout, "node " + std::to_string(index_) + ": no message from the server");
       }
       if (!started) BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
       continue;
     }
-    if (message->from != kServerId) continue;  // nodes talk to nodes only in exchange placement
+    if (message->from != kServerId) {
+      // Nodes talk to nodes only in exchange placement, and only to send partition signs.
+      if (!exchange || message->type != MessageType::kGradient || message->from > setup_.options.nodes ||
+          !in_row(message->from - 1) || crashed(message->round)) {
+        continue;
+      }
+      if (pending.active && message->round == pending.round) {
+        take_input(*message);
+        BALLOT_TRY(finish_exchange_vote());
+      } else if ((message->round == round || message->round == round + 1) &&
+                 !(last_vote && last_vote_round == message->round)) {
+        auto& held = early[message->round];
+        if (held.size() < 2 * row.size()) held.push_back(std::move(*message));
+      }
+      continue;
+    }
     last_heard = Clock::now();
     // Crash attack: silent while active. Without an end round the node is gone for good (the
     // process exits); with one it comes back behind and rejoins through the state transfer.
@@ -342,6 +502,8 @@ Result<NodeSummary> Node::run() {
           round = checkpoint->round;
           transport_.reset_round(round);  // the server may have resumed from an older round
           last_vote.reset();
+          pending.active = false;
+          early.clear();
           ++summary.rejoins;
           BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
         }
@@ -354,6 +516,30 @@ Result<NodeSummary> Node::run() {
         if (start->round > round || start->model_digest != replica.digest()) {
           // Behind (restarted, or missed a decision) or diverged: ask for the current state.
           BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
+          continue;
+        }
+        if (exchange) {
+          // A repeated start of a round in progress changes nothing; of a round already voted,
+          // re-sends the vote (below). Otherwise: this round's partition to the column.
+          if (pending.active && pending.round == round) continue;
+          if (!last_vote || last_vote_round != round) {
+            BALLOT_ASSIGN_OR_RETURN(auto own, send_partition_signs(*start, worker, replica, column, send_failures));
+            const auto wait = std::chrono::duration<double, std::milli>(options_.exchange_input_fraction *
+                                                                        static_cast<double>(start->deadline_ms));
+            pending = PendingVote{true, round, *start,
+                                  Clock::now() + std::chrono::duration_cast<Clock::duration>(wait), {}};
+            // Its own input is handled here, without the network.
+            if (in_row(index_) && own) {
+              pending.inputs.push_back(Input{static_cast<std::uint32_t>(index_), std::move(own->first), own->second});
+            }
+            if (auto it = early.find(round); it != early.end()) {
+              for (auto& input : it->second) take_input(input);
+            }
+            early.erase(early.begin(), early.upper_bound(round));
+            BALLOT_TRY(finish_exchange_vote());
+            continue;
+          }
+          BALLOT_TRY(send_vote(*start, *last_vote, previous_frame, send_failures));
           continue;
         }
         // A repeated start of the same round gets the same vote again: computing it twice would
@@ -392,6 +578,7 @@ Result<NodeSummary> Node::run() {
       }
       case MessageType::kResult: {
         if (message->round != round) continue;
+        pending.active = false;  // decided without this node's vote: it would come too late
         if (setup_.sign_vote()) {
           auto decision = decode_decision(message->payload, dimension);
           if (!decision.ok() || decision->round != round) continue;
@@ -418,6 +605,46 @@ Result<NodeSummary> Node::run() {
         break;
     }
   }
+}
+
+Result<std::optional<std::pair<Vote, transport::SignedEnvelope>>> Node::send_partition_signs(
+    const RoundStart& start, NodeWorker& worker, Replica& replica, const std::vector<std::uint32_t>& column,
+    std::uint64_t& send_failures) {
+  using attacks::AttackKind;
+  const std::uint64_t round = start.round;
+  Vote signs;
+  signs.round = round;
+  signs.model_digest = start.model_digest;
+  // Partition `index_` of round `round` with its worker momentum: what every node of the column
+  // would compute for it in the replicated placement. A label-flipping attacker flips here.
+  signs.loss = worker.partition_signs(replica, round, static_cast<std::uint32_t>(index_), signs.signs);
+  auto payload = std::make_shared<const std::vector<std::uint8_t>>(encode(signs));
+  transport::OutboundFrame frame = transport_.seal(MessageType::kGradient, round, payload);
+  transport::SignedEnvelope envelope;
+  if (frame.head.size() == transport::kFrameHeaderSize + transport::kEnvelopeMetaSize) {
+    auto decoded = transport::decode_envelope(std::span<const std::uint8_t>(frame.head).subspan(transport::kFrameHeaderSize));
+    if (decoded.ok()) envelope = *decoded;
+  }
+  const auto* attack = setup_.is_byzantine(index_) ? setup_.active(attacks::Domain::kProtocol, round) : nullptr;
+  if (attack != nullptr && attack->kind == AttackKind::kOmission && omits_vote(setup_, index_, round)) {
+    return std::optional<std::pair<Vote, transport::SignedEnvelope>>();  // nothing sent, nothing held
+  }
+  // The natural equivocation of this placement: every other receiver of the column gets signs
+  // that differ in one coordinate, under a second signature for the same round.
+  std::optional<transport::OutboundFrame> other;
+  if (attack != nullptr && attack->kind == AttackKind::kEquivocation) {
+    Vote lie = signs;
+    lie.signs.set(0, !lie.signs.get(0));
+    other = transport_.seal(MessageType::kGradient, round, std::make_shared<const std::vector<std::uint8_t>>(encode(lie)));
+  }
+  std::size_t sent = 0;
+  for (auto receiver : column) {
+    if (receiver == index_) continue;
+    auto status = transport_.send_frame(node_id(receiver), other && sent % 2 == 1 ? *other : frame);
+    BALLOT_TRY(tolerate_peer_failure(std::move(status), send_failures));
+    ++sent;
+  }
+  return std::optional<std::pair<Vote, transport::SignedEnvelope>>(std::in_place, std::move(signs), envelope);
 }
 
 Status Node::send_vote(const RoundStart& start, const std::vector<std::uint8_t>& vote,
@@ -447,6 +674,8 @@ Status Node::send_vote(const RoundStart& start, const std::vector<std::uint8_t>&
       return send(std::move(frame));
     }
     case AttackKind::kEquivocation: {
+      // Exchange placement: the partition signs equivocate (send_partition_signs); the vote is one.
+      if (setup_.options.placement == Placement::kExchange) return send(std::move(frame));
       // The vote, then a different one for the same round: the receiver's verifier holds both
       // signed digests, which is a self-contained proof.
       BALLOT_TRY(send(frame));

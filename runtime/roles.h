@@ -11,6 +11,15 @@
 // Node i: Join{its round} on start (the server answers with the current state when the node is
 //   behind: this is how a restarted node rejoins), then for each RoundStart{r}: its vote c_i;
 //   for each Decision{r}: apply. Finish ends the node.
+// Exchange placement (TrainingOptions::placement): on RoundStart{r} node j computes partition j
+//   only, seals its signs once (kGradient) and sends them to every node i with G[i][j] = 1 (its
+//   own input stays local); node i collects the inputs of its row for round r until it has all of
+//   them or NodeOptions::exchange_input_fraction of the round deadline passed, votes over them
+//   (coding::encode_exchange: a missing or unusable input abstains) and sends an AuditedVote: the
+//   vote and the signed envelopes of the inputs it counted. The server checks each envelope
+//   (job, round, author in the voter's row, author's signature when it has the registry) and
+//   compares the digests counted for one author across votes: two different ones are an
+//   equivocation proof, handed to the quarantine.
 // Neither role trusts a payload: decoding errors and protocol violations are counted in the
 // report and the message is dropped.
 #pragma once
@@ -19,14 +28,18 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
 #include "runtime/quarantine.h"
 #include "runtime/training.h"
+#include "transport/envelope.h"
+#include "transport/identity.h"
 #include "transport/transport.h"
 
 namespace ballot::runtime {
@@ -78,6 +91,10 @@ struct ServerOptions {
   std::function<void(const RoundReport&)> on_round;  // called after every round
   // Shared with the transport as its misbehaviour observer; null: no quarantine.
   std::shared_ptr<Quarantine> quarantine;
+  // Exchange placement: the pinned registry, to check the authors' signatures on the inputs a
+  // vote counted (and so to turn two different counted digests into a checkable proof). Null:
+  // the digests are still compared, and a conflict is reported as plain misbehaviour.
+  std::shared_ptr<const transport::Registry> registry;
 };
 
 class Server {
@@ -87,6 +104,14 @@ class Server {
   Result<TrainingSummary> run();
 
  private:
+  // Exchange placement: whether every input envelope of `voter`'s vote is a valid one for this
+  // round (job, round, author in the voter's row of G, author's signature when the registry is
+  // known). Then compares each author's counted digest with the other votes' (proof on conflict).
+  bool inputs_valid(std::size_t voter, std::uint64_t round, const std::vector<transport::SignedEnvelope>& inputs) const;
+  void audit_inputs(const std::vector<transport::SignedEnvelope>& inputs,
+                    std::map<transport::NodeId, transport::SignedEnvelope>& counted,
+                    std::set<transport::NodeId>& equivocators) const;
+
   const TrainingSetup& setup_;
   transport::Transport& transport_;
   ServerOptions options_;
@@ -94,10 +119,14 @@ class Server {
 
 class Coalition;  // runtime/adversary.h
 struct RoundStart;  // runtime/messages.h
+struct Vote;        // runtime/messages.h
 
 struct NodeOptions {
   std::chrono::milliseconds idle_timeout{300000};  // nothing from the server this long: give up
   std::chrono::milliseconds join_retry{1000};      // re-send Join while no round has started
+  // Exchange placement: how long node i waits for the inputs of its row, as a fraction of the
+  // round deadline the server announced; then it votes without the missing ones (they abstain).
+  double exchange_input_fraction = 0.5;
   // Attackers of one process share their view of the honest messages (the simulator); null: a
   // Byzantine node that needs one computes its own.
   std::shared_ptr<Coalition> coalition;
@@ -106,6 +135,8 @@ struct NodeOptions {
 struct NodeSummary {
   std::uint64_t rounds = 0;          // rounds applied
   std::uint64_t votes_sent = 0;
+  std::uint64_t inputs_missing = 0;  // exchange: inputs of its row that abstained, over the run
+  std::uint64_t inputs_rejected = 0; // exchange: received inputs not counted (wrong round/model, equivocating)
   std::uint64_t rejoins = 0;         // state transfers received
   bool crashed = false;              // stopped by the crash attack
   transport::Digest model_digest{};
@@ -121,6 +152,13 @@ class Node {
   // Sends this round's vote, or what the node's protocol-domain attack sends instead.
   Status send_vote(const RoundStart& start, const std::vector<std::uint8_t>& vote,
                    std::optional<transport::OutboundFrame>& previous, std::uint64_t& send_failures);
+
+  // Exchange placement: computes partition index_'s signs of the round, seals them once and
+  // sends them to the other nodes of `column` (or what the protocol attack sends instead).
+  // Returns the node's own input (payload and signed envelope), or nothing when it sent none.
+  Result<std::optional<std::pair<Vote, transport::SignedEnvelope>>> send_partition_signs(
+      const RoundStart& start, NodeWorker& worker, Replica& replica, const std::vector<std::uint32_t>& column,
+      std::uint64_t& send_failures);
 
   const TrainingSetup& setup_;
   std::size_t index_;

@@ -23,6 +23,7 @@ Result<SimulationResult> simulate(const TrainingSetup& setup, SimulationOptions 
   auto network = transport::MemoryNetwork::create();
   std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;
   if (!options.server.quarantine) options.server.quarantine = std::make_shared<Quarantine>();
+  if (!options.server.registry) options.server.registry = std::make_shared<const transport::Registry>(registry);
   for (auto& identity : identities) {
     auto endpoint_options = transport_options;
     if (identity.node == 0) endpoint_options.observer = options.server.quarantine;

@@ -48,8 +48,9 @@ Status TrainingOptions::validate() const {
   if (partition_size == 0) return bad_option("partition size must be positive");
   if (rounds == 0) return bad_option("rounds must be positive");
   if (!(worker_momentum >= 0.0 && worker_momentum < 1.0)) return bad_option("worker momentum must be in [0, 1)");
-  if (placement != Placement::kReplicated) {
-    return make_error(ErrorCode::kUnavailable, "only the replicated placement is implemented in the runtime so far");
+  if (placement == Placement::kExchange && rule != "vote") {
+    return bad_option("placement 'exchange' relays 1-bit partition signs through G: it needs rule 'vote' (rule '" +
+                      rule + "' sends each node's own gradient to the server already)");
   }
   BALLOT_TRY(code_spec(*this));
   BALLOT_TRY(Spec::parse(model));
@@ -208,7 +209,11 @@ Status Replica::restore_from(const Checkpoint& checkpoint) {
 }
 
 NodeWorker::NodeWorker(const TrainingSetup& setup, std::size_t node)
-    : NodeWorker(setup, node, setup.code.row(node), /*honest=*/!setup.is_byzantine(node)) {}
+    : NodeWorker(setup, node,
+                 setup.options.placement == Placement::kExchange && setup.sign_vote()
+                     ? std::vector<std::uint32_t>{static_cast<std::uint32_t>(node)}
+                     : setup.code.row(node),
+                 /*honest=*/!setup.is_byzantine(node)) {}
 
 NodeWorker NodeWorker::all_partitions(const TrainingSetup& setup) {
   std::vector<std::uint32_t> every(setup.options.nodes);

@@ -14,6 +14,11 @@
 // everywhere), takes the signs — of the gradient, or of a per-partition momentum when
 // worker_momentum > 0 (Signum with majority vote) — and votes c_i = maj_j sign(g_j). The server
 // decides v_r = maj_i c_i over the votes it holds and everyone applies the update rule to v_r.
+// Exchange placement: node j computes only partition j (with the same per-partition momentum),
+// sends its signs to the nodes of column j, and node i votes over what it received
+// (runtime/roles.h). Without faults every input equals what node i would have computed itself,
+// so both placements give bit-identical models.
+
 // Thread-safety: none; one object per thread.
 #pragma once
 
@@ -138,7 +143,8 @@ class Replica {
 
 class NodeWorker {
  public:
-  // Node `node`: the partitions of its row of G (vote path) or partition `node` (gradient path).
+  // Node `node`: the partitions of its row of G (vote path, replicated placement), or only
+  // partition `node` (exchange placement; the gradient path computes partition `node` too).
   // A Byzantine node with an active data-domain attack (label flip) trains on flipped labels.
   NodeWorker(const TrainingSetup& setup, std::size_t node);
   // An honest worker over every partition: what an omniscient coalition (runtime/adversary.h) and

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -83,6 +84,9 @@ struct Message {
   std::uint64_t round = 0;
   std::uint64_t sequence = 0;
   PayloadBytes payload;
+  // The sender's signed envelope (absent for unsigned frames): what a relay hands on as proof of
+  // what the sender said (the exchange placement's audited votes, runtime/messages.h).
+  std::optional<SignedEnvelope> envelope;
 };
 
 class Transport {

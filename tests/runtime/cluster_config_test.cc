@@ -45,6 +45,37 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
   }
 }
 
+// Exchange placement: nodes send each other their partition signs, so each needs an address.
+TEST(ClusterConfig, ExchangePlacementNeedsEveryNodeAddress) {
+  auto config = parse_cluster_config(R"({
+    "server": {"host": "10.0.0.1", "port": 29500},
+    "nodes": [{"host": "10.0.0.2", "port": 29501}, {"host": "10.0.0.3", "port": 29502},
+              {"host": "10.0.0.4", "port": 29503}],
+    "training": {"nodes": 3, "byzantine": 1, "code": "identity", "placement": "exchange"}
+  })");
+  ASSERT_TRUE(config.ok()) << config.error().to_string();
+  EXPECT_EQ(config->training.placement, Placement::kExchange);
+  ASSERT_EQ(config->nodes.size(), 3u);
+  EXPECT_EQ(config->nodes[2].host, "10.0.0.4");
+  EXPECT_EQ(config->nodes[2].port, 29503);
+  auto again = parse_cluster_config(to_json(*config));
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(to_json(*again), to_json(*config));
+
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"training": {"nodes": 3, "code": "identity", "placement": "exchange"}})", "address of every node"},
+      {R"({"nodes": [{"port": 1}], "training": {"nodes": 3, "code": "identity"}})", "'nodes' has 1 entries"},
+      {R"({"nodes": {"port": 1}})", "must be an array"},
+      {R"({"nodes": [{"host": "a"}]})", "needs a port"},
+      {R"({"nodes": [{"port": 1, "name": "x"}]})", "unknown key 'name'"},
+  };
+  for (const auto& [text, expected] : cases) {
+    auto bad = parse_cluster_config(text);
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.error().message.find(expected), std::string::npos) << bad.error().message;
+  }
+}
+
 TEST(ClusterConfig, MissingFileIsNamed) {
   auto config = load_cluster_config("/nonexistent/cluster.json");
   ASSERT_FALSE(config.ok());

@@ -241,6 +241,32 @@ TEST(Experiment, ProtocolAttacksMakeTheVoteAbsentAndTooManyStallTheRun) {
   EXPECT_NE(stalled.error().message.find("fault budget"), std::string::npos);
 }
 
+// Exchange placement: honest votes are the replicated ones, so the engine gives the replicated
+// model — and so does the message simulator that really relays the signed partition signs, also
+// under an attack on the votes. Attacks on what a source relays are left to the simulator.
+TEST(Experiment, ExchangePlacementMatchesTheReplicatedAndTheSimulator) {
+  auto options = small_run();
+  options.rounds = 12;
+  options.attack = "reverse";
+  options.attackers = 1;
+  const auto replicated = run(options);
+  options.placement = Placement::kExchange;
+  const auto exchange = run(options);
+  EXPECT_EQ(exchange.model_digest, replicated.model_digest);
+  auto setup = setup_for(options);
+  ASSERT_TRUE(setup.ok());
+  auto simulated = simulate(*setup);
+  ASSERT_TRUE(simulated.ok()) << simulated.error().to_string();
+  EXPECT_EQ(simulated->server.model_digest, exchange.model_digest);
+
+  options.attack = "crash";
+  auto relayed = setup_for(options);
+  ASSERT_TRUE(relayed.ok());
+  auto refused = run_experiment(*relayed);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+}
+
 TEST(Experiment, ReportsRoundsAndEvaluationsAndCanBeCancelled) {
   auto options = small_run();
   auto setup = setup_for(options);

@@ -12,6 +12,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (vote->signs.size() != dimension || !vote->signs.padding_is_clear()) __builtin_trap();
       if (ballot::runtime::encode(*vote).size() != size) __builtin_trap();
     }
+    if (auto vote = ballot::runtime::decode_audited_vote(bytes, dimension, 7); vote.ok()) {
+      if (vote->vote.signs.size() != dimension || vote->inputs.size() > 7) __builtin_trap();
+      if (ballot::runtime::encode(*vote).size() != size) __builtin_trap();
+    }
     if (auto decision = ballot::runtime::decode_decision(bytes, dimension); decision.ok()) {
       if (ballot::runtime::encode(*decision).size() != size) __builtin_trap();
     }

@@ -98,5 +98,82 @@ TEST(Messages, GradientPathPayloads) {
   EXPECT_FALSE(decode_float_decision(encode(decision), 4).ok());
 }
 
+// Exchange placement: the vote with the signed envelopes of the inputs it counted.
+AuditedVote audited(std::size_t d) {
+  AuditedVote vote{{3, 0.75, {}, pattern(d)}, {}};
+  for (transport::NodeId author : {2u, 4u, 5u}) {
+    transport::SignedEnvelope envelope;
+    envelope.header.job = 9;
+    envelope.header.sender = author;
+    envelope.header.role = transport::Role::kNode;
+    envelope.header.type = transport::MessageType::kGradient;
+    envelope.header.round = 3;
+    envelope.header.sequence = 100 + author;
+    envelope.header.payload_length = 1234;
+    envelope.header.payload_digest[0] = static_cast<std::uint8_t>(author);
+    envelope.signature[5] = 0x5a;
+    vote.inputs.push_back(envelope);
+  }
+  return vote;
+}
+
+TEST(Messages, AuditedVoteRoundTrips) {
+  const auto vote = audited(130);
+  const auto bytes = encode(vote);
+  EXPECT_EQ(bytes.size(), encode(vote.vote).size() + 4 + 3 * transport::kEnvelopeMetaSize);
+  auto decoded = decode_audited_vote(bytes, 130, 5);
+  ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+  EXPECT_EQ(decoded->vote.round, 3u);
+  EXPECT_EQ(decoded->vote.loss, 0.75);
+  EXPECT_EQ(decoded->vote.signs, vote.vote.signs);
+  EXPECT_EQ(decoded->inputs, vote.inputs);
+  // No inputs at all (every source abstained) is a valid vote too.
+  AuditedVote empty{vote.vote, {}};
+  ASSERT_TRUE(decode_audited_vote(encode(empty), 130, 5).ok());
+  EXPECT_TRUE(decode_audited_vote(encode(empty), 130, 5)->inputs.empty());
+}
+
+TEST(Messages, MalformedAuditedVotesAreRejected) {
+  const auto vote = audited(130);
+  const auto bytes = encode(vote);
+  // Every truncation, a trailing byte, another dimension.
+  for (std::size_t length = 0; length < bytes.size(); ++length) {
+    auto decoded = decode_audited_vote(std::span(bytes).first(length), 130, 5);
+    ASSERT_FALSE(decoded.ok()) << length;
+    EXPECT_EQ(decoded.error().code, ErrorCode::kMalformed);
+  }
+  auto longer = bytes;
+  longer.push_back(0);
+  EXPECT_FALSE(decode_audited_vote(longer, 130, 5).ok());
+  EXPECT_FALSE(decode_audited_vote(bytes, 129, 5).ok());
+  // More inputs than nodes: refused on the count alone, before reading (or allocating) them.
+  EXPECT_FALSE(decode_audited_vote(bytes, 130, 2).ok());
+  const std::size_t count_at = encode(vote.vote).size();
+  auto huge = bytes;
+  for (int i = 0; i < 4; ++i) huge[count_at + i] = 0xff;
+  EXPECT_NE(decode_audited_vote(huge, 130, 5).error().message.find("inputs, at most"), std::string::npos);
+  // An envelope that is not a gradient's, one with an unknown type, non-zero reserved bytes.
+  const std::size_t first = count_at + 4;
+  auto not_gradient = vote;
+  not_gradient.inputs[1].header.type = transport::MessageType::kVote;
+  EXPECT_FALSE(decode_audited_vote(encode(not_gradient), 130, 5).ok());
+  auto bad_type = bytes;
+  bad_type[first + 13] = 0xee;
+  EXPECT_FALSE(decode_audited_vote(bad_type, 130, 5).ok());
+  auto reserved = bytes;
+  reserved[first + 14] = 1;
+  EXPECT_FALSE(decode_audited_vote(reserved, 130, 5).ok());
+  // Authors out of order or repeated: a voter lists each source once, ascending.
+  auto unordered = vote;
+  std::swap(unordered.inputs[0], unordered.inputs[2]);
+  EXPECT_FALSE(decode_audited_vote(encode(unordered), 130, 5).ok());
+  auto repeated = vote;
+  repeated.inputs[1] = repeated.inputs[0];
+  EXPECT_FALSE(decode_audited_vote(encode(repeated), 130, 5).ok());
+  // A replicated-placement vote is not an audited one (no count), and vice versa.
+  EXPECT_FALSE(decode_audited_vote(encode(vote.vote), 130, 5).ok());
+  EXPECT_FALSE(decode_vote(bytes, 130).ok());
+}
+
 }  // namespace
 }  // namespace ballot::runtime

@@ -99,6 +99,7 @@ std::optional<Misbehaviour> EndpointCore::accept(NodeId peer, const FrameHeader&
     }
     message.round = envelope->header.round;
     message.sequence = envelope->header.sequence;
+    message.envelope = *envelope;
   } else if (require_signatures_) {
     return fail(Misbehaviour::kMalformedFrame, ErrorCode::kAuthentication, "unsigned frame on an authenticated session");
   }
