@@ -49,6 +49,7 @@ struct EvaluateCommand {
   std::optional<std::string> preset, grid_file, attacks, defences, nodes, byzantine, seeds, attacker_choice;
   std::optional<std::uint64_t> rounds, eval_every;
   std::optional<double> target, worker_momentum;
+  std::optional<std::uint32_t> protocol_deadline_ms;
   std::optional<std::string> data, model, lr, update, title;
   std::optional<std::size_t> partition_size, eval_examples;
   bool no_baseline = false;

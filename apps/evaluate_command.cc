@@ -129,6 +129,7 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
   if (c.attacker_choice) grid.attacker_choice = *c.attacker_choice;
   if (c.target) grid.target_accuracy = *c.target;
   if (c.no_baseline) grid.baseline = false;
+  if (c.protocol_deadline_ms) grid.protocol_deadline_ms = *c.protocol_deadline_ms;
   if (auto status = grid.validate(); !status.ok()) {
     auto error = status.error();
     const bool empty = error.message.find("no setting") != std::string::npos ||
@@ -177,6 +178,8 @@ void add_evaluate_options(CLI::App& command, EvaluateCommand& c) {
   command.add_option("--eval-every", c.eval_every, "Rounds between test evaluations (the accuracy curve)");
   command.add_option("--eval-examples", c.eval_examples, "Test examples per evaluation");
   command.add_flag("--no-baseline", c.no_baseline, "Do not run the attack-free cells");
+  command.add_option("--protocol-deadline-ms", c.protocol_deadline_ms,
+                     "Round deadline of the cells with protocol attacks, which run in the message simulator (default 300)");
   command.add_option("-j,--jobs", c.jobs, "Cells run in parallel (threads)")->capture_default_str();
   command.add_option("-o,--out", c.out, "Output directory: results.json, report.md, figures/")->capture_default_str();
   command.add_option("--title", c.title, "Title of report.md");

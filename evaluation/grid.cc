@@ -206,6 +206,9 @@ Status Grid::validate() const {
   if (settings.empty()) return grid_error("no setting (n, b)");
   if (seeds.empty()) return grid_error("no seed");
   if (!(target_accuracy > 0.0 && target_accuracy <= 1.0)) return grid_error("target_accuracy must be in (0, 1]");
+  if (protocol_deadline_ms == 0 || protocol_deadline_ms > kMaxProtocolDeadlineMs) {
+    return grid_error("protocol_deadline_ms must be in [1, " + std::to_string(kMaxProtocolDeadlineMs) + "]");
+  }
   {
     runtime::TrainingOptions check = base;
     check.attack = "none";
@@ -282,7 +285,8 @@ Result<Grid> parse_grid(std::string_view json_text, Grid grid) {
   if (root.is_discarded()) return grid_error("not valid JSON");
   if (!root.is_object()) return grid_error("the top level must be an object");
   static const std::set<std::string> known = {"base", "attacks", "defences", "settings", "nodes", "byzantine",
-                                              "seeds", "attacker_choice", "target_accuracy", "baseline"};
+                                              "seeds", "attacker_choice", "target_accuracy", "baseline",
+                                              "protocol_deadline_ms"};
   for (const auto& [key, value] : root.items()) {
     if (known.count(key) == 0) return grid_error("unknown key '" + key + "'");
   }
@@ -347,6 +351,13 @@ Result<Grid> parse_grid(std::string_view json_text, Grid grid) {
   if (const auto it = root.find("baseline"); it != root.end()) {
     if (!it->is_boolean()) return grid_error("'baseline' must be true or false");
     grid.baseline = it->get<bool>();
+  }
+  if (const auto it = root.find("protocol_deadline_ms"); it != root.end()) {
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() > kMaxProtocolDeadlineMs) {
+      return grid_error("'protocol_deadline_ms' must be a whole number of milliseconds in [1, " +
+                        std::to_string(kMaxProtocolDeadlineMs) + "]");
+    }
+    grid.protocol_deadline_ms = static_cast<std::uint32_t>(it->get<std::uint64_t>());
   }
   BALLOT_TRY(grid.validate());
   return grid;

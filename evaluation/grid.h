@@ -32,7 +32,8 @@
 //   "seeds": [1, 2],
 //   "attacker_choice": "random",        // "random" | "worst" | "0,3" (runtime TrainingOptions)
 //   "target_accuracy": 0.8,
-//   "baseline": true                    // run the attack-free cells
+//   "baseline": true,                   // run the attack-free cells
+//   "protocol_deadline_ms": 300         // round deadline of the simulator cells (protocol attacks)
 // }
 // Errors (kInvalidArgument) name the grid entry ("grid: defences[2]: …").
 // Thread-safety: values; free functions are reentrant.
@@ -68,6 +69,8 @@ struct Setting {
   friend auto operator<=>(const Setting&, const Setting&) = default;
 };
 
+inline constexpr std::uint32_t kMaxProtocolDeadlineMs = 600000;
+
 struct Grid {
   runtime::TrainingOptions base;        // everything the grid does not vary
   std::vector<std::string> attacks;     // without "none": the baseline is `baseline`
@@ -77,6 +80,10 @@ struct Grid {
   std::string attacker_choice = "random";
   double target_accuracy = 0.8;         // for "rounds to target"
   bool baseline = true;
+  // Round deadline of the cells that run in the message simulator (protocol-domain attacks,
+  // evaluation/runner.h): after it the server decides with n − b votes. Each round an absent or
+  // late attacker costs up to this much wall time.
+  std::uint32_t protocol_deadline_ms = 300;
 
   // Checks every entry (attack and defence specs parse, names unique, settings have b < n/2 —
   // a setting the runtime cannot run at all — target in (0, 1], no duplicates, base options

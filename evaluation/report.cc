@@ -129,6 +129,7 @@ std::vector<Aggregate> aggregate(const GridResult& result) {
   for (std::size_t k = 0; k < out.size(); ++k) {
     Aggregate& a = out[k];
     std::vector<double> accuracy, rounds, changed, coordinates, redundancy;
+    std::vector<double> rejected, events, quarantined, proofs, missing_per_round, slowest;
     std::map<std::uint64_t, std::pair<double, std::size_t>> curve;
     for (auto i : members[k]) {
       const CellResult& r = result.results[i];
@@ -142,8 +143,18 @@ std::vector<Aggregate> aggregate(const GridResult& result) {
       }
       ++a.done;
       accuracy.push_back(r.final_accuracy);
-      changed.push_back(r.changed_fraction());
-      coordinates.push_back(r.changed_coordinate_fraction());
+      if (r.compared_with_attack_free()) {
+        changed.push_back(r.changed_fraction());
+        coordinates.push_back(r.changed_coordinate_fraction());
+      } else {
+        const DefenceOutcome& d = *r.defences;
+        rejected.push_back(static_cast<double>(d.rejected_messages));
+        events.push_back(static_cast<double>(d.misbehaviour_events));
+        quarantined.push_back(static_cast<double>(d.quarantined_byzantine));
+        proofs.push_back(static_cast<double>(d.equivocation_proofs));
+        missing_per_round.push_back(r.rounds ? static_cast<double>(d.missing_votes) / static_cast<double>(r.rounds) : 0.0);
+        slowest.push_back(d.slowest_round_seconds);
+      }
       redundancy.push_back(r.redundancy);
       if (r.rounds_to_target) rounds.push_back(static_cast<double>(*r.rounds_to_target));
       for (const auto& p : r.curve) {
@@ -157,6 +168,14 @@ std::vector<Aggregate> aggregate(const GridResult& result) {
     a.reached = rounds.size();
     a.changed_fraction = mean_sd(changed);
     a.changed_coordinates = mean_sd(coordinates);
+    a.compared = changed.size();
+    a.simulated = rejected.size();
+    a.rejected_messages = mean_sd(rejected);
+    a.misbehaviour_events = mean_sd(events);
+    a.quarantined_byzantine = mean_sd(quarantined);
+    a.equivocation_proofs = mean_sd(proofs);
+    a.missing_votes_per_round = mean_sd(missing_per_round);
+    a.slowest_round_seconds = mean_sd(slowest);
     a.redundancy = mean_sd(redundancy);
     for (const auto& [round, sum_count] : curve) {
       if (sum_count.second == a.done) a.curve.emplace_back(static_cast<double>(round), sum_count.first / a.done);
@@ -267,7 +286,8 @@ std::string results_json(const GridResult& result) {
         {"seeds", grid.seeds},
         {"attacker_choice", grid.attacker_choice},
         {"target_accuracy", grid.target_accuracy},
-        {"baseline", grid.baseline}}},
+        {"baseline", grid.baseline},
+        {"protocol_deadline_ms", grid.protocol_deadline_ms}}},
       {"jobs", result.jobs},
       {"seconds", result.seconds},
       {"cancelled", result.cancelled},
@@ -296,9 +316,21 @@ std::string results_json(const GridResult& result) {
       entry["final_accuracy"] = r.final_accuracy;
       entry["final_loss"] = r.final_loss;
       entry["rounds"] = r.rounds;
-      entry["rounds_changed"] = r.rounds_changed;
-      entry["changed_fraction"] = r.changed_fraction();
-      entry["changed_coordinates_per_round"] = r.changed_coordinates;
+      entry["engine"] = r.compared_with_attack_free() ? "lockstep" : "simulator";
+      if (r.compared_with_attack_free()) {
+        entry["rounds_changed"] = r.rounds_changed;
+        entry["changed_fraction"] = r.changed_fraction();
+        entry["changed_coordinates_per_round"] = r.changed_coordinates;
+      } else {
+        const DefenceOutcome& d = *r.defences;
+        entry["defences"] = {{"rejected_messages", d.rejected_messages},
+                             {"misbehaviour_events", d.misbehaviour_events},
+                             {"quarantined", d.quarantined},
+                             {"quarantined_byzantine", d.quarantined_byzantine},
+                             {"equivocation_proofs", d.equivocation_proofs},
+                             {"missing_votes", d.missing_votes},
+                             {"slowest_round_seconds", d.slowest_round_seconds}};
+      }
       entry["dimension"] = r.dimension;
       entry["rounds_to_target"] = r.rounds_to_target ? Json(*r.rounds_to_target) : Json("never");
       entry["seconds"] = r.seconds;
@@ -309,6 +341,33 @@ std::string results_json(const GridResult& result) {
   root["cells"] = std::move(cells);
   return root.dump(1) + "\n";
 }
+
+namespace {
+
+// Protocol attacks act on the wire: their cells ran in the message simulator, and what counts is
+// what the defences did. Empty when the grid has no such cell for `setting`.
+std::string defences_table(const Grid& grid, std::span<const Aggregate> aggregates, Setting setting) {
+  const auto stat = [](const Stats& s, int digits) {
+    return fixed(s.mean, digits) + (s.sd > 0 ? " ± " + fixed(s.sd, digits) : "");
+  };
+  std::string rows;
+  for (const auto& a : aggregates) {
+    if (a.setting != setting || a.simulated == 0) continue;
+    rows += table_row({md(grid.defences[a.defence].name), md(attack_label(a.attack)),
+                       percent_stats(a.accuracy) + (a.done < a.seeds ? "*" : ""), stat(a.rejected_messages, 1),
+                       stat(a.misbehaviour_events, 1), stat(a.quarantined_byzantine, 1) + " of " + std::to_string(setting.byzantine),
+                       stat(a.equivocation_proofs, 1), stat(a.missing_votes_per_round, 2), stat(a.slowest_round_seconds, 2)});
+  }
+  if (rows.empty()) return "";
+  const std::vector<std::string> head = {"defence", "attack", "final accuracy (%)", "messages rejected by the server",
+                                         "misbehaviour events", "Byzantine nodes quarantined", "equivocation proofs",
+                                         "votes missing per round", "slowest round (s)"};
+  return "\nProtocol attacks, run in the message simulator (real signed envelopes, verifier and quarantine; round "
+         "deadline " + std::to_string(grid.protocol_deadline_ms) + " ms) — what the defences did, mean over seeds:\n\n" +
+         table_row(head) + table_rule(head.size()) + rows;
+}
+
+}  // namespace
 
 std::string markdown_report(const GridResult& result, std::span<const Aggregate> aggregates,
                             std::span<const Figure> figures, const ReportOptions& options) {
@@ -417,7 +476,7 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
         std::vector<std::string> row = {md(grid.defences[d].name)};
         for (const auto& attack : grid.attacks) {
           const Aggregate* a = find(aggregates, setting, d, attack);
-          row.push_back(a == nullptr ? "-" : a->done > 0 ? percent_stats(a->changed_fraction) : missing(*a));
+          row.push_back(a == nullptr ? "-" : a->done == 0 ? missing(*a) : a->compared == 0 ? "n/a" : percent_stats(a->changed_fraction));
         }
         md_text += table_row(row);
       }
@@ -427,11 +486,12 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
         std::vector<std::string> row = {md(grid.defences[d].name)};
         for (const auto& attack : grid.attacks) {
           const Aggregate* a = find(aggregates, setting, d, attack);
-          row.push_back(a == nullptr ? "-" : a->done > 0 ? percent_stats(a->changed_coordinates, 3) : missing(*a));
+          row.push_back(a == nullptr ? "-" : a->done == 0 ? missing(*a) : a->compared == 0 ? "n/a" : percent_stats(a->changed_coordinates, 3));
         }
         md_text += table_row(row);
       }
     }
+    md_text += defences_table(grid, aggregates, setting);
     for (const auto& figure : figures) {
       if (figure.file == "figures/accuracy_" + setting_file(setting) + ".svg") {
         md_text += "\n![" + figure.caption + "](" + figure.file + ")\n";

@@ -43,8 +43,17 @@ struct Aggregate {
   Stats accuracy;                 // final accuracy (fraction)
   Stats rounds_to_target;         // over the finished cells that reached the target
   std::size_t reached = 0;
-  Stats changed_fraction;
+  Stats changed_fraction;         // over the finished cells compared with the attack-free vote
   Stats changed_coordinates;      // mean fraction of coordinates changed per round
+  std::size_t compared = 0;       // finished cells that were compared (lockstep engine)
+  // Protocol attacks (cells run in the message simulator): what the defences did, per cell.
+  std::size_t simulated = 0;      // finished cells run in the simulator
+  Stats rejected_messages;
+  Stats misbehaviour_events;
+  Stats quarantined_byzantine;    // Byzantine nodes quarantined by the end
+  Stats equivocation_proofs;
+  Stats missing_votes_per_round;
+  Stats slowest_round_seconds;
   Stats redundancy;
   std::vector<std::pair<double, double>> curve;  // (round, mean accuracy) at rounds all finished seeds share
 };

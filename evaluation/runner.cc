@@ -8,6 +8,10 @@
 #include <numeric>
 #include <thread>
 
+#include "attacks/attack_spec.h"
+#include "runtime/quarantine.h"
+#include "runtime/simulator.h"
+
 namespace ballot::evaluation {
 namespace {
 
@@ -22,6 +26,12 @@ std::string outcome(const CellResult& result) {
   char text[128];
   switch (result.status) {
     case CellStatus::kDone:
+      if (const auto& d = result.defences) {
+        std::snprintf(text, sizeof(text), "acc %.2f%%, %llu rejected, %zu quarantined, %zu proofs, %.1f s",
+                      100.0 * result.final_accuracy, static_cast<unsigned long long>(d->rejected_messages),
+                      d->quarantined, d->equivocation_proofs, result.seconds);
+        return text;
+      }
       std::snprintf(text, sizeof(text), "acc %.2f%%, vote changed in %.1f%% of rounds (%.3f%% of coordinates), %.1f s",
                     100.0 * result.final_accuracy, 100.0 * result.changed_fraction(),
                     100.0 * result.changed_coordinate_fraction(), result.seconds);
@@ -31,6 +41,59 @@ std::string outcome(const CellResult& result) {
     case CellStatus::kCancelled: return "cancelled";
   }
   return "";
+}
+
+CellResult run_in_engine(const Grid& grid, const runtime::TrainingSetup& setup, const RunnerOptions& options) {
+  runtime::ExperimentOptions engine;
+  const double per_round = static_cast<double>(setup.options.nodes);
+  if (options.progress) engine.on_round = [&](const runtime::ExperimentRound&) { options.progress->add_work(per_round); };
+  engine.cancelled = options.cancelled;
+  auto result = runtime::run_experiment(setup, engine);
+  if (!result.ok()) {
+    CellResult out;
+    out.status = CellStatus::kFailed;
+    out.reason = result.error().to_string();
+    return out;
+  }
+  return summarise(*result, grid.target_accuracy);
+}
+
+// A protocol attack's cell: the real server and nodes over the in-memory transport. It cannot be
+// stopped between rounds (the roles have no such hook), so a cancelled grid waits for it.
+CellResult run_in_simulator(const Grid& grid, const runtime::TrainingSetup& setup, const RunnerOptions& options) {
+  CellResult out;
+  DefenceOutcome defences;
+  runtime::SimulationOptions simulation;
+  simulation.server.round_deadline = std::chrono::milliseconds(grid.protocol_deadline_ms);
+  simulation.server.quarantine = std::make_shared<runtime::Quarantine>();
+  const double per_round = static_cast<double>(setup.options.nodes);
+  simulation.server.on_round = [&](const runtime::RoundReport& report) {
+    defences.missing_votes += report.missing.size();
+    defences.slowest_round_seconds = std::max(defences.slowest_round_seconds, report.seconds);
+    if (report.evaluated) {
+      out.curve.push_back({report.round + 1, report.test.accuracy});
+      if (!out.rounds_to_target && report.test.accuracy >= grid.target_accuracy) out.rounds_to_target = report.round + 1;
+    }
+    if (options.progress) options.progress->add_work(per_round);
+  };
+  auto result = runtime::simulate(setup, simulation);
+  if (!result.ok()) {
+    out.status = CellStatus::kFailed;
+    out.reason = result.error().to_string();
+    return out;
+  }
+  const auto& summary = result->server;
+  out.status = CellStatus::kDone;
+  out.final_accuracy = summary.test.accuracy;
+  out.final_loss = summary.test.loss;
+  out.rounds = summary.rounds - summary.first_round;
+  defences.rejected_messages = summary.defences.rejected_messages;
+  for (const auto& [node, events] : summary.defences.misbehaviour) defences.misbehaviour_events += events;
+  defences.quarantined = summary.defences.quarantined.size();
+  for (auto node : summary.defences.quarantined) defences.quarantined_byzantine += setup.is_byzantine(node) ? 1 : 0;
+  defences.equivocation_proofs = summary.defences.equivocation_proofs;
+  out.defences = defences;
+  return out;
 }
 
 CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<const TrainTestSplit>& data,
@@ -49,18 +112,8 @@ CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<co
     out.reason = setup.error().message;
     return out;
   }
-  runtime::ExperimentOptions engine;
-  const double per_round = static_cast<double>(cell.options.nodes);
-  if (options.progress) engine.on_round = [&](const runtime::ExperimentRound&) { options.progress->add_work(per_round); };
-  engine.cancelled = options.cancelled;
-  auto result = runtime::run_experiment(*setup, engine);
-  if (!result.ok()) {
-    out.status = CellStatus::kFailed;
-    out.reason = result.error().to_string();
-  } else {
-    out = summarise(*result, grid.target_accuracy);
-    if (out.rounds < cell.options.rounds) out.status = CellStatus::kCancelled;
-  }
+  out = runs_in_simulator(cell) ? run_in_simulator(grid, *setup, options) : run_in_engine(grid, *setup, options);
+  if (out.status == CellStatus::kDone && out.rounds < cell.options.rounds) out.status = CellStatus::kCancelled;
   out.byzantine_nodes = setup->byzantine;
   if (auto replica = runtime::Replica::create(*setup); replica.ok()) out.dimension = replica->dimension();
   out.redundancy = setup->sign_vote() ? setup->code.redundancy() : 1.0;
@@ -96,6 +149,12 @@ CellResult summarise(const runtime::ExperimentResult& result, double target_accu
     if (!out.rounds_to_target && round.test.accuracy >= target_accuracy) out.rounds_to_target = round.round + 1;
   }
   return out;
+}
+
+bool runs_in_simulator(const Cell& cell) {
+  if (cell.baseline()) return false;
+  auto attack = attacks::AttackSpec::parse(cell.attack);
+  return attack.ok() && attack->find(attacks::Domain::kProtocol) != nullptr;
 }
 
 double cell_work(const Cell& cell) {

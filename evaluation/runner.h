@@ -11,8 +11,17 @@
 // the running cells after their current round ("cancelled", partial curve kept) and starts no
 // other. Baselines with same_as copy the result of the cell they repeat.
 //
-// Determinism: every cell is a pure function of its options (the engine is deterministic), so
-// results do not depend on `jobs` or on the order cells run in; only seconds vary.
+// Cells whose attack has a protocol-domain part (crash, omission, delay, equivocation, replay,
+// forged signatures, malformed or oversized frames, wrong digests) act on the wire, which the
+// lockstep engine does not have: they run in the message simulator instead (runtime/simulator.h:
+// the server and every node on threads over the in-memory transport, with real Ed25519
+// envelopes, the real verifier and a quarantine), with Grid::protocol_deadline_ms as the round
+// deadline, and report what the defences did (DefenceOutcome). There the attack-free comparison
+// of every round is not available (changed rounds and coordinates are not measured).
+//
+// Determinism: every lockstep cell is a pure function of its options (the engine is
+// deterministic), so results do not depend on `jobs` or on the order cells run in; only seconds
+// vary. Simulator cells depend on timing where the attack does (delay, omission at the deadline).
 // Thread-safety: run_grid may be called concurrently; callbacks are called from pool threads.
 #pragma once
 
@@ -40,6 +49,17 @@ struct CurvePoint {
   double accuracy = 0.0;
 };
 
+// What the transport, the server and the quarantine did in a simulator cell.
+struct DefenceOutcome {
+  std::uint64_t rejected_messages = 0;     // dropped by the server's own checks
+  std::uint64_t misbehaviour_events = 0;   // counted against nodes (transport and server), in total
+  std::size_t quarantined = 0;             // nodes quarantined by the end of the run
+  std::size_t quarantined_byzantine = 0;   // of which Byzantine
+  std::size_t equivocation_proofs = 0;
+  std::uint64_t missing_votes = 0;         // over all rounds: nodes without a counted vote
+  double slowest_round_seconds = 0.0;
+};
+
 struct CellResult {
   CellStatus status = CellStatus::kCancelled;
   std::string reason;                             // not applicable / failed: why
@@ -54,7 +74,10 @@ struct CellResult {
   std::vector<std::size_t> byzantine_nodes;
   double redundancy = 0.0;                        // r of the allocation matrix (vote path)
   double seconds = 0.0;
+  std::optional<DefenceOutcome> defences;         // set iff the cell ran in the message simulator
 
+  // False for simulator cells: rounds_changed and changed_coordinates were not measured.
+  bool compared_with_attack_free() const { return !defences.has_value(); }
   double changed_fraction() const { return rounds ? static_cast<double>(rounds_changed) / rounds : 0.0; }
   // Mean fraction of the d coordinates whose final vote the attack changed per round.
   double changed_coordinate_fraction() const { return dimension ? changed_coordinates / static_cast<double>(dimension) : 0.0; }
@@ -80,6 +103,8 @@ CellResult summarise(const runtime::ExperimentResult& result, double target_accu
 
 // The engine's cost unit for a cell, rounds × n (a round costs n partition gradients).
 double cell_work(const Cell& cell);
+// Whether the cell's attack acts on the wire (it then runs in the message simulator).
+bool runs_in_simulator(const Cell& cell);
 
 // Runs every cell of expand(grid) on `data`. Errors: an invalid grid (Grid::validate), a null
 // dataset. Cell failures are results, not errors.

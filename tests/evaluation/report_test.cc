@@ -269,5 +269,47 @@ TEST(WriteReport, EndToEndOnSyntheticData) {
   std::filesystem::remove_all(dir);
 }
 
+// Protocol attacks: the table of what the defences did, the engine of each cell in the JSON, and
+// "n/a" where a simulator cell has no attack-free comparison.
+TEST(WriteReport, ProtocolAttacksGetTheDefencesTable) {
+  auto grid = parse_grid(R"({
+    "base": {"data": "synthetic:examples=256,features=8,classes=4,separation=3", "model": "logreg",
+             "rounds": 6, "lr": "constant:lr=0.05", "eval_every": 3, "partition_size": 16},
+    "attacks": ["random", "replay"],
+    "defences": ["signSGD-MV"],
+    "settings": [{"n": 5, "b": 1}],
+    "seeds": [1, 2],
+    "baseline": false,
+    "protocol_deadline_ms": 100
+  })");
+  ASSERT_TRUE(grid.ok()) << grid.error().message;
+  auto result = run_grid(*grid, RunnerOptions{.jobs = 2});
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  const auto dir = std::filesystem::temp_directory_path() / ("ballot_eval_protocol_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(write_report(*result, dir, {.title = "Protocol"}).ok());
+
+  const auto json = nlohmann::json::parse(read_file(dir / "results.json"));
+  EXPECT_EQ(json["grid"]["protocol_deadline_ms"], 100);
+  for (const auto& cell : json["cells"]) {
+    ASSERT_EQ(cell["status"], "done") << cell.dump();
+    if (cell["attack"] == "replay") {
+      EXPECT_EQ(cell["engine"], "simulator");
+      EXPECT_EQ(cell["defences"]["quarantined_byzantine"], 1) << cell.dump();
+      EXPECT_FALSE(cell.contains("rounds_changed"));
+    } else {
+      EXPECT_EQ(cell["engine"], "lockstep");
+      EXPECT_FALSE(cell.contains("defences"));
+    }
+  }
+  const auto md = read_file(dir / "report.md");
+  EXPECT_NE(md.find("what the defences did"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | replay |"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.0 of 1"), std::string::npos) << md;  // the replaying node quarantined in both seeds
+  EXPECT_NE(md.find("| signSGD-MV | "), std::string::npos);
+  EXPECT_NE(md.find(" | n/a |"), std::string::npos) << md;  // replay: no attack-free comparison
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ballot::evaluation

@@ -114,6 +114,54 @@ TEST(RunGrid, NotApplicableSharedBaselinesAndMetrics) {
   }
 }
 
+// Protocol attacks act on the wire: their cells run in the message simulator (real envelopes,
+// verifier and quarantine) and report what the defences did; the sign attack beside them runs in
+// the lockstep engine and is compared with the attack-free vote.
+TEST(RunGrid, ProtocolAttacksRunInTheSimulatorAndReportTheDefences) {
+  auto parsed = parse_grid(R"({
+    "base": {"data": "synthetic:examples=256,features=8,classes=4,separation=3", "model": "logreg",
+             "rounds": 8, "lr": "constant:lr=0.05", "eval_every": 4, "partition_size": 16},
+    "attacks": ["reverse", "equivocation", "forged_signature", "crash"],
+    "defences": ["signSGD-MV"],
+    "settings": [{"n": 5, "b": 1}],
+    "seeds": [3],
+    "baseline": false,
+    "protocol_deadline_ms": 100
+  })");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  auto result = run_grid(*parsed, RunnerOptions{.jobs = 2});
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  for (const auto& cell : result->cells) {
+    const auto& r = result->results[cell.index];
+    ASSERT_EQ(r.status, CellStatus::kDone) << cell.attack << ": " << r.reason;
+    EXPECT_EQ(r.rounds, 8u) << cell.attack;
+    EXPECT_EQ(r.curve.size(), 2u) << cell.attack;
+    ASSERT_EQ(r.byzantine_nodes.size(), 1u);
+    EXPECT_EQ(runs_in_simulator(cell), cell.attack != "reverse") << cell.attack;
+    if (cell.attack == "reverse") {
+      EXPECT_TRUE(r.compared_with_attack_free());
+      EXPECT_GT(r.rounds_changed, 0u);
+      continue;
+    }
+    ASSERT_TRUE(r.defences.has_value()) << cell.attack;
+    const DefenceOutcome& d = *r.defences;
+    EXPECT_LE(d.slowest_round_seconds, 0.1 + 1.0) << cell.attack;
+    if (cell.attack == "equivocation") {
+      EXPECT_GE(d.equivocation_proofs, 1u);
+      EXPECT_EQ(d.quarantined_byzantine, 1u);
+      EXPECT_EQ(d.quarantined, 1u);  // nobody else
+    } else if (cell.attack == "forged_signature") {
+      EXPECT_GE(d.misbehaviour_events, 3u);
+      EXPECT_EQ(d.quarantined_byzantine, 1u);
+      EXPECT_EQ(d.quarantined, 1u);
+      EXPECT_EQ(d.equivocation_proofs, 0u);
+    } else if (cell.attack == "crash") {
+      EXPECT_EQ(d.missing_votes, 8u);  // the crashed node, every round
+      EXPECT_EQ(d.quarantined, 0u);    // silence is not misbehaviour
+    }
+  }
+}
+
 TEST(RunGrid, CancelledBeforeAnything) {
   const Grid grid = small_grid();
   RunnerOptions options;
