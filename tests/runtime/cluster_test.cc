@@ -152,6 +152,27 @@ TEST_F(ProcessCluster, ExchangePlacementMatchesTheReplicatedModelBitForBit) {
   EXPECT_EQ(simulated->server.model_digest, digest);
 }
 
+// The same placement's equivocation over TLS: node 0 sends different signed signs to different
+// nodes of its column; the server proves it from two votes and quarantines node 0.
+TEST_F(ProcessCluster, ExchangeEquivocatorIsProvenAndQuarantined) {
+  auto config = small_cluster(8);
+  config.training.placement = Placement::kExchange;
+  config.training.attack = "equivocation";
+  config.training.attacker_choice = "0";
+  config.round_deadline_ms = 4000;
+  auto cluster = prepare(config);
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  ASSERT_TRUE(cluster->start_all_nodes().ok());
+  auto status = cluster->wait();
+  ASSERT_TRUE(status.ok()) << status.error().to_string();
+  ASSERT_EQ(*status, 0) << "see " << dir_;
+  EXPECT_EQ(final_state().second, 8u);
+  std::ifstream log(dir_ / "server.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("quarantined {0}, 1 equivocation proofs"), std::string::npos) << text;
+}
+
 // b node processes crash mid-run: the run completes with the quorum n - b.
 TEST_F(ProcessCluster, SurvivesTheCrashOfBNodes) {
   auto cluster = prepare(small_cluster(40));

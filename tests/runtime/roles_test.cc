@@ -17,8 +17,12 @@ struct Harness {
   std::shared_ptr<transport::MemoryNetwork> network = transport::MemoryNetwork::create();
   std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;
 
-  explicit Harness(std::uint64_t rounds, std::shared_ptr<transport::MisbehaviourObserver> server_observer = nullptr)
-      : setup(make(rounds)) {
+  std::shared_ptr<const transport::Registry> registry;
+  std::vector<transport::SigningKey> keys;
+
+  explicit Harness(std::uint64_t rounds, std::shared_ptr<transport::MisbehaviourObserver> server_observer = nullptr,
+                   Placement placement = Placement::kReplicated)
+      : setup(make(rounds, placement)) {
     transport::Registry registry;
     std::vector<transport::LocalIdentity> identities;
     for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
@@ -26,7 +30,9 @@ struct Harness {
       const auto role = id == 0 ? transport::Role::kServer : transport::Role::kNode;
       EXPECT_TRUE(registry.add(id, role, key.verify_key()).ok());
       identities.push_back({id, role, key});
+      keys.push_back(key);
     }
+    this->registry = std::make_shared<const transport::Registry>(registry);
     transport::TransportOptions options;
     options.job = setup.options.job;
     for (auto& identity : identities) {
@@ -36,8 +42,9 @@ struct Harness {
     }
   }
 
-  static TrainingSetup make(std::uint64_t rounds) {
+  static TrainingSetup make(std::uint64_t rounds, Placement placement) {
     TrainingOptions options;
+    options.placement = placement;
     options.nodes = 3;
     options.byzantine = 1;
     options.code = "identity";
@@ -127,6 +134,46 @@ TEST(Roles, EquivocatorIsQuarantined) {
   ASSERT_EQ(reports.size(), 3u);
   EXPECT_EQ(reports.front().quarantined, std::vector<std::size_t>{2});
   EXPECT_EQ(reports.back().votes, 2u);
+}
+
+// Exchange placement: the server checks every input envelope an audited vote lists. A vote that
+// counts an input from outside the voter's row, or one whose author's signature does not verify,
+// is dropped and counted against the voter; the honest quorum decides.
+TEST(Roles, AuditedVotesWithInvalidInputsAreDropped) {
+  for (int variant = 0; variant < 3; ++variant) {
+    auto quarantine = std::make_shared<Quarantine>();
+    Harness h(1, nullptr, Placement::kExchange);
+    std::vector<std::thread> nodes;
+    for (std::size_t i = 0; i < 2; ++i) {
+      nodes.emplace_back([&, i] { EXPECT_TRUE(Node(h.setup, i, *h.endpoints[i + 1]).run().ok()); });
+    }
+    const auto replica = Replica::create(h.setup).value();
+    transport::SignedEnvelope input;
+    input.header = {h.setup.options.job, 3, transport::Role::kNode, transport::MessageType::kGradient, 0, 1, 10, {}};
+    input.header.payload_digest[0] = 1;
+    if (variant == 0) input.header.sender = 2;  // node 1's partition: not in row 2 of G = I
+    if (variant == 2) input.header.round = 7;   // another round
+    input = transport::sign_envelope(input.header, h.keys[input.header.sender]);
+    if (variant == 1) input.signature[0] ^= 0x01;  // not the author's signature
+    AuditedVote vote{{0, 0, replica.digest(), BitVector(replica.dimension(), true)}, {input}};
+    ASSERT_TRUE(h.endpoints[3]->send(kServerId, transport::MessageType::kVote, 0, encode(vote)).ok());
+
+    ServerOptions options;
+    options.round_deadline = std::chrono::milliseconds(100);
+    options.quarantine = quarantine;
+    options.registry = h.registry;
+    std::vector<RoundReport> reports;
+    options.on_round = [&](const RoundReport& r) { reports.push_back(r); };
+    auto summary = Server(h.setup, *h.endpoints[0], options).run();
+    for (auto& t : nodes) t.join();
+    ASSERT_TRUE(summary.ok()) << summary.error().to_string();
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(reports[0].votes, 2u) << variant;
+    EXPECT_EQ(reports[0].missing, std::vector<std::size_t>{2}) << variant;
+    EXPECT_EQ(reports[0].rejected_messages, 1u) << variant;
+    EXPECT_EQ(quarantine->events(3), 1u) << variant;
+    EXPECT_TRUE(quarantine->proofs().empty());
+  }
 }
 
 // Without a quorum the server gives up with a timeout naming the round, instead of hanging.

@@ -242,6 +242,39 @@ TEST(Simulator, ExchangeReceiversVoteWithoutACrashedSource) {
   }
 }
 
+// The other protocol attacks in exchange placement (they act on the vote, omission also on the
+// relayed signs): none stops the run or costs more than the round it hits, and the honest nodes
+// stay on the server's model.
+TEST(Simulator, ExchangeProtocolAttacksCostAtMostTheRoundTheyHit) {
+  for (const char* attack : {"omission:p=0.5", "delay", "replay", "forged_signature", "malformed", "wrong_digest"}) {
+    auto options = small_run();
+    options.rounds = 5;
+    options.placement = Placement::kExchange;
+    options.attack = attack;
+    options.attackers = 1;
+    auto setup = setup_for(options);
+    ASSERT_TRUE(setup.ok()) << setup.error().to_string();
+    const std::size_t attacker = setup->byzantine.at(0);
+    SimulationOptions run;
+    run.server.round_deadline = std::chrono::milliseconds(200);
+    std::vector<RoundReport> reports;
+    run.server.on_round = [&](const RoundReport& report) { reports.push_back(report); };
+    auto result = simulate(*setup, run);
+    ASSERT_TRUE(result.ok()) << attack << ": " << result.error().to_string();
+    ASSERT_EQ(reports.size(), 5u) << attack;
+    for (const auto& report : reports) {
+      EXPECT_GE(report.votes, 4u) << attack;
+      EXPECT_LT(report.vote_wait_seconds, 0.2 + 1.0) << attack << " round " << report.round;
+    }
+    for (std::size_t i = 0; i < 5; ++i) {
+      ASSERT_TRUE(result->nodes[i].ok()) << attack << " node " << i << ": " << result->nodes[i].error().to_string();
+      if (i != attacker) {
+        EXPECT_EQ(result->nodes[i]->model_digest, result->server.model_digest) << attack;
+      }
+    }
+  }
+}
+
 // The equivocation of this placement: the source sends different signed signs to different nodes
 // of its column. Each receiver sees one consistent input, but the server sees two votes that
 // counted different digests of one author in one round, with the author's signatures: a proof.
