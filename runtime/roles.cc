@@ -383,7 +383,7 @@ Result<NodeSummary> Node::run() {
     std::vector<Input> inputs;  // at most two per source: a second different one is equivocation
   } pending;
   // Inputs that arrived before their round started here (another node got the round start
-  // first): at most 2·|row| per round, for this round and the next only.
+  // first): at most two per source of the row and round, for this round and the next only.
   std::map<std::uint64_t, std::vector<transport::Message>> early;
   const auto take_input = [&](transport::Message& input) {
     const std::size_t source = input.from - 1;
@@ -475,8 +475,13 @@ Result<NodeSummary> Node::run() {
         BALLOT_TRY(finish_exchange_vote());
       } else if ((message->round == round || message->round == round + 1) &&
                  !(last_vote && last_vote_round == message->round)) {
+        // At most two per source and round (a second, different one is equivocation), so that a
+        // source repeating itself cannot crowd out the others' inputs.
         auto& held = early[message->round];
-        if (held.size() < 2 * row.size()) held.push_back(std::move(*message));
+        const auto from_source = std::count_if(held.begin(), held.end(), [&](const transport::Message& other) {
+          return other.from == message->from;
+        });
+        if (from_source < 2) held.push_back(std::move(*message));
       }
       continue;
     }
@@ -524,8 +529,9 @@ Result<NodeSummary> Node::run() {
           if (pending.active && pending.round == round) continue;
           if (!last_vote || last_vote_round != round) {
             BALLOT_ASSIGN_OR_RETURN(auto own, send_partition_signs(*start, worker, replica, column, send_failures));
-            const auto wait = std::chrono::duration<double, std::milli>(options_.exchange_input_fraction *
-                                                                        static_cast<double>(start->deadline_ms));
+            // Within the round deadline, so that the vote still counts at the server.
+            const double fraction = std::clamp(options_.exchange_input_fraction, 0.0, 1.0);
+            const auto wait = std::chrono::duration<double, std::milli>(fraction * static_cast<double>(start->deadline_ms));
             pending = PendingVote{true, round, *start,
                                   Clock::now() + std::chrono::duration_cast<Clock::duration>(wait), {}};
             // Its own input is handled here, without the network.

@@ -126,6 +126,7 @@ struct NodeOptions {
   std::chrono::milliseconds join_retry{1000};      // re-send Join while no round has started
   // Exchange placement: how long node i waits for the inputs of its row, as a fraction of the
   // round deadline the server announced; then it votes without the missing ones (they abstain).
+  // Clamped to [0, 1]; below 1 so that the vote reaches the server before its own deadline.
   double exchange_input_fraction = 0.5;
   // Attackers of one process share their view of the honest messages (the simulator); null: a
   // Byzantine node that needs one computes its own.

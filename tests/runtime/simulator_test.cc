@@ -216,7 +216,7 @@ TEST(Simulator, ExchangeReceiversVoteWithoutACrashedSource) {
     auto setup = setup_for(options);
     ASSERT_TRUE(setup.ok()) << setup.error().to_string();
     SimulationOptions run;
-    run.server.round_deadline = std::chrono::milliseconds(300);
+    run.server.round_deadline = std::chrono::milliseconds(200);
     std::vector<RoundReport> reports;
     run.server.on_round = [&](const RoundReport& report) { reports.push_back(report); };
     auto result = simulate(*setup, run);
