@@ -1,5 +1,6 @@
 #include "coding/quantizers.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -57,7 +58,11 @@ EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const Gradien
   for (std::size_t k = 0; k < segments.size(); ++k) {
     const double norm = std::sqrt(detail::sum_squares(gradient.data() + segments[k].offset, segments[k].size));
     norms[k] = static_cast<float>(norm);
-    inverse[k] = norm > 0 ? static_cast<float>(s / norm) : 0.0f;
+    // s/norm overflows float when the whole segment is subnormal (norm < s/FLT_MAX): clamp it, so
+    // that an exact zero stays level 0 (0·inf would be NaN). The levels of such a segment lose
+    // precision, in values below 1e-37 that decode to at most its subnormal norm.
+    inverse[k] = norm > 0 ? static_cast<float>(std::min(s / norm, static_cast<double>(std::numeric_limits<float>::max())))
+                          : 0.0f;
   }
   const detail::RoundingStream random(rng, d);
   EncodedGradient out;

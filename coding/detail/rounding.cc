@@ -47,8 +47,9 @@ inline float draw(std::uint32_t k) { return static_cast<float>(k) + 0.5f; }
 
 inline std::uint32_t qsgd_level(float x, std::uint32_t k, float inv, float s) {
   float r = std::fabs(x) * inv;
-  // r >= 0 or NaN (|x|·inv, inv >= 0). NaN -> s: a NaN r only arises with a non-finite norm,
-  // whose message decodes to NaN whatever the level; this is the semantics of min_ps.
+  // r >= 0 or NaN (|x|·inv, 0 <= inv <= FLT_MAX). NaN -> s: a NaN r only arises for a non-finite
+  // x (then the norm is not finite either and the message decodes to non-finite values whatever
+  // the level); this is the semantics of min_ps.
   r = r < s ? r : s;
   const std::int32_t whole = static_cast<std::int32_t>(r);
   const float fraction = r - static_cast<float>(whole);

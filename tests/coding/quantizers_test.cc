@@ -7,6 +7,7 @@
 
 #include "codec_test_util.h"
 #include "coding/wire_format.h"
+#include "kernels/isa.h"
 
 namespace ballot::coding {
 namespace {
@@ -155,6 +156,33 @@ TEST(Qsgd, ZeroVectorEncodesToZero) {
     EXPECT_EQ(codec.decode(codec.encode(std::vector<float>(100, 0.0f), layout, rng).bytes, layout).value(),
               std::vector<float>(100, 0.0f));
   }
+}
+
+// A layer whose entries are all subnormal has a norm below s/FLT_MAX, so s/norm overflows float:
+// its exact zeros must still decode to 0 (not to ±norm), and every decoded value stays within the
+// layer's norm; the normal layer beside it is unaffected. Every ISA level.
+TEST(Qsgd, SubnormalLayerKeepsZerosAtZero) {
+  const auto layout = GradientLayout::from_sizes({{"tiny", 40}, {"normal", 40}}).value();
+  std::vector<float> v(80, 0.0f);
+  for (std::size_t i = 0; i < 40; i += 3) v[i] = (i % 2 ? -1.0f : 1.0f) * 1e-41f;  // subnormal, others exact 0
+  for (std::size_t i = 40; i < 80; ++i) v[i] = 0.01f * static_cast<float>(i) - 0.5f;
+  for (auto isa : kernels::supported_isas()) {
+    kernels::set_isa_limit(isa);
+    for (bool elias : {false, true}) {
+      QsgdCodec codec(QsgdOptions{.s = 16, .elias = elias, .granularity = Granularity::kLayer});
+      Rng rng(4);
+      const auto decoded = codec.decode(codec.encode(v, layout, rng).bytes, layout).value();
+      for (std::size_t i = 0; i < 40; ++i) {
+        ASSERT_TRUE(std::isfinite(decoded[i])) << i;
+        if (v[i] == 0.0f) {
+          EXPECT_EQ(decoded[i], 0.0f) << kernels::isa_name(isa) << " elias " << elias << " i " << i;
+        }
+        EXPECT_LE(std::fabs(decoded[i]), 1e-40f) << i;
+      }
+      for (std::size_t i = 40; i < 80; ++i) EXPECT_TRUE(std::isfinite(decoded[i]));
+    }
+  }
+  kernels::set_isa_limit(kernels::Isa::kAvx512);
 }
 
 TEST(TernGrad, IsUnbiasedAndTernary) {
