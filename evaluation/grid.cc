@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attacks/attack_spec.h"
+#include "attacks/targets.h"
 #include "coding/allocation_matrix.h"
 #include "coding/codec_registry.h"
 #include "core/spec.h"
@@ -269,14 +270,21 @@ Status Grid::validate() const {
     const std::string where = "settings[" + std::to_string(i) + "] (n = " + std::to_string(s.nodes) +
                               ", b = " + std::to_string(s.byzantine) + ")";
     if (s.nodes == 0 || s.nodes > coding::AllocationMatrix::kMaxNodes) return grid_error(where + ": n out of range");
-    if (2 * s.byzantine >= s.nodes) return grid_error(where + ": needs b < n/2");
+    if (s.byzantine > (s.nodes - 1) / 2) return grid_error(where + ": needs b < n/2");  // 2b < n, without overflow
     if (!seen_settings.insert(s).second) return grid_error(where + ": listed twice");
   }
   std::set<std::uint64_t> seen_seeds;
   for (auto seed : seeds) {
     if (!seen_seeds.insert(seed).second) return grid_error("seed " + std::to_string(seed) + " listed twice");
   }
-  if (attacker_choice.empty()) return grid_error("attacker_choice is empty");
+  if (attacker_choice != "random" && attacker_choice != "worst") {
+    // A node list: its syntax now (a typo would otherwise make every attack cell "not
+    // applicable"); whether its indices fit a setting's n is decided per cell.
+    if (auto listed = attacks::parse_indices(attacker_choice, coding::AllocationMatrix::kMaxNodes); !listed.ok()) {
+      return grid_error("attacker_choice '" + attacker_choice + "': random | worst | a node list (" +
+                        listed.error().message + ")");
+    }
+  }
   return {};
 }
 

@@ -135,6 +135,7 @@ std::vector<Aggregate> aggregate(const GridResult& result) {
       const CellResult& r = result.results[i];
       ++a.seeds;
       if (r.status != CellStatus::kDone) {
+        if (r.status != CellStatus::kNotApplicable) ++a.unfinished;
         if (a.reason.empty() && a.first_status == CellStatus::kDone) {
           a.first_status = r.status;
           a.reason = r.reason.empty() ? cell_status_name(r.status) : r.reason;
@@ -190,7 +191,7 @@ std::optional<WorstCase> worst_case(std::span<const Aggregate> aggregates, Setti
   for (const auto& a : aggregates) {
     if (a.setting != setting || a.defence != defence || a.attack == "none") continue;
     // An attack that does not apply to the defence is no gap in its worst case; one that failed is.
-    if (a.done < a.seeds && a.first_status != CellStatus::kNotApplicable) complete = false;
+    if (a.unfinished > 0) complete = false;
     if (a.done == 0) continue;
     if (!worst || a.accuracy.mean < worst->accuracy) worst = WorstCase{a.accuracy.mean, a.attack, true};
   }
@@ -339,7 +340,9 @@ std::string results_json(const GridResult& result) {
     cells.push_back(std::move(entry));
   }
   root["cells"] = std::move(cells);
-  return root.dump(1) + "\n";
+  // Strings from the command line or from error messages may hold invalid UTF-8: replace it
+  // rather than throw after the whole grid has run.
+  return root.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 namespace {

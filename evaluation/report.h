@@ -40,6 +40,7 @@ struct Aggregate {
   std::size_t done = 0;           // of which finished
   std::string reason;             // of the first cell not done (not applicable / failed / cancelled)
   CellStatus first_status = CellStatus::kDone;  // status of that cell
+  std::size_t unfinished = 0;     // cells failed or cancelled (not applicable ones are not counted)
   Stats accuracy;                 // final accuracy (fraction)
   Stats rounds_to_target;         // over the finished cells that reached the target
   std::size_t reached = 0;

@@ -43,10 +43,18 @@ std::string outcome(const CellResult& result) {
   return "";
 }
 
-CellResult run_in_engine(const Grid& grid, const runtime::TrainingSetup& setup, const RunnerOptions& options) {
+// `reported` accumulates the work handed to the progress bar, so that the runner adds only the
+// rest when the cell ends (early, failed or done).
+CellResult run_in_engine(const Grid& grid, const runtime::TrainingSetup& setup, const RunnerOptions& options,
+                         double& reported) {
   runtime::ExperimentOptions engine;
   const double per_round = static_cast<double>(setup.options.nodes);
-  if (options.progress) engine.on_round = [&](const runtime::ExperimentRound&) { options.progress->add_work(per_round); };
+  if (options.progress) {
+    engine.on_round = [&](const runtime::ExperimentRound&) {
+      options.progress->add_work(per_round);
+      reported += per_round;
+    };
+  }
   engine.cancelled = options.cancelled;
   auto result = runtime::run_experiment(setup, engine);
   if (!result.ok()) {
@@ -60,7 +68,8 @@ CellResult run_in_engine(const Grid& grid, const runtime::TrainingSetup& setup, 
 
 // A protocol attack's cell: the real server and nodes over the in-memory transport. It cannot be
 // stopped between rounds (the roles have no such hook), so a cancelled grid waits for it.
-CellResult run_in_simulator(const Grid& grid, const runtime::TrainingSetup& setup, const RunnerOptions& options) {
+CellResult run_in_simulator(const Grid& grid, const runtime::TrainingSetup& setup, const RunnerOptions& options,
+                            double& reported) {
   CellResult out;
   DefenceOutcome defences;
   runtime::SimulationOptions simulation;
@@ -74,7 +83,10 @@ CellResult run_in_simulator(const Grid& grid, const runtime::TrainingSetup& setu
       out.curve.push_back({report.round + 1, report.test.accuracy});
       if (!out.rounds_to_target && report.test.accuracy >= grid.target_accuracy) out.rounds_to_target = report.round + 1;
     }
-    if (options.progress) options.progress->add_work(per_round);
+    if (options.progress) {
+      options.progress->add_work(per_round);
+      reported += per_round;
+    }
   };
   auto result = runtime::simulate(setup, simulation);
   if (!result.ok()) {
@@ -97,7 +109,7 @@ CellResult run_in_simulator(const Grid& grid, const runtime::TrainingSetup& setu
 }
 
 CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<const TrainTestSplit>& data,
-                    const RunnerOptions& options) {
+                    const RunnerOptions& options, double& reported) {
   CellResult out;
   if (cell.not_applicable) {
     out.status = CellStatus::kNotApplicable;
@@ -112,7 +124,8 @@ CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<co
     out.reason = setup.error().message;
     return out;
   }
-  out = runs_in_simulator(cell) ? run_in_simulator(grid, *setup, options) : run_in_engine(grid, *setup, options);
+  out = runs_in_simulator(cell) ? run_in_simulator(grid, *setup, options, reported)
+                                : run_in_engine(grid, *setup, options, reported);
   if (out.status == CellStatus::kDone && out.rounds < cell.options.rounds) out.status = CellStatus::kCancelled;
   out.byzantine_nodes = setup->byzantine;
   if (auto replica = runtime::Replica::create(*setup); replica.ok()) out.dimension = replica->dimension();
@@ -193,13 +206,14 @@ Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSpl
     for (std::size_t k = next.fetch_add(1); k < order.size(); k = next.fetch_add(1)) {
       const Cell& cell = out.cells[order[k]];
       CellResult& result = out.results[cell.index];
+      double reported = 0.0;  // work this cell has shown on the progress bar
       if (!cell.not_applicable && cancelled()) {
         result.status = CellStatus::kCancelled;
       } else {
         // A thread must not die on an exception (it would terminate the process and lose the
         // grid): whatever escapes the engine is this cell's failure.
         try {
-          result = run_cell(grid, cell, data, cell_options);
+          result = run_cell(grid, cell, data, cell_options, reported);
         } catch (const std::exception& e) {
           result = {};
           result.status = CellStatus::kFailed;
@@ -207,8 +221,8 @@ Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSpl
         }
       }
       if (options.progress) {
-        // What on_round did not count (a cell that stopped early or never started).
-        const double left = cell_work(cell) - static_cast<double>(result.rounds) * static_cast<double>(cell.options.nodes);
+        // What on_round did not count (a cell that stopped early, failed or never started).
+        const double left = cell_work(cell) - reported;
         options.progress->cell_done(describe(grid, cell) + ": " + outcome(result), left);
       }
     }

@@ -139,6 +139,25 @@ TEST(Aggregate, NotApplicableAttacksLeaveTheWorstCaseComplete) {
   EXPECT_NE(md.find("n = 5, b = 1, signSGD-MV, random: not applicable — does not apply"), std::string::npos) << md;
 }
 
+// One seed not applicable and the other failed: the failed seed is a gap in the worst case even
+// though the first non-finished seed was only "not applicable".
+TEST(Aggregate, AFailedSeedAfterANotApplicableOneLeavesTheWorstCaseIncomplete) {
+  auto result = hand_made();
+  for (const auto& cell : result.cells) {
+    if (cell.defence == 0 && cell.attack == "random") {
+      result.results[cell.index] = {};
+      result.results[cell.index].status = cell.seed == 1 ? CellStatus::kNotApplicable : CellStatus::kFailed;
+      result.results[cell.index].reason = cell.seed == 1 ? "does not apply" : "boom";
+    }
+  }
+  const auto aggregates = aggregate(result);
+  EXPECT_EQ(aggregates[2].first_status, CellStatus::kNotApplicable);
+  EXPECT_EQ(aggregates[2].unfinished, 1u);
+  const auto worst = worst_case(aggregates, {5, 1}, 0);
+  ASSERT_TRUE(worst.has_value());
+  EXPECT_FALSE(worst->complete);
+}
+
 TEST(MarkdownReport, TablesWithHandComputedCells) {
   const auto result = hand_made();
   const auto aggregates = aggregate(result);
