@@ -276,6 +276,17 @@ Result<AttackSpec> AttackSpec::parse(std::string_view text) {
   }
   std::stable_sort(out.behaviours.begin(), out.behaviours.end(),
                    [](const Behaviour& a, const Behaviour& b) { return a.domain() < b.domain(); });
+  // A gradient-domain and a sign-domain behaviour both replace the node's one message (on the
+  // vote path a gradient attack is crafted in sign space): in a round where both are active one
+  // would silently win. They may take turns, in disjoint rounds.
+  const Behaviour* gradient = out.find(Domain::kGradient);
+  const Behaviour* sign = out.find(Domain::kSign);
+  if (gradient != nullptr && sign != nullptr && gradient->first_round <= sign->last_round &&
+      sign->first_round <= gradient->last_round) {
+    return bad(text, "'" + std::string(attack_kind_name(gradient->kind)) + "' and '" +
+                         std::string(attack_kind_name(sign->kind)) +
+                         "' both replace the node's message; give them disjoint rounds with from=/until=");
+  }
   return out;
 }
 

@@ -187,7 +187,7 @@ TEST(AttackSpec, JoinsBehavioursOfDifferentDomains) {
   EXPECT_EQ(huge->spec(), "scaled:factor=1e+300 + crash");
   EXPECT_EQ(*AttackSpec::parse(huge->spec()), *huge);
 
-  auto four = AttackSpec::parse("alie + reverse + label_flip + omission:p=0.5");
+  auto four = AttackSpec::parse("alie:until=99 + reverse:from=100 + label_flip + omission:p=0.5");
   ASSERT_TRUE(four.ok());
   EXPECT_EQ(four->behaviours.size(), 4u);
   EXPECT_EQ(*AttackSpec::parse(four->spec()), *four);
@@ -200,7 +200,9 @@ TEST(AttackSpec, Errors) {
   };
   for (const Bad& bad : {Bad{"alie + ipm", "gradient"}, Bad{"reverse + random", "sign"}, Bad{"none + alie", "none"},
                          Bad{"alie +", "empty"}, Bad{"+", "empty"}, Bad{"alie ++ crash", "empty"},
-                         Bad{"alie + bogus", "bogus"}, Bad{"crash + delay:ms=x", "ms"}}) {
+                         Bad{"alie + bogus", "bogus"}, Bad{"crash + delay:ms=x", "ms"},
+                         // a gradient and a sign attack in the same round: both replace the message
+                         Bad{"alie + reverse", "disjoint"}, Bad{"ipm:until=10 + random:from=10", "disjoint"}}) {
     auto spec = AttackSpec::parse(bad.text);
     ASSERT_FALSE(spec.ok()) << bad.text;
     EXPECT_EQ(spec.error().code, ErrorCode::kInvalidArgument);
