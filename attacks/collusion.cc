@@ -23,14 +23,17 @@ std::string round_dir(const std::string& base, std::uint64_t round) {
   return (fs::path(base) / ("r" + std::to_string(round))).string();
 }
 
-// "m<digits>.vec" → the member index; anything else (temporary files, strangers) → false.
+// "m<digits>.vec" → the member index; anything else (temporary files, strangers) → false. Only
+// the canonical spelling publish() writes counts (no leading zero, so "m07.vec" cannot pose as a
+// second copy of member 7), and only node-sized ids (< 2^32).
 bool member_of(const std::string& name, std::size_t& member) {
   if (name.size() < 6 || name[0] != 'm' || name.compare(name.size() - 4, 4, ".vec") != 0) return false;
   const char* first = name.data() + 1;
   const char* last = name.data() + name.size() - 4;
+  if (*first == '0' && last - first > 1) return false;
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(first, last, value);
-  if (ec != std::errc() || end != last) return false;
+  if (ec != std::errc() || end != last || value > 0xffffffffULL) return false;
   member = static_cast<std::size_t>(value);
   return true;
 }

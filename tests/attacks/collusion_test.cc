@@ -114,6 +114,26 @@ TEST(DirectoryCollusion, HostileFilesAreErrorsNotCrashes) {
   EXPECT_EQ(DirectoryCollusion::open((dir.path() / "file").string()).error().code, ErrorCode::kIo);
 }
 
+// Only the canonical file name of a member counts: "m07.vec" beside "m7.vec" is not a second
+// member (gather promises distinct members), and ids past 2^32 are strangers.
+TEST(DirectoryCollusion, NonCanonicalMemberNamesAreIgnored) {
+  TempDir dir;
+  auto channel = DirectoryCollusion::open(dir.path().string(), 1ms).value();
+  ASSERT_TRUE(channel->publish(2, 7, vec(7)).ok());
+  const auto bytes = DirectoryCollusion::encode(vec(9));
+  for (const char* name : {"m07.vec", "m0007.vec", "m4294967296.vec", "m18446744073709551616.vec"}) {
+    std::ofstream(dir.path() / "r2" / name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  EXPECT_EQ(channel->gather(2, 2, 20ms).error().code, ErrorCode::kTimeout);  // still one member
+  auto one = channel->gather(2, 1, 20ms);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].member, 7u);
+  ASSERT_TRUE(channel->publish(2, 0, vec(0)).ok());  // "m0.vec" is canonical
+  EXPECT_EQ(channel->gather(2, 2, 20ms)->size(), 2u);
+}
+
 TEST(Collusion, AlieFromTheCoalitionsOwnGradients) {
   // Three colluding processes share their honest gradients and all craft the same ALIE vector.
   MemoryCollusion channel;
