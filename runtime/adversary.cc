@@ -49,6 +49,13 @@ const RoundView& HonestView::compute(Replica& replica, std::uint64_t round) {
       for (auto j : row) view_.losses[i] += partition_loss[j];
       if (!row.empty()) view_.losses[i] /= static_cast<double>(row.size());
     }
+    // The omniscient attack's messages depend only on the round's partition signs: compute them
+    // once here rather than once per coalition member.
+    view_.omniscient_votes.clear();
+    const auto* sign = setup_->active(attacks::Domain::kSign, round);
+    if (sign != nullptr && sign->kind == attacks::AttackKind::kOmniscient && !setup_->byzantine.empty()) {
+      view_.omniscient_votes = attacks::omniscient_votes(setup_->code, view_.partition_signs, setup_->byzantine);
+    }
   } else {
     view_.gradients.resize(n);
     for (std::uint32_t i = 0; i < n; ++i) {
@@ -60,10 +67,11 @@ const RoundView& HonestView::compute(Replica& replica, std::uint64_t round) {
 
 std::shared_ptr<const RoundView> Coalition::view(Replica& replica, std::uint64_t round) {
   std::lock_guard lock(mutex_);
-  if (!last_ || last_->round != round) {
-    last_ = std::make_shared<const RoundView>(view_.compute(replica, round));
-  }
-  return last_;
+  if (const auto it = recent_.find(round); it != recent_.end()) return it->second;
+  auto computed = std::make_shared<const RoundView>(view_.compute(replica, round));
+  recent_.emplace(round, computed);
+  while (recent_.size() > kKeptRounds) recent_.erase(recent_.begin());
+  return computed;
 }
 
 bool needs_honest_view(const TrainingSetup& setup) {
@@ -101,9 +109,8 @@ void byzantine_vote(const TrainingSetup& setup, const RoundView* view, std::size
                     BitVector& vote) {
   if (const auto* sign = setup.active(attacks::Domain::kSign, round)) {
     if (sign->kind == attacks::AttackKind::kOmniscient) {
-      BALLOT_ENFORCE(view != nullptr);
-      const auto messages = attacks::omniscient_votes(setup.code, view->partition_signs, setup.byzantine);
-      vote = messages[coalition_rank(setup, node)];
+      BALLOT_ENFORCE(view != nullptr && view->omniscient_votes.size() == setup.byzantine.size());
+      vote = view->omniscient_votes[coalition_rank(setup, node)];
     } else {
       attacks::corrupt_vote(*sign, setup.options.seed, round, node, vote);
     }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -33,10 +34,17 @@ struct RoundView {
   // Gradient path: the honest gradient of every node i (partition i).
   std::vector<std::vector<float>> gradients;
   std::vector<double> losses;  // per node: its honest batch loss
+  // The coalition's votes when the omniscient election attack is active this round (one per
+  // Byzantine node, in setup.byzantine order), computed once for all members; else empty.
+  std::vector<BitVector> omniscient_votes;
 };
 
 // Recomputes the honest messages of a round on a replica that holds that round's model. Keeps the
-// per-partition worker momentum of every partition, so it must see every round in order.
+// per-partition worker momentum of every partition, so it is exact when it sees every round in
+// order. After a gap — the attacker crashed for some rounds (crash:until=), caught up through a
+// state transfer, or its process restarted — its momentum misses those rounds' gradients and the
+// crafted messages are approximate; the error decays as β^k over the next k rounds (β the worker
+// momentum). With worker momentum 0 it is always exact.
 class HonestView {
  public:
   explicit HonestView(const TrainingSetup& setup);
@@ -50,16 +58,19 @@ class HonestView {
 };
 
 // The view shared by the attackers of one process: the first member to ask for round r computes
-// it on its replica (all replicas are identical), the others reuse it.
+// it on its replica (all replicas are identical), the others reuse it. The views of the last
+// kKeptRounds rounds are kept, so a member that lags a round behind (the server decided without
+// it) gets the view of its round instead of advancing the momentum out of order.
 class Coalition {
  public:
+  static constexpr std::size_t kKeptRounds = 8;
   explicit Coalition(const TrainingSetup& setup) : view_(setup) {}
   std::shared_ptr<const RoundView> view(Replica& replica, std::uint64_t round);
 
  private:
   std::mutex mutex_;  // guards everything below
   HonestView view_;
-  std::shared_ptr<const RoundView> last_;
+  std::map<std::uint64_t, std::shared_ptr<const RoundView>> recent_;  // round → view
 };
 
 // Whether the run's attack needs the honest messages (gradient-domain or omniscient attacks).
