@@ -201,6 +201,11 @@ int work(const runtime::ClusterConfig& config, std::size_t index) {
   std::printf("node %zu: %llu rounds, %llu votes, %llu state transfers\n", index,
               static_cast<unsigned long long>(summary->rounds), static_cast<unsigned long long>(summary->votes_sent),
               static_cast<unsigned long long>(summary->rejoins));
+  if (config.training.placement == runtime::Placement::kExchange) {
+    std::printf("node %zu: exchange inputs: %llu missing (abstained), %llu rejected\n", index,
+                static_cast<unsigned long long>(summary->inputs_missing),
+                static_cast<unsigned long long>(summary->inputs_rejected));
+  }
   return 0;
 }
 

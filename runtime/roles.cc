@@ -524,10 +524,13 @@ Result<NodeSummary> Node::run() {
           continue;
         }
         if (exchange) {
-          // A repeated start of a round in progress changes nothing; of a round already voted,
-          // re-sends the vote (below). Otherwise: this round's partition to the column.
+          // A repeated start (the server answers every Join with the round's start) of a round in
+          // progress or already voted changes nothing: the vote goes out once. Re-sent after the
+          // inputs' wait it would often reach the server after it decided the round, as a stale
+          // frame counted against this node. Otherwise: this round's partition to the column.
           if (pending.active && pending.round == round) continue;
-          if (!last_vote || last_vote_round != round) {
+          if (last_vote && last_vote_round == round) continue;
+          {
             BALLOT_ASSIGN_OR_RETURN(auto own, send_partition_signs(*start, worker, replica, column, send_failures));
             // Within the round deadline, so that the vote still counts at the server.
             const double fraction = std::clamp(options_.exchange_input_fraction, 0.0, 1.0);
@@ -543,9 +546,7 @@ Result<NodeSummary> Node::run() {
             }
             early.erase(early.begin(), early.upper_bound(round));
             BALLOT_TRY(finish_exchange_vote());
-            continue;
           }
-          BALLOT_TRY(send_vote(*start, *last_vote, previous_frame, send_failures));
           continue;
         }
         // A repeated start of the same round gets the same vote again: computing it twice would
