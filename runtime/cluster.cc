@@ -103,6 +103,8 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
       }
     }
   }
+  if (!options.evidence) options.evidence = std::make_shared<Quarantine>();
+  tls.transport.observer = options.evidence;  // its equivocation proofs go to the server
   BALLOT_ASSIGN_OR_RETURN(auto endpoint, transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
   Node node(setup, node_index, *endpoint, options);
   auto summary = node.run();

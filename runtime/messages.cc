@@ -8,6 +8,7 @@ namespace {
 
 constexpr char kJoinTag[4] = {'J', 'O', 'I', 'N'};
 constexpr char kFinishTag[4] = {'D', 'O', 'N', 'E'};
+constexpr char kEvidenceTag[4] = {'P', 'R', 'U', 'F'};
 
 class Writer {
  public:
@@ -148,6 +149,10 @@ std::vector<std::uint8_t> encode(const Finish& message) {
   return Writer().put_bytes({reinterpret_cast<const std::uint8_t*>(kFinishTag), 4}).put(message.rounds).take();
 }
 
+std::vector<std::uint8_t> encode(const Evidence& message) {
+  return Writer().put_bytes({reinterpret_cast<const std::uint8_t*>(kEvidenceTag), 4}).put_bytes(message.proof.encode()).take();
+}
+
 Result<RoundStart> decode_round_start(std::span<const std::uint8_t> bytes) {
   Reader reader(bytes, "round start");
   RoundStart message;
@@ -246,6 +251,11 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
 
 Result<Control> decode_control(std::span<const std::uint8_t> bytes) {
   if (bytes.size() < 4) return make_error(ErrorCode::kMalformed, "control message: truncated tag");
+  if (std::memcmp(bytes.data(), kEvidenceTag, 4) == 0) {
+    auto proof = transport::EquivocationProof::decode(bytes.subspan(4));
+    if (!proof.ok()) return make_error(ErrorCode::kMalformed, "evidence: " + proof.error().message);
+    return Control{Evidence{*proof}};
+  }
   Reader reader(bytes.subspan(4), "control message");
   std::uint64_t value = 0;
   BALLOT_TRY(reader.get(value, "round"));

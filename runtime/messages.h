@@ -16,6 +16,8 @@
 //                                              strictly ascending
 //   Join        (node → server, kControl)      tag "JOIN" | round the node holds u64
 //   Finish      (server → nodes, kControl)     tag "DONE" | rounds completed u64
+//   Evidence    (node → server, kControl)      tag "PRUF" | an equivocation proof its verifier
+//                                              holds (2 × 136-byte envelopes, transport/envelope.h)
 //   state transfer (server → node, kCheckpoint): the checkpoint bytes themselves
 //                                            (runtime/checkpoint.h; they carry the round)
 #pragma once
@@ -83,6 +85,13 @@ struct Finish {
   std::uint64_t rounds = 0;
 };
 
+// A node forwards the equivocation proofs its transport found (a peer sent it two different
+// signed payloads of one type in one round) so the server can quarantine the author. The proof is
+// self-contained: the server checks both signatures against the registry.
+struct Evidence {
+  transport::EquivocationProof proof;
+};
+
 std::vector<std::uint8_t> encode(const RoundStart& message);
 std::vector<std::uint8_t> encode(const Vote& message);
 std::vector<std::uint8_t> encode(const AuditedVote& message);
@@ -91,6 +100,7 @@ std::vector<std::uint8_t> encode(const EncodedVote& message);
 std::vector<std::uint8_t> encode(const FloatDecision& message);
 std::vector<std::uint8_t> encode(const Join& message);
 std::vector<std::uint8_t> encode(const Finish& message);
+std::vector<std::uint8_t> encode(const Evidence& message);
 
 Result<RoundStart> decode_round_start(std::span<const std::uint8_t> bytes);
 // `dimension` is the model's parameter count: a vote of any other size is kMalformed.
@@ -104,8 +114,8 @@ Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_
 // `max_bytes` bounds the codec payload (the codec's wire size for the model) before copying.
 Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std::size_t max_bytes);
 Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
-// Control payloads: one of Join or Finish, told apart by their tag.
-using Control = std::variant<Join, Finish>;
+// Control payloads: one of Join, Finish or Evidence, told apart by their tag.
+using Control = std::variant<Join, Finish, Evidence>;
 Result<Control> decode_control(std::span<const std::uint8_t> bytes);
 
 }  // namespace ballot::runtime

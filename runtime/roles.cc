@@ -152,6 +152,14 @@ Result<TrainingSummary> Server::run() {
       }
       if (message->type == MessageType::kControl) {
         auto control = decode_control(message->payload);
+        if (control.ok() && std::holds_alternative<Evidence>(*control)) {
+          // A node's verifier caught a peer equivocating: checkable here without the payloads.
+          if (!accept_evidence(std::get<Evidence>(*control).proof)) {
+            ++report.rejected_messages;
+            if (options_.quarantine) options_.quarantine->report(message->from);
+          }
+          continue;
+        }
         if (!control.ok() || !std::holds_alternative<Join>(*control)) {
           ++report.rejected_messages;
           continue;
@@ -286,6 +294,16 @@ Result<TrainingSummary> Server::run() {
   (void)transport_.broadcast(nodes, MessageType::kControl, setup_.options.rounds, encode(Finish{summary.rounds}));
   summary.seconds = seconds_since(started);
   return summary;
+}
+
+bool Server::accept_evidence(const transport::EquivocationProof& proof) const {
+  const auto author = proof.first.header.sender;
+  if (!options_.registry || proof.first.header.job != setup_.options.job || author == kServerId ||
+      author > setup_.options.nodes || !transport::check_equivocation_proof(proof, *options_.registry).ok()) {
+    return false;
+  }
+  if (options_.quarantine && !options_.quarantine->is_quarantined(author)) options_.quarantine->on_equivocation(proof);
+  return true;
 }
 
 bool Server::inputs_valid(std::size_t voter, std::uint64_t round,
@@ -448,7 +466,15 @@ Result<NodeSummary> Node::run() {
     return {};
   };
 
+  std::size_t forwarded = 0;  // evidence proofs already sent to the server
   while (true) {
+    if (options_.evidence) {
+      const auto proofs = options_.evidence->proofs();
+      for (; forwarded < proofs.size(); ++forwarded) {
+        BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round,
+                                                         encode(Evidence{proofs[forwarded]})), send_failures));
+      }
+    }
     auto timeout = started ? options_.idle_timeout : options_.join_retry;
     if (pending.active) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(pending.deadline - Clock::now());
@@ -637,7 +663,8 @@ Result<std::optional<std::pair<Vote, transport::SignedEnvelope>>> Node::send_par
     return std::optional<std::pair<Vote, transport::SignedEnvelope>>();  // nothing sent, nothing held
   }
   // The natural equivocation of this placement: every other receiver of the column gets signs
-  // that differ in one coordinate, under a second signature for the same round.
+  // that differ in one coordinate, under a second signature for the same round (caught by the
+  // server across votes); the first receiver gets both (caught by its verifier).
   std::optional<transport::OutboundFrame> other;
   if (attack != nullptr && attack->kind == AttackKind::kEquivocation) {
     Vote lie = signs;
@@ -649,6 +676,8 @@ Result<std::optional<std::pair<Vote, transport::SignedEnvelope>>> Node::send_par
     if (receiver == index_) continue;
     auto status = transport_.send_frame(node_id(receiver), other && sent % 2 == 1 ? *other : frame);
     BALLOT_TRY(tolerate_peer_failure(std::move(status), send_failures));
+    // The first receiver gets both: its own verifier holds the proof (forwarded as Evidence).
+    if (other && sent == 0) BALLOT_TRY(tolerate_peer_failure(transport_.send_frame(node_id(receiver), *other), send_failures));
     ++sent;
   }
   return std::optional<std::pair<Vote, transport::SignedEnvelope>>(std::in_place, std::move(signs), envelope);

@@ -19,7 +19,8 @@
 //   vote and the signed envelopes of the inputs it counted. The server checks each envelope
 //   (job, round, author in the voter's row, author's signature when it has the registry) and
 //   compares the digests counted for one author across votes: two different ones are an
-//   equivocation proof, handed to the quarantine.
+//   equivocation proof, handed to the quarantine. A node whose own verifier caught a peer
+//   equivocating forwards the proof (Evidence); the server checks it and quarantines the author.
 // Neither role trusts a payload: decoding errors and protocol violations are counted in the
 // report and the message is dropped.
 #pragma once
@@ -107,6 +108,9 @@ class Server {
   // Exchange placement: whether every input envelope of `voter`'s vote is a valid one for this
   // round (job, round, author in the voter's row of G, author's signature when the registry is
   // known). Then compares each author's counted digest with the other votes' (proof on conflict).
+  // A node's forwarded equivocation proof: true (and the author quarantined) iff it checks
+  // against the registry for a node of this job.
+  bool accept_evidence(const transport::EquivocationProof& proof) const;
   bool inputs_valid(std::size_t voter, std::uint64_t round, const std::vector<transport::SignedEnvelope>& inputs) const;
   void audit_inputs(const std::vector<transport::SignedEnvelope>& inputs,
                     std::map<transport::NodeId, transport::SignedEnvelope>& counted,
@@ -131,6 +135,10 @@ struct NodeOptions {
   // Attackers of one process share their view of the honest messages (the simulator); null: a
   // Byzantine node that needs one computes its own.
   std::shared_ptr<Coalition> coalition;
+  // The node's own transport observer (set it as the transport's observer): the equivocation
+  // proofs its verifier finds — a peer sent it two different signed payloads of one type in one
+  // round — are forwarded to the server as Evidence. Null: none are forwarded.
+  std::shared_ptr<Quarantine> evidence;
 };
 
 struct NodeSummary {

@@ -24,9 +24,15 @@ Result<SimulationResult> simulate(const TrainingSetup& setup, SimulationOptions 
   std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;
   if (!options.server.quarantine) options.server.quarantine = std::make_shared<Quarantine>();
   if (!options.server.registry) options.server.registry = std::make_shared<const transport::Registry>(registry);
+  // Each node's own observer collects the equivocation proofs it forwards to the server.
+  std::vector<std::shared_ptr<Quarantine>> evidence(n + 1);
   for (auto& identity : identities) {
     auto endpoint_options = transport_options;
     if (identity.node == 0) endpoint_options.observer = options.server.quarantine;
+    if (identity.node != 0) {
+      evidence[identity.node] = std::make_shared<Quarantine>();
+      endpoint_options.observer = evidence[identity.node];
+    }
     BALLOT_ASSIGN_OR_RETURN(auto endpoint, network->attach(identity, registry, endpoint_options));
     endpoints.push_back(std::move(endpoint));
   }
@@ -38,7 +44,9 @@ Result<SimulationResult> simulate(const TrainingSetup& setup, SimulationOptions 
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
-      Node node(setup, i, *endpoints[i + 1], options.node);
+      auto node_options = options.node;
+      node_options.evidence = evidence[i + 1];
+      Node node(setup, i, *endpoints[i + 1], node_options);
       result.nodes[i] = node.run();
     });
   }

@@ -27,6 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (decision->direction.size() != 3) __builtin_trap();
   }
   (void)ballot::runtime::decode_round_start(bytes);
-  (void)ballot::runtime::decode_control(bytes);
+  if (auto control = ballot::runtime::decode_control(bytes); control.ok()) {
+    if (std::holds_alternative<ballot::runtime::Evidence>(*control) &&
+        ballot::runtime::encode(std::get<ballot::runtime::Evidence>(*control)).size() != size) {
+      __builtin_trap();
+    }
+  }
   return 0;
 }

@@ -117,6 +117,27 @@ AuditedVote audited(std::size_t d) {
   return vote;
 }
 
+TEST(Messages, EvidenceRoundTripsAndMalformedIsRejected) {
+  const auto vote = audited(64);
+  transport::EquivocationProof proof{vote.inputs[0], vote.inputs[1]};
+  const auto bytes = encode(Evidence{proof});
+  EXPECT_EQ(bytes.size(), 4 + 2 * transport::kEnvelopeMetaSize);
+  auto decoded = decode_control(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+  ASSERT_TRUE(std::holds_alternative<Evidence>(*decoded));
+  EXPECT_EQ(std::get<Evidence>(*decoded).proof.first, proof.first);
+  EXPECT_EQ(std::get<Evidence>(*decoded).proof.second, proof.second);
+  for (std::size_t length = 4; length < bytes.size(); ++length) {
+    EXPECT_FALSE(decode_control(std::span(bytes).first(length)).ok()) << length;
+  }
+  auto longer = bytes;
+  longer.push_back(0);
+  EXPECT_FALSE(decode_control(longer).ok());
+  auto bad_role = bytes;
+  bad_role[4 + 12] = 0x77;
+  EXPECT_FALSE(decode_control(bad_role).ok());
+}
+
 TEST(Messages, AuditedVoteRoundTrips) {
   const auto vote = audited(130);
   const auto bytes = encode(vote);

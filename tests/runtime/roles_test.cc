@@ -19,6 +19,7 @@ struct Harness {
 
   std::shared_ptr<const transport::Registry> registry;
   std::vector<transport::SigningKey> keys;
+  std::vector<std::shared_ptr<Quarantine>> evidence;  // each node's own transport observer
 
   explicit Harness(std::uint64_t rounds, std::shared_ptr<transport::MisbehaviourObserver> server_observer = nullptr,
                    Placement placement = Placement::kReplicated)
@@ -37,7 +38,8 @@ struct Harness {
     options.job = setup.options.job;
     for (auto& identity : identities) {
       auto endpoint_options = options;
-      if (identity.node == 0) endpoint_options.observer = server_observer;
+      evidence.push_back(std::make_shared<Quarantine>());
+      endpoint_options.observer = identity.node == 0 ? server_observer : evidence.back();
       endpoints.push_back(network->attach(identity, registry, endpoint_options).value());
     }
   }
@@ -174,6 +176,43 @@ TEST(Roles, AuditedVotesWithInvalidInputsAreDropped) {
     EXPECT_EQ(quarantine->events(3), 1u) << variant;
     EXPECT_TRUE(quarantine->proofs().empty());
   }
+}
+
+// A source that sends one receiver two different signed signs for one round: the receiver's
+// verifier keeps the first and holds the proof, the node forwards it (Evidence) and the server,
+// having checked both signatures, quarantines the source.
+TEST(Roles, ForwardedEvidenceQuarantinesTheEquivocator) {
+  auto quarantine = std::make_shared<Quarantine>();
+  Harness h(2, quarantine, Placement::kExchange);
+  const std::size_t d = Replica::create(h.setup).value().dimension();
+  auto& hostile = *h.endpoints[3];
+  ASSERT_TRUE(hostile.send(node_id(0), transport::MessageType::kGradient, 0, encode(Vote{0, 0, {}, BitVector(d, true)})).ok());
+  ASSERT_TRUE(hostile.send(node_id(0), transport::MessageType::kGradient, 0, encode(Vote{0, 0, {}, BitVector(d, false)})).ok());
+  ASSERT_EQ(h.evidence[1]->proofs().size(), 1u);
+  // A forged proof (the second envelope's signature broken) is rejected and counted against
+  // whoever forwarded it.
+  auto forged = h.evidence[1]->proofs().front();
+  forged.second.signature[0] ^= 0x01;
+  ASSERT_TRUE(h.endpoints[2]->send(kServerId, transport::MessageType::kControl, 0, encode(Evidence{forged})).ok());
+
+  std::vector<std::thread> nodes;
+  for (std::size_t i = 0; i < 2; ++i) {
+    NodeOptions node_options;
+    node_options.evidence = h.evidence[i + 1];
+    nodes.emplace_back([&, i, node_options] { EXPECT_TRUE(Node(h.setup, i, *h.endpoints[i + 1], node_options).run().ok()); });
+  }
+  ServerOptions options;
+  options.round_deadline = std::chrono::milliseconds(2000);
+  options.quarantine = quarantine;
+  options.registry = h.registry;
+  auto summary = Server(h.setup, *h.endpoints[0], options).run();
+  for (auto& t : nodes) t.join();
+  ASSERT_TRUE(summary.ok()) << summary.error().to_string();
+  EXPECT_TRUE(quarantine->is_quarantined(3));
+  ASSERT_EQ(quarantine->proofs().size(), 1u);
+  EXPECT_EQ(quarantine->events(2), 1u);  // the forged proof
+  EXPECT_FALSE(quarantine->is_quarantined(2));
+  EXPECT_LT(summary->seconds, 2.0);  // node 3 quarantined: no round waited for its vote
 }
 
 // Without a quorum the server gives up with a timeout naming the round, instead of hanging.
