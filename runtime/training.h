@@ -48,6 +48,9 @@ struct TrainingOptions {
   std::size_t byzantine = 1;               // b: the fault budget (quorum n - b after the deadline)
   std::string code = "deterministic";      // allocation matrix spec (coding/allocation_matrix.h);
                                            // "deterministic" alone means deterministic:b=<b>
+  // Where G's inputs are computed (DESIGN.md round protocol step 2): kReplicated, node i computes
+  // every partition of its row; kExchange, node j computes partition j and relays its signed
+  // signs to column j (rule "vote" only; runtime/roles.h). Same model without faults.
   Placement placement = Placement::kReplicated;
   std::string model = "mlp:hidden=128";    // core/models.h
   // Defaults: Signum with majority vote (Bernstein et al. 2019) through the election code: a
