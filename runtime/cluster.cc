@@ -124,6 +124,7 @@ std::string metrics_json_line(const RoundReport& report) {
       {"bytes_per_vote", report.bytes_per_vote},
       {"fp32_bytes", report.fp32_bytes},
       {"rejected_messages", report.rejected_messages},
+      {"late_votes", report.late_votes},
       {"send_failures", report.send_failures},
       {"quarantined", report.quarantined},
   };

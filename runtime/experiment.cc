@@ -83,6 +83,12 @@ class Engine {
   bool sends(std::size_t node, std::uint64_t r) const {
     return !setup_.is_byzantine(node) || !protocol_suppresses_vote(setup_, node, r);
   }
+  // A crashed node computes nothing (a Node under the crash attack ignores the round), while the
+  // other protocol attacks compute and encode the vote and then withhold or spoil it.
+  bool crashed(std::size_t node, std::uint64_t r) const {
+    const auto* protocol = setup_.is_byzantine(node) ? setup_.active(attacks::Domain::kProtocol, r) : nullptr;
+    return protocol != nullptr && protocol->kind == attacks::AttackKind::kCrash;
+  }
 
   Result<ExperimentRound> vote_round(std::uint64_t r, const RoundView& view) {
     const std::size_t n = setup_.options.nodes;
@@ -94,8 +100,9 @@ class Engine {
     for (std::size_t i = 0; i < n; ++i) {
       double node_loss = view.losses[i];
       if (setup_.is_byzantine(i)) {
-        // The attacker computes its own vote every round (its momentum advances even when it
-        // sends nothing), exactly as a Node does.
+        // The attacker computes its own vote every round it is up (its momentum advances even
+        // when it sends nothing), exactly as a Node does.
+        if (crashed(i, r)) continue;
         if (auto own = own_workers_.find(i); own != own_workers_.end()) {
           node_loss = own->second.vote(replica_, r, sent[i]);
         } else {
@@ -136,17 +143,20 @@ class Engine {
       if (byzantine) {
         BALLOT_ASSIGN_OR_RETURN(auto honest, encode_decode(*shadow_codecs_.at(i), view.gradients[i], r, i));
         attack_free.push_back(std::move(honest));
+        if (crashed(i, r)) continue;
         if (auto own = own_workers_.find(i); own != own_workers_.end()) {
           node_loss = own->second.gradient(replica_, r, message);
         } else {
           message = view.gradients[i];
         }
-        if (!sends(i, r)) continue;
         byzantine_gradient(setup_, &view, i, r, message);
       } else {
         message = view.gradients[i];
       }
+      // Encoded before the protocol attack decides whether it is sent, as at a Node: a stateful
+      // codec's memory (error feedback) advances either way.
       BALLOT_ASSIGN_OR_RETURN(auto received, encode_decode(*codecs_[i], message, r, i));
+      if (!sends(i, r)) continue;
       if (!byzantine) attack_free.push_back(received);
       decoded.push_back(std::move(received));
       loss += node_loss;

@@ -98,6 +98,9 @@ Result<TrainingSummary> Server::run() {
     std::vector<float> gradient;  // gradient path, decoded
   };
   std::vector<std::optional<Received>> votes(n);
+  // Nodes sent the state this round: one transfer per node and round, so that a node that keeps
+  // voting on another model cannot make the server send the model again and again.
+  std::vector<bool> state_sent(n);
   const bool exchange = setup_.options.placement == Placement::kExchange && setup_.sign_vote();
   // Exchange: the first input envelope counted for each author this round (from any vote), and
   // the authors already proven to equivocate this round.
@@ -114,6 +117,7 @@ Result<TrainingSummary> Server::run() {
     BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kRoundStart, round, encode(start)), send_failures));
 
     std::fill(votes.begin(), votes.end(), std::nullopt);
+    std::fill(state_sent.begin(), state_sent.end(), false);
     counted_inputs.clear();
     equivocators.clear();
     std::size_t received = 0;
@@ -174,6 +178,12 @@ Result<TrainingSummary> Server::run() {
         BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kRoundStart, round, encode(start)), send_failures));
         continue;
       }
+      if (message->type == MessageType::kVote && message->round < round) {
+        // A vote for a round already decided (sent before the deadline, read after it): late,
+        // not malformed. A replay of an old frame is the transport's to catch (sequence window).
+        ++report.late_votes;
+        continue;
+      }
       if (message->type != MessageType::kVote || message->round != round) {
         ++report.rejected_messages;
         continue;
@@ -210,9 +220,12 @@ Result<TrainingSummary> Server::run() {
         // one that keeps voting on another model is misbehaving (and costs a state transfer).
         if (options_.quarantine) options_.quarantine->report(message->from);
         report.out_of_sync.push_back(index);
-        BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kCheckpoint, round,
-                                   encode_checkpoint(state_of(replica, round))), send_failures));
-        BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kRoundStart, round, encode(start)), send_failures));
+        if (!state_sent[index]) {
+          state_sent[index] = true;
+          BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kCheckpoint, round,
+                                     encode_checkpoint(state_of(replica, round))), send_failures));
+          BALLOT_TRY(tolerate_peer_failure(transport_.send(message->from, MessageType::kRoundStart, round, encode(start)), send_failures));
+        }
         continue;
       }
       report.bytes_per_vote = message->payload.size();
@@ -532,7 +545,10 @@ Result<NodeSummary> Node::run() {
         if (replica.restore_from(*checkpoint).ok()) {
           round = checkpoint->round;
           transport_.reset_round(round);  // the server may have resumed from an older round
-          last_vote.reset();
+          // The state of a round this node already voted in (the server found its vote on another
+          // model): that vote stands. Voting again would advance the worker momentum twice and
+          // send a second, different vote for the round — equivocation.
+          if (!(last_vote && last_vote_round == round)) last_vote.reset();
           pending.active = false;
           early.clear();
           ++summary.rejoins;
@@ -575,9 +591,12 @@ Result<NodeSummary> Node::run() {
           }
           continue;
         }
-        // A repeated start of the same round gets the same vote again: computing it twice would
-        // advance the worker momentum twice and make the node equivocate.
-        if (!last_vote || last_vote_round != round) {
+        // A repeated start (the server answers every Join with the round's start, and a starting
+        // node may have sent several) of a round already voted changes nothing: the vote goes out
+        // once, as in exchange. Computing it again would advance the worker momentum twice and
+        // make the node equivocate; re-sending it would reach the server after it decided.
+        if (last_vote && last_vote_round == round) continue;
+        {
           const RoundView* view = coalition ? coalition->view(replica, round).get() : nullptr;
           if (setup_.sign_vote()) {
             Vote vote;

@@ -61,6 +61,7 @@ struct RoundReport {
   std::uint64_t bytes_per_vote = 0;      // payload bytes of one vote
   std::uint64_t fp32_bytes = 0;          // what an fp32 gradient would have been
   std::uint64_t rejected_messages = 0;   // dropped this round (malformed, wrong round, wrong model)
+  std::uint64_t late_votes = 0;          // votes for a round already decided (ignored, no blame)
   std::vector<std::size_t> out_of_sync;  // nodes whose vote was on another model (sent the state)
   std::uint64_t send_failures = 0;       // sends to unreachable nodes so far (skipped, not fatal)
   std::vector<std::size_t> quarantined;  // node indices whose votes are no longer counted

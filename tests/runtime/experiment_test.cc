@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,20 @@ TEST(Experiment, SameModelAsTheSimulatorOnTheGradientPath) {
   auto simulated = simulate(*setup);
   ASSERT_TRUE(lockstep.ok() && simulated.ok());
   EXPECT_EQ(lockstep->model_digest, simulated->server.model_digest);
+
+  // An attacker that withholds its message in some rounds still encodes it, as a Node does, so
+  // its error-feedback memory advances the same way in both engines.
+  options.attack = "sign_flip + omission:p=0.5";
+  options.attackers = 1;
+  options.rounds = 10;
+  auto attacked = setup_for(options);
+  ASSERT_TRUE(attacked.ok()) << attacked.error().to_string();
+  auto lockstep_attacked = run_experiment(*attacked);
+  SimulationOptions fast;
+  fast.server.round_deadline = std::chrono::milliseconds(100);  // the omitted rounds wait for it
+  auto simulated_attacked = simulate(*attacked, fast);
+  ASSERT_TRUE(lockstep_attacked.ok() && simulated_attacked.ok());
+  EXPECT_EQ(lockstep_attacked->model_digest, simulated_attacked->server.model_digest);
 }
 
 // An attack changes the same things in both engines: the attackers' messages are computed by the
