@@ -132,7 +132,7 @@ std::string metrics_json_line(const RoundReport& report) {
     line["test_accuracy"] = report.test.accuracy;
     line["test_loss"] = report.test.loss;
   }
-  return line.dump();
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem::path program,

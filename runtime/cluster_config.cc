@@ -1,8 +1,10 @@
 #include "runtime/cluster_config.h"
 
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -20,11 +22,27 @@ Status check_keys(const Json& object, const std::set<std::string>& known, const 
   return {};
 }
 
-// Reads object[key] into `out` when present, with a type check that names the key.
+// Reads object[key] into `out` when present, with a type check that names the key. Numbers are
+// checked, not converted: nlohmann's get<unsigned>() would turn -1 into 2^64 − 1, 2.7 into 2 and
+// true into 1.
 template <typename T>
 Status read(const Json& object, const char* key, T& out) {
   const auto it = object.find(key);
   if (it == object.end()) return {};
+  const auto wrong = [&](const char* expected) {
+    return config_error("'" + std::string(key) + "' must be " + expected);
+  };
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!it->is_boolean()) return wrong("true or false");
+  } else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
+    if (!it->is_number_unsigned() || it->template get<std::uint64_t>() > std::numeric_limits<T>::max()) {
+      return wrong(("a whole number in [0, " + std::to_string(std::numeric_limits<T>::max()) + "]").c_str());
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!it->is_number()) return wrong("a number");
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!it->is_string()) return wrong("a string");
+  }
   try {
     out = it->template get<T>();
   } catch (const Json::exception&) {
@@ -158,7 +176,8 @@ std::string to_json(const ClusterConfig& config) {
     for (const auto& node : config.nodes) nodes.push_back({{"host", node.host}, {"port", node.port}});
     root["nodes"] = std::move(nodes);
   }
-  return root.dump(2) + "\n";
+  // Option strings may hold bytes that are not UTF-8: replace them rather than throw.
+  return root.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 Status save_cluster_config(const std::filesystem::path& file, const ClusterConfig& config) {

@@ -205,7 +205,7 @@ std::string experiment_json_line(const ExperimentRound& round) {
     line["test_accuracy"] = round.test.accuracy;
     line["test_loss"] = round.test.loss;
   }
-  return line.dump();
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<ExperimentResult> run_experiment(const TrainingSetup& setup, const ExperimentOptions& options) {

@@ -32,7 +32,14 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
       {"[1, 2]", "must be an object"},
       {R"({"sever": {}})", "unknown key 'sever'"},
       {R"({"training": {"nodse": 3}})", "unknown key 'nodse'"},
-      {R"({"training": {"nodes": "seven"}})", "'nodes' has the wrong type"},
+      {R"({"training": {"nodes": "seven"}})", "'nodes' must be a whole number"},
+      // Numbers are checked, not converted (-1 would become 2^64 − 1 rounds, 2.7 would be 2).
+      {R"({"training": {"rounds": -1}})", "'rounds' must be a whole number"},
+      {R"({"training": {"partition_size": 2.7}})", "'partition_size' must be a whole number"},
+      {R"({"training": {"nodes": true}})", "'nodes' must be a whole number"},
+      {R"({"server": {"port": 70000}})", "'port' must be a whole number in [0, 65535]"},
+      {R"({"training": {"lr": 0.1}})", "'lr' must be a string"},
+      {R"({"training": {"worker_momentum": "high"}})", "'worker_momentum' must be a number"},
       {R"({"training": {"nodes": 4, "byzantine": 2}})", "b < n/2"},
       {R"({"training": {"placement": "diagonal"}})", "placement"},
       {R"({"server": {"port": 0}})", "port"},
@@ -43,6 +50,16 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
     ASSERT_FALSE(config.ok()) << text;
     EXPECT_NE(config.error().message.find(expected), std::string::npos) << config.error().message;
   }
+}
+
+// Option strings come from the command line and may hold bytes that are not UTF-8: writing the
+// config (or the evaluation's results.json built from it) replaces them instead of throwing.
+TEST(ClusterConfig, InvalidUtf8IsReplacedNotThrown) {
+  ClusterConfig config;
+  config.training.data = "synthetic\xff\xfe";
+  std::string text;
+  EXPECT_NO_THROW(text = to_json(config));
+  EXPECT_NE(text.find("synthetic"), std::string::npos);
 }
 
 // Exchange placement: nodes send each other their partition signs, so each needs an address.
