@@ -71,7 +71,8 @@ std::string command_line() {
       for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
       arg = quoted + "'";
     }
-    out += (out.empty() ? "" : " ") + arg;
+    if (!out.empty()) out += ' ';
+    out += arg;
   }
   return out;
 }

@@ -47,7 +47,10 @@ class Progress {
     if (!report.evaluated && !missing_changed && report.round % 25 != 0) return;
     const auto list = [](const std::vector<std::size_t>& nodes) {
       std::string text;
-      for (auto node : nodes) text += (text.empty() ? "" : ",") + std::to_string(node);
+      for (auto node : nodes) {
+        if (!text.empty()) text += ',';
+        text += std::to_string(node);
+      }
       return text.empty() ? std::string("-") : text;
     };
     const std::string missing = list(report.missing);
@@ -80,10 +83,14 @@ void print_summary(const runtime::TrainingSummary& summary) {
   const auto& d = summary.defences;
   std::string events;
   for (const auto& [node, count] : d.misbehaviour) {
-    events += (events.empty() ? "" : ", ") + std::string("node ") + std::to_string(node) + ": " + std::to_string(count);
+    if (!events.empty()) events += ", ";
+    events += "node " + std::to_string(node) + ": " + std::to_string(count);
   }
   std::string quarantined;
-  for (auto node : d.quarantined) quarantined += (quarantined.empty() ? "" : ",") + std::to_string(node);
+  for (auto node : d.quarantined) {
+    if (!quarantined.empty()) quarantined += ',';
+    quarantined += std::to_string(node);
+  }
   std::printf("defences: %llu messages rejected by the server, %llu votes on another model, misbehaviour events {%s}, "
               "quarantined {%s}, %zu equivocation proofs\n",
               static_cast<unsigned long long>(d.rejected_messages), static_cast<unsigned long long>(d.out_of_sync_votes),
@@ -106,7 +113,10 @@ int run_train(TrainCommand command) {
     auto chosen = runtime::choose_attackers(config.training, *code);
     if (!chosen.ok()) return fail(chosen.error());
     std::string who;
-    for (auto i : *chosen) who += (who.empty() ? "" : ", ") + std::to_string(i);
+    for (auto i : *chosen) {
+      if (!who.empty()) who += ", ";
+      who += std::to_string(i);
+    }
     if (!chosen->empty()) {
       std::printf("adversary: node%s %s (%s) do%s '%s'\n", chosen->size() > 1 ? "s" : "", who.c_str(),
                   config.training.attacker_choice.c_str(), chosen->size() > 1 ? "" : "es", config.training.attack.c_str());
