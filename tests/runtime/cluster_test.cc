@@ -59,6 +59,21 @@ class ProcessCluster : public ::testing::Test {
     return {transport::sha256(checkpoint->sections.at("model")), checkpoint->round};
   }
 
+  // Starts the server and every node and waits for the run to end successfully.
+  void run_to_the_end(LocalCluster& cluster) {
+    ASSERT_TRUE(cluster.start_server(false).ok());
+    ASSERT_TRUE(cluster.start_all_nodes().ok());
+    auto status = cluster.wait();
+    ASSERT_TRUE(status.ok()) << status.error().to_string();
+    ASSERT_EQ(*status, 0) << "see " << dir_;
+  }
+
+  // The same training in one process (simulator, lockstep engine), on freshly loaded data.
+  static Result<TrainingSetup> setup_for(const TrainingOptions& options) {
+    BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(options));
+    return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data)));
+  }
+
   std::size_t metric_lines() {
     std::ifstream in(dir_ / "metrics.jsonl");
     std::size_t lines = 0;
@@ -74,19 +89,13 @@ class ProcessCluster : public ::testing::Test {
 TEST_F(ProcessCluster, MatchesTheSimulatorBitForBit) {
   auto cluster = prepare(small_cluster(30));
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
-  ASSERT_TRUE(cluster->start_server(false).ok());
-  ASSERT_TRUE(cluster->start_all_nodes().ok());
-  auto status = cluster->wait();
-  ASSERT_TRUE(status.ok()) << status.error().to_string();
-  ASSERT_EQ(*status, 0) << "see " << dir_;
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(*cluster));
   const auto [digest, round] = final_state();
   EXPECT_EQ(round, 30u);
   EXPECT_EQ(metric_lines(), 30u);
 
-  auto data = load_training_data(cluster->config().training);
-  ASSERT_TRUE(data.ok());
-  auto setup = make_training_setup(cluster->config().training, std::make_shared<const TrainTestSplit>(std::move(*data)));
-  ASSERT_TRUE(setup.ok());
+  auto setup = setup_for(cluster->config().training);
+  ASSERT_TRUE(setup.ok()) << setup.error().to_string();
   auto simulated = simulate(*setup);
   ASSERT_TRUE(simulated.ok()) << simulated.error().to_string();
   EXPECT_EQ(simulated->server.model_digest, digest);
@@ -101,18 +110,12 @@ TEST_F(ProcessCluster, AttacksGiveTheSameModelAsTheSimulators) {
   config.training.attackers = 1;
   auto cluster = prepare(config);
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
-  ASSERT_TRUE(cluster->start_server(false).ok());
-  ASSERT_TRUE(cluster->start_all_nodes().ok());
-  auto status = cluster->wait();
-  ASSERT_TRUE(status.ok()) << status.error().to_string();
-  ASSERT_EQ(*status, 0) << "see " << dir_;
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(*cluster));
   const auto [digest, round] = final_state();
   EXPECT_EQ(round, 20u);
 
-  auto data = load_training_data(cluster->config().training);
-  ASSERT_TRUE(data.ok());
-  auto setup = make_training_setup(cluster->config().training, std::make_shared<const TrainTestSplit>(std::move(*data)));
-  ASSERT_TRUE(setup.ok());
+  auto setup = setup_for(cluster->config().training);
+  ASSERT_TRUE(setup.ok()) << setup.error().to_string();
   ASSERT_EQ(setup->byzantine.size(), 1u);
   auto simulated = simulate(*setup);
   ASSERT_TRUE(simulated.ok()) << simulated.error().to_string();
@@ -133,20 +136,14 @@ TEST_F(ProcessCluster, ExchangePlacementMatchesTheReplicatedModelBitForBit) {
   auto cluster = prepare(config);
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
   ASSERT_EQ(cluster->config().nodes.size(), 5u);
-  ASSERT_TRUE(cluster->start_server(false).ok());
-  ASSERT_TRUE(cluster->start_all_nodes().ok());
-  auto status = cluster->wait();
-  ASSERT_TRUE(status.ok()) << status.error().to_string();
-  ASSERT_EQ(*status, 0) << "see " << dir_;
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(*cluster));
   const auto [digest, round] = final_state();
   EXPECT_EQ(round, 20u);
 
   auto replicated = cluster->config().training;
   replicated.placement = Placement::kReplicated;
-  auto data = load_training_data(replicated);
-  ASSERT_TRUE(data.ok());
-  auto setup = make_training_setup(replicated, std::make_shared<const TrainTestSplit>(std::move(*data)));
-  ASSERT_TRUE(setup.ok());
+  auto setup = setup_for(replicated);
+  ASSERT_TRUE(setup.ok()) << setup.error().to_string();
   auto simulated = simulate(*setup);
   ASSERT_TRUE(simulated.ok()) << simulated.error().to_string();
   EXPECT_EQ(simulated->server.model_digest, digest);
@@ -162,11 +159,7 @@ TEST_F(ProcessCluster, ExchangeEquivocatorIsProvenAndQuarantined) {
   config.round_deadline_ms = 4000;
   auto cluster = prepare(config);
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
-  ASSERT_TRUE(cluster->start_server(false).ok());
-  ASSERT_TRUE(cluster->start_all_nodes().ok());
-  auto status = cluster->wait();
-  ASSERT_TRUE(status.ok()) << status.error().to_string();
-  ASSERT_EQ(*status, 0) << "see " << dir_;
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(*cluster));
   EXPECT_EQ(final_state().second, 8u);
   std::ifstream log(dir_ / "server.log");
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
@@ -237,10 +230,8 @@ TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   EXPECT_EQ(resumed_from % 10, 0);
 
   // Final accuracy within 1 point of an undisturbed run of the same configuration.
-  auto data = load_training_data(cluster->config().training);
-  ASSERT_TRUE(data.ok());
-  auto setup = make_training_setup(cluster->config().training, std::make_shared<const TrainTestSplit>(std::move(*data)));
-  ASSERT_TRUE(setup.ok());
+  auto setup = setup_for(cluster->config().training);
+  ASSERT_TRUE(setup.ok()) << setup.error().to_string();
   auto undisturbed = simulate(*setup);
   ASSERT_TRUE(undisturbed.ok());
   auto resumed = Replica::create(*setup);
