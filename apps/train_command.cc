@@ -171,6 +171,7 @@ int run_train(TrainCommand command) {
   }
   if (config.metrics.empty()) config.metrics = work_dir / "metrics.jsonl";
   if (config.checkpoint.empty()) config.checkpoint = work_dir / "server.ckpt";
+  if (config.node_state.empty()) config.node_state = work_dir;
   auto cluster = runtime::LocalCluster::prepare(config, command.program, work_dir);
   if (!cluster.ok()) return fail(cluster.error());
   std::printf("local cluster: 1 server + %zu node processes on 127.0.0.1:%u, mutual TLS 1.3, Ed25519-signed messages\n"

@@ -82,6 +82,10 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
     return make_error(ErrorCode::kInvalidArgument, "node index " + std::to_string(node_index) +
                                                        " is not below n = " + std::to_string(config.training.nodes));
   }
+  if (options.state_dir.empty()) {
+    options.state_dir = config.node_state;
+    options.state_every = config.checkpoint_every;
+  }
   BALLOT_ASSIGN_OR_RETURN(auto credentials, transport::load_credentials(config.keys, node_id(node_index)));
   BALLOT_ASSIGN_OR_RETURN(auto registry, transport::load_registry(config.keys));
   BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(config.training));

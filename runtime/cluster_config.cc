@@ -64,7 +64,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return config_error("not valid JSON");
   if (!root.is_object()) return config_error("the top level must be an object");
-  BALLOT_TRY(check_keys(root, {"server", "nodes", "keys", "checkpoint", "checkpoint_every", "round_deadline_ms",
+  BALLOT_TRY(check_keys(root, {"server", "nodes", "keys", "checkpoint", "checkpoint_every", "node_state", "round_deadline_ms",
                                "metrics", "training"},
                         "the top level"));
   ClusterConfig config;
@@ -89,6 +89,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   BALLOT_TRY(read_path(root, "keys", config.keys));
   BALLOT_TRY(read_path(root, "checkpoint", config.checkpoint));
   BALLOT_TRY(read(root, "checkpoint_every", config.checkpoint_every));
+  BALLOT_TRY(read_path(root, "node_state", config.node_state));
   BALLOT_TRY(read(root, "round_deadline_ms", config.round_deadline_ms));
   BALLOT_TRY(read_path(root, "metrics", config.metrics));
   if (const auto training = root.find("training"); training != root.end()) {
@@ -161,6 +162,7 @@ std::string to_json(const ClusterConfig& config) {
       {"keys", config.keys.string()},
       {"checkpoint", config.checkpoint.string()},
       {"checkpoint_every", config.checkpoint_every},
+      {"node_state", config.node_state.string()},
       {"round_deadline_ms", config.round_deadline_ms},
       {"metrics", config.metrics.string()},
       {"training",

@@ -44,6 +44,9 @@ struct ClusterConfig {
   std::filesystem::path keys;
   std::filesystem::path checkpoint;
   std::uint64_t checkpoint_every = 50;
+  // Directory of each node's own state file (worker momentum, error-feedback memory), saved
+  // every checkpoint_every rounds on the node's machine (NodeOptions::state_dir); empty: none.
+  std::filesystem::path node_state;
   std::uint32_t round_deadline_ms = 3000;
   std::filesystem::path metrics;
   TrainingOptions training;

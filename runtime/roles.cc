@@ -1,6 +1,7 @@
 #include "runtime/roles.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
@@ -362,6 +363,10 @@ Node::Node(const TrainingSetup& setup, std::size_t node_index, transport::Transp
            NodeOptions options)
     : setup_(setup), index_(node_index), transport_(transport), options_(options) {}
 
+std::filesystem::path node_state_path(const std::filesystem::path& dir, std::size_t index) {
+  return dir / ("node-" + std::to_string(index) + ".state");
+}
+
 Result<NodeSummary> Node::run() {
   BALLOT_ASSIGN_OR_RETURN(Replica replica, Replica::create(setup_));
   NodeWorker worker(setup_, index_);
@@ -387,6 +392,38 @@ Result<NodeSummary> Node::run() {
   std::optional<std::vector<std::uint8_t>> last_vote;
   std::uint64_t last_vote_round = 0;
   std::optional<transport::OutboundFrame> previous_frame;  // the replay attack's material
+
+  // ---- node state (NodeOptions::state_dir): the last saved snapshot, from the file at start.
+  const auto state_path = options_.state_dir.empty() ? std::filesystem::path() : node_state_path(options_.state_dir, index_);
+  std::optional<Checkpoint> saved_state;
+  if (!state_path.empty()) {
+    if (auto loaded = load_checkpoint(state_path); loaded.ok()) {
+      saved_state = std::move(*loaded);
+    } else if (loaded.error().code != ErrorCode::kNotFound) {
+      // A damaged file loses the saved state, not the run: the node continues as a fresh one.
+      std::fprintf(stderr, "node %zu: ignoring its state file: %s\n", index_, loaded.error().to_string().c_str());
+    }
+  }
+  const auto save_node_state = [&]() -> Status {
+    Checkpoint state;
+    state.round = round;
+    state.sections["worker"] = worker.save_state();
+    if (codec && codec->stateful()) state.sections["codec"] = codec->save_state();
+    BALLOT_TRY(save_checkpoint(state_path, state));
+    saved_state = std::move(state);
+    return {};
+  };
+  // After a state transfer to round `at`: the saved state of exactly that round, if there is one.
+  const auto restore_node_state = [&](std::uint64_t at) -> Status {
+    if (!saved_state || saved_state->round != at) return {};
+    const auto& sections = saved_state->sections;
+    if (auto it = sections.find("worker"); it != sections.end()) BALLOT_TRY(worker.load_state(it->second, dimension));
+    if (auto it = sections.find("codec"); codec && it != sections.end()) {
+      BALLOT_TRY(codec->load_state(it->second, replica.model().layout()));
+    }
+    ++summary.states_restored;
+    return {};
+  };
   // A Byzantine node's protocol-domain behaviour of a round, else null.
   const auto protocol_attack = [&](std::uint64_t r) -> const attacks::Behaviour* {
     return byzantine ? setup_.active(attacks::Domain::kProtocol, r) : nullptr;
@@ -543,7 +580,16 @@ Result<NodeSummary> Node::run() {
         auto checkpoint = decode_checkpoint(message->payload);
         if (!checkpoint.ok()) continue;
         if (replica.restore_from(*checkpoint).ok()) {
+          const bool moved = checkpoint->round != round;
           round = checkpoint->round;
+          // The node's own state of that round, when it saved one (not when the transfer only
+          // re-synchronised the round it is in: its state there is already current).
+          if (moved) {
+            if (auto restored = restore_node_state(round); !restored.ok()) {
+              std::fprintf(stderr, "node %zu: its state of round %llu does not fit: %s\n", index_,
+                           static_cast<unsigned long long>(round), restored.error().to_string().c_str());
+            }
+          }
           transport_.reset_round(round);  // the server may have resumed from an older round
           // The state of a round this node already voted in (the server found its vote on another
           // model): that vote stands. Voting again would advance the worker momentum twice and
@@ -643,6 +689,12 @@ Result<NodeSummary> Node::run() {
         ++round;
         ++summary.rounds;
         transport_.set_round(round);
+        if (!state_path.empty() && options_.state_every > 0 && round % options_.state_every == 0) {
+          // A full disk or a lost directory costs the node its restart state, not the run.
+          if (auto saved = save_node_state(); !saved.ok()) {
+            std::fprintf(stderr, "node %zu: %s\n", index_, saved.error().to_string().c_str());
+          }
+        }
         break;
       }
       case MessageType::kControl: {

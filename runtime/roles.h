@@ -140,7 +140,18 @@ struct NodeOptions {
   // proofs its verifier finds — a peer sent it two different signed payloads of one type in one
   // round — are forwarded to the server as Evidence. Null: none are forwarded.
   std::shared_ptr<Quarantine> evidence;
+  // Node state — the worker momentum of its partitions and its codec's error-feedback memory,
+  // which the server's checkpoint does not hold — saved as state_dir/node-<index>.state (a
+  // runtime/checkpoint.h file, atomic replace) when the node enters a round that is a multiple of
+  // state_every (use the server's checkpoint_every). When a state transfer later brings the node
+  // to exactly that round — it restarted, or the server resumed from its checkpoint — the state
+  // is restored, so the run continues as if nothing had happened. Empty: no state files.
+  std::filesystem::path state_dir;
+  std::uint64_t state_every = 50;
 };
+
+// The node state file of node `index` in `dir` (NodeOptions::state_dir).
+std::filesystem::path node_state_path(const std::filesystem::path& dir, std::size_t index);
 
 struct NodeSummary {
   std::uint64_t rounds = 0;          // rounds applied
@@ -148,6 +159,7 @@ struct NodeSummary {
   std::uint64_t inputs_missing = 0;  // exchange: inputs of its row that abstained, over the run
   std::uint64_t inputs_rejected = 0; // exchange: received inputs not counted (wrong round/model, equivocating)
   std::uint64_t rejoins = 0;         // state transfers received
+  std::uint64_t states_restored = 0; // of which continued with the node's own saved state
   bool crashed = false;              // stopped by the crash attack
   transport::Digest model_digest{};
 };
