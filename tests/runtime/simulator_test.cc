@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include "runtime/experiment.h"
+
 namespace ballot::runtime {
 namespace {
 
@@ -84,6 +86,31 @@ TEST(Simulator, ResumedRunWithNodeStateMatchesAnUndisturbedOne) {
       std::filesystem::remove_all(dir);
     }
   }
+}
+
+// Issue 7: the simulator runs hundreds of nodes (one thread each, real signed envelopes), and
+// the lockstep engine gives it the same model.
+TEST(Simulator, HundredsOfNodesAgreeWithTheLockstepEngine) {
+  TrainingOptions options;
+  options.nodes = 201;
+  options.byzantine = 20;
+  options.code = "identity";
+  options.model = "logreg";
+  options.data = "synthetic:examples=4000,features=10,classes=3,separation=2";
+  options.lr = "constant:lr=0.01";
+  options.rounds = 3;
+  options.eval_every = 0;
+  options.partition_size = 4;
+  options.attack = "reverse";
+  options.attackers = 20;
+  auto setup = setup_for(options);
+  ASSERT_TRUE(setup.ok()) << setup.error().to_string();
+  auto simulated = simulate(*setup);
+  ASSERT_TRUE(simulated.ok()) << simulated.error().to_string();
+  EXPECT_EQ(simulated->server.rounds, 3u);
+  auto lockstep = run_experiment(*setup);
+  ASSERT_TRUE(lockstep.ok()) << lockstep.error().to_string();
+  EXPECT_EQ(lockstep->model_digest, simulated->server.model_digest);
 }
 
 TEST(Simulator, TrainsAndKeepsEveryReplicaIdentical) {
