@@ -6,6 +6,10 @@
 //   (c) a compression-ratio table (fp32 bytes / wire bytes, bits per coordinate).
 // On a shared machine wall time includes other processes' time slices, so the summary also gives
 // every rate by CPU time against a read probe timed by CPU time (both in the same run).
+//   (d) the random stream alone: the Philox draws QSGD and TernGrad round with (16 bits per
+//       coordinate), generated as the encoders do and folded, nothing else. With the norm (max)
+//       pass, which must read the whole input before any coordinate is rounded, it gives their
+//       floor: one read plus the stream.
 // A summary with the targets of issue 4 is printed at the end. Single-threaded throughout.
 #include <benchmark/benchmark.h>
 
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "coding/codec_registry.h"
+#include "coding/detail/rounding.h"
 #include "core/aligned_allocator.h"
 #include "core/rng.h"
 
@@ -119,6 +124,12 @@ void BM_Decode(benchmark::State& state, const Case& c) {
   set_rates(state);  // decoded floats written per second, same unit as encode
 }
 
+void BM_RoundingStream(benchmark::State& state) {
+  const ballot::coding::detail::RoundingStream random(3, 0, 0);
+  for (auto _ : state) benchmark::DoNotOptimize(ballot::coding::detail::fold_rounding_blocks(random, kD));
+  set_rates(state);  // coordinates' worth of float input per second
+}
+
 class SummaryReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -185,6 +196,26 @@ void print_summary(const SummaryReporter& report) {
                 100 * cpu_fraction, target_of(c.spec), fraction >= target_value(c.spec) ? "met" : "NOT met",
                 cpu_fraction >= target_value(c.spec) ? "met" : "NOT met");
   }
+  // Floor of the stochastic quantisers: one read of the input (the norm or max pass, which must
+  // end before any coordinate is rounded) plus the random stream. The Philox rounds are bound by
+  // the vector units' throughput (as fast with 2 interleaved 8-block states as with 8), and the
+  // rounding and bit packing need the same units, so the second pass takes at least the stream.
+  const double stream = report.rate("rounding_stream");
+  if (stream > 0) {
+    const double floor_seconds = 4.0 * kD / g_read_bandwidth + 4.0 * kD / stream;
+    const double floor_rate = 4.0 * kD / floor_seconds;
+    std::printf("\nRandom stream alone (Philox4x32-10, 16 bits per coordinate): %.2f ms for 2^24 coordinates "
+                "= %.2f reads of the input.\n",
+                1e3 * 4.0 * kD / stream, g_read_bandwidth / stream);
+    std::printf("Floor of QSGD / TernGrad encode = one read + the stream (before any rounding or packing): "
+                "%.1f%% of the read bandwidth.\n",
+                100 * floor_rate / g_read_bandwidth);
+    for (const char* spec : {"qsgd:s=16", "terngrad"}) {
+      const double rate = report.rate(std::string("encode/") + spec);
+      std::printf("  %-24s %5.0f%% of the read bandwidth = %3.0f%% of its floor\n", spec,
+                  100 * rate / g_read_bandwidth, 100 * rate / floor_rate);
+    }
+  }
 }
 
 }  // namespace
@@ -202,6 +233,8 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("decode/" + c.spec).c_str(), BM_Decode, c)
         ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
   }
+  benchmark::RegisterBenchmark("rounding_stream", BM_RoundingStream)
+      ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   print_summary(reporter);

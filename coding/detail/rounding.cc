@@ -98,6 +98,23 @@ void terngrad_scalar(const RoundingStream& random, const float* x, std::size_t l
   });
 }
 
+// Words w of every block, XORed together; the fold is (w0 ^ w2) | (w1 ^ w3) << 32.
+std::uint64_t fold_of(const std::uint32_t (&words)[4]) {
+  return (words[0] ^ words[2]) | std::uint64_t{words[1] ^ words[3]} << 32;
+}
+
+std::uint64_t fold_scalar(const RoundingStream& random, std::uint64_t groups) {
+  std::uint32_t folded[4] = {};
+  std::uint32_t words[4][16];
+  for (std::uint64_t group = 0; group < groups; ++group) {
+    group_words(random, group, words);
+    for (int w = 0; w < 4; ++w) {
+      for (int j = 0; j < 16; ++j) folded[w] ^= words[w][j];
+    }
+  }
+  return fold_of(folded);
+}
+
 // Lanes [first, last) of a vector of `width` coordinates starting at `base` that lie in [lo, hi).
 struct LaneRange {
   unsigned first, last;
@@ -346,6 +363,26 @@ BALLOT_AVX512 void terngrad_avx512(const RoundingStream& random, const float* x,
   }
 }
 
+BALLOT_AVX512 std::uint64_t fold_avx512(const RoundingStream& random, std::uint64_t groups) {
+  __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+  __m512i pair[2][4];
+  for (std::uint64_t group = 0; group < groups; group += 2) {
+    philox_pair(random, group, pair);
+    for (int w = 0; w < 4; ++w) {
+      acc[w] = _mm512_xor_si512(acc[w], pair[0][w]);
+      if (group + 1 < groups) acc[w] = _mm512_xor_si512(acc[w], pair[1][w]);
+    }
+  }
+  std::uint32_t folded[4];
+  for (int w = 0; w < 4; ++w) {
+    alignas(64) std::uint32_t lanes[16];
+    _mm512_store_si512(lanes, acc[w]);
+    folded[w] = 0;
+    for (std::uint32_t lane : lanes) folded[w] ^= lane;
+  }
+  return fold_of(folded);
+}
+
 // ---- AVX2: 8 Philox blocks per half group ------------------------------------------------------
 
 #define BALLOT_AVX2 __attribute__((target("avx2")))
@@ -477,6 +514,25 @@ BALLOT_AVX2 void terngrad_avx2(const RoundingStream& random, const float* x, std
   }
 }
 
+BALLOT_AVX2 std::uint64_t fold_avx2(const RoundingStream& random, std::uint64_t groups) {
+  __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  __m256i c[4];
+  for (std::uint64_t group = 0; group < groups; ++group) {
+    for (int half = 0; half < 2; ++half) {
+      philox8(random, group, half, c);
+      for (int w = 0; w < 4; ++w) acc[w] = _mm256_xor_si256(acc[w], c[w]);
+    }
+  }
+  std::uint32_t folded[4];
+  for (int w = 0; w < 4; ++w) {
+    alignas(32) std::uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[w]);
+    folded[w] = 0;
+    for (std::uint32_t lane : lanes) folded[w] ^= lane;
+  }
+  return fold_of(folded);
+}
+
 #pragma GCC diagnostic pop
 #endif  // __x86_64__
 
@@ -528,6 +584,18 @@ void terngrad_quantize(const RoundingStream& random, const float* x, std::size_t
   }
 #endif
   terngrad_scalar(random, x, lo, hi, limit, inv, keep_all, signs, keep);
+}
+
+std::uint64_t fold_rounding_blocks(const RoundingStream& random, std::uint64_t d) {
+  const std::uint64_t groups = (d + kRoundingGroup - 1) / kRoundingGroup;
+#if defined(__x86_64__)
+  switch (kernels::active_isa()) {
+    case kernels::Isa::kAvx512: return fold_avx512(random, groups);
+    case kernels::Isa::kAvx2: return fold_avx2(random, groups);
+    case kernels::Isa::kScalar: break;
+  }
+#endif
+  return fold_scalar(random, groups);
 }
 
 }  // namespace ballot::coding::detail

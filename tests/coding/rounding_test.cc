@@ -123,6 +123,28 @@ TEST_P(RoundingIsa, TernGradMatchesTheDefinitionAtEveryLevel) {
   }
 }
 
+// The benchmark's probe of the random stream's cost folds the same Philox blocks at every level:
+// XOR of all words of the blocks behind coordinates [0, d), from the scalar definition.
+TEST_P(RoundingIsa, FoldOfTheStreamIsTheSameAtEveryLevel) {
+  IsaGuard guard;
+  const RoundingStream random(0x5EEDull, 9, GetParam());
+  for (const std::uint64_t d : {std::uint64_t{1}, std::uint64_t{128}, std::uint64_t{129}, std::uint64_t{300},
+                                std::uint64_t{1000}}) {
+    const std::uint64_t blocks = RoundingStream::blocks_for(d);
+    std::uint32_t folded[4] = {};
+    for (std::uint64_t b = 0; b < blocks; ++b) {
+      for (std::uint64_t w = 0; w < 4; ++w) {
+        folded[w] ^= philox_stream_word(random.seed, random.stream, 4 * (random.first_block + b) + w);
+      }
+    }
+    const std::uint64_t expected = (folded[0] ^ folded[2]) | std::uint64_t{folded[1] ^ folded[3]} << 32;
+    for (auto isa : kernels::supported_isas()) {
+      kernels::set_isa_limit(isa);
+      EXPECT_EQ(fold_rounding_blocks(random, d), expected) << kernels::isa_name(isa) << " d = " << d;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FirstBlock, RoundingIsa,
                          ::testing::Values(0ull, 5ull, (1ull << 32) - 20, (3ull << 32) - 7));
 
