@@ -489,10 +489,7 @@ Result<NodeSummary> Node::run() {
     auto elected = coding::encode_exchange(setup_.code, index_, dimension, inputs);
     summary.inputs_missing += elected.missing.size();
     summary.inputs_rejected += elected.rejected.size();
-    AuditedVote vote;
-    vote.vote.round = pending.round;
-    vote.vote.model_digest = pending.start.model_digest;
-    vote.vote.signs = std::move(elected.vote);
+    AuditedVote vote{Vote{pending.round, 0.0, pending.start.model_digest, std::move(elected.vote)}, {}};
     double loss = 0;
     for (auto source : elected.counted) {
       // The counted input of each source is its only one (equivocating sources are not counted).
