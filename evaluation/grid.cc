@@ -241,6 +241,9 @@ Status Grid::validate() const {
       if (auto rule = robust::make_aggregator(d.rule); !rule.ok()) return grid_error(where + ": rule: " + rule.error().message);
       if (auto codec = coding::make_codec(d.codec); !codec.ok()) return grid_error(where + ": codec: " + codec.error().message);
     } else {
+      if (d.codec != Defence{}.codec) {
+        return grid_error(where + ": codec '" + d.codec + "' applies to the gradient path only (rule 'vote' sends 1-bit signs)");
+      }
       // A code that builds for no setting of the grid is a typo, not an inapplicable defence.
       std::optional<std::string> first_reason;
       bool builds = false;

@@ -57,6 +57,12 @@ Status TrainingOptions::validate() const {
   BALLOT_TRY(LrSchedule::parse(lr));
   BALLOT_TRY(Spec::parse(data));
   BALLOT_ASSIGN_OR_RETURN(auto adversary, attacks::AttackSpec::parse(attack));
+  if (rule == "vote" && codec != TrainingOptions{}.codec) {
+    // Without this a typo'd --rule, or a forgotten one, would train on 1-bit votes while the
+    // user believes the codec is in use.
+    return bad_option("codec '" + codec + "' applies to the gradient path only: rule 'vote' sends 1-bit signs "
+                      "through the election code (choose a robust rule, e.g. --rule median, to use a codec)");
+  }
   if (rule != "vote") {
     BALLOT_ASSIGN_OR_RETURN(auto aggregator, robust::make_aggregator(rule));
     // The server decides with anything between n − b and n inputs: the rule must accept both.

@@ -43,6 +43,14 @@ TEST(TrainingOptions, ValidateNamesTheOption) {
   EXPECT_TRUE(options.validate().ok());
   options.rule = "median";  // the gradient path has no election code to relay through
   EXPECT_NE(options.validate().error().message.find("placement 'exchange'"), std::string::npos);
+  // A codec only travels on the gradient path: with the vote it would be silently unused.
+  options = small();
+  options.codec = "qsgd:s=16";
+  EXPECT_NE(options.validate().error().message.find("applies to the gradient path only"), std::string::npos);
+  options.rule = "median";
+  EXPECT_TRUE(options.validate().ok());
+  options.codec = "qsgd:bogus=1";
+  EXPECT_FALSE(options.validate().ok());
 }
 
 TEST(TrainingSetup, DeterministicCodeTakesTheFaultBudget) {
