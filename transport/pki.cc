@@ -322,6 +322,8 @@ Status init_ca(const fs::path& dir, const CaOptions& options) {
   if (options.valid_days <= 0) return make_error(ErrorCode::kInvalidArgument, "CA validity must be positive");
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
+    // Parents as `mkdir -p` would make them; the key directory itself owner-only.
+    if (dir.has_parent_path()) fs::create_directories(dir.parent_path(), ec);
     if (::mkdir(dir.c_str(), 0700) != 0)
       return make_error(ErrorCode::kIo, "cannot create directory " + quoted(dir) + ": " + std::strerror(errno));
   }

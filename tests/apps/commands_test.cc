@@ -1,0 +1,142 @@
+// The subcommands of apps/commands.h, through the `ballot` program as a user runs it: exit codes,
+// what they print, the files they write, and the errors bad input gets.
+#include "apps/commands.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace ballot::apps {
+namespace {
+
+struct ProgramRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+ProgramRun run_ballot(const std::string& arguments, const std::string& environment = "") {
+  const std::string command = environment + " " + BALLOT_PROGRAM + " " + arguments + " 2>&1";
+  ProgramRun result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, got);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+bool contains(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
+
+class Commands : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ballot_commands_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(Commands, HelpListsEverySubcommand) {
+  const ProgramRun help = run_ballot("--help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  for (const char* name : {"info", "train", "server", "node", "launch", "code", "evaluate", "keys"}) {
+    EXPECT_TRUE(contains(help.output, std::string("\n  ") + name + " ")) << name << "\n" << help.output;
+  }
+  EXPECT_NE(run_ballot("").exit_code, 0);  // a subcommand is required
+  const ProgramRun unknown = run_ballot("train --no-such-flag");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_TRUE(contains(unknown.output, "--no-such-flag")) << unknown.output;
+}
+
+TEST_F(Commands, InfoNamesTheKernelLevel) {
+  const ProgramRun info = run_ballot("info");
+  EXPECT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_TRUE(contains(info.output, "cpu kernels: ")) << info.output;
+}
+
+TEST_F(Commands, KeysMakeAClusterPki) {
+  const std::string keys = (dir_ / "keys").string();  // its parent does not exist yet either
+  ProgramRun r = run_ballot("keys init --dir " + keys);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  struct stat directory {};
+  ASSERT_EQ(::stat(keys.c_str(), &directory), 0);
+  EXPECT_EQ(directory.st_mode & 0777, 0700u);
+  ASSERT_EQ(run_ballot("keys issue 0 --role server --dir " + keys).exit_code, 0);
+  ASSERT_EQ(run_ballot("keys issue 3 --dir " + keys).exit_code, 0);
+  for (const char* key : {"ca.key", "node-0.key", "node-3.key"}) {
+    struct stat info {};
+    ASSERT_EQ(::stat((dir_ / "keys" / key).c_str(), &info), 0) << key;
+    EXPECT_EQ(info.st_mode & 0777, 0600u) << key << ": private keys are owner-only";
+  }
+  r = run_ballot("keys show " + keys);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "kind:        cluster CA")) << r.output;
+  EXPECT_TRUE(contains(r.output, "identity:    server 0")) << r.output;
+  EXPECT_TRUE(contains(r.output, "identity:    node 3")) << r.output;
+
+  // Bad input: each error names what is wrong, and nothing is overwritten.
+  r = run_ballot("keys init --dir " + keys);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "refusing to overwrite")) << r.output;
+  r = run_ballot("keys issue 5 --role bogus --dir " + keys);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "unknown role 'bogus'")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "keys" / "node-5.key"));
+  r = run_ballot("keys show " + keys + "/missing.crt");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "missing.crt")) << r.output;
+  r = run_ballot("keys issue 4 --dir " + (dir_ / "no-ca").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "ca.crt")) << r.output;
+}
+
+TEST_F(Commands, CodeReportsTheCertifiedToleranceAndSearches) {
+  ProgramRun r = run_ballot("code deterministic:b=1 --nodes 7 --trials 2000");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "election code: n = 7")) << r.output;
+  EXPECT_TRUE(contains(r.output, "replicated / exchange, honest sources (a):   b = 1")) << r.output;
+  r = run_ballot("code --nodes 5 --search 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // ALGORITHMS.md / issue 5: the minimum for (n, b) = (5, 1) is 19 ones.
+  EXPECT_TRUE(contains(r.output, "n = 5, b = 1: 19 ones")) << r.output;
+  r = run_ballot("code nonsense:x=1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "nonsense")) << r.output;
+}
+
+// Options are checked before any process starts or any data is read.
+TEST_F(Commands, TrainRejectsBadOptionsUpFront) {
+  ProgramRun r = run_ballot("train --rule bogus:f=1 --rounds 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "unknown aggregation rule 'bogus'")) << r.output;
+  r = run_ballot("train --codec qsgd:s=16 --rounds 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "applies to the gradient path only")) << r.output;
+  r = run_ballot("train --nodes 4 --byzantine 2 --rounds 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "b < n/2")) << r.output;
+  EXPECT_FALSE(contains(r.output, "round ")) << r.output;
+}
+
+TEST_F(Commands, LaunchNeedsALauncherRank) {
+  const std::string unset = "env -u SLURM_PROCID -u RANK -u OMPI_COMM_WORLD_RANK";
+  ProgramRun r = run_ballot("launch --cluster " + (dir_ / "cluster.json").string(), unset);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "no launcher rank")) << r.output;
+  r = run_ballot("launch --cluster " + (dir_ / "cluster.json").string(), unset + " RANK=0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "cluster.json")) << r.output;
+}
+
+}  // namespace
+}  // namespace ballot::apps
