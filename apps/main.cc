@@ -144,6 +144,19 @@ int main(int argc, char** argv) {
   auto* keys_show = keys->add_subcommand("show", "Describe a certificate or every certificate of a directory");
   keys_show->add_option("path", show_path, "Certificate file or key directory")->capture_default_str();
 
+  // CLI11 reports a mistyped subcommand as "A subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      found = found || sub->get_name() == argv[1];
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::fprintf(stderr, "ballot: unknown subcommand '%s' (known: %s); see ballot --help\n", argv[1], known.c_str());
+      return 2;
+    }
+  }
   CLI11_PARSE(app, argc, argv);
 
   if (info->parsed()) return run_info();
@@ -154,11 +167,12 @@ int main(int argc, char** argv) {
       // says who.
       const bool listed = t.attacker_choice != "random" && t.attacker_choice != "worst";
       t.attackers = listed ? 0 : t.byzantine;
-    } else if (t.rule != "vote" && train_cmd->count("--attack") == 0 && train_cmd->count("--attackers") == 0) {
-      // The demo's default adversary reverses 1-bit votes; the gradient path runs without one
-      // unless asked.
-      t.attack = "none";
-      t.attackers = 0;
+    } else if (t.rule != "vote" && train_cmd->count("--attack") == 0) {
+      // The demo's default adversary reverses 1-bit votes, which the gradient path does not send:
+      // there it runs without one unless asked, and `--attackers k` alone gets reverse's
+      // gradient-domain analogue.
+      t.attack = train_cmd->count("--attackers") == 0 || t.attackers == 0 ? "none" : "sign_flip";
+      if (t.attack == "none") t.attackers = 0;
     }
     std::error_code ec;
     train.program = std::filesystem::canonical("/proc/self/exe", ec).string();

@@ -53,6 +53,9 @@ TEST_F(Commands, HelpListsEverySubcommand) {
     EXPECT_TRUE(contains(help.output, std::string("\n  ") + name + " ")) << name << "\n" << help.output;
   }
   EXPECT_NE(run_ballot("").exit_code, 0);  // a subcommand is required
+  const ProgramRun typo = run_ballot("trian");
+  EXPECT_NE(typo.exit_code, 0);
+  EXPECT_TRUE(contains(typo.output, "unknown subcommand 'trian' (known: info, train,")) << typo.output;
   const ProgramRun unknown = run_ballot("train --no-such-flag");
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_TRUE(contains(unknown.output, "--no-such-flag")) << unknown.output;
@@ -126,6 +129,16 @@ TEST_F(Commands, TrainRejectsBadOptionsUpFront) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "b < n/2")) << r.output;
   EXPECT_FALSE(contains(r.output, "round ")) << r.output;
+}
+
+// On the gradient path `--attackers k` alone means k sign-flipping nodes (the vote path's default
+// attack, reverse, does not apply there). A short run on synthetic data in the simulator.
+TEST_F(Commands, GradientPathAttackersDefaultToSignFlip) {
+  const ProgramRun r = run_ballot(
+      "train --simulate --rule median --attackers 1 --rounds 2 --nodes 5 --partition-size 8 "
+      "--data synthetic:examples=200,features=8,classes=3 --model logreg --eval-every 0");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "sign_flip")) << r.output;
 }
 
 TEST_F(Commands, LaunchNeedsALauncherRank) {
