@@ -51,7 +51,7 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
                      "ipm:eps=E | mimic | reverse | random | directional:sign=±1 | omniscient | label_flip | crash | "
                      "omission:p=P | delay:ms=M | equivocation | replay | forged_signature | malformed | oversized | "
                      "wrong_digest; join domains with '+', limit rounds with from=,until=")->capture_default_str();
-  command.add_option("--attackers", t.attackers, "Number of Byzantine nodes (default with --attack: b)")->capture_default_str();
+  command.add_option("--attackers", t.attackers, "Number of Byzantine nodes (default with --attack: b; with --rule other than vote and no --attack, they flip their gradients' signs)")->capture_default_str();
   command.add_option("--byzantine-nodes", t.attacker_choice, "Which nodes attack: random (from the seed) | worst (for G) | a list 0,3,5")->capture_default_str();
   command.add_option("--rule", t.rule, "vote (1-bit election path) | a robust rule: mean | median | krum:f=1 | 'nnm:f=1 > krum:f=1' …")->capture_default_str();
   command.add_option("--codec", t.codec, "Gradient codec when --rule is not vote: fp32 | qsgd:s=16 | topk:ratio=0.01,ef=1 …")->capture_default_str();
@@ -167,10 +167,10 @@ int main(int argc, char** argv) {
       // says who.
       const bool listed = t.attacker_choice != "random" && t.attacker_choice != "worst";
       t.attackers = listed ? 0 : t.byzantine;
-    } else if (t.rule != "vote" && train_cmd->count("--attack") == 0) {
+    } else if (config_file.empty() && t.rule != "vote" && train_cmd->count("--attack") == 0) {
       // The demo's default adversary reverses 1-bit votes, which the gradient path does not send:
       // there it runs without one unless asked, and `--attackers k` alone gets reverse's
-      // gradient-domain analogue.
+      // gradient-domain analogue. (A config file's attack is the user's choice and stays.)
       t.attack = train_cmd->count("--attackers") == 0 || t.attackers == 0 ? "none" : "sign_flip";
       if (t.attack == "none") t.attackers = 0;
     }

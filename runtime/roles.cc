@@ -489,7 +489,8 @@ Result<NodeSummary> Node::run() {
     auto elected = coding::encode_exchange(setup_.code, index_, dimension, inputs);
     summary.inputs_missing += elected.missing.size();
     summary.inputs_rejected += elected.rejected.size();
-    AuditedVote vote{Vote{pending.round, 0.0, pending.start.model_digest, std::move(elected.vote)}, {}};
+    AuditedVote vote{.vote = Vote{.round = pending.round, .model_digest = pending.start.model_digest,
+                                  .signs = std::move(elected.vote)}};
     double loss = 0;
     for (auto source : elected.counted) {
       // The counted input of each source is its only one (equivocating sources are not counted).

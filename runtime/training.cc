@@ -61,7 +61,7 @@ Status TrainingOptions::validate() const {
     // Without this a typo'd --rule, or a forgotten one, would train on 1-bit votes while the
     // user believes the codec is in use.
     return bad_option("codec '" + codec + "' applies to the gradient path only: rule 'vote' sends 1-bit signs "
-                      "through the election code (choose a robust rule, e.g. --rule median, to use a codec)");
+                      "through the election code (choose a robust rule, e.g. --rule median, to use a codec, or leave the codec at fp32)");
   }
   if (rule != "vote") {
     BALLOT_ASSIGN_OR_RETURN(auto aggregator, robust::make_aggregator(rule));

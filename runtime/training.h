@@ -78,7 +78,8 @@ struct TrainingOptions {
   // "trimmed_mean:f=1", "nnm:f=1 > krum:f=1", …): each node sends the gradient of its own
   // partition (G is not used) through `codec` (coding/codec_registry.h: "fp32", "qsgd:s=16",
   // "topk:ratio=0.01,ef=1", …), the server aggregates the decoded gradients with the rule and
-  // every replica applies `update` (e.g. "sgd:momentum=0.9") to the fp32 result.
+  // every replica applies `update` (e.g. "sgd:momentum=0.9") to the fp32 result. With "vote" the
+  // codec must stay "fp32" (validate() rejects any other: it would go unused).
   std::string rule = "vote";
   std::string codec = "fp32";
   std::uint64_t eval_every = 100;          // rounds between test-set evaluations (0 = end only)

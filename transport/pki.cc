@@ -322,9 +322,12 @@ Status init_ca(const fs::path& dir, const CaOptions& options) {
   if (options.valid_days <= 0) return make_error(ErrorCode::kInvalidArgument, "CA validity must be positive");
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
-    // Parents as `mkdir -p` would make them; the key directory itself owner-only.
-    if (dir.has_parent_path()) fs::create_directories(dir.parent_path(), ec);
-    if (::mkdir(dir.c_str(), 0700) != 0)
+    // Parents as `mkdir -p` would make them; the key directory itself owner-only. ("keys/" names
+    // the directory "keys": its parent_path() would be "keys" itself.)
+    fs::path target = dir;
+    while (!target.empty() && !target.has_filename()) target = target.parent_path();
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    if (::mkdir(target.c_str(), 0700) != 0)
       return make_error(ErrorCode::kIo, "cannot create directory " + quoted(dir) + ": " + std::strerror(errno));
   }
   for (const auto& path : {ca_key_path(dir), ca_cert_path(dir)})

@@ -215,6 +215,16 @@ void print_summary(const SummaryReporter& report) {
       std::printf("  %-24s %5.0f%% of the read bandwidth = %3.0f%% of its floor\n", spec,
                   100 * rate / g_read_bandwidth, 100 * rate / floor_rate);
     }
+    // The same by CPU time (against the CPU-time probe), for runs on a shared machine.
+    const double cpu_stream = report.cpu_rate("rounding_stream");
+    if (cpu_stream > 0) {
+      const double cpu_floor_rate = 4.0 * kD / (4.0 * kD / g_cpu_read_bandwidth + 4.0 * kD / cpu_stream);
+      std::printf("By CPU time: floor %.1f%% of the CPU-time read bandwidth; qsgd:s=16 %.0f%%, terngrad %.0f%% "
+                  "of their floor\n",
+                  100 * cpu_floor_rate / g_cpu_read_bandwidth,
+                  100 * report.cpu_rate("encode/qsgd:s=16") / cpu_floor_rate,
+                  100 * report.cpu_rate("encode/terngrad") / cpu_floor_rate);
+    }
   }
 }
 

@@ -98,9 +98,11 @@ void terngrad_scalar(const RoundingStream& random, const float* x, std::size_t l
   });
 }
 
-// Words w of every block, XORed together; the fold is (w0 ^ w2) | (w1 ^ w3) << 32.
+// Words w of every block, XORed together; the fold is (w0 ^ rotl(w2, 16)) | (w1 ^ rotl(w3, 16)) << 32
+// (rotated so that a kernel swapping words 0 and 2, or 1 and 3, does not fold the same).
 std::uint64_t fold_of(const std::uint32_t (&words)[4]) {
-  return (words[0] ^ words[2]) | std::uint64_t{words[1] ^ words[3]} << 32;
+  const auto rotl16 = [](std::uint32_t w) { return (w << 16) | (w >> 16); };
+  return (words[0] ^ rotl16(words[2])) | std::uint64_t{words[1] ^ rotl16(words[3])} << 32;
 }
 
 std::uint64_t fold_scalar(const RoundingStream& random, std::uint64_t groups) {

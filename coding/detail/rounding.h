@@ -63,7 +63,8 @@ void qsgd_levels(const RoundingStream& random, const float* x, std::size_t lo, s
 void terngrad_quantize(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi,
                        float limit, float inv, bool keep_all, std::uint8_t* signs, std::uint8_t* keep);
 
-// XOR of the Philox blocks behind the draws of coordinates [0, d), generated the way the
+// A fold (per-word XOR, mixed into 64 bits; coding/detail/rounding.cc) of the Philox blocks behind
+// the draws of coordinates [0, d), generated the way the
 // quantisers above generate them (the vector Philox on AVX-512 and AVX2). It does nothing else,
 // so its time is the random stream's share of QSGD and TernGrad: the benchmark reports it as part
 // of their physical floor (bench/coding/codecs_bench.cc), and a test checks that every ISA level

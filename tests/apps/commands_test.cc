@@ -19,8 +19,16 @@ struct ProgramRun {
   std::string output;  // stdout and stderr
 };
 
+// A path as one shell word.
+std::string quoted(const std::string& path) {
+  std::string out = "'";
+  for (char c : path) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+std::string quoted(const std::filesystem::path& path) { return quoted(path.string()); }
+
 ProgramRun run_ballot(const std::string& arguments, const std::string& environment = "") {
-  const std::string command = environment + " " + BALLOT_PROGRAM + " " + arguments + " 2>&1";
+  const std::string command = environment + " " + quoted(std::string(BALLOT_PROGRAM)) + " " + arguments + " 2>&1";
   ProgramRun result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -68,11 +76,11 @@ TEST_F(Commands, InfoNamesTheKernelLevel) {
 }
 
 TEST_F(Commands, KeysMakeAClusterPki) {
-  const std::string keys = (dir_ / "keys").string();  // its parent does not exist yet either
+  const std::string keys = quoted(dir_ / "keys");  // its parent does not exist yet either
   ProgramRun r = run_ballot("keys init --dir " + keys);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   struct stat directory {};
-  ASSERT_EQ(::stat(keys.c_str(), &directory), 0);
+  ASSERT_EQ(::stat((dir_ / "keys").c_str(), &directory), 0);
   EXPECT_EQ(directory.st_mode & 0777, 0700u);
   ASSERT_EQ(run_ballot("keys issue 0 --role server --dir " + keys).exit_code, 0);
   ASSERT_EQ(run_ballot("keys issue 3 --dir " + keys).exit_code, 0);
@@ -95,12 +103,17 @@ TEST_F(Commands, KeysMakeAClusterPki) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "unknown role 'bogus'")) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "keys" / "node-5.key"));
-  r = run_ballot("keys show " + keys + "/missing.crt");
+  r = run_ballot("keys show " + quoted(dir_ / "keys" / "missing.crt"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "missing.crt")) << r.output;
-  r = run_ballot("keys issue 4 --dir " + (dir_ / "no-ca").string());
+  r = run_ballot("keys issue 4 --dir " + quoted(dir_ / "no-ca"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "ca.crt")) << r.output;
+  // "dir/" names the same directory (owner-only as well).
+  r = run_ballot("keys init --dir " + quoted(dir_ / "other" / "keys") + "/");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(::stat((dir_ / "other" / "keys").c_str(), &directory), 0);
+  EXPECT_EQ(directory.st_mode & 0777, 0700u);
 }
 
 TEST_F(Commands, CodeReportsTheCertifiedToleranceAndSearches) {
@@ -132,21 +145,44 @@ TEST_F(Commands, TrainRejectsBadOptionsUpFront) {
 }
 
 // On the gradient path `--attackers k` alone means k sign-flipping nodes (the vote path's default
-// attack, reverse, does not apply there). A short run on synthetic data in the simulator.
-TEST_F(Commands, GradientPathAttackersDefaultToSignFlip) {
-  const ProgramRun r = run_ballot(
-      "train --simulate --rule median --attackers 1 --rounds 2 --nodes 5 --partition-size 8 "
-      "--data synthetic:examples=200,features=8,classes=3 --model logreg --eval-every 0");
+// attack, reverse, does not apply there); a config file's attack is kept. Short simulator runs on
+// synthetic data.
+TEST_F(Commands, GradientPathAttackDefaults) {
+  const std::string small =
+      "train --simulate --rule median --rounds 2 --nodes 5 --partition-size 8 "
+      "--data synthetic:examples=200,features=8,classes=3 --model logreg --eval-every 0";
+  ProgramRun r = run_ballot(small + " --attackers 1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "sign_flip")) << r.output;
+  EXPECT_TRUE(contains(r.output, "does 'sign_flip'")) << r.output;
+  r = run_ballot(small + " --attackers 2");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "do 'sign_flip'")) << r.output;
+  r = run_ballot(small);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "adversary:")) << r.output;
+
+  std::filesystem::create_directories(dir_);
+  const auto config = dir_ / "config.json";
+  {
+    std::FILE* file = std::fopen(config.c_str(), "w");
+    ASSERT_NE(file, nullptr);
+    std::fputs(R"({"training": {"rule": "median", "attack": "alie", "attackers": 1}})", file);
+    std::fclose(file);
+  }
+  r = run_ballot(small + " --config " + quoted(config));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "does 'alie'")) << r.output;
+  r = run_ballot(small + " --attackers 1 --config " + quoted(config));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "does 'alie'")) << r.output;
 }
 
 TEST_F(Commands, LaunchNeedsALauncherRank) {
   const std::string unset = "env -u SLURM_PROCID -u RANK -u OMPI_COMM_WORLD_RANK";
-  ProgramRun r = run_ballot("launch --cluster " + (dir_ / "cluster.json").string(), unset);
+  ProgramRun r = run_ballot("launch --cluster " + quoted(dir_ / "cluster.json"), unset);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "no launcher rank")) << r.output;
-  r = run_ballot("launch --cluster " + (dir_ / "cluster.json").string(), unset + " RANK=0");
+  r = run_ballot("launch --cluster " + quoted(dir_ / "cluster.json"), unset + " RANK=0");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "cluster.json")) << r.output;
 }

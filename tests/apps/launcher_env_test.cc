@@ -40,14 +40,19 @@ TEST_F(LauncherEnvironment, TorchrunStyle) {
 TEST_F(LauncherEnvironment, SlurmComesFirstThenRankThenOpenMpi) {
   set("OMPI_COMM_WORLD_RANK", "5");
   set("OMPI_COMM_WORLD_SIZE", "6");
-  EXPECT_EQ(launch_rank_from_environment()->source, "OMPI_COMM_WORLD_RANK");
-  EXPECT_EQ(launch_rank_from_environment()->world_size, 6);
+  auto rank = launch_rank_from_environment();
+  ASSERT_TRUE(rank.has_value());
+  EXPECT_EQ(rank->source, "OMPI_COMM_WORLD_RANK");
+  EXPECT_EQ(rank->world_size, 6);
   set("RANK", "2");
-  EXPECT_EQ(launch_rank_from_environment()->source, "RANK");
-  EXPECT_EQ(launch_rank_from_environment()->rank, 2);
+  rank = launch_rank_from_environment();
+  ASSERT_TRUE(rank.has_value());
+  EXPECT_EQ(rank->source, "RANK");
+  EXPECT_EQ(rank->rank, 2);
   set("SLURM_PROCID", "0");
   set("SLURM_NTASKS", "4");
-  const auto rank = launch_rank_from_environment();
+  rank = launch_rank_from_environment();
+  ASSERT_TRUE(rank.has_value());
   EXPECT_EQ(rank->source, "SLURM_PROCID");
   EXPECT_EQ(rank->rank, 0);
   EXPECT_EQ(rank->world_size, 4);
@@ -69,7 +74,9 @@ TEST_F(LauncherEnvironment, MalformedValuesAreIgnored) {
   EXPECT_FALSE(rank->master_port.has_value());
   // A malformed Slurm rank falls through to the next launcher.
   set("SLURM_PROCID", "abc");
-  EXPECT_EQ(launch_rank_from_environment()->source, "RANK");
+  const auto fallback = launch_rank_from_environment();
+  ASSERT_TRUE(fallback.has_value());
+  EXPECT_EQ(fallback->source, "RANK");
 }
 
 }  // namespace

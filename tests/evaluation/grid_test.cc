@@ -149,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "defences[0] 'vote/qsgd:s=16': codec 'qsgd:s=16' applies to the gradient path only"},
         BadGrid{R"({"attacks": ["reverse"], "defences": [{"name": "x", "rule": "vote", "codec": "topk:ratio=0.01"}],
                     "settings": [{"n": 5, "b": 1}]})",
-                "defences[0] 'x': codec"},
+                "defences[0] 'x': codec 'topk:ratio=0.01' applies to the gradient path only"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV", "identity"], "settings": [{"n": 5, "b": 1}]})",
                 "defences[1] 'identity'"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}, {"n": 4, "b": 2}]})",
