@@ -227,14 +227,15 @@ SelectionPlan selection_plan(std::size_t m, std::size_t need_lo, std::size_t nee
   std::vector<std::uint8_t> early;
   const std::vector<Comparator> network = pruned_network(m, need_lo, need_hi, &early);
   SelectionPlan plan;
-  plan.sorted_groups = m / 16;
-  const std::size_t sorted_wires = 16 * plan.sorted_groups;
-  // The first four rounds only compare wires of the same aligned group of 16. On a full group they
-  // are replaced by the whole 16-wire sort, a superset of the kept ones: the extra comparators are
+  plan.sorted_wires = m;
+  // The first four rounds only compare wires of the same aligned group of 16. They are replaced by
+  // the whole 16-wire sort of each group, a superset of the kept ones: the extra comparators are
   // dead (they only change wires that no needed rank depends on), so the needed ranks are the
-  // same values, bit for bit. Groups are independent, so sorting them all first is a valid order.
+  // same values, bit for bit. On the last group, cut at m, the sort runs with +∞ padding, where
+  // the comparators that meet it are the no-ops the network dropped. Groups are independent, so
+  // sorting them all first is a valid order.
   for (std::size_t c = 0; c < network.size(); ++c)
-    if (!(early[c] && network[c].hi < sorted_wires)) plan.comparators.push_back(network[c]);
+    if (!early[c]) plan.comparators.push_back(network[c]);
   return plan;
 }
 
@@ -361,9 +362,23 @@ Result<CoordinateOutcome> coordinate_wise(
         const std::size_t tile_floats = m * kTile;
         bool finite = true;
         const std::size_t ahead = b + 1 < b1 ? std::min(columns, d - begin - width) : 0;
-        for (std::size_t r = 0; r < m; ++r)
-          finite &= kern.copy_finite_tiled(inputs.row(rows[r]) + begin, width, block.data() + r * kTile, tile_floats,
-                                           inputs.row(rows[r]) + begin + width, ahead);
+        // Whole blocks: the groups of 16 rows the network starts by sorting go from the inputs
+        // straight into sorted tiles (one pass instead of a copy and a sort); other blocks (and
+        // the rules without a network) are copied.
+        const bool fused = width == columns && network.sorted_wires > 0;
+        if (fused) {
+          for (std::size_t first = 0; first < m; first += 16) {
+            const std::size_t group = std::min<std::size_t>(16, m - first);
+            const float* group_rows[16];
+            for (std::size_t r = 0; r < group; ++r) group_rows[r] = inputs.row(rows[first + r]) + begin;
+            finite &= kern.gather_sort_groups16(group_rows, group, width, block.data() + first * kTile, tile_floats,
+                                                ahead);
+          }
+        } else {
+          for (std::size_t r = 0; r < m; ++r)
+            finite &= kern.copy_finite_tiled(inputs.row(rows[r]) + begin, width, block.data() + r * kTile,
+                                             tile_floats, inputs.row(rows[r]) + begin + width, ahead);
+        }
         if (check && !finite) {
           found_non_finite.store(true, std::memory_order_relaxed);
           return;
@@ -379,7 +394,7 @@ Result<CoordinateOutcome> coordinate_wise(
             }
             continue;
           }
-          kern.sort_groups16(tile, kTile, tw, network.sorted_groups);
+          if (!fused) kern.sort_groups16(tile, kTile, tw, network.sorted_wires);
           kern.network(tile, kTile, tw, network.comparators.data(), network.comparators.size());
           if (plan.op != CoordinateOp::kClosestWindow) {
             kern.rows_mean(tile, kTile, tw, need_lo, need_hi, dst);

@@ -82,11 +82,12 @@ Result<CoordinateOutcome> coordinate_wise(
 // output ranks [need_lo, need_hi) depend on.
 std::vector<Comparator> selection_network(std::size_t m, std::size_t need_lo, std::size_t need_hi);
 
-// The same network as run by the engine: first every full group of 16 wires ([16g, 16g + 16),
-// g < sorted_groups) is sorted in registers (IsaKernels::sort_groups16), then `comparators` are
-// applied in order. The needed ranks come out bit-identical to selection_network's.
+// The same network as run by the engine: first the groups of 16 wires ([16g, 16g + 16), the last
+// one cut at m) are sorted in registers (IsaKernels::sort_groups16 on sorted_wires = m wires), then
+// `comparators` are applied in order. The needed ranks come out bit-identical to
+// selection_network's.
 struct SelectionPlan {
-  std::size_t sorted_groups = 0;
+  std::size_t sorted_wires = 0;
   std::vector<Comparator> comparators;
 };
 SelectionPlan selection_plan(std::size_t m, std::size_t need_lo, std::size_t need_hi);

@@ -48,9 +48,17 @@ struct IsaKernels {
   // Applies the comparators to a tile: wire w is tile[w·stride + j] for j < width (width ≤ kTile).
   void (*network)(float* tile, std::size_t stride, std::size_t width, const Comparator* comparators,
                   std::size_t count);
-  // Sorts each of the first `groups` groups of 16 consecutive wires with Batcher's 16-wire network
-  // (the comparators of selection_network's first four rounds, in their order), in registers.
-  void (*sort_groups16)(float* tile, std::size_t stride, std::size_t width, std::size_t groups);
+  // Sorts wires [0, wires) in aligned groups of 16 with Batcher's 16-wire network (the comparators
+  // of selection_network's first four rounds, in their order), in registers; a last, partial group
+  // is padded with +∞ (finite inputs: the padding stays above every value and is not stored).
+  void (*sort_groups16)(float* tile, std::size_t stride, std::size_t width, std::size_t wires);
+  // The copy and the sort of one group fused: src[0..rows) (rows ≤ 16) are rows at the block's
+  // first column; their `width` columns (a multiple of kTile) are sorted column-wise into `rows`
+  // consecutive wires of the tiled block (tile t at block + t·tile_floats, wire w at + w·kTile):
+  // the values that copy_finite_tiled + sort_groups16 leave there. Returns whether all inputs
+  // were finite. Prefetches src[r][width, width + ahead) (the rows' next block) on the way.
+  bool (*gather_sort_groups16)(const float* const* src, std::size_t rows, std::size_t width, float* block,
+                               std::size_t tile_floats, std::size_t ahead);
   // out[j] = mean of rows [lo, hi) of the tile, summed in row order (double accumulator).
   void (*rows_mean)(const float* tile, std::size_t stride, std::size_t width, std::size_t lo,
                     std::size_t hi, float* out);

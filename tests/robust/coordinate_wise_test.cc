@@ -161,6 +161,39 @@ TEST_P(CoordinateRule, NonFiniteInputsAreExcludedAndNamed) {
   });
 }
 
+// From 16 inputs on, whole column blocks take the fused path (groups of 16 rows gathered and
+// sorted in one pass) and the last, partial block the copy path: both against the reference, with
+// non-finite values in a fused group, in the copied rows and in the partial block.
+TEST_P(CoordinateRule, FusedGroupsOverWholeBlocksAndThePartialOne) {
+  for_each_isa([&] {
+    for (std::size_t n : {7u, 16u, 40u}) {  // one partial group; one whole group; two and a partial one
+      const std::size_t d = 5000;  // whole blocks of 2048 (n = 16) or 768 (n = 40) columns, then a partial one
+      const std::size_t f = kind() == Kind::kMean ? 0 : n / 4;
+      for (const bool poisoned : {false, true}) {
+        auto rows = gaussian_rows(n, d, 21 + n);
+        std::vector<std::size_t> bad;
+        if (poisoned) {
+          rows[(n / 2) * d + 800] = std::numeric_limits<float>::quiet_NaN();  // a fused group, whole block
+          rows[(n - 1) * d + d - 10] = std::numeric_limits<float>::infinity();  // last row, partial block
+          bad = {n / 2, n - 1};
+        }
+        auto result = make(kind(), f)->aggregate(InputMatrix(rows.data(), n, d));
+        ASSERT_TRUE(result.ok()) << result.error().to_string();
+        EXPECT_EQ(result->report.non_finite, bad);
+        for (std::size_t c = 0; c < d; ++c) {
+          std::vector<float> v;
+          for (std::size_t i = 0; i < n; ++i)
+            if (std::find(bad.begin(), bad.end(), i) == bad.end()) v.push_back(rows[i * d + c]);
+          const std::size_t f_left = f - std::min(f, bad.size());
+          const double want = reference(kind(), v, f_left);
+          ASSERT_NEAR(result->value[c], want, 1e-5 * (1 + std::abs(want)))
+              << "n=" << n << " poisoned=" << poisoned << " c=" << c;
+        }
+      }
+    }
+  });
+}
+
 TEST_P(CoordinateRule, AllInputsNonFiniteIsAnErrorNotACrash) {
   std::vector<float> rows(3 * 10, std::numeric_limits<float>::quiet_NaN());
   auto result = make(kind(), 0)->aggregate(InputMatrix(rows.data(), 3, 10));
@@ -270,8 +303,8 @@ TEST(SelectionNetwork, RegisterSortedPlanMatchesThePrunedNetwork) {
               b = y < x ? x : y;
             }
           const auto plan = detail::selection_plan(m, lo, hi);
-          EXPECT_EQ(plan.sorted_groups, m / 16);
-          kern.sort_groups16(tile.data(), detail::kTile, width, plan.sorted_groups);
+          EXPECT_EQ(plan.sorted_wires, m);
+          kern.sort_groups16(tile.data(), detail::kTile, width, plan.sorted_wires);
           kern.network(tile.data(), detail::kTile, width, plan.comparators.data(), plan.comparators.size());
           for (std::size_t r = lo; r < hi; ++r)
             for (std::size_t j = 0; j < width; ++j) {
@@ -282,6 +315,57 @@ TEST(SelectionNetwork, RegisterSortedPlanMatchesThePrunedNetwork) {
             }
         }
       }
+    }
+  });
+}
+
+// The fused kernel leaves exactly what the copy and the in-place sort leave (bit for bit, ties and
+// signed zeros included) and flags non-finite inputs, on every ISA level.
+TEST(SelectionNetwork, GatherSortEqualsCopyThenSort) {
+  for_each_isa([] {
+    const auto& kern = detail::isa_kernels();
+    const std::size_t width = 3 * detail::kTile, rows = 16, stride = width + 40;
+    const std::size_t tile_floats = rows * detail::kTile;
+    Rng rng(5);
+    std::vector<float> source(rows * stride);
+    for (auto& v : source) {
+      const auto draw = rng.uniform_int(6);
+      v = draw == 0 ? 0.0f : draw == 1 ? -0.0f : static_cast<float>(rng.uniform_int(7)) - 3.0f;
+    }
+    const float* src[16];
+    for (std::size_t r = 0; r < rows; ++r) src[r] = source.data() + r * stride;
+    std::vector<float> want(3 * tile_floats), got(3 * tile_floats);
+    for (std::size_t r = 0; r < rows; ++r)
+      ASSERT_TRUE(kern.copy_finite_tiled(src[r], width, want.data() + r * detail::kTile, tile_floats, nullptr, 0));
+    for (std::size_t t = 0; t < 3; ++t) kern.sort_groups16(want.data() + t * tile_floats, detail::kTile, detail::kTile, 16);
+    ASSERT_TRUE(kern.gather_sort_groups16(src, 16, width, got.data(), tile_floats, 40));
+    ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+    // A partial group (padded with +∞ in registers): its rows only, sorted, the wires above untouched.
+    for (const std::size_t rows_in : {std::size_t{1}, std::size_t{7}, std::size_t{15}}) {
+      std::vector<float> partial_want(3 * tile_floats, 42.0f), partial_got(3 * tile_floats, 42.0f);
+      for (std::size_t r = 0; r < rows_in; ++r)
+        ASSERT_TRUE(kern.copy_finite_tiled(src[r], width, partial_want.data() + r * detail::kTile, tile_floats, nullptr, 0));
+      for (std::size_t t = 0; t < 3; ++t)
+        kern.sort_groups16(partial_want.data() + t * tile_floats, detail::kTile, detail::kTile, rows_in);
+      ASSERT_TRUE(kern.gather_sort_groups16(src, rows_in, width, partial_got.data(), tile_floats, 0));
+      ASSERT_EQ(std::memcmp(partial_want.data(), partial_got.data(), partial_want.size() * sizeof(float)), 0) << rows_in;
+      for (std::size_t t = 0; t < 3; ++t)
+        for (std::size_t j = 0; j < detail::kTile; ++j) {
+          std::vector<float> column_values;
+          for (std::size_t r = 0; r < rows_in; ++r) column_values.push_back(src[r][t * detail::kTile + j]);
+          std::sort(column_values.begin(), column_values.end());
+          for (std::size_t r = 0; r < rows_in; ++r)
+            ASSERT_EQ(partial_got[t * tile_floats + r * detail::kTile + j], column_values[r]);
+          ASSERT_EQ(partial_got[t * tile_floats + rows_in * detail::kTile + j], 42.0f);
+        }
+    }
+    for (const float poison : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+      auto copy = source;
+      copy[11 * stride + width - 1] = poison;
+      const float* poisoned[16];
+      for (std::size_t r = 0; r < rows; ++r) poisoned[r] = copy.data() + r * stride;
+      EXPECT_FALSE(kern.gather_sort_groups16(poisoned, 16, width, got.data(), tile_floats, 0));
+      EXPECT_TRUE(kern.gather_sort_groups16(poisoned, 11, width, got.data(), tile_floats, 0));  // row 11 not read
     }
   });
 }
