@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "attacks/election_attack.h"
+#include "runtime_test_util.h"
 
 namespace ballot::runtime {
 namespace {
@@ -23,10 +24,7 @@ TrainingOptions options_with(const char* attack, std::size_t attackers) {
   return options;
 }
 
-Result<TrainingSetup> setup_for(const TrainingOptions& options) {
-  BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(options));
-  return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data)));
-}
+using testing::setup_for;
 
 // The view an attacker recomputes is bit for bit what every node computes for itself.
 TEST(HonestView, EqualsWhatEachNodeComputes) {

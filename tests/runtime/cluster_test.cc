@@ -11,6 +11,7 @@
 
 #include "runtime/experiment.h"
 #include "runtime/simulator.h"
+#include "runtime_test_util.h"
 #include "transport/crypto.h"
 
 namespace ballot::runtime {
@@ -18,16 +19,7 @@ namespace {
 
 ClusterConfig small_cluster(std::uint64_t rounds) {
   ClusterConfig config;
-  auto& t = config.training;
-  t.nodes = 5;
-  t.byzantine = 1;
-  t.code = "paper5";
-  t.model = "mlp:hidden=16";
-  t.data = "synthetic:examples=2000,features=20,classes=4,separation=2";
-  t.lr = "constant:lr=0.01";
-  t.rounds = rounds;
-  t.eval_every = 0;
-  t.partition_size = 16;
+  config.training = testing::small_synthetic_run(5, "paper5", rounds, 0);
   config.checkpoint_every = 10;
   config.round_deadline_ms = 400;
   return config;
@@ -69,10 +61,7 @@ class ProcessCluster : public ::testing::Test {
   }
 
   // The same training in one process (simulator, lockstep engine), on freshly loaded data.
-  static Result<TrainingSetup> setup_for(const TrainingOptions& options) {
-    BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(options));
-    return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data)));
-  }
+  static Result<TrainingSetup> setup_for(const TrainingOptions& options) { return testing::setup_for(options); }
 
   std::size_t metric_lines() {
     std::ifstream in(dir_ / "metrics.jsonl");

@@ -7,28 +7,14 @@
 #include <vector>
 
 #include "runtime/simulator.h"
+#include "runtime_test_util.h"
 
 namespace ballot::runtime {
 namespace {
 
-TrainingOptions small_run() {
-  TrainingOptions options;
-  options.nodes = 7;
-  options.byzantine = 1;
-  options.code = "deterministic";
-  options.model = "mlp:hidden=16";
-  options.data = "synthetic:examples=2000,features=20,classes=4,separation=2";
-  options.lr = "constant:lr=0.01";
-  options.rounds = 30;
-  options.eval_every = 10;
-  options.partition_size = 16;
-  return options;
-}
+using testing::setup_for;
 
-Result<TrainingSetup> setup_for(const TrainingOptions& options) {
-  BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(options));
-  return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data)));
-}
+TrainingOptions small_run() { return testing::small_synthetic_run(7, "deterministic", 30, 10); }
 
 ExperimentResult run(const TrainingOptions& options) {
   auto setup = setup_for(options);

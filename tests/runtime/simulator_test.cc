@@ -7,28 +7,14 @@
 #include <string>
 
 #include "runtime/experiment.h"
+#include "runtime_test_util.h"
 
 namespace ballot::runtime {
 namespace {
 
-TrainingOptions small_run() {
-  TrainingOptions options;
-  options.nodes = 5;
-  options.byzantine = 1;
-  options.code = "paper5";
-  options.model = "mlp:hidden=16";
-  options.data = "synthetic:examples=2000,features=20,classes=4,separation=2";
-  options.lr = "constant:lr=0.01";
-  options.rounds = 60;
-  options.eval_every = 0;
-  options.partition_size = 16;
-  return options;
-}
+using testing::setup_for;
 
-Result<TrainingSetup> setup_for(const TrainingOptions& options) {
-  BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(options));
-  return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data)));
-}
+TrainingOptions small_run() { return testing::small_synthetic_run(5, "paper5", 60, 0); }
 
 // Issue 7: node state (the Signum momentum of each partition, the codec's error-feedback memory)
 // is saved with the server's checkpoint. A run stopped after round 10 and started again from the

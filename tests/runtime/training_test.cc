@@ -4,6 +4,7 @@
 
 #include "coding/election_encoder.h"
 #include "kernels/sign_kernels.h"
+#include "runtime_test_util.h"
 
 namespace ballot::runtime {
 namespace {
@@ -19,10 +20,7 @@ TrainingOptions small() {
   return options;
 }
 
-TrainingSetup make(const TrainingOptions& options) {
-  auto data = load_training_data(options).value();
-  return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
-}
+TrainingSetup make(const TrainingOptions& options) { return testing::setup_for(options).value(); }
 
 TEST(TrainingOptions, ValidateNamesTheOption) {
   auto options = small();
