@@ -65,7 +65,8 @@ struct IsaKernels {
   // The tile's rows [first, last + w) and the middle ranks (m − 1)/2, m/2 hold the sorted values
   // of those ranks per column. out[j] = mean of the w consecutive ranks, starting in [first, last],
   // whose largest distance to the column's median is smallest (the w values closest to the median;
-  // ties: the lowest window). Full tiles need last ≤ first + w (true of window_ranks).
+  // ties: the lowest window), summed in double, rank r into accumulator (r − first) mod 4, the four
+  // combined as (s0 + s1) + (s2 + s3). Full tiles need last ≤ first + w (true of window_ranks).
   void (*closest_window_mean)(const float* tile, std::size_t stride, std::size_t width,
                               std::size_t m, std::size_t w, std::size_t first, std::size_t last,
                               float* out);
