@@ -348,6 +348,8 @@ Result<CoordinateOutcome> coordinate_wise(
     if (use_network && plan.op != CoordinateOp::kMean) network = selection_plan(m, need_lo, need_hi);
 
     const std::size_t columns = block_columns(m);
+    // The fused kernel has no column tail: whole blocks must be whole tiles (so whole vectors).
+    BALLOT_ENFORCE(columns % kTile == 0);
     const std::size_t blocks = (d + columns - 1) / columns;
     std::atomic<bool> found_non_finite{false};
     const bool check = attempt == 0;

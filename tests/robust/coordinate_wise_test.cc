@@ -161,21 +161,33 @@ TEST_P(CoordinateRule, NonFiniteInputsAreExcludedAndNamed) {
   });
 }
 
-// From 16 inputs on, whole column blocks take the fused path (groups of 16 rows gathered and
-// sorted in one pass) and the last, partial block the copy path: both against the reference, with
-// non-finite values in a fused group, in the copied rows and in the partial block.
+// With a selection network (every rule here but the mean), whole column blocks take the fused
+// path (groups of up to 16 rows gathered and sorted in one pass) and the last, partial block the
+// copy path: both against the reference, with non-finite values found by the fused kernel alone
+// (in a full and in a partial group of a whole block) and by the copy path (partial block).
 TEST_P(CoordinateRule, FusedGroupsOverWholeBlocksAndThePartialOne) {
+  if (kind() == Kind::kMean) GTEST_SKIP() << "the mean has no network: always the copy path";
   for_each_isa([&] {
     for (std::size_t n : {7u, 16u, 40u}) {  // one partial group; one whole group; two and a partial one
-      const std::size_t d = 5000;  // whole blocks of 2048 (n = 16) or 768 (n = 40) columns, then a partial one
-      const std::size_t f = kind() == Kind::kMean ? 0 : n / 4;
-      for (const bool poisoned : {false, true}) {
+      const std::size_t d = 5000;  // whole blocks of 2048 (n = 7, 16) or 768 (n = 40) columns, then a partial one
+      const std::size_t f = n / 4;
+      enum class Poison { kNone, kFusedFullGroup, kFusedPartialGroup, kBoth };
+      for (const Poison poison : {Poison::kNone, Poison::kFusedFullGroup, Poison::kFusedPartialGroup, Poison::kBoth}) {
+        const bool poisoned = poison != Poison::kNone;
         auto rows = gaussian_rows(n, d, 21 + n);
         std::vector<std::size_t> bad;
-        if (poisoned) {
+        if (poison == Poison::kFusedFullGroup && n >= 16) {
+          rows[3 * d + 800] = std::numeric_limits<float>::quiet_NaN();  // rows 0..15: a full group, whole block
+          bad = {3};
+        } else if (poison == Poison::kFusedPartialGroup && n % 16 != 0) {
+          rows[(n - 1) * d + 800] = -std::numeric_limits<float>::infinity();  // the last, partial group
+          bad = {n - 1};
+        } else if (poison == Poison::kBoth) {
           rows[(n / 2) * d + 800] = std::numeric_limits<float>::quiet_NaN();  // a fused group, whole block
           rows[(n - 1) * d + d - 10] = std::numeric_limits<float>::infinity();  // last row, partial block
           bad = {n / 2, n - 1};
+        } else if (poisoned) {
+          continue;  // no such group at this n
         }
         auto result = make(kind(), f)->aggregate(InputMatrix(rows.data(), n, d));
         ASSERT_TRUE(result.ok()) << result.error().to_string();
@@ -186,8 +198,9 @@ TEST_P(CoordinateRule, FusedGroupsOverWholeBlocksAndThePartialOne) {
             if (std::find(bad.begin(), bad.end(), i) == bad.end()) v.push_back(rows[i * d + c]);
           const std::size_t f_left = f - std::min(f, bad.size());
           const double want = reference(kind(), v, f_left);
+          ASSERT_TRUE(std::isfinite(result->value[c]));
           ASSERT_NEAR(result->value[c], want, 1e-5 * (1 + std::abs(want)))
-              << "n=" << n << " poisoned=" << poisoned << " c=" << c;
+              << "n=" << n << " poison=" << static_cast<int>(poison) << " c=" << c;
         }
       }
     }
@@ -283,9 +296,10 @@ TEST(SelectionNetwork, RegisterSortedPlanMatchesThePrunedNetwork) {
   for_each_isa([] {
     const auto& kern = detail::isa_kernels();
     Rng rng(17);
-    for (std::size_t m : {16u, 17u, 31u, 32u, 33u, 48u, 52u, 64u, 76u, 100u, 127u, 128u}) {
+    for (std::size_t m : {1u, 2u, 3u, 5u, 7u, 8u, 9u, 10u, 15u, 16u, 17u, 31u, 32u, 33u, 48u, 52u, 64u, 76u, 100u,
+                          127u, 128u}) {
       const std::size_t mid = (m - 1) / 2;
-      const std::pair<std::size_t, std::size_t> ranges[] = {{mid, m / 2 + 1}, {m / 4, m - m / 4}, {0, m}, {mid - m / 8, mid + 3}};
+      const std::pair<std::size_t, std::size_t> ranges[] = {{mid, m / 2 + 1}, {m / 4, m - m / 4}, {0, m}, {mid - m / 8, std::min(mid + 3, m)}};
       for (const auto& [lo, hi] : ranges) {
         for (std::size_t width : {detail::kTile, std::size_t{23}}) {
           std::vector<float> tile(m * detail::kTile);
@@ -366,6 +380,14 @@ TEST(SelectionNetwork, GatherSortEqualsCopyThenSort) {
       for (std::size_t r = 0; r < rows; ++r) poisoned[r] = copy.data() + r * stride;
       EXPECT_FALSE(kern.gather_sort_groups16(poisoned, 16, width, got.data(), tile_floats, 0));
       EXPECT_TRUE(kern.gather_sort_groups16(poisoned, 11, width, got.data(), tile_floats, 0));  // row 11 not read
+      EXPECT_FALSE(kern.gather_sort_groups16(poisoned, 12, width, got.data(), tile_floats, 0));  // partial group
+      for (const std::size_t rows_in : {std::size_t{1}, std::size_t{7}}) {
+        auto first_column = source;
+        first_column[(rows_in - 1) * stride] = poison;
+        const float* partial[16];
+        for (std::size_t r = 0; r < rows; ++r) partial[r] = first_column.data() + r * stride;
+        EXPECT_FALSE(kern.gather_sort_groups16(partial, rows_in, width, got.data(), tile_floats, 0)) << rows_in;
+      }
     }
   });
 }
