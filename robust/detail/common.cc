@@ -347,18 +347,38 @@ Result<CoordinateOutcome> coordinate_wise(
     SelectionPlan network;
     if (use_network && plan.op != CoordinateOp::kMean) network = selection_plan(m, need_lo, need_hi);
 
-    const std::size_t columns = block_columns(m);
+    // The mean keeps only 2048 double sums (16 KiB, in L1) per block, whatever m: long runs per row.
+    const std::size_t columns = plan.op == CoordinateOp::kMean ? 2048 : block_columns(m);
     // The fused kernel has no column tail: whole blocks must be whole tiles (so whole vectors).
     BALLOT_ENFORCE(columns % kTile == 0);
     const std::size_t blocks = (d + columns - 1) / columns;
     std::atomic<bool> found_non_finite{false};
     const bool check = attempt == 0;
     parallel_for(blocks, threads, [&](std::size_t b0, std::size_t b1) {
-      std::vector<float> block(m * columns);  // columns is a multiple of kTile
+      const bool mean = plan.op == CoordinateOp::kMean;
+      std::vector<float> block(mean ? 0 : m * columns);  // columns is a multiple of kTile
+      std::vector<double> sums(mean ? columns : 0);
       std::vector<float> column(m);
       for (std::size_t b = b0; b < b1; ++b) {
         if (found_non_finite.load(std::memory_order_relaxed)) return;
         const std::size_t begin = b * columns, width = std::min(columns, d - begin);
+        if (mean) {
+          // No order statistics: each row's piece is added straight into double sums (row order,
+          // as rows_mean does), read once and never copied.
+          const std::size_t ahead = b + 1 < b1 ? std::min(columns, d - begin - width) : 0;
+          std::fill(sums.begin(), sums.begin() + static_cast<std::ptrdiff_t>(width), 0.0);
+          bool finite = true;
+          for (std::size_t r = 0; r < m; ++r)
+            finite &= kern.add_finite(inputs.row(rows[r]) + begin, width, sums.data(), inputs.row(rows[r]) + begin + width,
+                                      ahead);
+          if (check && !finite) {
+            found_non_finite.store(true, std::memory_order_relaxed);
+            return;
+          }
+          const double scale = 1.0 / static_cast<double>(m);
+          for (std::size_t j = 0; j < width; ++j) out.value[begin + j] = static_cast<float>(sums[j] * scale);
+          continue;
+        }
         // Layout: tile t of row r at block[t·m·kTile + r·kTile], so each tile (all rows) is one
         // contiguous L1-sized piece.
         const std::size_t tile_floats = m * kTile;

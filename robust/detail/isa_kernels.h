@@ -27,6 +27,9 @@ struct IsaKernels {
   // Meanwhile prefetches ahead[0, ahead_len) (ahead_len may be 0): the next block of the same row.
   bool (*copy_finite_tiled)(const float* src, std::size_t len, float* dst, std::size_t tile_stride,
                             const float* ahead, std::size_t ahead_len);
+  // acc[j] += x[j] (in double) for j < len, and whether all x are finite. Prefetches
+  // ahead[0, ahead_len) on the way, like copy_finite_tiled.
+  bool (*add_finite)(const float* x, std::size_t len, double* acc, const float* ahead, std::size_t ahead_len);
   // Σ x² in double (finite inputs give a finite result unless it overflows double).
   double (*squared_norm)(const float* x, std::size_t len);
   // Σ x·y in double.
