@@ -325,7 +325,7 @@ Status init_ca(const fs::path& dir, const CaOptions& options) {
     // Parents as `mkdir -p` would make them; the key directory itself owner-only. ("keys/" names
     // the directory "keys": its parent_path() would be "keys" itself.)
     fs::path target = dir;
-    while (!target.empty() && !target.has_filename()) target = target.parent_path();
+    while (!target.empty() && !target.has_filename() && target.parent_path() != target) target = target.parent_path();
     if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
     if (::mkdir(target.c_str(), 0700) != 0)
       return make_error(ErrorCode::kIo, "cannot create directory " + quoted(dir) + ": " + std::strerror(errno));
