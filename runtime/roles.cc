@@ -616,23 +616,21 @@ Result<NodeSummary> Node::run() {
           // frame counted against this node. Otherwise: this round's partition to the column.
           if (pending.active && pending.round == round) continue;
           if (last_vote && last_vote_round == round) continue;
-          {
-            BALLOT_ASSIGN_OR_RETURN(auto own, send_partition_signs(*start, worker, replica, column, send_failures));
-            // Within the round deadline, so that the vote still counts at the server.
-            const double fraction = std::clamp(options_.exchange_input_fraction, 0.0, 1.0);
-            const auto wait = std::chrono::duration<double, std::milli>(fraction * static_cast<double>(start->deadline_ms));
-            pending = PendingVote{true, round, *start,
-                                  Clock::now() + std::chrono::duration_cast<Clock::duration>(wait), {}};
-            // Its own input is handled here, without the network.
-            if (in_row(index_) && own) {
-              pending.inputs.push_back(Input{static_cast<std::uint32_t>(index_), std::move(own->first), own->second});
-            }
-            if (auto it = early.find(round); it != early.end()) {
-              for (auto& input : it->second) take_input(input);
-            }
-            early.erase(early.begin(), early.upper_bound(round));
-            BALLOT_TRY(finish_exchange_vote());
+          BALLOT_ASSIGN_OR_RETURN(auto own, send_partition_signs(*start, worker, replica, column, send_failures));
+          // Within the round deadline, so that the vote still counts at the server.
+          const double fraction = std::clamp(options_.exchange_input_fraction, 0.0, 1.0);
+          const auto wait = std::chrono::duration<double, std::milli>(fraction * static_cast<double>(start->deadline_ms));
+          pending = PendingVote{true, round, *start,
+                                Clock::now() + std::chrono::duration_cast<Clock::duration>(wait), {}};
+          // Its own input is handled here, without the network.
+          if (in_row(index_) && own) {
+            pending.inputs.push_back(Input{static_cast<std::uint32_t>(index_), std::move(own->first), own->second});
           }
+          if (auto it = early.find(round); it != early.end()) {
+            for (auto& input : it->second) take_input(input);
+          }
+          early.erase(early.begin(), early.upper_bound(round));
+          BALLOT_TRY(finish_exchange_vote());
           continue;
         }
         // A repeated start (the server answers every Join with the round's start, and a starting
@@ -640,34 +638,32 @@ Result<NodeSummary> Node::run() {
         // once, as in exchange. Computing it again would advance the worker momentum twice and
         // make the node equivocate; re-sending it would reach the server after it decided.
         if (last_vote && last_vote_round == round) continue;
-        {
-          const RoundView* view = coalition ? coalition->view(replica, round).get() : nullptr;
-          if (setup_.sign_vote()) {
-            Vote vote;
-            vote.round = round;
-            vote.model_digest = start->model_digest;
-            vote.loss = worker.vote(replica, round, vote_signs);
-            if (byzantine) byzantine_vote(setup_, view, index_, round, vote_signs);
-            vote.signs = vote_signs;
-            if (protocol_attack(round) && protocol_attack(round)->kind == attacks::AttackKind::kWrongDigest) {
-              vote.model_digest[0] ^= 0x01;
-            }
-            last_vote = encode(vote);
-          } else {
-            EncodedVote vote;
-            vote.round = round;
-            vote.model_digest = start->model_digest;
-            vote.loss = worker.gradient(replica, round, gradient);
-            if (byzantine) byzantine_gradient(setup_, view, index_, round, gradient);
-            Rng rng = codec_rng(setup_, round, index_);
-            vote.bytes = codec->encode(gradient, replica.model().layout(), rng).bytes;
-            if (protocol_attack(round) && protocol_attack(round)->kind == attacks::AttackKind::kWrongDigest) {
-              vote.model_digest[0] ^= 0x01;
-            }
-            last_vote = encode(vote);
+        const RoundView* view = coalition ? coalition->view(replica, round).get() : nullptr;
+        if (setup_.sign_vote()) {
+          Vote vote;
+          vote.round = round;
+          vote.model_digest = start->model_digest;
+          vote.loss = worker.vote(replica, round, vote_signs);
+          if (byzantine) byzantine_vote(setup_, view, index_, round, vote_signs);
+          vote.signs = vote_signs;
+          if (protocol_attack(round) && protocol_attack(round)->kind == attacks::AttackKind::kWrongDigest) {
+            vote.model_digest[0] ^= 0x01;
           }
-          last_vote_round = round;
+          last_vote = encode(vote);
+        } else {
+          EncodedVote vote;
+          vote.round = round;
+          vote.model_digest = start->model_digest;
+          vote.loss = worker.gradient(replica, round, gradient);
+          if (byzantine) byzantine_gradient(setup_, view, index_, round, gradient);
+          Rng rng = codec_rng(setup_, round, index_);
+          vote.bytes = codec->encode(gradient, replica.model().layout(), rng).bytes;
+          if (protocol_attack(round) && protocol_attack(round)->kind == attacks::AttackKind::kWrongDigest) {
+            vote.model_digest[0] ^= 0x01;
+          }
+          last_vote = encode(vote);
         }
+        last_vote_round = round;
         BALLOT_TRY(send_vote(*start, *last_vote, previous_frame, send_failures));
         ++summary.votes_sent;
         break;
