@@ -1,0 +1,50 @@
+"""Array plumbing shared by the modules: recognising torch tensors without importing torch, and
+handing results back in the caller's array type and on its device."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+
+def is_torch(x: Any) -> bool:
+    """True for a torch.Tensor (checked by type, so torch is never imported here)."""
+    return type(x).__module__.startswith("torch") and hasattr(x, "device") and hasattr(x, "dtype")
+
+
+def first_of(vectors: Any) -> Any:
+    """The first vector of a list of vectors, or the 2-D array itself."""
+    if isinstance(vectors, (list, tuple)):
+        if not vectors:
+            raise ValueError("vectors: at least one vector is needed")
+        return vectors[0]
+    return vectors
+
+
+def like(value: np.ndarray, reference: Any) -> Any:
+    """`value` (a numpy array Ballot produced) as the reference's type and device: a torch tensor
+    on the reference's device (zero-copy on the CPU), else the numpy array itself."""
+    if is_torch(reference):
+        import torch
+
+        tensor = torch.from_numpy(value)
+        return tensor if reference.device.type == "cpu" else tensor.to(reference.device)
+    return value
+
+
+def is_cuda(x: Any) -> bool:
+    return is_torch(x) and x.device.type == "cuda"
+
+
+def cuda_stream(x: Any) -> int:
+    """The raw handle of torch's current stream on x's device (0 for CPU arrays)."""
+    if not is_cuda(x):
+        return 0
+    import torch
+
+    return int(torch.cuda.current_stream(x.device).cuda_stream)
+
+
+def as_sequence(vectors: Any) -> Sequence[Any]:
+    return vectors if isinstance(vectors, (list, tuple)) else [vectors[i] for i in range(len(vectors))]

@@ -1,0 +1,99 @@
+"""Gradient attacks (C++ ``ballot::attacks``): what a Byzantine worker sends instead of its
+honest gradient, crafted from the honest vectors of the round (an omniscient attacker, as in
+the evaluation engine). ALGORITHMS.md section 6 gives the formulas.
+
+Each attack is a callable object in the style of ByzFL's attack classes:
+``attack(honest_vectors) -> vector``, where honest_vectors is a list of 1-D float32 arrays or
+tensors or one 2-D array; the result has the input's type. ``m`` is the number of attackers
+(ALIE's z depends on it) and ``n`` the total number of workers (default: honest + m).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ballot import _native
+from ballot._arrays import first_of, like
+
+
+def _count(vectors: Any) -> int:
+    return len(vectors) if isinstance(vectors, (list, tuple)) else int(vectors.shape[0])
+
+
+def craft(spec: str, honest_vectors: Any, *, m: int = 1, n: Optional[int] = None, own: Any = None,
+          seed: int = 0, stream: int = 0) -> Any:
+    """The vector an attacker sends under the attack ``spec`` (``"alie"``, ``"ipm:eps=0.5"``,
+    ``"gaussian:sigma=200"``, ``"scaled:factor=-10"``, ``"sign_flip"``, ``"zero"``,
+    ``"mimic:target=0"``). ``own``: the attacker's own honest gradient (sign_flip and scaled
+    use it; without it they use the honest mean). Gaussian draws from Philox ``(seed, stream)``."""
+    total = _count(honest_vectors) + m if n is None else n
+    value = _native.craft_gradient(spec, honest_vectors, own, int(total), int(m), int(seed), int(stream))
+    return like(value, first_of(honest_vectors) if _count(honest_vectors) else own)
+
+
+def alie_z(n: int, m: int) -> float:
+    """z of "a little is enough" for n workers of which m attack (Baruch et al., 2019)."""
+    return float(_native.alie_z(int(n), int(m)))
+
+
+class GradientAttack:
+    """An attack by spec with its coalition size; ``__call__(honest_vectors, own=None)``."""
+
+    def __init__(self, spec: str, m: int = 1, n: Optional[int] = None, seed: int = 0) -> None:
+        self.spec, self.m, self.n, self.seed = spec, m, n, seed
+        self._calls = 0
+
+    def __call__(self, honest_vectors: Any, own: Any = None) -> Any:
+        # Each call draws from its own stream, so repeated calls give fresh Gaussian noise.
+        self._calls += 1
+        return craft(self.spec, honest_vectors, m=self.m, n=self.n, own=own, seed=self.seed, stream=self._calls)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec!r}, m={self.m})"
+
+
+class SignFlip(GradientAttack):
+    """-g_own (the negated honest mean when own is not given)."""
+
+    def __init__(self, m: int = 1, n: Optional[int] = None) -> None:
+        super().__init__("sign_flip", m, n)
+
+
+class Scaled(GradientAttack):
+    """factor * g_own."""
+
+    def __init__(self, factor: float = -10.0, m: int = 1, n: Optional[int] = None) -> None:
+        super().__init__(f"scaled:factor={factor!r}", m, n)
+
+
+class Gaussian(GradientAttack):
+    """N(0, sigma^2) per coordinate."""
+
+    def __init__(self, sigma: float = 200.0, m: int = 1, n: Optional[int] = None, seed: int = 0) -> None:
+        super().__init__(f"gaussian:sigma={sigma!r}", m, n, seed)
+
+
+class Zero(GradientAttack):
+    def __init__(self, m: int = 1, n: Optional[int] = None) -> None:
+        super().__init__("zero", m, n)
+
+
+class ALIE(GradientAttack):
+    """mean - z * std of the honest vectors; z from (n, m) unless given (Baruch et al., 2019)."""
+
+    def __init__(self, z: Optional[float] = None, m: int = 1, n: Optional[int] = None) -> None:
+        super().__init__("alie" if z is None else f"alie:z={z!r}", m, n)
+
+
+class IPM(GradientAttack):
+    """-eps * mean of the honest vectors (Xie et al., 2019)."""
+
+    def __init__(self, eps: float = 0.1, m: int = 1, n: Optional[int] = None) -> None:
+        super().__init__(f"ipm:eps={eps!r}", m, n)
+
+
+class Mimic(GradientAttack):
+    """A copy of honest worker ``target`` (Karimireddy et al., 2022)."""
+
+    def __init__(self, target: int = 0, m: int = 1, n: Optional[int] = None) -> None:
+        super().__init__(f"mimic:target={int(target)}", m, n)

@@ -1,0 +1,67 @@
+// ballot._native bindings of robust/: aggregation rules and pipelines from registry strings.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+
+#include "python/src/native.h"
+#include "robust/registry.h"
+
+namespace ballot::python {
+namespace {
+
+nb::dict report_dict(const robust::AggregationReport& report) {
+  nb::dict out;
+  out["non_finite"] = nb::cast(report.non_finite);
+  out["selected"] = nb::cast(report.selected);
+  out["excluded"] = nb::cast(report.excluded);
+  out["scores"] = nb::cast(report.scores);
+  out["iterations"] = report.iterations;
+  return out;
+}
+
+// Owns one rule or pipeline. Not thread-safe (as robust::Aggregator): the Python layer gives each
+// Aggregator object its own instance.
+class NativeAggregator {
+ public:
+  explicit NativeAggregator(const std::string& spec)
+      : rule_(unwrap(robust::make_aggregator(spec))) {}
+
+  std::string spec() const { return rule_->spec(); }
+  void check(std::size_t n) const { unwrap(rule_->check(n)); }
+
+  nb::tuple aggregate(nb::handle vectors) {
+    FloatRows rows = float_rows(vectors, "vectors");
+    if (rows.device != Device::kCpu)
+      throw nb::value_error("vectors: robust rules run on the CPU in this build; move the tensors with .cpu()");
+    if (rows.rows.empty()) throw nb::value_error("vectors: at least one vector is needed");
+    std::vector<std::span<const float>> spans;
+    spans.reserve(rows.rows.size());
+    for (const float* row : rows.rows) spans.emplace_back(row, rows.d);
+    Result<robust::AggregationResult> result = make_error(ErrorCode::kInternal, "not run");
+    {
+      nb::gil_scoped_release released;
+      result = rule_->aggregate(std::span<const std::span<const float>>(spans));
+    }
+    robust::AggregationResult value = unwrap(std::move(result));
+    nb::dict report = report_dict(value.report);
+    return nb::make_tuple(to_numpy(std::move(value.value)), report);
+  }
+
+ private:
+  std::unique_ptr<robust::Aggregator> rule_;
+};
+
+}  // namespace
+
+void register_robust(nb::module_& m) {
+  nb::class_<NativeAggregator>(m, "Aggregator")
+      .def(nb::init<const std::string&>(), nb::arg("spec"))
+      .def_prop_ro("spec", &NativeAggregator::spec)
+      .def("check", &NativeAggregator::check, nb::arg("n"))
+      .def("aggregate", &NativeAggregator::aggregate, nb::arg("vectors"));
+  m.def("rule_names", &robust::rule_names);
+  m.def("pre_aggregator_names", &robust::pre_aggregator_names);
+}
+
+}  // namespace ballot::python

@@ -1,0 +1,129 @@
+import numpy as np
+import pytest
+
+from ballot import codecs
+from conftest import torch_or_skip
+
+
+def grad(rng, d):
+    return rng.standard_normal(d).astype(np.float32)
+
+
+def test_codec_names_cover_the_registry():
+    assert {"fp32", "sign", "topk", "qsgd", "terngrad", "onebit", "dgc"} <= set(codecs.codec_names())
+
+
+@pytest.mark.parametrize("spec", ["fp32", "fp16", "sign", "scaled_sign", "topk:ratio=0.1", "randomk:ratio=0.1",
+                                  "qsgd:s=16", "terngrad", "onebit", "threshold:tau=0.5"])
+def test_encode_decode_round_trip_sizes(rng, spec):
+    c = codecs.Codec(spec, seed=3)
+    g = grad(rng, 1000)
+    data = c.encode(g)
+    assert isinstance(data, bytes)
+    if c.exact_wire_size:
+        assert len(data) == c.wire_size(1000)
+    else:
+        assert len(data) <= c.wire_size(1000)
+    out = c.decode(data, 1000)
+    assert out.dtype == np.float32 and out.shape == (1000,)
+
+
+def test_fp32_is_lossless_and_decode_add_accumulates(rng):
+    c = codecs.Codec("fp32")
+    g = grad(rng, 300)
+    np.testing.assert_array_equal(c.decode(c.encode(g), 300), g)
+    acc = np.ones(300, np.float32)
+    c.decode_add(c.encode(g), acc, weight=2.0)
+    np.testing.assert_allclose(acc, 1 + 2 * g, rtol=1e-6)
+
+
+def test_topk_keeps_the_largest(rng):
+    g = grad(rng, 1000)
+    out = codecs.Codec("topk:k=10").decode(codecs.Codec("topk:k=10").encode(g), 1000)
+    kept = np.flatnonzero(out)
+    assert set(kept) == set(np.argsort(-np.abs(g))[:10])
+
+
+def test_stochastic_codecs_are_reproducible_from_seed(rng):
+    g = grad(rng, 2048)
+    a = codecs.Codec("qsgd:s=4", seed=7).encode(g)
+    b = codecs.Codec("qsgd:s=4", seed=7).encode(g)
+    c = codecs.Codec("qsgd:s=4", seed=8).encode(g)
+    assert a == b and a != c
+
+
+def test_qsgd_is_unbiased(rng):
+    g = grad(rng, 256)
+    c = codecs.Codec("qsgd:s=2", seed=1)
+    mean = np.mean([c.decode(c.encode(g), 256) for _ in range(2000)], axis=0)
+    np.testing.assert_allclose(mean, g, atol=0.15 * np.linalg.norm(g) / np.sqrt(256) * 4)
+
+
+def test_error_feedback_memory_and_state_round_trip(rng):
+    g = grad(rng, 500)
+    c = codecs.Codec("scaled_sign:granularity=model,ef=1")
+    assert c.stateful and c.memory is not None and not c.memory.any()
+    sent = c.decode(c.encode(g), 500)
+    np.testing.assert_allclose(c.memory, g - sent, rtol=1e-5, atol=1e-6)
+    state = c.save_state()
+    fresh = codecs.Codec("scaled_sign:granularity=model,ef=1")
+    fresh.load_state(state, 500)
+    np.testing.assert_array_equal(fresh.memory, c.memory)
+    assert fresh.encode(g) == c.encode(g)
+    c.reset_state()
+    assert not c.memory.any()
+    assert codecs.Codec("sign").memory is None
+
+
+def test_layouts_per_layer(rng):
+    g = grad(rng, 30)
+    c = codecs.Codec("scaled_sign:granularity=layer")
+    for layout in ([10, 20], [("a", 10), ("b", 20)], {"a": 10, "b": 20}):
+        out = c.decode(c.encode(g, layout), layout)
+        assert np.allclose(np.abs(out[:10]), np.abs(g[:10]).mean(), rtol=1e-5)
+        assert np.allclose(np.abs(out[10:]), np.abs(g[10:]).mean(), rtol=1e-5)
+    with pytest.raises(ValueError, match="layout"):
+        c.encode(g, [10, 10])
+
+
+def test_layout_of_a_torch_module():
+    torch = torch_or_skip()
+    model = torch.nn.Linear(3, 2)
+    assert codecs.layout_of(model) == [("weight", 6), ("bias", 2)]
+
+
+def test_bad_bytes_are_value_errors_and_leave_the_accumulator(rng):
+    c = codecs.Codec("topk:k=5")
+    data = bytearray(c.encode(grad(rng, 100)))
+    acc = np.zeros(100, np.float32)
+    for bad in (bytes(data[:10]), bytes(data[:-1]), b"", bytes([0xFF]) * len(data)):
+        with pytest.raises(ValueError):
+            c.decode_add(bad, acc)
+    assert not acc.any()
+    with pytest.raises(TypeError):
+        c.decode("text", 100)
+
+
+def test_bad_specs_and_inputs():
+    with pytest.raises(ValueError, match="nope"):
+        codecs.Codec("nope")
+    with pytest.raises(ValueError, match="bogus"):
+        codecs.Codec("qsgd:bogus=1")
+    c = codecs.Codec("sign")
+    with pytest.raises(TypeError, match="float32"):
+        c.encode(np.zeros(4))
+    with pytest.raises(ValueError, match="elements"):
+        c.encode(np.zeros(4, np.float32), 5)
+    with pytest.raises(ValueError, match="read-only"):
+        ro = np.zeros(4, np.float32)
+        ro.setflags(write=False)
+        c.decode_add(c.encode(np.ones(4, np.float32)), ro)
+
+
+def test_torch_gradients(rng):
+    torch = torch_or_skip()
+    g = torch.from_numpy(grad(rng, 64))
+    c = codecs.Codec("fp32")
+    acc = torch.zeros(64)
+    c.decode_add(c.encode(g), acc)
+    assert torch.equal(acc, g)

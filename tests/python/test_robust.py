@@ -1,0 +1,124 @@
+import numpy as np
+import pytest
+
+import ballot
+from ballot import robust
+from conftest import torch_or_skip
+
+
+def vectors(rng, n, d):
+    return [rng.standard_normal(d).astype(np.float32) for _ in range(n)]
+
+
+def test_rule_names_are_the_registry_names():
+    names = robust.rule_names()
+    for name in ("mean", "median", "trimmed_mean", "meamed", "krum", "multi_krum", "bulyan",
+                 "geometric_median", "centered_clipping", "mda"):
+        assert name in names
+    assert set(robust.pre_aggregator_names()) >= {"nnm", "bucketing", "clipping"}
+
+
+def test_median_of_a_list_matches_numpy(rng):
+    xs = vectors(rng, 7, 1000)
+    out = robust.Aggregator("median")(xs)
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == (1000,)
+    np.testing.assert_array_equal(out, np.median(np.stack(xs), axis=0).astype(np.float32))
+
+
+def test_trimmed_mean_ignores_outliers(rng):
+    xs = vectors(rng, 5, 64)
+    xs[0][:] = 1e6
+    out = robust.aggregate(xs, "trimmed_mean:f=1").value
+    assert np.abs(out).max() < 10
+
+
+def test_two_d_input_and_column_slices_are_read_in_place(rng):
+    full = rng.standard_normal((9, 200)).astype(np.float32)
+    view = full[:, 50:150]  # row stride 200, unit column stride: no copy needed
+    out = robust.Aggregator("mean")(view)
+    np.testing.assert_allclose(out, view.astype(np.float64).mean(axis=0), rtol=1e-6, atol=1e-6)
+
+
+def test_krum_reports_selection_and_scores(rng):
+    xs = vectors(rng, 7, 32)
+    xs[3] = xs[3] + 100
+    value, report = robust.aggregate(xs, "krum:f=2")
+    assert report.selected and 3 not in report.selected
+    assert len(report.scores) == 7
+    np.testing.assert_array_equal(value, xs[report.selected[0]])
+
+
+def test_pipeline_and_threads_give_identical_bits(rng):
+    xs = vectors(rng, 12, 5000)
+    one = robust.Aggregator("nnm:f=2 > trimmed_mean:f=2")(xs)
+    two = robust.Aggregator("nnm:f=2 > trimmed_mean:f=2", threads=2)(xs)
+    np.testing.assert_array_equal(one, two)
+    assert "threads=2" in robust.Aggregator("median", threads=2).spec
+
+
+def test_non_finite_inputs_are_reported_and_never_win(rng):
+    xs = vectors(rng, 5, 16)
+    xs[2][4] = np.nan
+    agg = robust.Aggregator("median:f=1")
+    out = agg(xs)
+    assert np.isfinite(out).all()
+    assert agg.last_report.non_finite == [2]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("no_such_rule", "no_such_rule"),
+    ("krum:f=3", r"2f \+ 3"),
+    ("median:bogus=1", "bogus"),
+])
+def test_bad_specs_and_preconditions_are_value_errors(rng, spec, message):
+    with pytest.raises(ValueError, match=message):
+        robust.Aggregator(spec)(vectors(rng, 5, 8))
+
+
+def test_wrong_dtype_is_a_type_error(rng):
+    with pytest.raises(TypeError, match="float32"):
+        robust.Aggregator("mean")([np.zeros(4), np.zeros(4)])
+
+
+def test_mismatched_sizes_and_bad_shapes_are_value_errors():
+    with pytest.raises(ValueError, match=r"vectors\[1\]"):
+        robust.Aggregator("mean")([np.zeros(4, np.float32), np.zeros(5, np.float32)])
+    with pytest.raises(ValueError, match="2-D"):
+        robust.Aggregator("mean")(np.zeros((2, 2, 2), np.float32))
+    with pytest.raises(ValueError, match="contiguous"):
+        robust.Aggregator("mean")([np.zeros(8, np.float32)[::2]])
+    with pytest.raises(ValueError, match="at least one"):
+        robust.Aggregator("mean")([])
+    with pytest.raises(TypeError, match="array or tensor"):
+        robust.Aggregator("mean")(["not an array"])
+
+
+def test_threads_argument_is_checked():
+    with pytest.raises(ValueError, match="threads"):
+        robust.Aggregator("mean", threads=0)
+    with pytest.raises(ValueError, match="both"):
+        robust.Aggregator("median:threads=2", threads=2)
+
+
+def test_read_only_inputs_are_accepted(rng):
+    x = rng.standard_normal((3, 10)).astype(np.float32)
+    x.setflags(write=False)
+    robust.Aggregator("median")(x)
+
+
+def test_torch_tensors_in_torch_tensor_out(rng):
+    torch = torch_or_skip()
+    xs = [torch.from_numpy(v) for v in vectors(rng, 5, 100)]
+    out = robust.Aggregator("meamed:f=1")(xs)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.device.type == "cpu"
+    np.testing.assert_array_equal(out.numpy(), robust.Aggregator("meamed:f=1")([x.numpy() for x in xs]))
+    stacked = torch.stack(xs)
+    assert isinstance(robust.Aggregator("mean")(stacked), torch.Tensor)
+    with pytest.raises(TypeError, match="float32"):
+        robust.Aggregator("mean")([x.double() for x in xs])
+
+
+def test_help_has_docstrings():
+    assert "registry" in robust.__doc__
+    assert robust.Aggregator.__doc__ and robust.aggregate.__doc__
+    assert ballot.__version__
