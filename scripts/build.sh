@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds one CMake preset (default: release). Usage: scripts/build.sh [preset] [cmake -D...]
+# Uses ccache when it is installed (scripts/setup.sh installs it): paths are taken relative to the
+# repository, so another clone on the same machine reuses the cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/ccache_env.sh
 preset=${1:-release}
 shift || true
 cmake --preset "$preset" "$@" >/dev/null

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  cmake g++ ninja-build git pkg-config
+  cmake g++ ninja-build git pkg-config ccache
   clang libclang-rt-14-dev            # libFuzzer (the `fuzz` preset) and sanitizer runtimes
   # test and benchmark frameworks
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test: the normal build's suite (unit, integration over
-# loopback, examples, fuzz replays, the installed-package consumer), then the same suite under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer target for a bounded time.
-# Usage: scripts/test.sh [--quick]   (--quick: only the normal build's suite)
+# loopback, examples, fuzz replays, the installed-package consumer) with the Python package and
+# its pytest suite (numpy, Debian's torch, the real ByzFL, a real Flower simulation), the package
+# installed with `pip install .` into a fresh venv, then the C++ suite under AddressSanitizer +
+# UndefinedBehaviorSanitizer, then each libFuzzer target for a bounded time.
+# Usage: scripts/test.sh [--quick]   (--quick: only the normal build's suites, no packaging test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 scripts/setup.sh
+python=$(scripts/python_env.sh)
 
-echo "== build and test: default preset"
-scripts/build.sh default
+echo "== build and test: default preset (C++ and the Python extension)"
+scripts/build.sh default -DBALLOT_PYTHON=ON -DPython_EXECUTABLE="$python"
 ctest --preset default -j "$jobs"
 
+echo "== Python tests (pytest, build tree's package, Debian's torch, ByzFL)"
+export PYTHONPATH="$PWD/build/default/python"
+"$python" -m pytest -q tests/python
+
+echo "== Flower tests (pytest, real flwr in build/venv-flower)"
+flower_python=$(scripts/python_flower_env.sh)
+"$flower_python" -m pytest -q tests/python/test_flower.py
+unset PYTHONPATH
+
 if [[ "${1:-}" == "--quick" ]]; then exit 0; fi
+
+echo "== packaging: pip install . into a fresh venv, then an example and the ballot program"
+source scripts/ccache_env.sh
+BALLOT_TEST_PACKAGING=1 "$python" -m pytest -q tests/python/test_packaging.py
 
 echo "== build and test: debug-asan preset (ASan + UBSan)"
 scripts/build.sh debug-asan
@@ -21,6 +37,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --preset debug-asan -j "$jobs"
 
 echo "== libFuzzer targets (clang), bounded time each"
+source scripts/ccache_env.sh
 cmake --preset fuzz -DBALLOT_FUZZ_SECONDS="${BALLOT_FUZZ_SECONDS:-20}" >/dev/null
 cmake --build --preset fuzz -j "$jobs" --target fuzzers
 ctest --test-dir build/fuzz -R '^fuzz\.' --output-on-failure
