@@ -6,13 +6,17 @@
 
 #include "core/enforce.h"
 #include "core/spec.h"
+#include "robust/arc.h"
 #include "robust/bulyan.h"
+#include "robust/caf.h"
 #include "robust/centered_clipping.h"
 #include "robust/coordinate_wise.h"
 #include "robust/geometric_median.h"
 #include "robust/krum.h"
 #include "robust/mda.h"
+#include "robust/monna.h"
 #include "robust/pre_aggregators.h"
+#include "robust/smea.h"
 
 namespace ballot::robust {
 namespace {
@@ -58,6 +62,7 @@ const std::map<std::string, RuleFactory>& rules() {
       {"meamed", f_rule<MeanAroundMedian>()},
       {"krum", f_rule<Krum>()},
       {"bulyan", f_rule<Bulyan>()},
+      {"caf", f_rule<Caf>()},
       {"multi_krum",
        [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
          BALLOT_TRY(spec.check_known({"f", "m", "threads"}));
@@ -104,6 +109,25 @@ const std::map<std::string, RuleFactory>& rules() {
          if (!(options.max_subsets >= 1)) return bad(spec, "max_subsets must be >= 1");
          return std::unique_ptr<Aggregator>(std::make_unique<MinimumDiameterAveraging>(options));
        }},
+      {"smea",
+       [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
+         BALLOT_TRY(spec.check_known({"f", "max_subsets", "threads"}));
+         SmeaOptions options;
+         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+         BALLOT_ASSIGN_OR_RETURN(options.max_subsets, spec.get_double("max_subsets", options.max_subsets));
+         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+         if (!(options.max_subsets >= 1)) return bad(spec, "max_subsets must be >= 1");
+         return std::unique_ptr<Aggregator>(std::make_unique<Smea>(options));
+       }},
+      {"monna",
+       [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
+         BALLOT_TRY(spec.check_known({"f", "pivot", "threads"}));
+         MonnaOptions options;
+         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+         BALLOT_ASSIGN_OR_RETURN(options.pivot, get_count(spec, "pivot", 0));
+         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+         return std::unique_ptr<Aggregator>(std::make_unique<Monna>(options));
+       }},
   };
   return table;
 }
@@ -136,6 +160,14 @@ const std::map<std::string, PreFactory>& pre_aggregators() {
          BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
          if (!(options.tau > 0)) return bad(spec, "tau must be > 0");
          return std::unique_ptr<PreAggregator>(std::make_unique<NormClipping>(options));
+       }},
+      {"arc",
+       [](const Spec& spec) -> Result<std::unique_ptr<PreAggregator>> {
+         BALLOT_TRY(spec.check_known({"f", "threads"}));
+         AdaptiveRobustClippingOptions options;
+         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+         return std::unique_ptr<PreAggregator>(std::make_unique<AdaptiveRobustClipping>(options));
        }},
   };
   return table;

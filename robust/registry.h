@@ -6,8 +6,8 @@
 //   "bucketing:s=2 > clipping:tau=5 > median"
 //
 // Rules: mean, median, trimmed_mean, meamed, krum, multi_krum, bulyan, geometric_median,
-// centered_clipping, mda. Pre-aggregators: nnm, bucketing, clipping. Every one accepts threads=N;
-// the keys of each are listed in docs/robust.md. Unknown names or keys, malformed values and a
+// centered_clipping, mda, caf, smea, monna. Pre-aggregators: nnm, bucketing, clipping, arc. Every
+// one accepts threads=N; the keys of each are listed in docs/robust.md. Unknown names or keys, malformed values and a
 // pipeline that does not end in exactly one rule are kInvalidArgument errors naming the problem.
 #pragma once
 

@@ -74,7 +74,11 @@ const char* const kSpecs[] = {
     "geometric_median:f=2",
     "centered_clipping:f=2,tau=10,start=median,iterations=5",
     "mda:f=2",
+    "caf:f=2",
+    "smea:f=2",
+    "monna:f=2,pivot=5",  // the middle of 11 inputs: reversing them keeps the pivot
     "nnm:f=2 > krum:f=2",
+    "arc:f=2 > krum:f=2",
     "clipping:tau=100 > trimmed_mean:f=2",
     "bucketing:s=2,seed=3 > median:f=2",
 };

@@ -23,8 +23,8 @@ TEST(Registry, EveryNameBuildsAndItsSpecRoundTrips) {
     ASSERT_TRUE(stage.ok()) << name;
     EXPECT_TRUE(make_pre_aggregator((*stage)->spec()).ok());
   }
-  EXPECT_EQ(rule_names().size(), 10u);
-  EXPECT_EQ(pre_aggregator_names().size(), 3u);
+  EXPECT_EQ(rule_names().size(), 13u);
+  EXPECT_EQ(pre_aggregator_names().size(), 4u);
 }
 
 TEST(Registry, OptionsReachTheRule) {
