@@ -4,6 +4,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <mutex>
 
 #include "coding/codec_registry.h"
 #include "coding/error_feedback.h"
@@ -28,7 +29,9 @@ void require_size(std::size_t got, const GradientLayout& layout, const char* wha
                               .c_str());
 }
 
-// One codec instance and the random stream its stochastic encoders draw from.
+// One codec instance and the random stream its stochastic encoders draw from. Encoding mutates
+// both and runs without the GIL, so the state-touching calls hold a mutex (a shared Codec object
+// is serialised, never raced).
 class NativeCodec {
  public:
   NativeCodec(const std::string& spec, std::uint64_t seed, std::uint64_t stream)
@@ -48,6 +51,7 @@ class NativeCodec {
     coding::EncodedGradient encoded;
     {
       nb::gil_scoped_release released;
+      const std::lock_guard lock(mutex_);
       encoded = codec_->encode(values, layout, rng_);
     }
     return nb::bytes(encoded.bytes.data(), encoded.bytes.size());
@@ -76,26 +80,41 @@ class NativeCodec {
   }
 
   nb::bytes save_state() const {
+    const std::lock_guard lock(mutex_);
     const std::vector<std::uint8_t> state = codec_->save_state();
     return nb::bytes(state.data(), state.size());
   }
   void load_state(const nb::bytes& state, const LayerSizes& layers) {
-    unwrap(codec_->load_state(byte_view(state), layout_of(layers)));
+    const GradientLayout layout = layout_of(layers);
+    const std::lock_guard lock(mutex_);
+    unwrap(codec_->load_state(byte_view(state), layout));
   }
-  void reset_state() { codec_->reset_state(); }
+  void reset_state() {
+    const std::lock_guard lock(mutex_);
+    codec_->reset_state();
+  }
 
   // The error-feedback memory e (a copy), or None for a codec without error feedback.
   nb::object memory() const {
     const auto* ef = dynamic_cast<const coding::ErrorFeedback*>(codec_.get());
     if (ef == nullptr) return nb::none();
-    return nb::cast(to_numpy(std::vector<float>(ef->memory().begin(), ef->memory().end())));
+    std::vector<float> copy;
+    {
+      const std::lock_guard lock(mutex_);
+      copy.assign(ef->memory().begin(), ef->memory().end());
+    }
+    return nb::cast(to_numpy(std::move(copy)));
   }
 
-  std::uint64_t rng_position() const { return rng_.position(); }
+  std::uint64_t rng_position() const {
+    const std::lock_guard lock(mutex_);
+    return rng_.position();
+  }
 
  private:
   std::unique_ptr<coding::Codec> codec_;
   Rng rng_;
+  mutable std::mutex mutex_;
 };
 
 }  // namespace

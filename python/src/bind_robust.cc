@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "python/src/native.h"
 #include "robust/registry.h"
@@ -21,8 +23,9 @@ nb::dict report_dict(const robust::AggregationReport& report) {
   return out;
 }
 
-// Owns one rule or pipeline. Not thread-safe (as robust::Aggregator): the Python layer gives each
-// Aggregator object its own instance.
+// Owns one rule or pipeline. robust::Aggregator is not thread-safe (bucketing's counter, centered
+// clipping's center) and the GIL is released while it runs, so calls on one object are serialised
+// by a mutex: two Python threads sharing an Aggregator wait for each other instead of racing.
 class NativeAggregator {
  public:
   explicit NativeAggregator(const std::string& spec)
@@ -39,16 +42,18 @@ class NativeAggregator {
     std::vector<std::span<const float>> spans;
     for (const float* row : rows.rows) spans.emplace_back(row, rows.d);
     std::vector<double> seconds;
-    nb::gil_scoped_release released;
-    for (std::size_t i = 0; i < repeats; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      auto result = rule_->aggregate(std::span<const std::span<const float>>(spans));
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      if (!result.ok()) {
-        nb::gil_scoped_acquire held;
-        raise(result.error());
+    std::optional<Error> error;
+    {
+      nb::gil_scoped_release released;
+      const std::lock_guard lock(mutex_);
+      for (std::size_t i = 0; i < repeats && !error; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        auto result = rule_->aggregate(std::span<const std::span<const float>>(spans));
+        seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        if (!result.ok()) error = std::move(result).error();
       }
     }
+    if (error) raise(*error);
     return seconds;
   }
 
@@ -63,6 +68,7 @@ class NativeAggregator {
     Result<robust::AggregationResult> result = make_error(ErrorCode::kInternal, "not run");
     {
       nb::gil_scoped_release released;
+      const std::lock_guard lock(mutex_);
       result = rule_->aggregate(std::span<const std::span<const float>>(spans));
     }
     robust::AggregationResult value = unwrap(std::move(result));
@@ -72,6 +78,7 @@ class NativeAggregator {
 
  private:
   std::unique_ptr<robust::Aggregator> rule_;
+  std::mutex mutex_;
 };
 
 }  // namespace

@@ -13,9 +13,9 @@ def vectors(rng, n, d):
 def test_rule_names_are_the_registry_names():
     names = robust.rule_names()
     for name in ("mean", "median", "trimmed_mean", "meamed", "krum", "multi_krum", "bulyan",
-                 "geometric_median", "centered_clipping", "mda"):
+                 "geometric_median", "centered_clipping", "mda", "caf", "smea", "monna"):
         assert name in names
-    assert set(robust.pre_aggregator_names()) >= {"nnm", "bucketing", "clipping"}
+    assert set(robust.pre_aggregator_names()) >= {"nnm", "bucketing", "clipping", "arc"}
 
 
 def test_median_of_a_list_matches_numpy(rng):
@@ -122,3 +122,27 @@ def test_help_has_docstrings():
     assert "registry" in robust.__doc__
     assert robust.Aggregator.__doc__ and robust.aggregate.__doc__
     assert ballot.__version__
+
+
+def test_one_aggregator_shared_by_threads_is_serialised(rng):
+    import threading
+
+    xs = np.stack(vectors(rng, 9, 20000))
+    rule = robust.Aggregator("median")
+    expected = rule(xs)
+    results, errors = [], []
+
+    def work():
+        try:
+            for _ in range(20):
+                results.append(rule(xs))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 80
+    assert all(np.array_equal(r, expected) for r in results)
