@@ -19,7 +19,7 @@ array([1., 1., 1., 1.], dtype=float32)
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional
+from typing import Any, List, NamedTuple, Optional, Tuple
 
 from ballot import _native
 from ballot._arrays import first_of, like
@@ -108,6 +108,41 @@ class Aggregator:
 
     def __repr__(self) -> str:
         return f"Aggregator({self.spec!r})"
+
+
+class PreAggregator:
+    """A pre-aggregator on its own (``"nnm:f=2"``, ``"bucketing:s=2"``, ``"clipping:tau=5"``,
+    ``"arc:f=1"``): n vectors in, the stacked n' output vectors out as one new 2-D float32 array
+    of the input's type (as ByzFL's pre-aggregators return them). In a pipeline string
+    (``"nnm:f=2 > krum:f=2"``) the stages run inside :class:`Aggregator` without this round trip.
+    Non-finite inputs are never mixed into finite outputs; :meth:`apply` names them."""
+
+    def __init__(self, spec: str, threads: Optional[int] = None) -> None:
+        self._native = _native.PreAggregator(_with_threads(spec, threads))
+
+    @property
+    def spec(self) -> str:
+        return self._native.spec
+
+    def check(self, n: int) -> None:
+        """Raises ValueError if the precondition does not hold for n inputs."""
+        self._native.check(n)
+
+    def outputs(self, n: int) -> int:
+        """The number of output vectors for n inputs (bucketing: ceil(n / s))."""
+        return self._native.outputs(n)
+
+    def apply(self, vectors: Any) -> Tuple[Any, List[int]]:
+        """(stacked outputs, indices of the non-finite inputs)."""
+        reference = first_of(vectors)
+        matrix, non_finite = self._native.apply(vectors)
+        return like(matrix, reference), list(non_finite)
+
+    def __call__(self, vectors: Any) -> Any:
+        return self.apply(vectors)[0]
+
+    def __repr__(self) -> str:
+        return f"PreAggregator({self.spec!r})"
 
 
 def aggregate(vectors: Any, spec: str, threads: Optional[int] = None) -> Aggregation:

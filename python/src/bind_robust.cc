@@ -81,9 +81,51 @@ class NativeAggregator {
   std::mutex mutex_;
 };
 
+// One pre-aggregator (nnm, bucketing, clipping, arc): its stacked output is a new 2-D array.
+class NativePreAggregator {
+ public:
+  explicit NativePreAggregator(const std::string& spec)
+      : stage_(unwrap(robust::make_pre_aggregator(spec))) {}
+
+  std::string spec() const { return stage_->spec(); }
+  void check(std::size_t n) const { unwrap(stage_->check(n)); }
+  std::size_t outputs(std::size_t n) const { return stage_->outputs(n); }
+
+  nb::tuple apply(nb::handle vectors) {
+    FloatRows rows = float_rows(vectors, "vectors");
+    if (rows.device != Device::kCpu)
+      throw nb::value_error("vectors: pre-aggregators run on the CPU in this build; move the tensors with .cpu()");
+    if (rows.rows.empty()) throw nb::value_error("vectors: at least one vector is needed");
+    std::vector<std::span<const float>> spans;
+    for (const float* row : rows.rows) spans.emplace_back(row, rows.d);
+    Result<robust::PreAggregation> result = make_error(ErrorCode::kInternal, "not run");
+    {
+      nb::gil_scoped_release released;
+      const std::lock_guard lock(mutex_);
+      Result<robust::InputMatrix> inputs = robust::InputMatrix::from_rows(std::span<const std::span<const float>>(spans));
+      result = inputs.ok() ? stage_->apply(*inputs) : Result<robust::PreAggregation>(std::move(inputs).error());
+    }
+    robust::PreAggregation out = unwrap(std::move(result));
+    auto* owned = new std::vector<float>(std::move(out.output.values));
+    nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+    nb::ndarray<nb::numpy, float, nb::ndim<2>> matrix(owned->data(), {out.output.n, out.output.d}, owner);
+    return nb::make_tuple(matrix, nb::cast(out.non_finite));
+  }
+
+ private:
+  std::unique_ptr<robust::PreAggregator> stage_;
+  std::mutex mutex_;
+};
+
 }  // namespace
 
 void register_robust(nb::module_& m) {
+  nb::class_<NativePreAggregator>(m, "PreAggregator")
+      .def(nb::init<const std::string&>(), nb::arg("spec"))
+      .def_prop_ro("spec", &NativePreAggregator::spec)
+      .def("check", &NativePreAggregator::check, nb::arg("n"))
+      .def("outputs", &NativePreAggregator::outputs, nb::arg("n"))
+      .def("apply", &NativePreAggregator::apply, nb::arg("vectors"));
   nb::class_<NativeAggregator>(m, "Aggregator")
       .def(nb::init<const std::string&>(), nb::arg("spec"))
       .def_prop_ro("spec", &NativeAggregator::spec)

@@ -146,3 +146,23 @@ def test_one_aggregator_shared_by_threads_is_serialised(rng):
         t.join()
     assert not errors and len(results) == 80
     assert all(np.array_equal(r, expected) for r in results)
+
+
+def test_pre_aggregators_return_the_stacked_outputs(rng):
+    xs = np.stack(vectors(rng, 6, 300))
+    clipped = robust.PreAggregator("clipping:tau=1")(xs)
+    assert clipped.shape == (6, 300) and clipped.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(clipped, axis=1), 1.0, rtol=1e-5)
+    mixed = robust.PreAggregator("nnm:f=1")(xs)
+    # NNM (Allouah et al. 2023): each row is the mean of its n - f nearest rows (itself included).
+    d2 = ((xs[:, None, :].astype(np.float64) - xs[None, :, :]) ** 2).sum(-1)
+    for i in range(6):
+        nearest = np.argsort(d2[i], kind="stable")[:5]
+        np.testing.assert_allclose(mixed[i], xs[nearest].astype(np.float64).mean(0), rtol=1e-5, atol=1e-6)
+    bucketing = robust.PreAggregator("bucketing:s=4")
+    assert bucketing.outputs(6) == 2 and bucketing(xs).shape == (2, 300)
+    xs[2, 7] = np.inf
+    out, non_finite = robust.PreAggregator("nnm:f=1").apply(xs)
+    assert non_finite == [2]
+    with pytest.raises(ValueError):
+        robust.PreAggregator("median")
