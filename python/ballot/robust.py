@@ -85,7 +85,12 @@ class Aggregator:
 
     def __init__(self, spec: str, threads: Optional[int] = None) -> None:
         self._native = _native.Aggregator(_with_threads(spec, threads))
-        self.last_report: Optional[AggregationReport] = None
+        self._last: Optional[tuple] = None
+
+    @property
+    def last_report(self) -> Optional[AggregationReport]:
+        """The report of the last call (None before the first)."""
+        return None if self._last is None else AggregationReport(*self._last)
 
     @property
     def spec(self) -> str:
@@ -98,13 +103,12 @@ class Aggregator:
 
     def aggregate(self, vectors: Any) -> Aggregation:
         """Aggregates a list of 1-D vectors or the rows of a 2-D array."""
-        reference = first_of(vectors)
-        value, report = self._native.aggregate(vectors)
-        self.last_report = AggregationReport(**report)
-        return Aggregation(like(value, reference), self.last_report)
+        value, self._last = self._native.aggregate(vectors)
+        return Aggregation(like(value, first_of(vectors)), AggregationReport(*self._last))
 
     def __call__(self, vectors: Any) -> Any:
-        return self.aggregate(vectors).value
+        value, self._last = self._native.aggregate(vectors)
+        return like(value, vectors[0] if isinstance(vectors, (list, tuple)) else vectors)
 
     def __repr__(self) -> str:
         return f"Aggregator({self.spec!r})"

@@ -13,14 +13,11 @@
 namespace ballot::python {
 namespace {
 
-nb::dict report_dict(const robust::AggregationReport& report) {
-  nb::dict out;
-  out["non_finite"] = nb::cast(report.non_finite);
-  out["selected"] = nb::cast(report.selected);
-  out["excluded"] = nb::cast(report.excluded);
-  out["scores"] = nb::cast(report.scores);
-  out["iterations"] = report.iterations;
-  return out;
+// (non_finite, selected, excluded, scores, iterations): a tuple, cheaper to build than a dict;
+// the Python layer names the fields (robust.AggregationReport) when the report is read.
+nb::tuple report_tuple(const robust::AggregationReport& report) {
+  return nb::make_tuple(nb::cast(report.non_finite), nb::cast(report.selected), nb::cast(report.excluded),
+                        nb::cast(report.scores), report.iterations);
 }
 
 // Owns one rule or pipeline. robust::Aggregator is not thread-safe (bucketing's counter, centered
@@ -72,7 +69,7 @@ class NativeAggregator {
       result = rule_->aggregate(std::span<const std::span<const float>>(spans));
     }
     robust::AggregationResult value = unwrap(std::move(result));
-    nb::dict report = report_dict(value.report);
+    nb::tuple report = report_tuple(value.report);
     return nb::make_tuple(to_numpy(std::move(value.value)), report);
   }
 

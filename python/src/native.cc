@@ -164,23 +164,34 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
   const nb::sequence list = nb::borrow<nb::sequence>(vectors);
   const std::size_t n = nb::len(list);
   out.rows.reserve(n);
+  out.arrays.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::string name = std::string(what) + "[" + std::to_string(i) + "]";
-    AnyArray row = as_array(list[i], name.c_str());
-    require_float32(row, name.c_str());
-    if (row.ndim() != 1)
-      throw nb::value_error(named(name.c_str(), "expected a 1-D vector, got " + std::to_string(row.ndim()) + " dimensions").c_str());
-    const Device device = device_of(row, name.c_str());
-    require_unit_stride(row, 0, name.c_str());
+    // The common case — a float32 1-D contiguous CPU or CUDA vector of the right size — is checked
+    // without building the element's name; the slow path names it in the error.
+    AnyArray row;
+    const nb::handle item = list[i];
+    const bool fast = nb::try_cast(item, row, /*convert=*/false) && row.dtype() == nb::dtype<float>() &&
+                      row.ndim() == 1 && (row.shape(0) <= 1 || row.stride(0) == 1) &&
+                      (row.device_type() == nb::device::cpu::value || row.device_type() == nb::device::cuda::value);
+    if (!fast) {
+      const std::string name = std::string(what) + "[" + std::to_string(i) + "]";
+      row = as_array(item, name.c_str());
+      require_float32(row, name.c_str());
+      if (row.ndim() != 1)
+        throw nb::value_error(named(name.c_str(), "expected a 1-D vector, got " + std::to_string(row.ndim()) + " dimensions").c_str());
+      (void)device_of(row, name.c_str());
+      require_unit_stride(row, 0, name.c_str());
+    }
+    const Device device = row.device_type() == nb::device::cpu::value ? Device::kCpu : Device::kCuda;
     if (i == 0) {
       out.d = row.shape(0);
       out.device = device;
-    } else if (row.shape(0) != out.d) {
-      throw nb::value_error(named(name.c_str(), "has " + std::to_string(row.shape(0)) + " elements, the first vector " +
-                                                    std::to_string(out.d))
+    } else if (row.shape(0) != out.d || device != out.device) {
+      const std::string name = std::string(what) + "[" + std::to_string(i) + "]";
+      throw nb::value_error(named(name.c_str(), row.shape(0) != out.d
+                                                    ? "has " + std::to_string(row.shape(0)) + " elements, the first vector " + std::to_string(out.d)
+                                                    : std::string("is on another device than the first vector"))
                                 .c_str());
-    } else if (device != out.device) {
-      throw nb::value_error(named(name.c_str(), "is on another device than the first vector").c_str());
     }
     out.rows.push_back(static_cast<const float*>(first_element(row)));
     out.arrays.push_back(std::move(row));
