@@ -32,9 +32,16 @@ source scripts/ccache_env.sh
 BALLOT_TEST_PACKAGING=1 "$python" -m pytest -q tests/python/test_packaging.py
 
 echo "== build and test: debug-asan preset (ASan + UBSan)"
-scripts/build.sh debug-asan
+scripts/build.sh debug-asan -DBALLOT_PYTHON=ON -DPython_EXECUTABLE="$python"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --preset debug-asan -j "$jobs"
+
+echo "== Python tests under ASan + UBSan (the sanitized extension in the system interpreter)"
+# The interpreter is not instrumented, so the runtime is preloaded (with libstdc++, whose
+# __cxa_throw ASan must find at start-up); Python's own allocations are not leak-checked.
+LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so)" \
+  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  PYTHONPATH="$PWD/build/debug-asan/python" "$python" -m pytest -q -p no:cacheprovider tests/python
 
 echo "== libFuzzer targets (clang), bounded time each"
 source scripts/ccache_env.sh

@@ -37,6 +37,7 @@ BitVector bits_of(const Words& words, std::size_t d, const char* what) {
 }
 
 void copy_out(const BitVector& bits, const Words& out) {
+  if (bits.num_words() == 0) return;  // memcpy's pointers must not be null, even for 0 bytes
   std::memcpy(out.data, bits.data(), bits.num_words() * sizeof(std::uint64_t));
 }
 
