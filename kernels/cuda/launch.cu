@@ -19,7 +19,6 @@ using ballot_in_cuda_unit::kernels::sign_bit;
 using ballot_in_cuda_unit::kernels::vote_threshold;
 
 constexpr int kThreadsPerBlock = 256;
-constexpr int kMaxPlanes = 32;
 
 unsigned grid_for(std::size_t threads) {
   const std::size_t blocks = (threads + kThreadsPerBlock - 1) / kThreadsPerBlock;
@@ -27,54 +26,98 @@ unsigned grid_for(std::size_t threads) {
   return static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
 }
 
-// One warp per output word: lanes read values 64w + lane and 64w + 32 + lane; two ballots make
-// the word (bit k of the ballot = lane k, matching bit k = coordinate 64w + k). Grid-stride.
+// Each warp packs kWordsPerWarp consecutive words per step: every lane first loads its 2 ·
+// kWordsPerWarp values (coalesced: 32 consecutive floats per load across the warp), so that many
+// loads are in flight before the first ballot; then two ballots per word (bit k of a ballot = lane
+// k, matching bit k = coordinate 64w + k), and lane j stores word j. Grid-stride; the loop bound is
+// uniform across a warp, so every lane takes part in every ballot.
+constexpr int kWordsPerWarp = 4;
+
 __global__ void pack_kernel(const float* values, std::size_t count, std::uint64_t* words,
                             std::size_t num_words) {
   const unsigned lane = threadIdx.x % 32;
   const std::size_t warps_in_grid = (static_cast<std::size_t>(gridDim.x) * blockDim.x) / 32;
-  for (std::size_t w = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-       w < num_words; w += warps_in_grid) {
-    const std::size_t low_index = 64 * w + lane, high_index = low_index + 32;
-    const bool low = low_index < count && sign_bit(values[low_index]);
-    const bool high = high_index < count && sign_bit(values[high_index]);
-    const unsigned low_bits = __ballot_sync(0xffffffffu, low);
-    const unsigned high_bits = __ballot_sync(0xffffffffu, high);
-    if (lane == 0) {
-      words[w] = static_cast<std::uint64_t>(low_bits) | (static_cast<std::uint64_t>(high_bits) << 32);
+  for (std::size_t base = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * kWordsPerWarp;
+       base < num_words; base += warps_in_grid * kWordsPerWarp) {
+    bool bits[2 * kWordsPerWarp];
+#pragma unroll
+    for (int j = 0; j < 2 * kWordsPerWarp; ++j) {
+      const std::size_t index = 64 * base + 32 * static_cast<std::size_t>(j) + lane;
+      bits[j] = index < count && sign_bit(values[index]);
+    }
+#pragma unroll
+    for (int j = 0; j < kWordsPerWarp; ++j) {
+      const unsigned low_bits = __ballot_sync(0xffffffffu, bits[2 * j]);
+      const unsigned high_bits = __ballot_sync(0xffffffffu, bits[2 * j + 1]);
+      if (lane == static_cast<unsigned>(j) && base + j < num_words) {
+        words[base + j] = static_cast<std::uint64_t>(low_bits) | (static_cast<std::uint64_t>(high_bits) << 32);
+      }
     }
   }
 }
 
+// Each thread writes kFloatsPerThread consecutive outputs from one word: one 16-byte store when the
+// output is 16-byte aligned there (torch and cudaMalloc allocations are), else four 4-byte stores.
+constexpr int kFloatsPerThread = 4;
+
 __global__ void unpack_kernel(const std::uint64_t* words, std::size_t count, float negative,
                               float positive, float* out) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    out[i] = ((words[i / 64] >> (i % 64)) & 1u) ? positive : negative;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x * kFloatsPerThread;
+  for (std::size_t i = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kFloatsPerThread;
+       i < count; i += stride) {
+    // i is a multiple of 4, so the four coordinates share one word.
+    const std::uint64_t word = words[i / 64] >> (i % 64);
+    if (i + kFloatsPerThread <= count && reinterpret_cast<std::uintptr_t>(out + i) % 16 == 0) {
+      *reinterpret_cast<float4*>(out + i) = make_float4((word & 1u) ? positive : negative,
+                                                        (word & 2u) ? positive : negative,
+                                                        (word & 4u) ? positive : negative,
+                                                        (word & 8u) ? positive : negative);
+    } else {
+      for (int k = 0; k < kFloatsPerThread && i + k < count; ++k) out[i + k] = ((word >> k) & 1u) ? positive : negative;
+    }
   }
 }
 
 // One thread per output word, bit-sliced counters in registers (the CPU's algorithm, shared code).
-// Row i of the inputs starts at inputs + i * num_words, so a warp reads 32 consecutive words.
-__global__ void vote_kernel(const std::uint64_t* inputs, std::size_t num_inputs,
-                            std::size_t num_words, const std::uint32_t* weights,
-                            std::uint64_t threshold, int planes_used, std::uint64_t* out) {
+// The counter width is a template parameter so that every plane index is a compile-time constant
+// after inlining and unrolling — a runtime-sized counter array lives in local memory instead (the
+// no-stack-frame test in CMakeLists.txt checks this). Counters wider than the total weight needs
+// give the same result (the upper planes stay zero), so four widths cover every vote. A weight is
+// added bit by bit, each set bit b of it adding the input at plane b (b < kPlanes, since every
+// weight is at most the total). Row i of the inputs starts at inputs + i * num_words, so a warp
+// reads 32 consecutive words.
+template <int kPlanes, bool kWeighted>
+__global__ void vote_kernel(const std::uint64_t* inputs, std::size_t num_inputs, std::size_t num_words,
+                            const std::uint32_t* weights, std::uint64_t threshold, std::uint64_t* out) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t w = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        w < num_words; w += stride) {
-    std::uint64_t planes[kMaxPlanes] = {};
+    std::uint64_t planes[kPlanes] = {};
     for (std::size_t i = 0; i < num_inputs; ++i) {
       const std::uint64_t x = inputs[i * num_words + w];
-      if (weights == nullptr) {
-        bitsliced_add(planes, planes_used, 0, x);
-      } else {
-        for (std::uint32_t weight = weights[i]; weight != 0; weight &= weight - 1) {
-          bitsliced_add(planes, planes_used, __ffs(static_cast<int>(weight)) - 1, x);
+      if constexpr (kWeighted) {
+        const std::uint32_t weight = weights[i];
+#pragma unroll
+        for (int b = 0; b < kPlanes; ++b) {
+          if ((weight >> b) & 1u) bitsliced_add(planes, kPlanes, b, x);
         }
+      } else {
+        bitsliced_add(planes, kPlanes, 0, x);
       }
     }
-    out[w] = bitsliced_greater_equal(planes, planes_used, threshold);
+    out[w] = bitsliced_greater_equal(planes, kPlanes, threshold);
+  }
+}
+
+template <int kPlanes>
+void launch_vote(const std::uint64_t* inputs, std::size_t num_inputs, std::size_t num_words,
+                 const std::uint32_t* weights, std::uint64_t threshold, std::uint64_t* out, cudaStream_t stream) {
+  if (weights != nullptr) {
+    vote_kernel<kPlanes, true><<<grid_for(num_words), kThreadsPerBlock, 0, stream>>>(inputs, num_inputs, num_words,
+                                                                                    weights, threshold, out);
+  } else {
+    vote_kernel<kPlanes, false><<<grid_for(num_words), kThreadsPerBlock, 0, stream>>>(inputs, num_inputs, num_words,
+                                                                                     weights, threshold, out);
   }
 }
 
@@ -96,7 +139,8 @@ extern "C" int ballot_cuda_launch_pack(const float* d_values, std::size_t count,
                                        std::uint64_t* d_words, void* stream) {
   const std::size_t num_words = (count + 63) / 64;
   if (num_words == 0) return cudaSuccess;
-  pack_kernel<<<grid_for(num_words * 32), kThreadsPerBlock, 0, as_stream(stream)>>>(
+  pack_kernel<<<grid_for((num_words + kWordsPerWarp - 1) / kWordsPerWarp * 32), kThreadsPerBlock, 0,
+                as_stream(stream)>>>(
       d_values, count, d_words, num_words);
   return cudaGetLastError();
 }
@@ -105,8 +149,8 @@ extern "C" int ballot_cuda_launch_unpack(const std::uint64_t* d_words, std::size
                                          float negative, float positive, float* d_out,
                                          void* stream) {
   if (count == 0) return cudaSuccess;
-  unpack_kernel<<<grid_for(count), kThreadsPerBlock, 0, as_stream(stream)>>>(d_words, count, negative,
-                                                                            positive, d_out);
+  unpack_kernel<<<grid_for((count + kFloatsPerThread - 1) / kFloatsPerThread), kThreadsPerBlock, 0,
+                  as_stream(stream)>>>(d_words, count, negative, positive, d_out);
   return cudaGetLastError();
 }
 
@@ -122,8 +166,16 @@ extern "C" int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_
                                        std::uint64_t total_weight, std::uint64_t* d_out,
                                        void* stream) {
   if (num_words == 0) return cudaSuccess;
-  vote_kernel<<<grid_for(num_words), kThreadsPerBlock, 0, as_stream(stream)>>>(
-      d_inputs, num_inputs, num_words, d_weights, vote_threshold(total_weight),
-      planes_for(total_weight), d_out);
+  const int planes = planes_for(total_weight);  // total_weight < 2^32: at most 32
+  const std::uint64_t threshold = vote_threshold(total_weight);
+  if (planes <= 4) {
+    launch_vote<4>(d_inputs, num_inputs, num_words, d_weights, threshold, d_out, as_stream(stream));
+  } else if (planes <= 8) {
+    launch_vote<8>(d_inputs, num_inputs, num_words, d_weights, threshold, d_out, as_stream(stream));
+  } else if (planes <= 16) {
+    launch_vote<16>(d_inputs, num_inputs, num_words, d_weights, threshold, d_out, as_stream(stream));
+  } else {
+    launch_vote<32>(d_inputs, num_inputs, num_words, d_weights, threshold, d_out, as_stream(stream));
+  }
   return cudaGetLastError();
 }

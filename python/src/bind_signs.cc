@@ -151,6 +151,8 @@ void vote(nb::handle inputs, std::size_t d, std::optional<std::vector<std::uint3
 #if BALLOT_HAVE_CUDA
     if (!rows.contiguous_2d)
       throw nb::value_error("inputs: CUDA votes read one contiguous 2-D array of words (rows = voters)");
+    if (total == 0)  // the all-+1 vote of the CPU; the kernel would also set the padding bits
+      throw nb::value_error("weights: the total weight is 0 (an empty vote): vote on the CPU");
     const std::uint64_t* first = rows.rows.empty() ? out.data : rows.rows.front().data;
     const std::uint32_t* d_weights = nullptr;
     if (weights) {
