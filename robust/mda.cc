@@ -8,14 +8,6 @@
 namespace ballot::robust {
 namespace {
 
-// C(n, k) in double (exact up to 2^53, +∞ beyond the range of double).
-double binomial(std::size_t n, std::size_t k) {
-  k = std::min(k, n - k);
-  double c = 1;
-  for (std::size_t i = 1; i <= k; ++i) c = c * static_cast<double>(n - k + i) / static_cast<double>(i);
-  return std::round(c);
-}
-
 // Depth-first enumeration of the subsets of `size` among `pool`, in lexicographic order, pruned
 // when the partial subset's diameter is already no smaller than the best one (ties keep the first).
 struct Search {
@@ -68,7 +60,7 @@ Result<AggregationResult> MinimumDiameterAveraging::aggregate(const InputMatrix&
   BALLOT_TRY(check(inputs.n()));
   const std::size_t n = inputs.n();
   // Refuse before the O(n²·d) distance product when even the all-finite case is too large.
-  const double worst = binomial(n, options_.f);
+  const double worst = detail::binomial(n, options_.f);
   if (worst > options_.max_subsets)
     return make_error(ErrorCode::kLimitExceeded,
                       "mda: C(" + std::to_string(n) + ", " + std::to_string(options_.f) + ") = " +

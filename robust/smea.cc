@@ -10,14 +10,6 @@
 namespace ballot::robust {
 namespace {
 
-// C(n, k) in double (exact up to 2^53, +∞ beyond the range of double).
-double binomial(std::size_t n, std::size_t k) {
-  k = std::min(k, n - k);
-  double c = 1;
-  for (std::size_t i = 1; i <= k; ++i) c = c * static_cast<double>(n - k + i) / static_cast<double>(i);
-  return std::round(c);
-}
-
 // Exact binomials C(a, b) for a ≤ m, saturating at 2^63 (only counts ≤ C(m, s) ≤ 2^53 are used).
 std::vector<std::uint64_t> pascal(std::size_t m) {
   constexpr std::uint64_t kCap = std::uint64_t{1} << 63;
@@ -82,7 +74,7 @@ Result<AggregationResult> Smea::aggregate(const InputMatrix& inputs) {
   const std::size_t n = inputs.n();
   // Refuse before the O(n²·d) Gram product when even the all-finite case is too large; beyond 2^53
   // subsets could not be counted exactly anyway.
-  const double worst = binomial(n, options_.f);
+  const double worst = detail::binomial(n, options_.f);
   if (worst > options_.max_subsets || worst > 0x1p53)
     return make_error(ErrorCode::kLimitExceeded,
                       "smea: C(" + std::to_string(n) + ", " + std::to_string(options_.f) + ") = " +
@@ -96,7 +88,7 @@ Result<AggregationResult> Smea::aggregate(const InputMatrix& inputs) {
   // k unusable inputs are Byzantine: choose n − f among the others, or all of them when k > f.
   const std::size_t m = pool.size();
   const std::size_t size = m - (options_.f - std::min(options_.f, n - m));
-  const auto count = static_cast<std::uint64_t>(binomial(m, size));
+  const auto count = static_cast<std::uint64_t>(detail::binomial(m, size));
   const std::vector<std::uint64_t> c = pascal(m);
 
   // Each part scans a contiguous range of subset ranks; the lowest rank wins ties within a part

@@ -467,4 +467,11 @@ Status check_not_empty(const InputMatrix& inputs) {
   return {};
 }
 
+double binomial(std::size_t n, std::size_t k) {
+  k = std::min(k, n - k);
+  double c = 1;
+  for (std::size_t i = 1; i <= k; ++i) c = c * static_cast<double>(n - k + i) / static_cast<double>(i);
+  return std::round(c);
+}
+
 }  // namespace ballot::robust::detail

@@ -108,6 +108,10 @@ std::string with_threads(std::string spec, std::size_t threads);
 // Shortest text that reads back as the same double ("0.1", "1e-06").
 std::string format_double(double value);
 
+// C(n, k) in double (exact up to 2^53, +∞ beyond the range of double): the subset counts of the
+// rules that enumerate subsets (MDA, SMEA), checked against their max_subsets before any work.
+double binomial(std::size_t n, std::size_t k);
+
 // Shared error text.
 Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n,
                          std::size_t f);
