@@ -358,6 +358,7 @@ Result<CoordinateOutcome> coordinate_wise(
       const bool mean = plan.op == CoordinateOp::kMean;
       std::vector<float> block(mean ? 0 : m * columns);  // columns is a multiple of kTile
       std::vector<double> sums(mean ? columns : 0);
+      std::vector<const float*> pieces(mean ? m : 0);
       std::vector<float> column(m);
       for (std::size_t b = b0; b < b1; ++b) {
         if (found_non_finite.load(std::memory_order_relaxed)) return;
@@ -367,10 +368,8 @@ Result<CoordinateOutcome> coordinate_wise(
           // as rows_mean does), read once and never copied.
           const std::size_t ahead = b + 1 < b1 ? std::min(columns, d - begin - width) : 0;
           std::fill(sums.begin(), sums.begin() + static_cast<std::ptrdiff_t>(width), 0.0);
-          bool finite = true;
-          for (std::size_t r = 0; r < m; ++r)
-            finite &= kern.add_finite(inputs.row(rows[r]) + begin, width, sums.data(), inputs.row(rows[r]) + begin + width,
-                                      ahead);
+          for (std::size_t r = 0; r < m; ++r) pieces[r] = inputs.row(rows[r]) + begin;
+          const bool finite = kern.add_finite(pieces.data(), m, width, sums.data(), ahead);
           if (check && !finite) {
             found_non_finite.store(true, std::memory_order_relaxed);
             return;
