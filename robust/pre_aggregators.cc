@@ -180,21 +180,18 @@ Result<PreAggregation> NormClipping::apply(const InputMatrix& inputs) {
     }
     scales[i] = static_cast<float>(norm > options_.tau ? options_.tau / norm : 1.0);
   };
-  // Columns [begin, end) of row i into the output. A row is written right after its norm is
-  // taken, backwards in pieces, so that the piece read last by the norm (a 4 MB row at d = 1e6
-  // does not fit in L2) is read first again.
+  // Columns [begin, end) of row i into the output, with streaming stores: the output is not read
+  // in before it is written (nor does it push the input out of the caches). Measured at d = 1e6,
+  // CPU time of the same binary in alternate runs: n = 10 8.8 -> 5.6-6.0 ms, n = 25 23 -> 17-18 ms,
+  // n = 100 91-96 -> 69-74 ms. Writing each row backwards (re-reading first what the norm read
+  // last, still in L2) measured the same within the noise.
   auto write_row = [&](std::size_t i, std::size_t begin, std::size_t end) {
     float* dst = out.output.values.data() + i * d;
     if (bad[i]) {
       std::memcpy(dst + begin, inputs.row(i) + begin, (end - begin) * sizeof(float));
       return;
     }
-    constexpr std::size_t kPiece = 4096;
-    for (std::size_t top = end; top > begin;) {
-      const std::size_t piece = std::min(kPiece, top - begin);
-      top -= piece;
-      kern.scale_copy(scales[i], inputs.row(i) + top, dst + top, piece);
-    }
+    kern.scale_copy_stream(scales[i], inputs.row(i) + begin, dst + begin, end - begin);
   };
   const std::size_t threads = std::max<std::size_t>(1, options_.threads);
   const std::size_t pieces = (d + detail::kNormBlock - 1) / detail::kNormBlock;

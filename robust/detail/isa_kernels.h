@@ -44,6 +44,8 @@ struct IsaKernels {
   double (*dot)(const float* x, const float* y, std::size_t len);
   // out[j] = a · x[j].
   void (*scale_copy)(float a, const float* x, float* out, std::size_t len);
+  // The same values, written with streaming stores (past the caches) where the level has them.
+  void (*scale_copy_stream)(float a, const float* x, float* out, std::size_t len);
   // acc[j] += a · x[j].
   void (*axpy)(float a, const float* x, float* acc, std::size_t len);
   // The same (bit for bit), prefetching ahead[0, ahead_len) into L2 on the way: the caller's next
