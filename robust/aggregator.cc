@@ -1,10 +1,96 @@
 #include "robust/aggregator.h"
 
 #include <cstdint>
+#include <array>
+#include <mutex>
 
 #include "core/enforce.h"
 
+// Under AddressSanitizer blocks are never kept, so that a use after free stays detectable.
+#if defined(__SANITIZE_ADDRESS__)
+#define BALLOT_KEEP_OUTPUT_BLOCKS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BALLOT_KEEP_OUTPUT_BLOCKS 0
+#endif
+#endif
+#ifndef BALLOT_KEEP_OUTPUT_BLOCKS
+#define BALLOT_KEEP_OUTPUT_BLOCKS 1
+#endif
+
 namespace ballot::robust {
+
+namespace detail {
+namespace {
+
+constexpr std::align_val_t kOutputAlignment{64};
+constexpr std::size_t kMaxKeptBlocks = 4;
+constexpr std::size_t kMaxKeptBytes = std::size_t{1} << 30;
+
+struct KeptBlock {
+  void* block = nullptr;
+  std::size_t bytes = 0;
+};
+
+// A fixed array, so that keeping a block never allocates (release_output is noexcept).
+struct KeptBlocks {
+  std::mutex mutex;
+  std::array<KeptBlock, kMaxKeptBlocks> blocks;  // [0, count), oldest first
+  std::size_t count = 0;
+  std::size_t bytes = 0;
+
+  void erase(std::size_t i) {
+    bytes -= blocks[i].bytes;
+    for (std::size_t j = i + 1; j < count; ++j) blocks[j - 1] = blocks[j];
+    --count;
+  }
+};
+
+// Never destroyed: a Matrix with static storage duration may be freed after any other static.
+KeptBlocks& kept_blocks() {
+  static KeptBlocks* kept = new KeptBlocks;
+  return *kept;
+}
+
+}  // namespace
+
+void* allocate_output(std::size_t bytes) {
+  if (BALLOT_KEEP_OUTPUT_BLOCKS && bytes >= kRecycledBytes) {
+    KeptBlocks& kept = kept_blocks();
+    std::lock_guard lock(kept.mutex);
+    for (std::size_t i = kept.count; i-- > 0;) {
+      if (kept.blocks[i].bytes != bytes) continue;
+      void* block = kept.blocks[i].block;
+      kept.erase(i);
+      return block;
+    }
+  }
+  return ::operator new(bytes, kOutputAlignment);
+}
+
+void release_output(void* block, std::size_t bytes) noexcept {
+  if (block == nullptr) return;
+  if (BALLOT_KEEP_OUTPUT_BLOCKS && bytes >= kRecycledBytes && bytes <= kMaxKeptBytes) {
+    std::array<void*, kMaxKeptBlocks> evicted{};
+    std::size_t count = 0;
+    {
+      KeptBlocks& kept = kept_blocks();
+      std::lock_guard lock(kept.mutex);
+      while (kept.count > 0 && (kept.count == kMaxKeptBlocks || kept.bytes + bytes > kMaxKeptBytes)) {
+        evicted[count++] = kept.blocks[0].block;
+        kept.erase(0);
+      }
+      kept.blocks[kept.count++] = {block, bytes};
+      kept.bytes += bytes;
+    }
+    // Unmapping hundreds of MB takes a while: not under the lock.
+    for (std::size_t i = 0; i < count; ++i) ::operator delete(evicted[i], kOutputAlignment);
+    return;
+  }
+  ::operator delete(block, kOutputAlignment);
+}
+
+}  // namespace detail
 
 InputMatrix::InputMatrix(const float* data, std::size_t n, std::size_t d) : rows_(n), d_(d) {
   for (std::size_t i = 0; i < n; ++i) rows_[i] = data + i * d;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "robust/detail/output_allocator.h"
 
 namespace ballot::robust {
 
@@ -51,9 +52,11 @@ class InputMatrix {
   std::size_t d_ = 0;
 };
 
-// An owned n×d row-major matrix: what a pre-aggregator produces.
+// An owned n×d row-major matrix: what a pre-aggregator produces. `values` is a std::vector whose
+// resize() leaves new floats uninitialised (use assign() or resize(count, value) to fill), and
+// whose large blocks are reused by the next output of the same size (robust/detail/output_allocator.h).
 struct Matrix {
-  std::vector<float> values;
+  std::vector<float, detail::OutputAllocator<float>> values;
   std::size_t n = 0;
   std::size_t d = 0;
   InputMatrix view() const { return InputMatrix(values.data(), n, d); }

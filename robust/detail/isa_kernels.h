@@ -17,6 +17,12 @@ struct Comparator {
 // Columns per tile of the coordinate-wise rules: one tile of every row stays in L1.
 inline constexpr std::size_t kTile = 64;
 
+// squared_norm sums its input in blocks of kNormBlock floats (float lanes within a block, each
+// block's total added in order into a double), so squared_norm of a vector equals the in-order
+// double sum, starting from 0, of squared_norm over its consecutive kNormBlock-float pieces: a
+// norm split across threads at multiples of kNormBlock gives the same bits.
+inline constexpr std::size_t kNormBlock = 1024;
+
 struct IsaKernels {
   const char* name;
   // Copies len floats and returns whether all of them are finite (no NaN, no ±Inf).
@@ -27,15 +33,19 @@ struct IsaKernels {
   // Meanwhile prefetches ahead[0, ahead_len) (ahead_len may be 0): the next block of the same row.
   bool (*copy_finite_tiled)(const float* src, std::size_t len, float* dst, std::size_t tile_stride,
                             const float* ahead, std::size_t ahead_len);
-  // acc[j] += x[j] (in double) for j < len, and whether all x are finite. Prefetches
-  // ahead[0, ahead_len) on the way, like copy_finite_tiled.
-  bool (*add_finite)(const float* x, std::size_t len, double* acc, const float* ahead, std::size_t ahead_len);
-  // Σ x² in double (finite inputs give a finite result unless it overflows double).
+  // acc[j] = (((acc[j] + x_0[j]) + x_1[j]) + …) + x_{count−1}[j] in double, x_r = rows[r], for
+  // j < len, and whether all x are finite. Prefetches rows[r][len, len + ahead) on the way (each
+  // row's next block, as copy_finite_tiled does).
+  bool (*add_finite)(const float* const* rows, std::size_t count, std::size_t len, double* acc, std::size_t ahead);
+  // Σ x² in double (finite inputs give a finite result unless it overflows double), summed in
+  // blocks of kNormBlock floats.
   double (*squared_norm)(const float* x, std::size_t len);
   // Σ x·y in double.
   double (*dot)(const float* x, const float* y, std::size_t len);
   // out[j] = a · x[j].
   void (*scale_copy)(float a, const float* x, float* out, std::size_t len);
+  // The same values, written with streaming stores (past the caches) where the level has them.
+  void (*scale_copy_stream)(float a, const float* x, float* out, std::size_t len);
   // acc[j] += a · x[j].
   void (*axpy)(float a, const float* x, float* acc, std::size_t len);
   // The same (bit for bit), prefetching ahead[0, ahead_len) into L2 on the way: the caller's next

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <span>
 #include <string>
@@ -28,6 +29,42 @@ TEST(InputMatrix, FromBuffer) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
   EXPECT_FALSE(InputMatrix::from_buffer(data, 0).ok());
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// A pre-aggregator's output block is 64-byte aligned, filled only when asked, and a large one is
+// reused by the next output of the same size (except under AddressSanitizer, which must see every
+// free to catch a use after it).
+TEST(Matrix, ValuesAreAlignedFilledOnRequestAndLargeBlocksReused) {
+  const std::size_t count = detail::kRecycledBytes / sizeof(float) + 3;
+  const float* first = nullptr;
+  {
+    Matrix m;
+    m.values.resize(count, 2.5f);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m.values.data()) % 64, 0u);
+    EXPECT_TRUE(std::all_of(m.values.begin(), m.values.end(), [](float v) { return v == 2.5f; }));
+    first = m.values.data();
+  }
+  Matrix again;
+  again.values.resize(count);
+  if (!kAddressSanitizer) {
+    EXPECT_EQ(again.values.data(), first);
+  }
+  Matrix small;
+  small.values.assign(5, 1.0f);
+  EXPECT_EQ(small.values, (decltype(small.values){1, 1, 1, 1, 1}));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.values.data()) % 64, 0u);
 }
 
 TEST(InputMatrix, FromRowsChecksSizes) {

@@ -428,6 +428,48 @@ TEST(ClosestWindow, MatchesAFullScanWithTies) {
   });
 }
 
+// The mean adds rows four at a time (and the rest one to three): every row count from 1 to 9 and
+// 25, every layout and thread count gives the row-order double sum times 1/m, rounded to float,
+// bit for bit, at every ISA level; a non-finite row is found in any group and excluded.
+TEST(Mean, RowOrderDoubleSumForAnyRowCountLayoutAndThreads) {
+  for_each_isa([] {
+    for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 25u}) {
+      for (std::size_t d : {1u, 2047u, 2049u, 7000u}) {
+        for (bool poisoned : {false, true}) {
+          auto rows = gaussian_rows(n, d, n * 13 + d, 1e3);
+          const std::size_t bad = n / 2;
+          if (poisoned) rows[bad * d + d - 1] = -std::numeric_limits<float>::infinity();
+          std::vector<float> want(d);
+          const double m = static_cast<double>(poisoned ? n - 1 : n);
+          for (std::size_t c = 0; c < d; ++c) {
+            double sum = 0;
+            for (std::size_t i = 0; i < n; ++i)
+              if (!poisoned || i != bad) sum += rows[i * d + c];
+            want[c] = static_cast<float>(sum * (1.0 / m));
+          }
+          std::vector<std::vector<float>> list;
+          for (std::size_t i = 0; i < n; ++i) list.emplace_back(rows.begin() + i * d, rows.begin() + (i + 1) * d);
+          auto listed = InputMatrix::from_rows(list);
+          ASSERT_TRUE(listed.ok());
+          for (std::size_t threads : {1u, 2u, 3u}) {
+            auto contiguous = Mean(MeanOptions{threads}).aggregate(InputMatrix(rows.data(), n, d));
+            auto separate = Mean(MeanOptions{threads}).aggregate(*listed);
+            if (poisoned && n == 1) {
+              EXPECT_FALSE(contiguous.ok());
+              continue;
+            }
+            ASSERT_TRUE(contiguous.ok() && separate.ok());
+            EXPECT_EQ(contiguous->value, want) << "n=" << n << " d=" << d << " threads=" << threads;
+            EXPECT_EQ(separate->value, want) << "n=" << n << " d=" << d << " threads=" << threads;
+            EXPECT_EQ(contiguous->report.non_finite,
+                      poisoned ? std::vector<std::size_t>{bad} : std::vector<std::size_t>{});
+          }
+        }
+      }
+    }
+  });
+}
+
 TEST(CoordinateRuleSpec, Names) {
   EXPECT_EQ(Mean().spec(), "mean");
   EXPECT_EQ(TrimmedMean(TrimmedMeanOptions{2, 1}).spec(), "trimmed_mean:f=2");

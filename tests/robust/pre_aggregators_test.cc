@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -120,6 +121,118 @@ TEST(NormClipping, ClipsOnlyLongVectors) {
   }
   EXPECT_FALSE(NormClipping(NormClippingOptions{0.0, 1}).check(3).ok());
   EXPECT_FALSE(NormClipping(NormClippingOptions{INFINITY, 1}).check(3).ok());
+}
+
+// Bit-for-bit equality of two outputs (NaN payloads included).
+bool same_bits(const Matrix& a, const Matrix& b) {
+  return a.n == b.n && a.d == b.d &&
+         std::memcmp(a.values.data(), b.values.data(), a.values.size() * sizeof(float)) == 0;
+}
+
+// Row sizes around the column blocks and norm pieces that the threads split (1024, 2048), rows
+// that are split across threads (fewer rows than threads) and a non-finite row.
+TEST(PreAggregators, IdenticalForAnyThreadCount) {
+  testing::for_each_isa([] {
+    for (std::size_t n : {1u, 3u, 10u}) {
+      for (std::size_t d : {1u, 1023u, 1025u, 2049u, 9000u}) {
+        auto rows = gaussian_rows(n, d, n * 7 + d, 3.0);
+        if (n == 10) rows[4 * d + d / 2] = std::numeric_limits<float>::quiet_NaN();
+        const InputMatrix view(rows.data(), n, d);
+        auto apply = [&](auto stage) {
+          auto out = stage.apply(view);
+          EXPECT_TRUE(out.ok());
+          return std::move(out).value();
+        };
+        for (double tau : {1.0, 1e9}) {
+          const auto one = apply(NormClipping(NormClippingOptions{tau, 1}));
+          for (std::size_t threads : {2u, 3u, 16u}) {
+            const auto many = apply(NormClipping(NormClippingOptions{tau, threads}));
+            EXPECT_TRUE(same_bits(one.output, many.output)) << "clipping n=" << n << " d=" << d << " t=" << threads;
+            EXPECT_EQ(one.non_finite, many.non_finite);
+          }
+        }
+        for (std::size_t s : {1u, 2u, 3u}) {
+          const auto one = apply(Bucketing(BucketingOptions{s, 5, 1}));
+          for (std::size_t threads : {2u, 3u, 16u}) {
+            const auto many = apply(Bucketing(BucketingOptions{s, 5, threads}));
+            EXPECT_TRUE(same_bits(one.output, many.output)) << "bucketing n=" << n << " d=" << d << " t=" << threads;
+            EXPECT_EQ(one.non_finite, many.non_finite);
+          }
+        }
+        if (n >= 3) {
+          const auto one = apply(NearestNeighborMixing(NearestNeighborMixingOptions{1, 1}));
+          const auto many = apply(NearestNeighborMixing(NearestNeighborMixingOptions{1, 3}));
+          EXPECT_TRUE(same_bits(one.output, many.output)) << "nnm n=" << n << " d=" << d;
+        }
+      }
+    }
+  });
+}
+
+// Above 32 rows NNM multiplies equally spaced rows in place and gathers the others into a block
+// first: both give the same bits, for any thread count, with and without an unusable row.
+TEST(NearestNeighborMixing, IdenticalForAnyRowLayoutAndThreadCount) {
+  testing::for_each_isa([] {
+    const std::size_t n = 40, d = 2500;
+    for (bool poisoned : {false, true}) {
+      auto rows = gaussian_rows(n, d, 11);
+      if (poisoned) rows[7 * d + 3] = std::numeric_limits<float>::infinity();
+      std::vector<std::vector<float>> separate(n);
+      for (std::size_t i = 0; i < n; ++i) separate[i].assign(rows.begin() + i * d, rows.begin() + (i + 1) * d);
+      auto listed = InputMatrix::from_rows(separate);
+      ASSERT_TRUE(listed.ok());
+      auto contiguous = NearestNeighborMixing(NearestNeighborMixingOptions{9, 1}).apply(InputMatrix(rows.data(), n, d));
+      auto gathered = NearestNeighborMixing(NearestNeighborMixingOptions{9, 2}).apply(*listed);
+      auto threaded = NearestNeighborMixing(NearestNeighborMixingOptions{9, 3}).apply(InputMatrix(rows.data(), n, d));
+      ASSERT_TRUE(contiguous.ok() && gathered.ok() && threaded.ok());
+      EXPECT_TRUE(same_bits(contiguous->output, gathered->output)) << poisoned;
+      EXPECT_TRUE(same_bits(contiguous->output, threaded->output)) << poisoned;
+      EXPECT_EQ(contiguous->non_finite, poisoned ? std::vector<std::size_t>{7} : std::vector<std::size_t>{});
+    }
+  });
+}
+
+// The documented arithmetic of norm clipping, at every ISA level: per block of 1024 floats,
+// sixteen float lanes of rounded squares (lane l takes the floats ≡ l mod 16), then the block's
+// tail in double and the lanes in order into the block's double, the blocks in order into the
+// squared norm; the output is float(min(1, τ/‖x‖)) · x in float.
+TEST(NormClipping, MatchesTheDocumentedArithmetic) {
+  auto reference_squared_norm = [](const float* x, std::size_t len) {
+    double total = 0;
+    for (std::size_t begin = 0; begin < len; begin += 1024) {
+      const std::size_t end = std::min(len, begin + 1024);
+      float lanes[16] = {};
+      std::size_t j = begin;
+      for (; j + 16 <= end; j += 16) {
+        for (std::size_t l = 0; l < 16; ++l) {
+          volatile float square = x[j + l] * x[j + l];  // rounded: never fused into the add
+          lanes[l] += square;
+        }
+      }
+      double block = 0;
+      for (; j < end; ++j) block += static_cast<double>(x[j]) * x[j];  // exact in double
+      for (float lane : lanes) block += lane;
+      total += block;
+    }
+    return total;
+  };
+  testing::for_each_isa([&] {
+    for (std::size_t d : {5u, 1024u, 1500u, 4099u}) {
+      const std::size_t n = 4;
+      const auto rows = gaussian_rows(n, d, d, 2.0);
+      const double tau = 30.0;
+      for (std::size_t threads : {1u, 8u}) {
+        auto out = NormClipping(NormClippingOptions{tau, threads}).apply(InputMatrix(rows.data(), n, d));
+        ASSERT_TRUE(out.ok());
+        for (std::size_t i = 0; i < n; ++i) {
+          const double norm = std::sqrt(reference_squared_norm(&rows[i * d], d));
+          const float scale = static_cast<float>(norm > tau ? tau / norm : 1.0);
+          for (std::size_t c = 0; c < d; ++c)
+            ASSERT_EQ(out->output.values[i * d + c], scale * rows[i * d + c]) << "d=" << d << " row " << i << " col " << c;
+        }
+      }
+    }
+  });
 }
 
 }  // namespace
