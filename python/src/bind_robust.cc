@@ -103,8 +103,9 @@ class NativePreAggregator {
       result = inputs.ok() ? stage_->apply(*inputs) : Result<robust::PreAggregation>(std::move(inputs).error());
     }
     robust::PreAggregation out = unwrap(std::move(result));
-    auto* owned = new std::vector<float>(std::move(out.output.values));
-    nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+    using Values = decltype(out.output.values);
+    auto* owned = new Values(std::move(out.output.values));
+    nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<Values*>(p); });
     nb::ndarray<nb::numpy, float, nb::ndim<2>> matrix(owned->data(), {out.output.n, out.output.d}, owner);
     return nb::make_tuple(matrix, nb::cast(out.non_finite));
   }

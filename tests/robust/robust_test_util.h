@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "core/rng.h"
@@ -122,7 +123,7 @@ inline BruteEigen brute_covariance_top(const std::vector<float>& rows, std::size
   return out;
 }
 
-inline void expect_near_vectors(const std::vector<float>& got, const std::vector<float>& want, double tolerance,
+inline void expect_near_vectors(std::span<const float> got, const std::vector<float>& want, double tolerance,
                                 const char* what = "") {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t j = 0; j < got.size(); ++j)
