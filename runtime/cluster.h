@@ -29,7 +29,8 @@ std::string metrics_json_line(const RoundReport& report);
 
 class LocalCluster {
  public:
-  // Makes `work_dir` (created if missing) hold keys/, cluster.json and logs; picks a free
+  // Makes `work_dir` (created if missing) hold ca/ (the CA, which no process reads), keys/,
+  // cluster.json and logs; picks a free
   // loopback port. `program` is the `ballot` executable that provides `server` and `node`.
   static Result<LocalCluster> prepare(ClusterConfig config, std::filesystem::path program,
                                       std::filesystem::path work_dir);
