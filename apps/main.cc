@@ -139,12 +139,12 @@ int main(int argc, char** argv) {
   std::string show_path = "keys";
   auto* keys_init = keys->add_subcommand("init", "Create the cluster CA");
   keys_init->add_option("--dir", keys_dir, "Key directory: what the machines receive (ca.crt, node certificates and keys)")->capture_default_str();
-  keys_init->add_option("--ca-dir", ca_dir, "CA directory: the CA key, which stays with the operator")->capture_default_str();
+  keys_init->add_option("--ca-dir", ca_dir, "CA directory: the CA key, which stays with the operator (default: ca beside --dir)");
   auto* keys_issue = keys->add_subcommand("issue", "Issue a node certificate and key");
   keys_issue->add_option("node-id", issue_id, "Node id (0 = server)")->required()->check(whole_number_for<std::uint32_t>());
   keys_issue->add_option("--role", issue_role, "server | node")->capture_default_str();
   keys_issue->add_option("--dir", keys_dir, "Key directory")->capture_default_str();
-  keys_issue->add_option("--ca-dir", ca_dir, "CA directory (from keys init)")->capture_default_str();
+  keys_issue->add_option("--ca-dir", ca_dir, "CA directory (from keys init; default: ca beside --dir)");
   auto* keys_show = keys->add_subcommand("show", "Describe a certificate or every certificate of a directory");
   keys_show->add_option("path", show_path, "Certificate file or key directory")->capture_default_str();
 
@@ -187,6 +187,12 @@ int main(int argc, char** argv) {
   if (launch_cmd->parsed()) return run_launch_command(cluster_file);
   if (code_cmd->parsed()) return run_code(code);
   if (evaluate_cmd->parsed()) return run_evaluate(evaluate);
+  if ((keys_init->parsed() && keys_init->count("--ca-dir") == 0) || (keys_issue->parsed() && keys_issue->count("--ca-dir") == 0)) {
+    // "ca" beside the key directory ("keys/" names the directory "keys").
+    std::filesystem::path dir = keys_dir;
+    while (!dir.empty() && !dir.has_filename() && dir.parent_path() != dir) dir = dir.parent_path();
+    ca_dir = (dir.parent_path() / "ca").string();
+  }
   if (keys_init->parsed()) return run_keys_init(keys_dir, ca_dir);
   if (keys_issue->parsed()) return run_keys_issue(keys_dir, ca_dir, issue_id, issue_role);
   if (keys_show->parsed()) return run_keys_show(show_path);

@@ -46,6 +46,8 @@ class LocalCluster {
   Status start_all_nodes();
   // SIGKILL, as a crash would.
   void kill_node(std::size_t index);
+  // The process id of node `index` (-1 when not running), e.g. to pause it with SIGSTOP.
+  pid_t node_pid(std::size_t index) const { return index < nodes_.size() ? nodes_[index] : -1; }
   void kill_server();
   // Waits for the server to exit and returns its exit status (0 = the run completed); then
   // waits for the nodes, killing any still running after `grace`.

@@ -1,6 +1,7 @@
 #include "runtime/roles.h"
 
 #include <algorithm>
+#include <deque>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -83,7 +84,7 @@ Result<TrainingSummary> Server::run() {
     BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kCheckpoint, summary.first_round,
                                     encode_checkpoint(state_of(replica, summary.first_round))), send_failures));
   }
-  BALLOT_TRY(await_joins());
+  BALLOT_ASSIGN_OR_RETURN(auto held, await_joins());
   // The gradient path's rule and the codec that validates and decodes what nodes send.
   std::unique_ptr<robust::Aggregator> aggregator;
   std::unique_ptr<coding::Codec> codec;
@@ -142,7 +143,13 @@ Result<TrainingSummary> Server::run() {
       }
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
           (now < deadline ? deadline : give_up) - now);
-      auto message = transport_.receive(std::min(wait, std::chrono::milliseconds(200)) + std::chrono::milliseconds(1));
+      Result<transport::Message> message = make_error(ErrorCode::kTimeout, "");
+      if (!held.empty()) {
+        message = std::move(held.front());
+        held.pop_front();
+      } else {
+        message = transport_.receive(std::min(wait, std::chrono::milliseconds(200)) + std::chrono::milliseconds(1));
+      }
       if (!message.ok()) {
         if (message.error().code == ErrorCode::kTimeout) continue;
         return std::move(message).error();
@@ -323,15 +330,16 @@ Result<TrainingSummary> Server::run() {
   return summary;
 }
 
-Status Server::await_joins() {
+Result<std::deque<transport::Message>> Server::await_joins() {
   // Before the first round, every node gets up to join_wait to connect and send its Join, so
   // that a node whose process came up a moment after the server's is not counted missing in the
-  // first round, nor its vote late. What else arrives now (votes of a run before a restart)
-  // belongs to no round of this process and is dropped.
+  // first round, nor its vote late. Everything else that arrives meanwhile is handed to the first
+  // round, in order.
   const std::size_t n = setup_.options.nodes;
   std::vector<bool> joined(n);
+  std::deque<transport::Message> held;
   std::size_t count = 0;
-  const auto until = Clock::now() + options_.join_wait;
+  const auto until = Clock::now() + (options_.join_wait.count() > 0 ? options_.join_wait : options_.round_deadline);
   while (count < n) {
     const auto now = Clock::now();
     if (now >= until) break;
@@ -341,15 +349,18 @@ Status Server::await_joins() {
       if (message.error().code == ErrorCode::kTimeout) continue;
       return std::move(message).error();
     }
-    if (message->from == kServerId || message->from > n || message->type != MessageType::kControl) continue;
-    auto control = decode_control(message->payload);
-    if (!control.ok() || !std::holds_alternative<Join>(*control)) continue;
-    if (!joined[message->from - 1]) {
+    const bool join = message->from != kServerId && message->from <= n && message->type == MessageType::kControl &&
+                      [&] {
+                        auto control = decode_control(message->payload);
+                        return control.ok() && std::holds_alternative<Join>(*control);
+                      }();
+    if (join && !joined[message->from - 1]) {
       joined[message->from - 1] = true;
       ++count;
     }
+    held.push_back(std::move(*message));
   }
-  return {};
+  return held;
 }
 
 bool Server::accept_evidence(const transport::EquivocationProof& proof) const {

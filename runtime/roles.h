@@ -26,6 +26,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -92,8 +93,9 @@ struct TrainingSummary {
 struct ServerOptions {
   std::chrono::milliseconds round_deadline{3000};  // after it, n − b votes suffice
   std::chrono::milliseconds quorum_timeout{120000};  // no quorum for this long: the run stops
-  // Before its first round the server waits up to this long for every node's Join.
-  std::chrono::milliseconds join_wait{10000};
+  // Before its first round the server waits up to this long for every node's Join (0: one
+  // round deadline).
+  std::chrono::milliseconds join_wait{0};
   std::filesystem::path checkpoint_path;            // empty: no checkpoints
   std::uint64_t checkpoint_every = 50;
   std::function<void(const RoundReport&)> on_round;  // called after every round
@@ -118,7 +120,8 @@ class Server {
   // A node's forwarded equivocation proof: true (and the author quarantined) iff it checks
   // against the registry for a node of this job.
   bool accept_evidence(const transport::EquivocationProof& proof) const;
-  Status await_joins();
+  // Waits for every node's Join before the first round; returns what arrived meanwhile.
+  Result<std::deque<transport::Message>> await_joins();
   bool inputs_valid(std::size_t voter, std::uint64_t round, const std::vector<transport::SignedEnvelope>& inputs) const;
   void audit_inputs(const std::vector<transport::SignedEnvelope>& inputs,
                     std::map<transport::NodeId, transport::SignedEnvelope>& counted,
