@@ -338,9 +338,15 @@ Result<std::deque<transport::Message>> Server::await_joins() {
   const std::size_t n = setup_.options.nodes;
   std::vector<bool> joined(n);
   std::deque<transport::Message> held;
-  std::size_t count = 0;
+  // A quarantined node's messages are dropped unread: nothing to wait for.
+  const auto waiting = [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!joined[i] && !(options_.quarantine && options_.quarantine->is_quarantined(node_id(i)))) return true;
+    }
+    return false;
+  };
   const auto until = Clock::now() + (options_.join_wait.count() > 0 ? options_.join_wait : options_.round_deadline);
-  while (count < n) {
+  while (waiting()) {
     const auto now = Clock::now();
     if (now >= until) break;
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
@@ -354,9 +360,12 @@ Result<std::deque<transport::Message>> Server::await_joins() {
                         auto control = decode_control(message->payload);
                         return control.ok() && std::holds_alternative<Join>(*control);
                       }();
-    if (join && !joined[message->from - 1]) {
-      joined[message->from - 1] = true;
-      ++count;
+    if (join) joined[message->from - 1] = true;
+    if (message->from != kServerId && message->from <= n && message->type == MessageType::kControl) {
+      // Forwarded evidence is checked at once (it may quarantine a node not to wait for); one
+      // that does not check goes on to the first round, which counts it against its sender.
+      auto control = decode_control(message->payload);
+      if (control.ok() && std::holds_alternative<Evidence>(*control) && accept_evidence(std::get<Evidence>(*control).proof)) continue;
     }
     held.push_back(std::move(*message));
   }
