@@ -597,6 +597,11 @@ Result<NodeSummary> Node::run() {
   };
 
   std::size_t forwarded = 0;  // evidence proofs already sent to the server
+  // Nothing usable from the server for two round deadlines (it paused, its session was dropped,
+  // or what it sent meanwhile is for rounds its transport no longer accepts): ask to rejoin. The
+  // server answers a Join with the state and the current round's start.
+  auto rejoin_after = std::max(options_.join_retry, std::chrono::milliseconds(2 * 3000));
+  auto last_rejoin = Clock::now();
   while (true) {
     if (options_.evidence) {
       const auto proofs = options_.evidence->proofs();
@@ -605,7 +610,7 @@ Result<NodeSummary> Node::run() {
                                                          encode(Evidence{proofs[forwarded]})), send_failures));
       }
     }
-    auto timeout = started ? options_.idle_timeout : options_.join_retry;
+    auto timeout = started ? std::min(options_.idle_timeout, rejoin_after) : options_.join_retry;
     if (pending.active) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(pending.deadline - Clock::now());
       timeout = std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(1), timeout);
@@ -617,7 +622,11 @@ Result<NodeSummary> Node::run() {
       if (Clock::now() - last_heard >= options_.idle_timeout) {
         return make_error(ErrorCode::kTimeout, "node " + std::to_string(index_) + ": no message from the server");
       }
-      if (!started) BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
+      const auto now = Clock::now();
+      if (!started || (now - last_heard >= rejoin_after && now - last_rejoin >= rejoin_after)) {
+        last_rejoin = now;
+        BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
+      }
       continue;
     }
     if (message->from != kServerId) {
@@ -687,6 +696,7 @@ Result<NodeSummary> Node::run() {
         auto start = decode_round_start(message->payload);
         if (!start.ok() || start->round != message->round || start->round < round) continue;
         started = true;
+        rejoin_after = std::max(options_.join_retry, std::chrono::milliseconds(2 * std::uint64_t{start->deadline_ms}));
         if (start->round > round || start->model_digest != replica.digest()) {
           // Behind (restarted, or missed a decision) or diverged: ask for the current state.
           BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
