@@ -355,18 +355,16 @@ Result<std::deque<transport::Message>> Server::await_joins() {
       if (message.error().code == ErrorCode::kTimeout) continue;
       return std::move(message).error();
     }
-    const bool join = message->from != kServerId && message->from <= n && message->type == MessageType::kControl &&
-                      [&] {
-                        auto control = decode_control(message->payload);
-                        return control.ok() && std::holds_alternative<Join>(*control);
-                      }();
-    if (join) joined[message->from - 1] = true;
     if (message->from != kServerId && message->from <= n && message->type == MessageType::kControl) {
+      auto control = decode_control(message->payload);
+      if (control.ok() && std::holds_alternative<Join>(*control)) joined[message->from - 1] = true;
       // Forwarded evidence is checked at once (it may quarantine a node not to wait for); one
       // that does not check goes on to the first round, which counts it against its sender.
-      auto control = decode_control(message->payload);
       if (control.ok() && std::holds_alternative<Evidence>(*control) && accept_evidence(std::get<Evidence>(*control).proof)) continue;
     }
+    // Bounded like the inbox it was taken from: a few messages per node are all an honest
+    // cluster sends before its first round (Joins, a vote of the run before a restart).
+    if (held.size() >= 16 * n) continue;
     held.push_back(std::move(*message));
   }
   return held;
