@@ -59,8 +59,8 @@ struct EvaluateCommand {
 void add_evaluate_options(CLI::App& command, EvaluateCommand& evaluate);
 int run_evaluate(const EvaluateCommand& command);
 
-int run_keys_init(const std::string& dir);
-int run_keys_issue(const std::string& dir, std::uint32_t node, const std::string& role);
+int run_keys_init(const std::string& dir, const std::string& ca_dir);
+int run_keys_issue(const std::string& dir, const std::string& ca_dir, std::uint32_t node, const std::string& role);
 int run_keys_show(const std::string& path);
 
 }  // namespace ballot::apps

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "apps/commands.h"
+#include "apps/whole_number.h"
 #include "evaluation/grid.h"
 #include "evaluation/progress.h"
 #include "evaluation/report.h"
@@ -168,20 +169,21 @@ void add_evaluate_options(CLI::App& command, EvaluateCommand& c) {
   command.add_option("--byzantine", c.byzantine, "Numbers of Byzantine nodes b, comma-separated");
   command.add_option("--seeds", c.seeds, "Seeds, comma-separated (default 1)");
   command.add_option("--byzantine-nodes", c.attacker_choice, "Which nodes attack: random (from the seed) | worst (for G) | 0,3");
-  command.add_option("--rounds", c.rounds, "Training rounds per cell (paper preset: 500)");
+  command.add_option("--rounds", c.rounds, "Training rounds per cell (paper preset: 500)")->check(whole_number_for<std::uint64_t>());
   command.add_option("--target", c.target, "Test accuracy for the 'rounds to target' table (default 0.8)");
   command.add_option("--data", c.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]");
   command.add_option("--model", c.model, "Model: logreg | mlp:hidden=128 | cnn");
   command.add_option("--lr", c.lr, "Learning-rate schedule");
   command.add_option("--update", c.update, "Update rule on the vote / aggregate (a defence may set its own)");
   command.add_option("--worker-momentum", c.worker_momentum, "Signum momentum at the nodes (0 = signSGD)");
-  command.add_option("--partition-size", c.partition_size, "Examples per partition");
-  command.add_option("--eval-every", c.eval_every, "Rounds between test evaluations (the accuracy curve)");
-  command.add_option("--eval-examples", c.eval_examples, "Test examples per evaluation");
+  command.add_option("--partition-size", c.partition_size, "Examples per partition")->check(whole_number_for<std::size_t>());
+  command.add_option("--eval-every", c.eval_every, "Rounds between test evaluations (the accuracy curve)")->check(whole_number_for<std::uint64_t>());
+  command.add_option("--eval-examples", c.eval_examples, "Test examples per evaluation")->check(whole_number_for<std::size_t>());
   command.add_flag("--no-baseline", c.no_baseline, "Do not run the attack-free cells");
   command.add_option("--protocol-deadline-ms", c.protocol_deadline_ms,
-                     "Round deadline of the cells with protocol attacks, which run in the message simulator (default 300)");
-  command.add_option("-j,--jobs", c.jobs, "Cells run in parallel (threads)")->capture_default_str();
+                     "Round deadline of the cells with protocol attacks, which run in the message simulator (default 300)")
+      ->check(whole_number_for<std::uint32_t>(1));
+  command.add_option("-j,--jobs", c.jobs, "Cells run in parallel (threads)")->capture_default_str()->check(whole_number_for<std::size_t>());
   command.add_option("-o,--out", c.out, "Output directory: results.json, report.md, figures/")->capture_default_str();
   command.add_option("--title", c.title, "Title of report.md");
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "apps/commands.h"
+#include "apps/whole_number.h"
 #include "core/config.h"
 #include "kernels/isa.h"
 
@@ -29,8 +30,8 @@ namespace {
 
 // The training flags shared by `train`; each overrides the config file's value when given.
 void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime::ClusterConfig& config) {
-  command.add_option("-n,--nodes", t.nodes, "Number of nodes n")->capture_default_str();
-  command.add_option("-b,--byzantine", t.byzantine, "Fault budget b (quorum n-b after the deadline)")->capture_default_str();
+  command.add_option("-n,--nodes", t.nodes, "Number of nodes n")->capture_default_str()->check(whole_number_for<std::size_t>());
+  command.add_option("-b,--byzantine", t.byzantine, "Fault budget b (quorum n-b after the deadline)")->capture_default_str()->check(whole_number_for<std::size_t>());
   command.add_option("--code", t.code, "Allocation matrix: identity | bernoulli:r=2 | deterministic[:b=B] | paper5 | file:path=P")->capture_default_str();
   static const std::map<std::string, runtime::Placement> placements{{"replicated", runtime::Placement::kReplicated},
                                                                      {"exchange", runtime::Placement::kExchange}};
@@ -42,22 +43,22 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
   command.add_option("--update", t.update, "Server update rule on the vote: heavyball:… | sign:wd=… | sgd:…")->capture_default_str();
   command.add_option("--worker-momentum", t.worker_momentum, "Signum momentum at the nodes (0 = signSGD)")->capture_default_str();
   command.add_option("--lr", t.lr, "Learning-rate schedule, e.g. 'constant:lr=0.002 > cosine:rounds=600'")->capture_default_str();
-  command.add_option("--partition-size", t.partition_size, "Examples per partition (global batch = n x this)")->capture_default_str();
-  command.add_option("--rounds", t.rounds, "Training rounds")->capture_default_str();
-  command.add_option("--seed", t.seed, "Seed of everything random in the run")->capture_default_str();
+  command.add_option("--partition-size", t.partition_size, "Examples per partition (global batch = n x this)")->capture_default_str()->check(whole_number_for<decltype(t.partition_size)>());
+  command.add_option("--rounds", t.rounds, "Training rounds")->capture_default_str()->check(whole_number_for<decltype(t.rounds)>());
+  command.add_option("--seed", t.seed, "Seed of everything random in the run")->capture_default_str()->check(whole_number_for<decltype(t.seed)>());
   command.add_option("--data", t.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]")->capture_default_str();
   command.add_option("--attack", t.attack,
                      "What the Byzantine nodes do (docs/attacks.md): none | sign_flip | scaled | gaussian | zero | alie | "
                      "ipm:eps=E | mimic | reverse | random | directional:sign=±1 | omniscient | label_flip | crash | "
                      "omission:p=P | delay:ms=M | equivocation | replay | forged_signature | malformed | oversized | "
                      "wrong_digest; join domains with '+', limit rounds with from=,until=")->capture_default_str();
-  command.add_option("--attackers", t.attackers, "Number of Byzantine nodes (default with --attack: b; with --rule other than vote and no --attack, they flip their gradients' signs)")->capture_default_str();
+  command.add_option("--attackers", t.attackers, "Number of Byzantine nodes (default with --attack: b; with --rule other than vote and no --attack, they flip their gradients' signs)")->capture_default_str()->check(whole_number_for<decltype(t.attackers)>());
   command.add_option("--byzantine-nodes", t.attacker_choice, "Which nodes attack: random (from the seed) | worst (for G) | a list 0,3,5")->capture_default_str();
   command.add_option("--rule", t.rule, "vote (1-bit election path) | a robust rule: mean | median | krum:f=1 | 'nnm:f=1 > krum:f=1' …")->capture_default_str();
   command.add_option("--codec", t.codec, "Gradient codec when --rule is not vote: fp32 | qsgd:s=16 | topk:ratio=0.01,ef=1 …")->capture_default_str();
-  command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")->capture_default_str();
-  command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")->capture_default_str();
-  command.add_option("--checkpoint-every", config.checkpoint_every, "Rounds between server checkpoints")->capture_default_str();
+  command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")->capture_default_str()->check(whole_number_for<decltype(t.eval_every)>());
+  command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")->capture_default_str()->check(whole_number_for<decltype(config.round_deadline_ms)>(1));
+  command.add_option("--checkpoint-every", config.checkpoint_every, "Rounds between server checkpoints")->capture_default_str()->check(whole_number_for<decltype(config.checkpoint_every)>());
   command.add_option("--metrics", config.metrics, "Metrics file (JSON lines); default: in the work directory");
 }
 
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--config") config_file = argv[i + 1];
   }
   if (!config_file.empty()) {
-    auto loaded = ballot::runtime::load_cluster_config(config_file);
+    auto loaded = ballot::runtime::load_cluster_config(config_file, ballot::runtime::ConfigUse::kTrainDefaults);
     if (!loaded.ok()) {
       std::fprintf(stderr, "ballot: %s\n", loaded.error().to_string().c_str());
       return 1;
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
   auto* node_cmd = app.add_subcommand("node", "Run one node of a cluster");
   node_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
-  node_cmd->add_option("--index", node_index, "Node index i (row i of G; node id i+1)");
+  node_cmd->add_option("--index", node_index, "Node index i (row i of G; node id i+1)")->check(whole_number_for<std::size_t>());
   auto* launch_cmd = app.add_subcommand(
       "launch", "Run the role given by the launcher's rank (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)");
   launch_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
@@ -115,14 +116,14 @@ int main(int argc, char** argv) {
       "code", "Report on an election code: matrix, redundancy, certified tolerance, Monte Carlo errors");
   code_cmd->add_option("spec", code.spec, "identity | bernoulli:r=2 | deterministic:b=B | paper5 | file:path=P")
       ->capture_default_str();
-  code_cmd->add_option("-n,--nodes", code.nodes, "Number of nodes n")->capture_default_str();
-  code_cmd->add_option("-b,--byzantine", code.byzantine_counts, "Rows b of the Monte Carlo table");
+  code_cmd->add_option("-n,--nodes", code.nodes, "Number of nodes n")->capture_default_str()->check(whole_number_for<std::size_t>());
+  code_cmd->add_option("-b,--byzantine", code.byzantine_counts, "Rows b of the Monte Carlo table")->check(whole_number_for<std::size_t>());
   code_cmd->add_option("--q", code.q, "Probability that a partition's sign is correct")->capture_default_str();
   code_cmd->add_option("--attack", code.attack, "reverse | directional | random | opposite")->capture_default_str();
   code_cmd->add_flag("--abstain-ties", code.abstain_ties, "Ties abstain (the reference script's arithmetic)");
-  code_cmd->add_option("--trials", code.trials, "Monte Carlo trials per cell")->capture_default_str();
-  code_cmd->add_option("--seed", code.seed, "Seed")->capture_default_str();
-  code_cmd->add_option("--search", code.search_b, "Instead: the minimum-redundancy code tolerating this b (n <= 9)");
+  code_cmd->add_option("--trials", code.trials, "Monte Carlo trials per cell")->capture_default_str()->check(whole_number_for<decltype(code.trials)>());
+  code_cmd->add_option("--seed", code.seed, "Seed")->capture_default_str()->check(whole_number_for<decltype(code.seed)>());
+  code_cmd->add_option("--search", code.search_b, "Instead: the minimum-redundancy code tolerating this b (n <= 9)")->check(whole_number_for<std::size_t>());
 
   EvaluateCommand evaluate;
   auto* evaluate_cmd = app.add_subcommand(
@@ -132,15 +133,18 @@ int main(int argc, char** argv) {
   auto* keys = app.add_subcommand("keys", "Manage the cluster PKI");
   keys->require_subcommand(1);
   std::string keys_dir = "keys";
+  std::string ca_dir = "ca";
   std::uint32_t issue_id = 0;
   std::string issue_role = "node";
   std::string show_path = "keys";
   auto* keys_init = keys->add_subcommand("init", "Create the cluster CA");
-  keys_init->add_option("--dir", keys_dir, "Key directory")->capture_default_str();
+  keys_init->add_option("--dir", keys_dir, "Key directory: what the machines receive (ca.crt, node certificates and keys)")->capture_default_str();
+  keys_init->add_option("--ca-dir", ca_dir, "CA directory: the CA key, which stays with the operator (default: ca beside --dir)");
   auto* keys_issue = keys->add_subcommand("issue", "Issue a node certificate and key");
-  keys_issue->add_option("node-id", issue_id, "Node id (0 = server)")->required();
+  keys_issue->add_option("node-id", issue_id, "Node id (0 = server)")->required()->check(whole_number_for<std::uint32_t>());
   keys_issue->add_option("--role", issue_role, "server | node")->capture_default_str();
   keys_issue->add_option("--dir", keys_dir, "Key directory")->capture_default_str();
+  keys_issue->add_option("--ca-dir", ca_dir, "CA directory (from keys init; default: ca beside --dir)");
   auto* keys_show = keys->add_subcommand("show", "Describe a certificate or every certificate of a directory");
   keys_show->add_option("path", show_path, "Certificate file or key directory")->capture_default_str();
 
@@ -183,8 +187,14 @@ int main(int argc, char** argv) {
   if (launch_cmd->parsed()) return run_launch_command(cluster_file);
   if (code_cmd->parsed()) return run_code(code);
   if (evaluate_cmd->parsed()) return run_evaluate(evaluate);
-  if (keys_init->parsed()) return run_keys_init(keys_dir);
-  if (keys_issue->parsed()) return run_keys_issue(keys_dir, issue_id, issue_role);
+  if ((keys_init->parsed() && keys_init->count("--ca-dir") == 0) || (keys_issue->parsed() && keys_issue->count("--ca-dir") == 0)) {
+    // "ca" beside the key directory ("keys/" names the directory "keys").
+    std::filesystem::path dir = keys_dir;
+    while (!dir.empty() && !dir.has_filename() && dir.parent_path() != dir) dir = dir.parent_path();
+    ca_dir = (dir.parent_path() / "ca").string();
+  }
+  if (keys_init->parsed()) return run_keys_init(keys_dir, ca_dir);
+  if (keys_issue->parsed()) return run_keys_issue(keys_dir, ca_dir, issue_id, issue_role);
   if (keys_show->parsed()) return run_keys_show(show_path);
   return 0;
 }

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "apps/commands.h"
 #include "apps/launcher_env.h"
 #include "runtime/cluster.h"
@@ -32,14 +34,45 @@ std::string human_bytes(double bytes) {
   return text;
 }
 
+// The rows of a metrics file from before `first_round`: a server that resumed from a checkpoint
+// redoes the rounds after it, and each round keeps one row (the one of the run that counts).
+void drop_metrics_from(const std::filesystem::path& metrics, std::uint64_t first_round) {
+  std::ifstream in(metrics);
+  if (!in) return;
+  std::string kept;
+  bool dropped = false;
+  for (std::string line; std::getline(in, line);) {
+    const auto row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_object() && row.contains("round") && row["round"].is_number_unsigned() &&
+        row["round"].get<std::uint64_t>() >= first_round) {
+      dropped = true;
+      continue;
+    }
+    kept += line + '\n';
+  }
+  in.close();
+  if (!dropped) return;
+  const auto temporary = metrics.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << kept;
+    if (!out) return;
+  }
+  std::error_code ignored;
+  std::filesystem::rename(temporary, metrics, ignored);
+}
+
 // Progress on the terminal and metrics as JSON lines, from the server's round reports.
 class Progress {
  public:
-  Progress(std::uint64_t rounds, const std::filesystem::path& metrics) : rounds_(rounds) {
-    if (!metrics.empty()) metrics_.open(metrics, std::ios::app);
-  }
+  Progress(std::uint64_t rounds, const std::filesystem::path& metrics) : rounds_(rounds), path_(metrics) {}
 
   void operator()(const runtime::RoundReport& report) {
+    if (!opened_ && !path_.empty()) {
+      opened_ = true;
+      drop_metrics_from(path_, report.round);
+      metrics_.open(path_, std::ios::app);
+    }
     if (metrics_) metrics_ << runtime::metrics_json_line(report) << '\n' << std::flush;
     const bool missing_changed = report.missing != last_missing_ || report.quarantined != last_quarantined_;
     last_missing_ = report.missing;
@@ -71,6 +104,8 @@ class Progress {
 
  private:
   std::uint64_t rounds_;
+  std::filesystem::path path_;
+  bool opened_ = false;
   std::ofstream metrics_;
   std::vector<std::size_t> last_missing_;
   std::vector<std::size_t> last_quarantined_;
@@ -91,10 +126,20 @@ void print_summary(const runtime::TrainingSummary& summary) {
     if (!quarantined.empty()) quarantined += ',';
     quarantined += std::to_string(node);
   }
+  const auto per_node = [](const std::vector<std::pair<std::size_t, std::uint64_t>>& counts) {
+    std::string text;
+    for (const auto& [node, count] : counts) {
+      if (!text.empty()) text += ", ";
+      text += "node " + std::to_string(node) + ": " + std::to_string(count);
+    }
+    return text;
+  };
   std::printf("defences: %llu messages rejected by the server, %llu votes on another model, misbehaviour events {%s}, "
               "quarantined {%s}, %zu equivocation proofs\n",
               static_cast<unsigned long long>(d.rejected_messages), static_cast<unsigned long long>(d.out_of_sync_votes),
               events.c_str(), quarantined.c_str(), d.equivocation_proofs);
+  std::printf("lateness (counted, never quarantined): {%s}; second sessions refused for a live node id: {%s}\n",
+              per_node(d.late).c_str(), per_node(d.duplicate_sessions).c_str());
 }
 
 }  // namespace
@@ -190,6 +235,7 @@ int run_train(TrainCommand command) {
   if (temporary) {
     std::error_code ignored;
     std::filesystem::remove_all(work_dir / "keys", ignored);  // throw-away PKI: do not leave keys behind
+    std::filesystem::remove_all(work_dir / "ca", ignored);
   }
   return 0;
 }
@@ -209,9 +255,9 @@ int serve(const runtime::ClusterConfig& config) {
 int work(const runtime::ClusterConfig& config, std::size_t index) {
   auto summary = runtime::run_node(config, index);
   if (!summary.ok()) return fail(summary.error());
-  std::printf("node %zu: %llu rounds, %llu votes, %llu state transfers\n", index,
-              static_cast<unsigned long long>(summary->rounds), static_cast<unsigned long long>(summary->votes_sent),
-              static_cast<unsigned long long>(summary->rejoins));
+  std::printf("node %zu: %llu rounds, %llu votes, %llu state transfers, %llu messages withheld (signed differently before)\n",
+              index, static_cast<unsigned long long>(summary->rounds), static_cast<unsigned long long>(summary->votes_sent),
+              static_cast<unsigned long long>(summary->rejoins), static_cast<unsigned long long>(summary->abstained));
   if (config.training.placement == runtime::Placement::kExchange) {
     std::printf("node %zu: exchange inputs: %llu missing (abstained), %llu rejected\n", index,
                 static_cast<unsigned long long>(summary->inputs_missing),

@@ -113,7 +113,10 @@ Result<Checkpoint> decode_checkpoint(std::span<const std::uint8_t> bytes, const 
 }
 
 Status save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint) {
-  const auto bytes = encode_checkpoint(checkpoint);
+  return write_file_atomically(path, encode_checkpoint(checkpoint));
+}
+
+Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes) {
   std::error_code ec;
   const auto directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   std::filesystem::create_directories(directory, ec);

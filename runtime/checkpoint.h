@@ -41,6 +41,7 @@ Result<Checkpoint> decode_checkpoint(std::span<const std::uint8_t> bytes,
                                      const CheckpointLimits& limits = {});
 
 // Atomic replace (write temporary, fsync, rename, fsync directory). Errors name the path.
+Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes);
 Status save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
 // kNotFound when the file does not exist; other errors name the path and the problem.
 Result<Checkpoint> load_checkpoint(const std::filesystem::path& path,

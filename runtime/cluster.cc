@@ -107,6 +107,7 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
       }
     }
   }
+  if (!options.registry) options.registry = std::make_shared<const transport::Registry>(registry);
   if (!options.evidence) options.evidence = std::make_shared<Quarantine>();
   tls.transport.observer = options.evidence;  // its equivocation proofs go to the server
   BALLOT_ASSIGN_OR_RETURN(auto endpoint, transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
@@ -145,12 +146,14 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
   std::error_code ec;
   std::filesystem::create_directories(work_dir, ec);
   if (ec) return make_error(ErrorCode::kIo, "cannot create '" + work_dir.string() + "': " + ec.message());
+  // The CA key stays in ca/, apart from keys/, which is what the processes read.
   const auto keys = work_dir / "keys";
+  const auto ca = work_dir / "ca";
   if (!std::filesystem::exists(transport::ca_cert_path(keys))) {
-    BALLOT_TRY(transport::init_ca(keys));
-    BALLOT_TRY(transport::issue_node(keys, kServerId, Role::kServer));
+    BALLOT_TRY(transport::init_ca(ca, keys));
+    BALLOT_TRY(transport::issue_node(ca, keys, kServerId, Role::kServer));
     for (std::size_t i = 0; i < config.training.nodes; ++i) {
-      BALLOT_TRY(transport::issue_node(keys, node_id(i), Role::kNode));
+      BALLOT_TRY(transport::issue_node(ca, keys, node_id(i), Role::kNode));
     }
   }
   config.keys = keys;

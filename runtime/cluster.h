@@ -29,7 +29,8 @@ std::string metrics_json_line(const RoundReport& report);
 
 class LocalCluster {
  public:
-  // Makes `work_dir` (created if missing) hold keys/, cluster.json and logs; picks a free
+  // Makes `work_dir` (created if missing) hold ca/ (the CA, which no process reads), keys/,
+  // cluster.json and logs; picks a free
   // loopback port. `program` is the `ballot` executable that provides `server` and `node`.
   static Result<LocalCluster> prepare(ClusterConfig config, std::filesystem::path program,
                                       std::filesystem::path work_dir);
@@ -45,6 +46,8 @@ class LocalCluster {
   Status start_all_nodes();
   // SIGKILL, as a crash would.
   void kill_node(std::size_t index);
+  // The process id of node `index` (-1 when not running), e.g. to pause it with SIGSTOP.
+  pid_t node_pid(std::size_t index) const { return index < nodes_.size() ? nodes_[index] : -1; }
   void kill_server();
   // Waits for the server to exit and returns its exit status (0 = the run completed); then
   // waits for the nodes, killing any still running after `grace`.

@@ -30,7 +30,8 @@ Status read(const Json& object, const char* key, T& out) {
   const auto it = object.find(key);
   if (it == object.end()) return {};
   const auto wrong = [&](const char* expected) {
-    return config_error("'" + std::string(key) + "' must be " + expected);
+    return config_error("'" + std::string(key) + "' must be " + expected + ", not " +
+                        it->dump(-1, ' ', false, Json::error_handler_t::replace));
   };
   if constexpr (std::is_same_v<T, bool>) {
     if (!it->is_boolean()) return wrong("true or false");
@@ -129,6 +130,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     BALLOT_TRY(read(*training, "codec", t.codec));
   }
   if (config.server_port == 0) return config_error("server port must be set");
+  if (config.round_deadline_ms == 0) return config_error("'round_deadline_ms' must be at least 1");
   if (config.training.placement == Placement::kExchange && config.nodes.size() != config.training.nodes) {
     return config_error("placement 'exchange' needs the address of every node: 'nodes' has " +
                         std::to_string(config.nodes.size()) + " entries, n = " + std::to_string(config.training.nodes));
@@ -141,11 +143,37 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   return config;
 }
 
-Result<ClusterConfig> load_cluster_config(const std::filesystem::path& file) {
+Status check_required_fields(const std::string& json_text) {
+  const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return {};  // parse_cluster_config says what is wrong
+  std::vector<std::string> missing;
+  const auto server = root.find("server");
+  if (server == root.end() || !server->is_object()) {
+    missing.push_back("'server' (an object with 'host' and 'port')");
+  } else {
+    if (!server->contains("host")) missing.push_back("'server.host'");
+    if (!server->contains("port")) missing.push_back("'server.port'");
+  }
+  if (!root.contains("keys")) missing.push_back("'keys' (the key directory: ca.crt, node-<id>.crt, this node's key)");
+  if (!root.contains("training")) missing.push_back("'training'");
+  if (missing.empty()) return {};
+  std::string list;
+  for (const auto& field : missing) list += (list.empty() ? "" : ", ") + field;
+  return config_error("missing required field" + std::string(missing.size() > 1 ? "s " : " ") + list);
+}
+
+Result<ClusterConfig> load_cluster_config(const std::filesystem::path& file, ConfigUse use) {
   std::ifstream in(file);
   if (!in) return make_error(ErrorCode::kNotFound, "cannot open cluster config '" + file.string() + "'");
   std::stringstream text;
   text << in.rdbuf();
+  if (use == ConfigUse::kRole) {
+    if (auto required = check_required_fields(text.str()); !required.ok()) {
+      auto error = std::move(required).error();
+      error.message += " (" + file.string() + ")";
+      return error;
+    }
+  }
   auto config = parse_cluster_config(text.str());
   if (!config.ok()) {
     auto error = std::move(config).error();

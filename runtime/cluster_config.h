@@ -17,7 +17,9 @@
 //                "data": "fashion-mnist", "eval_every": 100, "eval_examples": 10000}
 // }
 // Missing keys take the defaults of TrainingOptions / this struct; unknown keys are errors, so
-// a typo does not silently run with a default.
+// a typo does not silently run with a default. A file for the roles (`ballot server|node|launch`)
+// must name "server" (host and port), "keys" and "training": load_cluster_config lists every one
+// that is missing, with the file's path. round_deadline_ms must be at least 1.
 #pragma once
 
 #include <cstdint>
@@ -52,8 +54,14 @@ struct ClusterConfig {
   TrainingOptions training;
 };
 
+// What a file is read for: the roles need every required field; `ballot train --config` only
+// takes its values as defaults (its local cluster sets the server and keys itself).
+enum class ConfigUse { kRole, kTrainDefaults };
+
 Result<ClusterConfig> parse_cluster_config(const std::string& json_text);
-Result<ClusterConfig> load_cluster_config(const std::filesystem::path& file);
+// The required fields of a role's file (above); ok when all are there.
+Status check_required_fields(const std::string& json_text);
+Result<ClusterConfig> load_cluster_config(const std::filesystem::path& file, ConfigUse use = ConfigUse::kRole);
 std::string to_json(const ClusterConfig& config);
 Status save_cluster_config(const std::filesystem::path& file, const ClusterConfig& config);
 

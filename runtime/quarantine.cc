@@ -2,10 +2,42 @@
 
 namespace ballot::runtime {
 
+Weight weight_of(transport::Misbehaviour kind) noexcept {
+  using transport::Misbehaviour;
+  switch (kind) {
+    case Misbehaviour::kStaleRound:
+    case Misbehaviour::kFutureRound:
+    case Misbehaviour::kTimeout:
+    case Misbehaviour::kTruncated: return Weight::kLateness;
+    case Misbehaviour::kHandshakeFailed:
+    case Misbehaviour::kDuplicateSession:
+    case Misbehaviour::kEquivocation: return Weight::kNoBlame;  // equivocation arrives with its proof
+    default: return Weight::kEvidence;
+  }
+}
+
+namespace {
+
+std::uint64_t value_of(const std::map<transport::NodeId, std::uint64_t>& counts, transport::NodeId node) {
+  const auto it = counts.find(node);
+  return it == counts.end() ? 0 : it->second;
+}
+
+}  // namespace
+
 void Quarantine::on_misbehaviour(const transport::MisbehaviourReport& report) {
-  // An unauthenticated connection has no node to blame; equivocation arrives with its proof.
-  if (!report.peer || report.kind == transport::Misbehaviour::kEquivocation) return;
-  count(*report.peer, 1);
+  // An unauthenticated connection has no node to blame.
+  if (!report.peer) return;
+  if (report.kind == transport::Misbehaviour::kDuplicateSession) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++duplicates_[*report.peer];
+    return;
+  }
+  switch (weight_of(report.kind)) {
+    case Weight::kEvidence: return count(*report.peer, 1);
+    case Weight::kLateness: return report_late(*report.peer);
+    case Weight::kNoBlame: return;
+  }
 }
 
 void Quarantine::on_equivocation(const transport::EquivocationProof& proof) {
@@ -17,6 +49,11 @@ void Quarantine::on_equivocation(const transport::EquivocationProof& proof) {
 }
 
 void Quarantine::report(transport::NodeId node) { count(node, 1); }
+
+void Quarantine::report_late(transport::NodeId node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++late_[node];
+}
 
 void Quarantine::count(transport::NodeId node, std::uint64_t weight) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -35,8 +72,17 @@ std::vector<transport::NodeId> Quarantine::quarantined() const {
 
 std::uint64_t Quarantine::events(transport::NodeId node) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto it = events_.find(node);
-  return it == events_.end() ? 0 : it->second;
+  return value_of(events_, node);
+}
+
+std::uint64_t Quarantine::late(transport::NodeId node) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return value_of(late_, node);
+}
+
+std::uint64_t Quarantine::duplicate_sessions(transport::NodeId node) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return value_of(duplicates_, node);
 }
 
 std::vector<transport::EquivocationProof> Quarantine::proofs() const {

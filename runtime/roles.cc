@@ -1,6 +1,7 @@
 #include "runtime/roles.h"
 
 #include <algorithm>
+#include <deque>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -83,6 +84,7 @@ Result<TrainingSummary> Server::run() {
     BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kCheckpoint, summary.first_round,
                                     encode_checkpoint(state_of(replica, summary.first_round))), send_failures));
   }
+  BALLOT_ASSIGN_OR_RETURN(auto held, await_joins());
   // The gradient path's rule and the codec that validates and decodes what nodes send.
   std::unique_ptr<robust::Aggregator> aggregator;
   std::unique_ptr<coding::Codec> codec;
@@ -141,7 +143,13 @@ Result<TrainingSummary> Server::run() {
       }
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
           (now < deadline ? deadline : give_up) - now);
-      auto message = transport_.receive(std::min(wait, std::chrono::milliseconds(200)) + std::chrono::milliseconds(1));
+      Result<transport::Message> message = make_error(ErrorCode::kTimeout, "");
+      if (!held.empty()) {
+        message = std::move(held.front());
+        held.pop_front();
+      } else {
+        message = transport_.receive(std::min(wait, std::chrono::milliseconds(200)) + std::chrono::milliseconds(1));
+      }
       if (!message.ok()) {
         if (message.error().code == ErrorCode::kTimeout) continue;
         return std::move(message).error();
@@ -183,6 +191,7 @@ Result<TrainingSummary> Server::run() {
         // A vote for a round already decided (sent before the deadline, read after it): late,
         // not malformed. A replay of an old frame is the transport's to catch (sequence window).
         ++report.late_votes;
+        if (options_.quarantine) options_.quarantine->report_late(message->from);
         continue;
       }
       if (message->type != MessageType::kVote || message->round != round) {
@@ -217,9 +226,10 @@ Result<TrainingSummary> Server::run() {
         continue;
       }
       if (vote_digest != start.model_digest) {
-        // A node that restarted or missed a decision is out of sync once and then gets the state;
-        // one that keeps voting on another model is misbehaving (and costs a state transfer).
-        if (options_.quarantine) options_.quarantine->report(message->from);
+        // A node that restarted, paused or missed a decision is out of sync and gets the state
+        // (once per round: one that keeps voting on another model costs one transfer a round).
+        // Stale state is lateness, not evidence (runtime/quarantine.h).
+        if (options_.quarantine) options_.quarantine->report_late(message->from);
         report.out_of_sync.push_back(index);
         if (!state_sent[index]) {
           state_sent[index] = true;
@@ -254,10 +264,21 @@ Result<TrainingSummary> Server::run() {
       }
     }
     report.mean_loss = counted.empty() ? 0.0 : loss / static_cast<double>(counted.size());
+    // The result goes out only after the checkpoint that includes it is saved: a node saves its
+    // own state when it applies the result of a checkpoint round, so the server's latest
+    // checkpoint is never older than a node's latest state, and a resumed run can restore both.
+    const std::uint64_t done = round + 1;
+    const auto checkpoint_then_broadcast = [&](std::vector<std::uint8_t> result) -> Status {
+      if (!options_.checkpoint_path.empty() && options_.checkpoint_every != 0 &&
+          (done % options_.checkpoint_every == 0 || done == setup_.options.rounds)) {
+        BALLOT_TRY(save_checkpoint(options_.checkpoint_path, state_of(replica, done)));
+      }
+      return tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kResult, round, std::move(result)), send_failures);
+    };
     if (setup_.sign_vote()) {
       Decision decision{round, decide(counted, dimension)};
-      BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kResult, round, encode(decision)), send_failures));
       replica.apply(round, decision.signs);
+      BALLOT_TRY(checkpoint_then_broadcast(encode(decision)));
     } else {
       BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
       // check() passed for n − b and n inputs at setup, so this fails only on a bug of ours.
@@ -271,15 +292,10 @@ Result<TrainingSummary> Server::run() {
         }
       }
       FloatDecision decision{round, std::move(aggregated.value)};
-      BALLOT_TRY(tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kResult, round, encode(decision)), send_failures));
       replica.apply(round, std::span<const float>(decision.direction));
+      BALLOT_TRY(checkpoint_then_broadcast(encode(decision)));
     }
 
-    const std::uint64_t done = round + 1;
-    if (!options_.checkpoint_path.empty() && options_.checkpoint_every != 0 &&
-        (done % options_.checkpoint_every == 0 || done == setup_.options.rounds)) {
-      BALLOT_TRY(save_checkpoint(options_.checkpoint_path, state_of(replica, done)));
-    }
     const auto every = setup_.options.eval_every;
     if (done == setup_.options.rounds || (every != 0 && done % every == 0)) {
       report.evaluated = true;
@@ -300,6 +316,10 @@ Result<TrainingSummary> Server::run() {
       if (const auto events = options_.quarantine->events(node_id(i)); events > 0) {
         summary.defences.misbehaviour.emplace_back(i, events);
       }
+      if (const auto late = options_.quarantine->late(node_id(i)); late > 0) summary.defences.late.emplace_back(i, late);
+      if (const auto duplicates = options_.quarantine->duplicate_sessions(node_id(i)); duplicates > 0) {
+        summary.defences.duplicate_sessions.emplace_back(i, duplicates);
+      }
     }
     summary.defences.equivocation_proofs = options_.quarantine->proofs().size();
   }
@@ -308,6 +328,46 @@ Result<TrainingSummary> Server::run() {
   (void)transport_.broadcast(nodes, MessageType::kControl, setup_.options.rounds, encode(Finish{summary.rounds}));
   summary.seconds = seconds_since(started);
   return summary;
+}
+
+Result<std::deque<transport::Message>> Server::await_joins() {
+  // Before the first round, every node gets up to join_wait to connect and send its Join, so
+  // that a node whose process came up a moment after the server's is not counted missing in the
+  // first round, nor its vote late. Everything else that arrives meanwhile is handed to the first
+  // round, in order.
+  const std::size_t n = setup_.options.nodes;
+  std::vector<bool> joined(n);
+  std::deque<transport::Message> held;
+  // A quarantined node's messages are dropped unread: nothing to wait for.
+  const auto waiting = [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!joined[i] && !(options_.quarantine && options_.quarantine->is_quarantined(node_id(i)))) return true;
+    }
+    return false;
+  };
+  const auto until = Clock::now() + (options_.join_wait.count() > 0 ? options_.join_wait : options_.round_deadline);
+  while (waiting()) {
+    const auto now = Clock::now();
+    if (now >= until) break;
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+    auto message = transport_.receive(std::min(wait, std::chrono::milliseconds(200)) + std::chrono::milliseconds(1));
+    if (!message.ok()) {
+      if (message.error().code == ErrorCode::kTimeout) continue;
+      return std::move(message).error();
+    }
+    if (message->from != kServerId && message->from <= n && message->type == MessageType::kControl) {
+      auto control = decode_control(message->payload);
+      if (control.ok() && std::holds_alternative<Join>(*control)) joined[message->from - 1] = true;
+      // Forwarded evidence is checked at once (it may quarantine a node not to wait for); one
+      // that does not check goes on to the first round, which counts it against its sender.
+      if (control.ok() && std::holds_alternative<Evidence>(*control) && accept_evidence(std::get<Evidence>(*control).proof)) continue;
+    }
+    // Bounded like the inbox it was taken from: a few messages per node are all an honest
+    // cluster sends before its first round (Joins, a vote of the run before a restart).
+    if (held.size() >= 16 * n) continue;
+    held.push_back(std::move(*message));
+  }
+  return held;
 }
 
 bool Server::accept_evidence(const transport::EquivocationProof& proof) const {
@@ -367,8 +427,28 @@ std::filesystem::path node_state_path(const std::filesystem::path& dir, std::siz
   return dir / ("node-" + std::to_string(index) + ".state");
 }
 
+std::filesystem::path signed_record_path(const std::filesystem::path& dir, std::size_t index) {
+  return dir / ("node-" + std::to_string(index) + ".signed");
+}
+
+Result<std::optional<transport::OutboundFrame>> Node::seal_once(MessageType type, std::uint64_t round,
+                                                                 std::shared_ptr<const std::vector<std::uint8_t>> payload) {
+  return record_->seal_once(type, round, std::move(payload), [&](MessageType t, std::uint64_t r, auto p) {
+    return transport_.seal(t, r, std::move(p));
+  });
+}
+
 Result<NodeSummary> Node::run() {
   BALLOT_ASSIGN_OR_RETURN(Replica replica, Replica::create(setup_));
+  {
+    // Rewinds reach back at most one checkpoint interval (the server resumes from its latest).
+    const transport::RegistryEntry* self = options_.registry ? options_.registry->find(node_id(index_)) : nullptr;
+    BALLOT_ASSIGN_OR_RETURN(auto record, SignedRecord::open(options_.state_dir.empty() ? std::filesystem::path()
+                                                                : signed_record_path(options_.state_dir, index_),
+                                                            node_id(index_), setup_.options.job,
+                                                            self ? &self->key : nullptr, 2 * options_.state_every + 64));
+    record_.emplace(std::move(record));
+  }
   NodeWorker worker(setup_, index_);
   const std::size_t dimension = replica.dimension();
   NodeSummary summary;
@@ -515,6 +595,11 @@ Result<NodeSummary> Node::run() {
   };
 
   std::size_t forwarded = 0;  // evidence proofs already sent to the server
+  // Nothing usable from the server for two round deadlines (it paused, its session was dropped,
+  // or what it sent meanwhile is for rounds its transport no longer accepts): ask to rejoin. The
+  // server answers a Join with the state and the current round's start.
+  auto rejoin_after = std::max(options_.join_retry, std::chrono::milliseconds(2 * 3000));
+  auto last_rejoin = Clock::now();
   while (true) {
     if (options_.evidence) {
       const auto proofs = options_.evidence->proofs();
@@ -523,7 +608,7 @@ Result<NodeSummary> Node::run() {
                                                          encode(Evidence{proofs[forwarded]})), send_failures));
       }
     }
-    auto timeout = started ? options_.idle_timeout : options_.join_retry;
+    auto timeout = started ? std::min(options_.idle_timeout, rejoin_after) : options_.join_retry;
     if (pending.active) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(pending.deadline - Clock::now());
       timeout = std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(1), timeout);
@@ -535,7 +620,11 @@ Result<NodeSummary> Node::run() {
       if (Clock::now() - last_heard >= options_.idle_timeout) {
         return make_error(ErrorCode::kTimeout, "node " + std::to_string(index_) + ": no message from the server");
       }
-      if (!started) BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
+      const auto now = Clock::now();
+      if (!started || (now - last_heard >= rejoin_after && now - last_rejoin >= rejoin_after)) {
+        last_rejoin = now;
+        BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
+      }
       continue;
     }
     if (message->from != kServerId) {
@@ -566,6 +655,7 @@ Result<NodeSummary> Node::run() {
       if (setup_.attack.find(attacks::Domain::kProtocol)->last_round == std::numeric_limits<std::uint64_t>::max()) {
         summary.model_digest = replica.digest();
         summary.crashed = true;
+        summary.abstained = record_->abstained();
         return summary;
       }
       // Down, but the restarted process will learn the round it is in: follow the round window
@@ -604,6 +694,7 @@ Result<NodeSummary> Node::run() {
         auto start = decode_round_start(message->payload);
         if (!start.ok() || start->round != message->round || start->round < round) continue;
         started = true;
+        rejoin_after = std::max(options_.join_retry, std::chrono::milliseconds(2 * std::uint64_t{start->deadline_ms}));
         if (start->round > round || start->model_digest != replica.digest()) {
           // Behind (restarted, or missed a decision) or diverged: ask for the current state.
           BALLOT_TRY(tolerate_peer_failure(transport_.send(kServerId, MessageType::kControl, round, encode(Join{round})), send_failures));
@@ -695,6 +786,7 @@ Result<NodeSummary> Node::run() {
         auto control = decode_control(message->payload);
         if (control.ok() && std::holds_alternative<Finish>(*control)) {
           summary.model_digest = replica.digest();
+          summary.abstained = record_->abstained();
           return summary;
         }
         break;
@@ -717,7 +809,11 @@ Result<std::optional<std::pair<Vote, transport::SignedEnvelope>>> Node::send_par
   // would compute for it in the replicated placement. A label-flipping attacker flips here.
   signs.loss = worker.partition_signs(replica, round, static_cast<std::uint32_t>(index_), signs.signs);
   auto payload = std::make_shared<const std::vector<std::uint8_t>>(encode(signs));
-  transport::OutboundFrame frame = transport_.seal(MessageType::kGradient, round, payload);
+  BALLOT_ASSIGN_OR_RETURN(auto sealed, seal_once(MessageType::kGradient, round, payload));
+  // It signed other signs for this round before (a restart or rewind lost the state it had):
+  // its input abstains rather than contradict what its column may already hold.
+  if (!sealed) return std::optional<std::pair<Vote, transport::SignedEnvelope>>();
+  transport::OutboundFrame frame = std::move(*sealed);
   transport::SignedEnvelope envelope;
   if (frame.head.size() == transport::kFrameHeaderSize + transport::kEnvelopeMetaSize) {
     auto decoded = transport::decode_envelope(std::span<const std::uint8_t>(frame.head).subspan(transport::kFrameHeaderSize));
@@ -754,7 +850,9 @@ Status Node::send_vote(const RoundStart& start, const std::vector<std::uint8_t>&
   const std::uint64_t round = start.round;
   const auto* attack = setup_.is_byzantine(index_) ? setup_.active(attacks::Domain::kProtocol, round) : nullptr;
   auto payload = std::make_shared<const std::vector<std::uint8_t>>(vote);
-  transport::OutboundFrame frame = transport_.seal(MessageType::kVote, round, payload);
+  BALLOT_ASSIGN_OR_RETURN(auto sealed, seal_once(MessageType::kVote, round, payload));
+  if (!sealed) return {};  // it signed another vote for this round before: abstain
+  transport::OutboundFrame frame = std::move(*sealed);
   const auto send = [&](transport::OutboundFrame f) {
     return tolerate_peer_failure(transport_.send_frame(kServerId, std::move(f)), send_failures);
   };

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -38,6 +39,7 @@
 
 #include "core/result.h"
 #include "runtime/quarantine.h"
+#include "runtime/signed_record.h"
 #include "runtime/training.h"
 #include "transport/envelope.h"
 #include "transport/identity.h"
@@ -71,7 +73,10 @@ struct RoundReport {
 struct DefenceReport {
   std::uint64_t rejected_messages = 0;          // dropped by the server's own checks
   std::vector<std::size_t> quarantined;         // node indices
-  std::vector<std::pair<std::size_t, std::uint64_t>> misbehaviour;  // node index, events (> 0 only)
+  std::vector<std::pair<std::size_t, std::uint64_t>> misbehaviour;  // node index, evidence events (> 0 only)
+  std::vector<std::pair<std::size_t, std::uint64_t>> late;          // node index, lateness events (> 0 only)
+  // node index, second sessions refused while its session was live (> 0 only; runtime/quarantine.h)
+  std::vector<std::pair<std::size_t, std::uint64_t>> duplicate_sessions;
   std::size_t equivocation_proofs = 0;
   std::uint64_t out_of_sync_votes = 0;          // votes on another model (answered with the state)
 };
@@ -88,6 +93,9 @@ struct TrainingSummary {
 struct ServerOptions {
   std::chrono::milliseconds round_deadline{3000};  // after it, n − b votes suffice
   std::chrono::milliseconds quorum_timeout{120000};  // no quorum for this long: the run stops
+  // Before its first round the server waits up to this long for every node's Join (0: one
+  // round deadline).
+  std::chrono::milliseconds join_wait{0};
   std::filesystem::path checkpoint_path;            // empty: no checkpoints
   std::uint64_t checkpoint_every = 50;
   std::function<void(const RoundReport&)> on_round;  // called after every round
@@ -112,6 +120,8 @@ class Server {
   // A node's forwarded equivocation proof: true (and the author quarantined) iff it checks
   // against the registry for a node of this job.
   bool accept_evidence(const transport::EquivocationProof& proof) const;
+  // Waits for every node's Join before the first round; returns what arrived meanwhile.
+  Result<std::deque<transport::Message>> await_joins();
   bool inputs_valid(std::size_t voter, std::uint64_t round, const std::vector<transport::SignedEnvelope>& inputs) const;
   void audit_inputs(const std::vector<transport::SignedEnvelope>& inputs,
                     std::map<transport::NodeId, transport::SignedEnvelope>& counted,
@@ -146,12 +156,18 @@ struct NodeOptions {
   // state_every (use the server's checkpoint_every). When a state transfer later brings the node
   // to exactly that round — it restarted, or the server resumed from its checkpoint — the state
   // is restored, so the run continues as if nothing had happened. Empty: no state files.
+  // The node's signed record (runtime/signed_record.h) lives beside it as node-<index>.signed:
+  // with a state_dir the node never signs two different votes or partition signs for one round,
+  // restarts included; without one, only within one process.
   std::filesystem::path state_dir;
   std::uint64_t state_every = 50;
+  // The pinned registry, to check the signatures of the signed record read back. Null: unchecked.
+  std::shared_ptr<const transport::Registry> registry;
 };
 
-// The node state file of node `index` in `dir` (NodeOptions::state_dir).
+// The node state file of node `index` in `dir` (NodeOptions::state_dir), and its signed record.
 std::filesystem::path node_state_path(const std::filesystem::path& dir, std::size_t index);
+std::filesystem::path signed_record_path(const std::filesystem::path& dir, std::size_t index);
 
 struct NodeSummary {
   std::uint64_t rounds = 0;          // rounds applied
@@ -160,6 +176,7 @@ struct NodeSummary {
   std::uint64_t inputs_rejected = 0; // exchange: received inputs not counted (wrong round/model, equivocating)
   std::uint64_t rejoins = 0;         // state transfers received
   std::uint64_t states_restored = 0; // of which continued with the node's own saved state
+  std::uint64_t abstained = 0;       // messages not sent: another one was signed for that round before
   bool crashed = false;              // stopped by the crash attack
   transport::Digest model_digest{};
 };
@@ -182,10 +199,16 @@ class Node {
       const RoundStart& start, NodeWorker& worker, Replica& replica, const std::vector<std::uint32_t>& column,
       std::uint64_t& send_failures);
 
+  // Seals an honest vote or partition signs through the signed record: the frame to send, or
+  // nothing when the node must abstain (it signed another payload for that round before).
+  Result<std::optional<transport::OutboundFrame>> seal_once(transport::MessageType type, std::uint64_t round,
+                                                           std::shared_ptr<const std::vector<std::uint8_t>> payload);
+
   const TrainingSetup& setup_;
   std::size_t index_;
   transport::Transport& transport_;
   NodeOptions options_;
+  std::optional<SignedRecord> record_;
 };
 
 }  // namespace ballot::runtime

@@ -32,8 +32,12 @@ enum class Misbehaviour : std::uint8_t {
   kStaleRound,        // a round before the current one                           -> frame dropped
   kFutureRound,       // a round beyond the accepted look-ahead                   -> frame dropped
   kEquivocation,      // a second, different payload for the same round and type  -> frame dropped
+  // A second authenticated session claims an id whose session is live: the newcomer is refused
+  // (TlsTransportOptions::session_takeover_after). A security event, but no evidence against the
+  // id's holder: either process may be the honest one, so it never counts towards quarantine.
+  kDuplicateSession,  //                                                          -> newcomer closed
 };
-inline constexpr std::size_t kMisbehaviourCount = 14;
+inline constexpr std::size_t kMisbehaviourCount = 15;
 
 std::string_view misbehaviour_name(Misbehaviour kind) noexcept;
 

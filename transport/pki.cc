@@ -88,7 +88,20 @@ Result<X509Ptr> load_certificate(const fs::path& path) {
   return parse_certificate_pem(pem, path);
 }
 
+// As ssh does: a private key that group or others may read is refused, with the fix.
+Status check_private_key_mode(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};  // read_file reports what is wrong
+  const unsigned mode = st.st_mode & 0777u;
+  if ((mode & 077u) == 0) return {};
+  char octal[8];
+  std::snprintf(octal, sizeof(octal), "%04o", mode);
+  return make_error(ErrorCode::kAuthentication, "private key " + quoted(path) + " is readable by group or others (mode " +
+                                                    octal + "); make it private: chmod 600 " + quoted(path));
+}
+
 Result<PkeyPtr> load_private_key(const fs::path& path) {
+  BALLOT_TRY(check_private_key_mode(path));
   BALLOT_ASSIGN_OR_RETURN(std::string pem, read_file(path));
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   PkeyPtr key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
@@ -318,18 +331,47 @@ fs::path ca_cert_path(const fs::path& dir) { return dir / "ca.crt"; }
 fs::path node_key_path(const fs::path& dir, NodeId node) { return dir / ("node-" + std::to_string(node) + ".key"); }
 fs::path node_cert_path(const fs::path& dir, NodeId node) { return dir / ("node-" + std::to_string(node) + ".crt"); }
 
+namespace {
+
+// Parents as `mkdir -p` would make them; the key directory itself owner-only. ("keys/" names
+// the directory "keys": its parent_path() would be "keys" itself.)
+Status make_private_directory(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) return {};
+  fs::path target = dir;
+  while (!target.empty() && !target.has_filename() && target.parent_path() != target) target = target.parent_path();
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  if (::mkdir(target.c_str(), 0700) != 0)
+    return make_error(ErrorCode::kIo, "cannot create directory " + quoted(dir) + ": " + std::strerror(errno));
+  return {};
+}
+
+bool same_directory(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+  return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+}
+
+}  // namespace
+
+Status init_ca(const fs::path& ca_dir, const fs::path& keys_dir, const CaOptions& options) {
+  if (same_directory(ca_dir, keys_dir))
+    return make_error(ErrorCode::kInvalidArgument, "the CA directory " + quoted(ca_dir) +
+                                                       " must not be the key directory that nodes receive");
+  for (const auto& path : {ca_key_path(ca_dir), ca_cert_path(ca_dir), ca_cert_path(keys_dir)}) {
+    std::error_code ec;
+    if (fs::exists(path, ec)) return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
+  }
+  BALLOT_TRY(init_ca(ca_dir, options));
+  BALLOT_TRY(make_private_directory(keys_dir));
+  BALLOT_ASSIGN_OR_RETURN(std::string cert_pem, read_file(ca_cert_path(ca_dir)));
+  return write_new_file(ca_cert_path(keys_dir), cert_pem, 0644);
+}
+
 Status init_ca(const fs::path& dir, const CaOptions& options) {
   if (options.valid_days <= 0) return make_error(ErrorCode::kInvalidArgument, "CA validity must be positive");
   std::error_code ec;
-  if (!fs::exists(dir, ec)) {
-    // Parents as `mkdir -p` would make them; the key directory itself owner-only. ("keys/" names
-    // the directory "keys": its parent_path() would be "keys" itself.)
-    fs::path target = dir;
-    while (!target.empty() && !target.has_filename() && target.parent_path() != target) target = target.parent_path();
-    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    if (::mkdir(target.c_str(), 0700) != 0)
-      return make_error(ErrorCode::kIo, "cannot create directory " + quoted(dir) + ": " + std::strerror(errno));
-  }
+  BALLOT_TRY(make_private_directory(dir));
   for (const auto& path : {ca_key_path(dir), ca_cert_path(dir)})
     if (fs::exists(path, ec)) return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
   BALLOT_ASSIGN_OR_RETURN(PkeyPtr key, generate_ed25519());
@@ -355,10 +397,16 @@ Status init_ca(const fs::path& dir, const CaOptions& options) {
 }
 
 Result<IssuedFiles> issue_node(const fs::path& dir, NodeId node, Role role, const IssueOptions& options) {
-  IssuedFiles files{node_key_path(dir, node), node_cert_path(dir, node)};
+  return issue_node(dir, dir, node, role, options);
+}
+
+Result<IssuedFiles> issue_node(const fs::path& dir, const fs::path& keys_dir, NodeId node, Role role,
+                               const IssueOptions& options) {
+  IssuedFiles files{node_key_path(keys_dir, node), node_cert_path(keys_dir, node)};
   std::error_code ec;
   for (const auto& path : {files.key, files.certificate})
     if (fs::exists(path, ec)) return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
+  if (!fs::exists(keys_dir, ec)) BALLOT_TRY(make_private_directory(keys_dir));
   BALLOT_ASSIGN_OR_RETURN(X509Ptr ca, load_certificate(ca_cert_path(dir)));
   BALLOT_ASSIGN_OR_RETURN(PkeyPtr ca_key, load_private_key(ca_key_path(dir)));
   if (EVP_PKEY_eq(ca_key.get(), X509_get0_pubkey(ca.get())) != 1) {

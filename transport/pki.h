@@ -1,8 +1,13 @@
 // The cluster PKI: a cluster CA, one certificate + Ed25519 key per participant, the pinned registry.
 //
-// Layout of a key directory (what `ballot keys` manages):
-//   ca.key  (0600)  the CA's Ed25519 private key     ca.crt  the self-signed CA certificate
-//   node-<id>.key (0600)                             node-<id>.crt  issued by the CA
+// Layout (what `ballot keys` manages): the CA directory, which stays with the operator,
+//   ca/ca.key  (0600)  the CA's Ed25519 private key   ca/ca.crt  the self-signed CA certificate
+// and the key directory, from which each machine receives ca.crt, every node-<id>.crt and its own
+// node-<id>.key:
+//   keys/ca.crt (a copy)   keys/node-<id>.key (0600)   keys/node-<id>.crt  issued by the CA
+// The one-directory forms of init_ca/issue_node (CA and nodes together) are for throw-away PKIs
+// inside one process, e.g. tests. A private key that group or others may read is refused when
+// loaded (kAuthentication, the message says how to fix it), as ssh refuses one.
 // A node certificate carries its identity twice: subject CN "ballot-<role>-<id>" for people, and
 // exactly one subjectAltName URI "ballot://<role>/<id>" that the code parses. The certificate's
 // Ed25519 key is also the node's envelope-signing key (one key per node; TLS 1.3 supports it).
@@ -48,6 +53,10 @@ std::filesystem::path node_cert_path(const std::filesystem::path& dir, NodeId no
 // `ballot keys init`: creates `dir` (0700) if needed and writes ca.key (0600) and ca.crt.
 // Fails (kInvalidArgument) if either file exists.
 Status init_ca(const std::filesystem::path& dir, const CaOptions& options = {});
+// The same in `ca_dir`, plus a copy of ca.crt in `keys_dir` (created 0700 if needed): the CA key
+// never lands where node keys are handed out. The two directories must differ.
+Status init_ca(const std::filesystem::path& ca_dir, const std::filesystem::path& keys_dir,
+               const CaOptions& options = {});
 
 struct IssuedFiles {
   std::filesystem::path key;
@@ -57,6 +66,9 @@ struct IssuedFiles {
 // the CA in `dir`. Fails if the node's files exist or the CA files are missing/mismatched.
 Result<IssuedFiles> issue_node(const std::filesystem::path& dir, NodeId node, Role role,
                                const IssueOptions& options = {});
+// With the CA in `ca_dir` and the node's files written to `keys_dir`.
+Result<IssuedFiles> issue_node(const std::filesystem::path& ca_dir, const std::filesystem::path& keys_dir, NodeId node,
+                               Role role, const IssueOptions& options = {});
 
 struct CertificateInfo {
   std::filesystem::path file;

@@ -42,6 +42,7 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   virtual void pump_async() = 0;      // write queued frames (any thread)
   virtual void close_async() = 0;     // abrupt close (any thread)
   virtual void shutdown_async() = 0;  // graceful close with deadline (any thread)
+  virtual void evict_async() = 0;     // close unless it authenticated meanwhile (any thread)
 };
 
 // One per registered peer for the transport's whole life. Lock order: Impl::mutex_ before
@@ -57,6 +58,9 @@ struct Link {
   std::optional<PeerAddress> address;    // set when this side dials the peer
   int failures = 0;                      // consecutive dial failures, for the back-off
   asio::steady_timer reconnect_timer;
+  // When the current session last delivered a frame (steady clock ticks): how a second session
+  // claiming this peer tells a live session from a dead one (attach()).
+  std::atomic<Clock::rep> last_heard{0};
 };
 
 std::string ssl_error_text(const asio::error_code& ec) {
@@ -95,7 +99,17 @@ class TlsTransport::Impl {
   const Credentials credentials_;
   detail::EndpointCore core_;
   std::atomic<bool> closing_{false};
-  std::atomic<std::size_t> pending_handshakes_{0};
+
+  // Accepted connections not yet authenticated (TlsTransportOptions: admission).
+  struct PendingHandshake {
+    const SessionBase* session = nullptr;
+    std::weak_ptr<SessionBase> handle;
+    asio::ip::address source;
+    Clock::time_point since;
+    bool started = false;  // its first byte arrived: a handshake is under way
+  };
+  std::mutex pending_mutex_;  // leaf lock; guards pending_
+  std::vector<PendingHandshake> pending_;
 
   mutable std::mutex mutex_;  // guards sessions_; links_ is immutable after construction
   mutable std::condition_variable connected_;
@@ -112,7 +126,14 @@ class TlsTransport::Impl {
   void accept_next();
   void dial(const std::shared_ptr<Link>& link);
   void schedule_redial(const std::shared_ptr<Link>& link);
-  void attach(NodeId peer, const std::shared_ptr<SessionBase>& session);
+  // Makes `session` the peer's session unless another one is live; false: refused.
+  bool attach(NodeId peer, const std::shared_ptr<SessionBase>& session);
+  void heard(Link& link, bool first);
+  // Admission of an accepted connection: registers it and evicts one pending handshake when a
+  // limit is reached (closed by the caller, outside the lock).
+  std::shared_ptr<SessionBase> admit(const std::shared_ptr<SessionBase>& session, const asio::ip::address& source);
+  void pending_started(const SessionBase* session);
+  void pending_done(const SessionBase* session);
   void session_closed(const std::shared_ptr<SessionBase>& session, std::optional<NodeId> peer,
                       const std::shared_ptr<Link>& dialled, bool authenticated);
   template <typename Stream>
@@ -145,6 +166,13 @@ class Session final : public SessionBase {
   }
   void shutdown_async() override {
     asio::post(stream_.get_executor(), [self = self()] { self->guard([&] { self->shutdown(); }); });
+  }
+  void evict_async() override {
+    asio::post(stream_.get_executor(), [self = self()] {
+      self->guard([&] {
+        if (!self->authenticated_) self->close_now();
+      });
+    });
   }
 
  private:
@@ -191,7 +219,7 @@ class Session final : public SessionBase {
   // ---- connect (dialler) ----
   void begin() {
     if (impl_.closing_) return close_now();
-    if (!dialled_) return handshake();
+    if (!dialled_) return await_first_byte();
     resolver_.emplace(stream_.get_executor());
     arm(read_timer_, read_generation_, options().connect_timeout, Misbehaviour::kTimeout, "connect");
     const PeerAddress address = *dialled_->address;
@@ -210,6 +238,24 @@ class Session final : public SessionBase {
         self->handshake();
       });
     });
+  }
+
+  // ---- accepted connection: its first byte, under a short deadline, before any TLS work ----
+  void await_first_byte() {
+    asio::error_code ec;
+    if (socket().available(ec) > 0 && !ec) return first_byte();
+    arm(read_timer_, read_generation_, options().first_byte_timeout, Misbehaviour::kTimeout, "first byte");
+    socket().async_wait(tcp::socket::wait_read, [self = self()](const asio::error_code& error) {
+      self->guard([&] {
+        if (self->closed_) return;
+        if (error) return self->close_now();
+        self->first_byte();
+      });
+    });
+  }
+  void first_byte() {
+    if (pending_) impl_.pending_started(this);
+    handshake();
   }
 
   // ---- TLS handshake + Hello exchange, under one deadline ----
@@ -315,15 +361,19 @@ class Session final : public SessionBase {
                     make_error(ErrorCode::kAuthentication, "dialled node " + std::to_string(dialled_->peer) +
                                                                 " but it says it is node " + std::to_string(claimed)));
     }
+    if (!impl_.attach(claimed, shared_from_this()))
+      return fail(Misbehaviour::kDuplicateSession,
+                  make_error(ErrorCode::kAuthentication, "node " + std::to_string(claimed) +
+                                                             " already has a live session; this second one is refused",
+                             claimed));
     peer_ = claimed;
     authenticated_ = true;
     disarm(read_timer_, read_generation_);
-    if (counted_pending_) {
-      impl_.pending_handshakes_.fetch_sub(1);
-      counted_pending_ = false;
+    if (pending_) {
+      impl_.pending_done(this);
+      pending_ = false;
     }
     link_ = impl_.link(claimed);
-    impl_.attach(claimed, shared_from_this());
     pump();
     read_header();
   }
@@ -427,6 +477,10 @@ class Session final : public SessionBase {
     const auto rejected = impl_.core_.accept(*peer_, header_, meta_span(), std::move(payload_), digest ? &*digest : nullptr);
     payload_ = {};
     if (rejected && detail::closes_session(*rejected)) return close_now();
+    if (!rejected && link_) {
+      impl_.heard(*link_, !heard_any_);
+      heard_any_ = true;
+    }
     read_header();
   }
 
@@ -499,9 +553,9 @@ class Session final : public SessionBase {
     asio::error_code ignored;
     socket().shutdown(tcp::socket::shutdown_both, ignored);
     socket().close(ignored);
-    if (counted_pending_) {
-      impl_.pending_handshakes_.fetch_sub(1);
-      counted_pending_ = false;
+    if (pending_) {
+      impl_.pending_done(this);
+      pending_ = false;
     }
     impl_.session_closed(shared_from_this(), peer_, dialled_, authenticated_);
   }
@@ -519,7 +573,7 @@ class Session final : public SessionBase {
   }
 
  public:
-  bool counted_pending_ = false;
+  bool pending_ = false;  // accepted, counted in Impl::pending_ until authenticated or closed
 
  private:
   TlsTransport::Impl& impl_;
@@ -534,6 +588,7 @@ class Session final : public SessionBase {
   std::optional<NodeId> cert_peer_;      // identity in the verified certificate
   std::optional<NodeId> peer_;           // set once authenticated
   bool authenticated_ = false;
+  bool heard_any_ = false;  // a frame of this session was accepted
   bool closed_ = false;
   bool writing_ = false;
   OutboundFrame outgoing_;
@@ -670,19 +725,21 @@ void TlsTransport::Impl::accept_next() {
   acceptor_.async_accept(asio::make_strand(io_), [this](const asio::error_code& ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || closing_ || !acceptor_.is_open()) return;
     if (!ec) {
-      if (pending_handshakes_.load() >= options_.max_pending_handshakes) {
-        asio::error_code ignored;
-        socket.close(ignored);  // too many unauthenticated connections: shed load
+      asio::error_code error;
+      const auto source = socket.remote_endpoint(error).address();
+      std::shared_ptr<SessionBase> session;
+      if (error) {
+        socket.close(error);  // already gone
+      } else if (ssl_) {
+        session = make_session(SslStream(std::move(socket), ssl_->native_handle()), nullptr);
+        if (session) static_cast<Session<SslStream>&>(*session).pending_ = true;
       } else {
-        std::shared_ptr<SessionBase> session;
-        if (ssl_) session = make_session(SslStream(std::move(socket), ssl_->native_handle()), nullptr);
-        else session = make_session(std::move(socket), nullptr);
-        if (session) {
-          pending_handshakes_.fetch_add(1);
-          if (ssl_) static_cast<Session<SslStream>&>(*session).counted_pending_ = true;
-          else static_cast<Session<tcp::socket>&>(*session).counted_pending_ = true;
-          session->start();
-        }
+        session = make_session(std::move(socket), nullptr);
+        if (session) static_cast<Session<tcp::socket>&>(*session).pending_ = true;
+      }
+      if (session) {
+        if (auto evicted = admit(session, source)) evicted->evict_async();
+        session->start();
       }
     }
     accept_next();
@@ -719,20 +776,87 @@ void TlsTransport::Impl::schedule_redial(const std::shared_ptr<Link>& link) {
   });
 }
 
-void TlsTransport::Impl::attach(NodeId peer, const std::shared_ptr<SessionBase>& session) {
+bool TlsTransport::Impl::attach(NodeId peer, const std::shared_ptr<SessionBase>& session) {
   auto link = this->link(peer);
-  if (!link) return;
+  if (!link) return false;
   std::shared_ptr<SessionBase> previous;
+  const auto now = Clock::now();
   {
     std::lock_guard<std::mutex> lock(link->mutex);
+    const Clock::time_point heard{Clock::duration(link->last_heard.load())};
+    if (link->session && link->session != session && now - heard < options_.session_takeover_after) return false;
     previous = std::exchange(link->session, session);
-    link->failures = 0;
+    // The takeover clock of the new session starts now; the back-off resets with its first frame.
+    link->last_heard = now.time_since_epoch().count();
   }
+  core_.verifier().forget_sequences(peer);
   if (previous && previous != session) previous->close_async();
   {
     std::lock_guard<std::mutex> lock(mutex_);  // pairs with wait_connected's predicate
   }
   connected_.notify_all();
+  return true;
+}
+
+void TlsTransport::Impl::heard(Link& link, bool first) {
+  link.last_heard = Clock::now().time_since_epoch().count();
+  if (first) {
+    // A session that the other side refuses right after the handshake never gets here, so its
+    // dialler keeps backing off instead of knocking every 50 ms.
+    std::lock_guard<std::mutex> lock(link.mutex);
+    link.failures = 0;
+  }
+}
+
+std::shared_ptr<SessionBase> TlsTransport::Impl::admit(const std::shared_ptr<SessionBase>& session,
+                                                       const asio::ip::address& source) {
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  std::shared_ptr<SessionBase> evicted;
+  const auto from = [&](const asio::ip::address& address) {
+    return static_cast<std::size_t>(std::count_if(pending_.begin(), pending_.end(),
+                                                  [&](const PendingHandshake& p) { return p.source == address; }));
+  };
+  std::optional<asio::ip::address> victim_source;
+  if (from(source) >= std::max<std::size_t>(options_.max_pending_per_source, 1)) {
+    victim_source = source;
+  } else if (pending_.size() >= std::max<std::size_t>(options_.max_pending_handshakes, 1)) {
+    std::size_t most = 0;
+    for (const auto& p : pending_) {
+      if (const auto count = from(p.source); count > most) {
+        most = count;
+        victim_source = p.source;
+      }
+    }
+  }
+  if (victim_source) {
+    // Within that address: one that never sent a byte first, then the oldest.
+    auto victim = pending_.end();
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      if (it->source != *victim_source) continue;
+      if (victim == pending_.end() || (!it->started && victim->started) ||
+          (it->started == victim->started && it->since < victim->since)) {
+        victim = it;
+      }
+    }
+    if (victim != pending_.end()) {
+      evicted = victim->handle.lock();
+      pending_.erase(victim);
+    }
+  }
+  pending_.push_back(PendingHandshake{session.get(), session, source, Clock::now(), false});
+  return evicted;
+}
+
+void TlsTransport::Impl::pending_started(const SessionBase* session) {
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  for (auto& p : pending_) {
+    if (p.session == session) p.started = true;
+  }
+}
+
+void TlsTransport::Impl::pending_done(const SessionBase* session) {
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  std::erase_if(pending_, [&](const PendingHandshake& p) { return p.session == session; });
 }
 
 void TlsTransport::Impl::session_closed(const std::shared_ptr<SessionBase>& session, std::optional<NodeId> peer,

@@ -12,8 +12,25 @@
 // reported, and the others carry on.
 //
 // Connections: each endpoint listens (unless listen = false) and dials the peers in `dial`. Dial
-// each pair from one side only (e.g. nodes dial the server; between nodes, the lower id dials):
-// a second authenticated session for the same peer replaces the first.
+// each pair from one side only (e.g. nodes dial the server; between nodes, the lower id dials).
+//
+// One session per identity: a second authenticated session for a peer whose session is live
+// (a frame from it within session_takeover_after) is refused right after the handshake and
+// reported as kDuplicateSession; none of its frames is read. The live session is untouched, so
+// the process that holds the id keeps voting while another process with the same key knocks.
+// A session silent for longer (its process hung, or its host died without closing the
+// connection) is replaced by the newcomer. Each new session of a peer starts fresh sequence
+// windows (Verifier::forget_sequences), so whoever holds the id next is not taken for a replayer.
+//
+// Admission before authentication: an accepted connection must send its first byte within
+// first_byte_timeout and finish the TLS handshake and Hello within handshake_timeout. At most
+// max_pending_handshakes are pending at once, at most max_pending_per_source from one address.
+// A connection beyond either limit is admitted by evicting one: from its own address when that
+// address is at its limit, else from the address holding the most; within it, a connection that
+// has not sent a byte first, then the oldest. So a peer with a valid certificate, which sends its
+// ClientHello at once and completes in one round trip, always gets a slot: it is evicted only if
+// max_pending_per_source newer connections from its own address (all sending bytes) arrive
+// before its handshake ends, and idle sockets can never push it out.
 //
 // kInsecurePlaintext uses plain TCP, unsigned frames and trusts the peer's claimed id. It exists
 // only to measure what security costs (bench/transport) through the same code; never deploy it.
@@ -50,7 +67,8 @@ struct TlsTransportOptions {
   bool listen = true;
   std::map<NodeId, PeerAddress> dial;  // peers this endpoint connects to
   std::chrono::milliseconds connect_timeout{5000};
-  std::chrono::milliseconds handshake_timeout{5000};  // TLS handshake and Hello exchange together
+  std::chrono::milliseconds handshake_timeout{3000};  // TLS handshake and Hello exchange together
+  std::chrono::milliseconds first_byte_timeout{1000}; // accepted connection: until its first byte
   std::chrono::milliseconds frame_timeout{30000};     // from a frame's first byte to its last
   std::chrono::milliseconds write_timeout{30000};     // one frame
   std::chrono::milliseconds shutdown_timeout{1000};
@@ -58,6 +76,8 @@ struct TlsTransportOptions {
   std::chrono::milliseconds reconnect_initial{50};    // doubled after each failure ...
   std::chrono::milliseconds reconnect_max{2000};      // ... up to this
   std::size_t max_pending_handshakes = 64;            // unauthenticated connections at once
+  std::size_t max_pending_per_source = 8;             // of which from one address
+  std::chrono::milliseconds session_takeover_after{15000};  // see "One session per identity"
   std::size_t read_chunk_bytes = 4u << 20;            // payload buffers grow by this as bytes arrive
   int io_threads = 1;
   ChannelSecurity security = ChannelSecurity::kMutualTls;

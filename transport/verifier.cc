@@ -31,6 +31,7 @@ std::string_view misbehaviour_name(Misbehaviour kind) noexcept {
     case Misbehaviour::kStaleRound: return "stale-round";
     case Misbehaviour::kFutureRound: return "future-round";
     case Misbehaviour::kEquivocation: return "equivocation";
+    case Misbehaviour::kDuplicateSession: return "duplicate-session";
   }
   return "unknown";
 }
@@ -174,6 +175,11 @@ void Verifier::reset_round(std::uint64_t round) {
   round_ = round;
   std::erase_if(windows_, [&](const auto& item) { return item.first.second != kRoundFreeKey; });
   first_.clear();
+}
+
+void Verifier::forget_sequences(NodeId sender) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(windows_, [&](const auto& item) { return item.first.first == sender; });
 }
 
 std::uint64_t Verifier::round() const {

@@ -85,6 +85,12 @@ class Verifier {
   // server resumed from an older checkpoint than this node's round.
   void reset_round(std::uint64_t round);
   std::uint64_t round() const;
+  // Forgets `sender`'s sequence windows (not its first digests: equivocation is still caught).
+  // When a new authenticated session of `sender` begins: sequence numbers start at the sending
+  // process's clock, so a restarted process, or one whose clock is behind another process that
+  // held the same id, would otherwise have every frame rejected as a replay. Replay across
+  // sessions needs the sender's own key (mutual TLS), so the window only ever guarded one session.
+  void forget_sequences(NodeId sender);
 
   const Registry& registry() const noexcept { return registry_; }
   const VerifierOptions& options() const noexcept { return options_; }

@@ -84,11 +84,18 @@ TEST_F(Commands, KeysMakeAClusterPki) {
   EXPECT_EQ(directory.st_mode & 0777, 0700u);
   ASSERT_EQ(run_ballot("keys issue 0 --role server --dir " + keys).exit_code, 0);
   ASSERT_EQ(run_ballot("keys issue 3 --dir " + keys).exit_code, 0);
-  for (const char* key : {"ca.key", "node-0.key", "node-3.key"}) {
+  for (const auto& key : {dir_ / "ca" / "ca.key", dir_ / "keys" / "node-0.key", dir_ / "keys" / "node-3.key"}) {
     struct stat info {};
-    ASSERT_EQ(::stat((dir_ / "keys" / key).c_str(), &info), 0) << key;
+    ASSERT_EQ(::stat(key.c_str(), &info), 0) << key;
     EXPECT_EQ(info.st_mode & 0777, 0600u) << key << ": private keys are owner-only";
   }
+  // The CA key stays in its own directory, apart from what the machines receive.
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "keys" / "ca.key"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "keys" / "ca.crt"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "ca" / "ca.crt"));
+  r = run_ballot("keys init --dir " + quoted(dir_ / "same") + " --ca-dir " + quoted(dir_ / "same"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "must not be the key directory")) << r.output;
   r = run_ballot("keys show " + keys);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "kind:        cluster CA")) << r.output;
@@ -106,7 +113,7 @@ TEST_F(Commands, KeysMakeAClusterPki) {
   r = run_ballot("keys show " + quoted(dir_ / "keys" / "missing.crt"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "missing.crt")) << r.output;
-  r = run_ballot("keys issue 4 --dir " + quoted(dir_ / "no-ca"));
+  r = run_ballot("keys issue 4 --dir " + quoted(dir_ / "no-ca") + " --ca-dir " + quoted(dir_ / "no-ca"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "ca.crt")) << r.output;
   // "dir/" names the same directory (owner-only as well).
@@ -114,6 +121,77 @@ TEST_F(Commands, KeysMakeAClusterPki) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_EQ(::stat((dir_ / "other" / "keys").c_str(), &directory), 0);
   EXPECT_EQ(directory.st_mode & 0777, 0700u);
+}
+
+// Operator mistakes are refused with what was typed and how to fix them.
+TEST_F(Commands, NumbersAreCheckedAsTyped) {
+  for (const char* arguments : {"train --rounds -1", "train --nodes -3", "train --deadline-ms 0", "train --seed 1e3",
+                                "train --rounds 99999999999999999999", "code --nodes -1"}) {
+    ProgramRun r = run_ballot(arguments);
+    EXPECT_NE(r.exit_code, 0) << arguments;
+    const std::string typed = std::string(arguments).substr(std::string(arguments).rfind(' ') + 1);
+    EXPECT_TRUE(contains(r.output, "not '" + typed + "'")) << arguments << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "round ")) << r.output;
+  }
+  ProgramRun r = run_ballot("node --cluster " + quoted(dir_ / "cluster.json") + " --index -1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "not '-1'")) << r.output;
+}
+
+TEST_F(Commands, ClusterFileNamesEveryMissingField) {
+  std::filesystem::create_directories(dir_);
+  const auto file = dir_ / "cluster.json";
+  {
+    std::FILE* out = std::fopen(file.c_str(), "w");
+    ASSERT_NE(out, nullptr);
+    std::fputs(R"({"training": {"nodes": 5}})", out);
+    std::fclose(out);
+  }
+  for (const char* role : {"server", "node --index 0"}) {
+    ProgramRun r = run_ballot(std::string(role) + " --cluster " + quoted(file));
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_TRUE(contains(r.output, "'server'")) << r.output;
+    EXPECT_TRUE(contains(r.output, "'keys'")) << r.output;
+    EXPECT_TRUE(contains(r.output, file.string())) << r.output;
+    EXPECT_FALSE(contains(r.output, "does not exist")) << r.output;
+  }
+  {
+    std::FILE* out = std::fopen(file.c_str(), "w");
+    std::fputs(R"({"server": {"host": "127.0.0.1", "port": 1}, "keys": "k", "round_deadline_ms": 0, "training": {}})", out);
+    std::fclose(out);
+  }
+  ProgramRun r = run_ballot("server --cluster " + quoted(file));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "'round_deadline_ms' must be at least 1")) << r.output;
+  EXPECT_TRUE(contains(r.output, file.string())) << r.output;
+}
+
+// As ssh does: a private key that group or others can read is refused, and the message says how
+// to fix it.
+TEST_F(Commands, ReadablePrivateKeyIsRefused) {
+  const std::string keys = quoted(dir_ / "keys");
+  ASSERT_EQ(run_ballot("keys init --dir " + keys).exit_code, 0);
+  ASSERT_EQ(run_ballot("keys issue 0 --role server --dir " + keys).exit_code, 0);
+  const auto key = dir_ / "keys" / "node-0.key";
+  ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
+  const auto file = dir_ / "cluster.json";
+  {
+    std::FILE* out = std::fopen(file.c_str(), "w");
+    ASSERT_NE(out, nullptr);
+    const std::string text = R"({"server": {"host": "127.0.0.1", "port": 1}, "keys": ")" + (dir_ / "keys").string() +
+                             R"(", "training": {"nodes": 5, "data": "synthetic"}})";
+    std::fputs(text.c_str(), out);
+    std::fclose(out);
+  }
+  ProgramRun r = run_ballot("server --cluster " + quoted(file));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "readable by group or others (mode 0644)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "chmod 600 '" + key.string() + "'")) << r.output;
+  // The CA key too: issuing refuses to use one that others can read.
+  ASSERT_EQ(::chmod((dir_ / "ca" / "ca.key").c_str(), 0640), 0);
+  r = run_ballot("keys issue 2 --dir " + keys);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "chmod 600")) << r.output;
 }
 
 TEST_F(Commands, CodeReportsTheCertifiedToleranceAndSearches) {

@@ -2,17 +2,31 @@
 // mutual TLS on loopback, with crashes injected by SIGKILL.
 #include "runtime/cluster.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "runtime/experiment.h"
 #include "runtime/simulator.h"
 #include "runtime_test_util.h"
 #include "transport/crypto.h"
+
+extern char** environ;
 
 namespace ballot::runtime {
 namespace {
@@ -68,6 +82,47 @@ class ProcessCluster : public ::testing::Test {
     std::size_t lines = 0;
     for (std::string line; std::getline(in, line);) ++lines;
     return lines;
+  }
+  // The metrics rows so far, parsed.
+  std::vector<nlohmann::json> metric_rows() {
+    std::ifstream in(dir_ / "metrics.jsonl");
+    std::vector<nlohmann::json> rows;
+    for (std::string line; std::getline(in, line);) {
+      auto row = nlohmann::json::parse(line, nullptr, false);
+      if (row.is_object()) rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+  void wait_for_rows(std::size_t rows, int max_ms = 60000) {
+    for (int waited = 0; waited < max_ms && metric_lines() < rows; waited += 25) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+  std::string server_log() {
+    std::ifstream log(dir_ / "server.log");
+    return std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  }
+  static bool missing_node(const nlohmann::json& row, std::size_t node) {
+    for (const auto& missing : row["missing"]) {
+      if (missing.get<std::size_t>() == node) return true;
+    }
+    return false;
+  }
+  // A second `ballot node --index i` of this cluster (same key), outside the LocalCluster.
+  pid_t spawn_node(const LocalCluster& cluster, std::size_t index, const std::filesystem::path& log) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    std::vector<std::string> args{BALLOT_PROGRAM, "node", "--cluster", cluster.cluster_file().string(), "--index",
+                                  std::to_string(index)};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, BALLOT_PROGRAM, &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    return pid;
   }
 
   std::filesystem::path dir_;
@@ -196,8 +251,18 @@ TEST_F(ProcessCluster, RestartedNodeRejoins) {
 
 // The server is killed and started again with the same command: it resumes from its checkpoint
 // and the run ends at the same place as an undisturbed one.
+//
+// It failed now and then under load for two reasons, both fixed: the rewound nodes kept the worker
+// momentum of the later round they had reached (their own state of the checkpoint round was not
+// saved, or was newer than the server's checkpoint when the server died between broadcasting a
+// result and saving the checkpoint that includes it), and their queued votes for rounds the
+// restarted server had not reached yet counted as misbehaviour, quarantining honest nodes.
+// Now nodes keep their state beside the signed record, the server checkpoints before it
+// broadcasts, and lateness never quarantines.
 TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
-  auto cluster = prepare(small_cluster(200));
+  auto config = small_cluster(200);
+  config.node_state = dir_;
+  auto cluster = prepare(config);
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
   ASSERT_TRUE(cluster->start_server(false).ok());
   ASSERT_TRUE(cluster->start_all_nodes().ok());
@@ -217,6 +282,11 @@ TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   EXPECT_GT(resumed_from, 0);
   EXPECT_LT(resumed_from, 200);
   EXPECT_EQ(resumed_from % 10, 0);
+  EXPECT_NE(text.find("quarantined {}, 0 equivocation proofs"), std::string::npos) << text;
+  // Metrics: one row per round, the redone rounds included once.
+  std::set<std::uint64_t> rounds;
+  for (const auto& row : metric_rows()) EXPECT_TRUE(rounds.insert(row["round"].get<std::uint64_t>()).second) << row;
+  EXPECT_EQ(rounds.size(), 200u);
 
   // Final accuracy within 1 point of an undisturbed run of the same configuration.
   auto setup = setup_for(cluster->config().training);
@@ -230,6 +300,180 @@ TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   ASSERT_TRUE(resumed->restore_from(*checkpoint).ok());
   const double accuracy = resumed->evaluate(setup->data->test, setup->data->test.size()).accuracy;
   EXPECT_NEAR(accuracy, undisturbed->server.test.accuracy, 0.01);
+}
+
+// A second process with node 2's key connects while node 2 runs: it is refused (reported as a
+// duplicate session, no blame), node 2 keeps voting through the clash and after it, and nobody is
+// quarantined.
+TEST_F(ProcessCluster, DuplicateIdentityIsRefusedAndTheHonestNodeKeepsVoting) {
+  auto cluster = prepare(small_cluster(300));
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  ASSERT_TRUE(cluster->start_all_nodes().ok());
+  wait_for_rows(10);
+  const std::size_t clash_from = metric_lines();
+  const pid_t duplicate = spawn_node(*cluster, 2, dir_ / "duplicate.log");
+  ASSERT_GT(duplicate, 0);
+  // Long enough for the duplicate to load its data, connect and be refused a few times.
+  const auto clash_until = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+  while (std::chrono::steady_clock::now() < clash_until && metric_lines() < 260) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  const std::size_t clash_to = metric_lines();
+  ::kill(duplicate, SIGKILL);
+  ::waitpid(duplicate, nullptr, 0);
+  auto status = cluster->wait();
+  ASSERT_TRUE(status.ok());
+  ASSERT_EQ(*status, 0) << "see " << dir_;
+  const auto rows = metric_rows();
+  ASSERT_EQ(rows.size(), 300u);
+  std::size_t missed = 0;
+  for (std::size_t i = clash_from; i < rows.size(); ++i) missed += missing_node(rows[i], 2) ? 1 : 0;
+  EXPECT_LE(missed, 2u) << "node 2 missed rounds during or after the clash (" << clash_from << ".." << clash_to << ")";
+  EXPECT_EQ(rows.back()["votes"].get<std::size_t>(), 5u);
+  const std::string log = server_log();
+  EXPECT_NE(log.find("quarantined {}, 0 equivocation proofs"), std::string::npos) << log;
+  const auto refused = log.find("second sessions refused for a live node id: {node 2: ");
+  EXPECT_NE(refused, std::string::npos) << log;
+}
+
+// An attacker with no key keeps 200 sockets open to the server, idle, re-opening each one the
+// server closes. A killed node restarted during the flood rejoins within a bounded number of
+// rounds; the time is measured with and without the flood.
+TEST_F(ProcessCluster, RejoinsThroughAFloodOfIdleSockets) {
+  auto cluster = prepare(small_cluster(100000));
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  ASSERT_TRUE(cluster->start_all_nodes().ok());
+  wait_for_rows(10);
+  // Kills node 1, lets 5 rounds pass, restarts it; returns seconds and rounds until a round
+  // counted its vote again.
+  const auto rejoin = [&]() -> std::pair<double, std::size_t> {
+    cluster->kill_node(1);
+    wait_for_rows(metric_lines() + 5);
+    const std::size_t from = metric_lines();
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_TRUE(cluster->start_node(1).ok());
+    for (int waited = 0; waited < 120000; waited += 20) {
+      const auto rows = metric_rows();
+      for (std::size_t i = from; i < rows.size(); ++i) {
+        if (!missing_node(rows[i], 1)) {
+          return {std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), i - from + 1};
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return {1e9, 1000000};
+  };
+  const auto quiet = rejoin();
+
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> opened{0};
+  const std::uint16_t port = cluster->config().server_port;
+  std::thread flood([&] {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::vector<pollfd> sockets(200, pollfd{-1, POLLIN, 0});
+    while (!stop) {
+      for (auto& socket : sockets) {
+        if (socket.fd >= 0) continue;
+        socket.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (socket.fd < 0) continue;
+        (void)::connect(socket.fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+        ++opened;
+      }
+      ::poll(sockets.data(), sockets.size(), 5);
+      for (auto& socket : sockets) {
+        if (socket.fd >= 0 && (socket.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+          ::close(socket.fd);  // the server closed it (a readable socket here is EOF): re-open
+          socket.fd = -1;
+        }
+        socket.revents = 0;
+      }
+    }
+    for (auto& socket : sockets) {
+      if (socket.fd >= 0) ::close(socket.fd);
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // the flood is in full swing
+  const auto flooded = rejoin();
+  stop = true;
+  flood.join();
+  cluster->kill_server();
+  std::printf("rejoin of a killed node: %.2f s (%zu rounds) without the flood, %.2f s (%zu rounds) under a flood of 200 "
+              "idle re-opening sockets (%llu connections opened)\n",
+              quiet.first, quiet.second, flooded.first, flooded.second, static_cast<unsigned long long>(opened.load()));
+  RecordProperty("rejoin_seconds_quiet", std::to_string(quiet.first));
+  RecordProperty("rejoin_seconds_flood", std::to_string(flooded.first));
+  EXPECT_GT(opened.load(), 200u);
+  EXPECT_LE(quiet.second, 20u);
+  EXPECT_LE(flooded.second, 20u);  // bounded: a node with a valid certificate always gets in
+  EXPECT_LT(flooded.first, quiet.first + 10.0);
+}
+
+// A node paused with SIGSTOP (its votes, when it wakes up, are late and on an old model) is never
+// quarantined: it catches up through the state transfer and votes again within a few rounds.
+TEST_F(ProcessCluster, PausedNodeIsNotQuarantinedAndVotesAgain) {
+  auto cluster = prepare(small_cluster(150));
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_server(false).ok());
+  ASSERT_TRUE(cluster->start_all_nodes().ok());
+  wait_for_rows(10);
+  const pid_t paused = cluster->node_pid(3);
+  ASSERT_GT(paused, 0);
+  ASSERT_EQ(::kill(paused, SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // ten round deadlines and more
+  const std::size_t resumed_at = metric_lines();
+  ASSERT_EQ(::kill(paused, SIGCONT), 0);
+  auto status = cluster->wait();
+  ASSERT_TRUE(status.ok());
+  ASSERT_EQ(*status, 0) << "see " << dir_;
+  const auto rows = metric_rows();
+  ASSERT_EQ(rows.size(), 150u);
+  ASSERT_LT(resumed_at + 10, rows.size()) << "the run ended before the node could come back";
+  bool missed_while_paused = false;
+  for (std::size_t i = 10; i < resumed_at; ++i) missed_while_paused |= missing_node(rows[i], 3);
+  EXPECT_TRUE(missed_while_paused);
+  for (std::size_t i = resumed_at + 10; i < rows.size(); ++i) {
+    EXPECT_FALSE(missing_node(rows[i], 3)) << "round " << i;
+    EXPECT_TRUE(rows[i]["quarantined"].empty()) << "round " << i;
+  }
+  const std::string log = server_log();
+  EXPECT_NE(log.find("quarantined {}, 0 equivocation proofs"), std::string::npos) << log;
+}
+
+// Never sign twice: a node killed in the middle of a round and restarted at once rejoins that
+// round (the long deadline keeps it open) with reset momentum. In the exchange placement its
+// column already holds its signed partition signs of the round, in the replicated one the server
+// may hold its vote: the new process re-sends the same signed bytes or abstains, so no receiver
+// ever holds two different messages of the node for one round — no equivocation proof.
+TEST_F(ProcessCluster, RestartedNodesNeverSignTwiceInEitherPlacement) {
+  for (const auto placement : {Placement::kExchange, Placement::kReplicated}) {
+    SCOPED_TRACE(placement == Placement::kExchange ? "exchange" : "replicated");
+    std::filesystem::remove_all(dir_);
+    auto config = small_cluster(60);
+    config.training.placement = placement;
+    config.round_deadline_ms = 3000;
+    config.node_state = dir_;
+    auto cluster = prepare(config);
+    ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+    ASSERT_TRUE(cluster->start_server(false).ok());
+    ASSERT_TRUE(cluster->start_all_nodes().ok());
+    for (std::size_t at : {8u, 20u, 32u}) {
+      wait_for_rows(at);
+      cluster->kill_node(2);
+      ASSERT_TRUE(cluster->start_node(2).ok());  // at once: it rejoins the round it died in
+    }
+    auto status = cluster->wait();
+    ASSERT_TRUE(status.ok());
+    ASSERT_EQ(*status, 0) << "see " << dir_;
+    const std::string log = server_log();
+    EXPECT_NE(log.find("quarantined {}, 0 equivocation proofs"), std::string::npos) << log;
+    EXPECT_TRUE(std::filesystem::exists(signed_record_path(dir_, 2)));
+    EXPECT_EQ(metric_rows().back()["votes"].get<std::size_t>(), 5u);
+  }
 }
 
 }  // namespace

@@ -39,5 +39,44 @@ TEST(Quarantine, EquivocationProofQuarantinesAtOnce) {
   EXPECT_EQ(quarantine.proofs().size(), 1u);
 }
 
+// Lateness is not evidence: a paused or restarting honest node sends stale rounds, late votes and
+// votes on another model, and lets deadlines pass inside frames. Counted, never quarantined.
+TEST(Quarantine, LatenessIsCountedButNeverQuarantines) {
+  Quarantine quarantine(QuarantineOptions{3});
+  for (int i = 0; i < 20; ++i) {
+    quarantine.on_misbehaviour(event(2, transport::Misbehaviour::kStaleRound));
+    quarantine.on_misbehaviour(event(2, transport::Misbehaviour::kFutureRound));
+    quarantine.on_misbehaviour(event(2, transport::Misbehaviour::kTimeout));
+    quarantine.on_misbehaviour(event(2, transport::Misbehaviour::kTruncated));
+    quarantine.report_late(2);
+  }
+  EXPECT_FALSE(quarantine.is_quarantined(2));
+  EXPECT_EQ(quarantine.events(2), 0u);
+  EXPECT_EQ(quarantine.late(2), 100u);
+  // Evidence still counts for the same node.
+  for (int i = 0; i < 3; ++i) quarantine.on_misbehaviour(event(2, transport::Misbehaviour::kBadSignature));
+  EXPECT_TRUE(quarantine.is_quarantined(2));
+}
+
+// A second session for a live id is a security event with no blame: either process may be the
+// honest one.
+TEST(Quarantine, DuplicateSessionsAreCountedWithoutBlame) {
+  Quarantine quarantine(QuarantineOptions{1});
+  for (int i = 0; i < 5; ++i) quarantine.on_misbehaviour(event(3, transport::Misbehaviour::kDuplicateSession));
+  EXPECT_FALSE(quarantine.is_quarantined(3));
+  EXPECT_EQ(quarantine.events(3), 0u);
+  EXPECT_EQ(quarantine.duplicate_sessions(3), 5u);
+}
+
+TEST(Quarantine, EveryKindHasAWeight) {
+  using transport::Misbehaviour;
+  EXPECT_EQ(weight_of(Misbehaviour::kBadSignature), Weight::kEvidence);
+  EXPECT_EQ(weight_of(Misbehaviour::kMalformedFrame), Weight::kEvidence);
+  EXPECT_EQ(weight_of(Misbehaviour::kReplay), Weight::kEvidence);
+  EXPECT_EQ(weight_of(Misbehaviour::kStaleRound), Weight::kLateness);
+  EXPECT_EQ(weight_of(Misbehaviour::kTimeout), Weight::kLateness);
+  EXPECT_EQ(weight_of(Misbehaviour::kDuplicateSession), Weight::kNoBlame);
+}
+
 }  // namespace
 }  // namespace ballot::runtime

@@ -14,7 +14,8 @@ bool closes_session(Misbehaviour kind) noexcept {
     case Misbehaviour::kTimeout:
     case Misbehaviour::kHandshakeFailed:
     case Misbehaviour::kIdentityMismatch:
-    case Misbehaviour::kUnknownSender: return true;
+    case Misbehaviour::kUnknownSender:
+    case Misbehaviour::kDuplicateSession: return true;
     default: return false;
   }
 }
