@@ -94,7 +94,8 @@ Result<PreAggregation> NearestNeighborMixing::apply(const InputMatrix& inputs) {
 // ---- Bucketing ----------------------------------------------------------------------------------
 
 std::string Bucketing::spec() const {
-  return detail::with_threads("bucketing:s=" + std::to_string(options_.s) + ",seed=" + std::to_string(options_.seed),
+  return detail::with_threads("bucketing:s=" + std::to_string(options_.s) + ",seed=" + std::to_string(options_.seed) +
+                                  (options_.shuffle ? "" : ",shuffle=0"),
                               options_.threads);
 }
 
@@ -110,7 +111,7 @@ Result<PreAggregation> Bucketing::apply(const InputMatrix& inputs) {
   std::vector<std::size_t> perm(n);
   std::iota(perm.begin(), perm.end(), 0);
   Rng rng(options_.seed, calls_++);
-  rng.shuffle(std::span<std::size_t>(perm));
+  if (options_.shuffle) rng.shuffle(std::span<std::size_t>(perm));
   const std::size_t buckets = (n + s - 1) / s;
 
   PreAggregation out;

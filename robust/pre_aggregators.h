@@ -5,7 +5,9 @@
 //     Cost: one Gram product for the distances and one mixing product (n×n)·(n×d), both O(n²·d).
 //   Bucketing (Karimireddy, He, Jaggi — ICLR 2022): shuffle the inputs, average consecutive
 //     buckets of s. n' = ⌈n / s⌉. The permutation comes from Rng(seed, call number), so a run is
-//     reproducible and every call (round) draws a fresh one. Cost: one read, one write of n'·d.
+//     reproducible and every call (round) draws a fresh one; shuffle=0 keeps the input order (for a
+//     caller that permutes, e.g. to reproduce another library's buckets). Cost: one read, one
+//     write of n'·d.
 //   NormClipping: x_i ← x_i · min(1, τ / ‖x_i‖). n' = n. Cost: two reads, one write.
 //
 // Non-finite inputs: NNM and clipping pass them through unchanged (never mixed into a finite
@@ -45,6 +47,7 @@ struct BucketingOptions {
   std::size_t s = 2;  // bucket size ≥ 1
   std::uint64_t seed = 0;
   std::size_t threads = 1;
+  bool shuffle = true;  // false: buckets of consecutive inputs in the given order
 };
 
 class Bucketing final : public PreAggregator {

@@ -144,11 +144,14 @@ const std::map<std::string, PreFactory>& pre_aggregators() {
        }},
       {"bucketing",
        [](const Spec& spec) -> Result<std::unique_ptr<PreAggregator>> {
-         BALLOT_TRY(spec.check_known({"s", "seed", "threads"}));
+         BALLOT_TRY(spec.check_known({"s", "seed", "shuffle", "threads"}));
          BucketingOptions options;
          BALLOT_ASSIGN_OR_RETURN(options.s, get_count(spec, "s", options.s, 1));
          BALLOT_ASSIGN_OR_RETURN(const std::size_t seed, get_count(spec, "seed", 0));
          options.seed = seed;
+         BALLOT_ASSIGN_OR_RETURN(const std::size_t shuffle, get_count(spec, "shuffle", 1));
+         if (shuffle > 1) return make_error(ErrorCode::kInvalidArgument, "bucketing: shuffle must be 0 or 1");
+         options.shuffle = shuffle == 1;
          BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
          return std::unique_ptr<PreAggregator>(std::make_unique<Bucketing>(options));
        }},

@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "robust/registry.h"
 #include "robust_test_util.h"
 
 namespace ballot::robust {
@@ -233,6 +234,24 @@ TEST(NormClipping, MatchesTheDocumentedArithmetic) {
       }
     }
   });
+}
+
+TEST(Bucketing, WithoutShuffleAveragesConsecutiveInputsInTheGivenOrder) {
+  const std::size_t n = 5, d = 3;
+  std::vector<float> rows(n * d);
+  for (std::size_t i = 0; i < n * d; ++i) rows[i] = static_cast<float>(i);
+  auto stage = make_pre_aggregator("bucketing:s=2,shuffle=0");
+  ASSERT_TRUE(stage.ok()) << stage.error().to_string();
+  EXPECT_EQ((*stage)->spec(), "bucketing:s=2,seed=0,shuffle=0");
+  auto out = (*stage)->apply(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(out->output.n, 3u);
+  for (std::size_t j = 0; j < d; ++j) {
+    EXPECT_FLOAT_EQ(out->output.values[j], (rows[j] + rows[d + j]) / 2);
+    EXPECT_FLOAT_EQ(out->output.values[d + j], (rows[2 * d + j] + rows[3 * d + j]) / 2);
+    EXPECT_FLOAT_EQ(out->output.values[2 * d + j], rows[4 * d + j]);
+  }
+  EXPECT_FALSE(make_pre_aggregator("bucketing:s=2,shuffle=2").ok());
 }
 
 }  // namespace

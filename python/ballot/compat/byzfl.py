@@ -459,7 +459,8 @@ class Bucketing(_Rule):
     """Bucketing (Karimireddy, He, Jaggi 2022) as ByzFL does it: shuffle with the framework's
     global RNG (``torch.randperm(n)`` for tensors, ``numpy.random.permutation`` for arrays: the same
     draws as ByzFL, so the same buckets after the same seed), then the mean of each run of s
-    vectors, the last bucket holding the n mod s left over (Ballot's ``mean`` per bucket)."""
+    vectors, the last bucket holding the n mod s left over — Ballot's ``bucketing`` stage with
+    ``shuffle=0`` over the permuted rows (views, not copies)."""
 
     def __init__(self, s: int = 1) -> None:
         if not isinstance(s, int) or s <= 0:
@@ -475,9 +476,7 @@ class Bucketing(_Rule):
             order = torch.randperm(n).tolist()
         else:
             order = np.random.permutation(n).tolist()
-        rows = [vectors[i] for i in order]
-        mean = self._aggregator("mean")
-        return _stack_like([mean(rows[b:b + self.s]) for b in range(0, n, self.s)], reference)
+        return _robust.PreAggregator(f"bucketing:s={self.s},shuffle=0")([vectors[i] for i in order])
 
 
 class Clipping(_Rule):
