@@ -91,7 +91,12 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
   if (c.rounds) base.rounds = *c.rounds;
   if (c.data) base.data = *c.data;
   if (c.model) base.model = *c.model;
-  if (c.lr) base.lr = *c.lr;
+  if (c.lr) {
+    // One schedule for every defence without its own: the user's choice over the update rules'
+    // defaults (the report shows it per defence).
+    base.lr = *c.lr;
+    grid.lr_per_update = false;
+  }
   if (c.update) base.update = *c.update;
   if (c.worker_momentum) base.worker_momentum = *c.worker_momentum;
   if (c.partition_size) base.partition_size = *c.partition_size;
@@ -131,6 +136,25 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
   if (c.target) grid.target_accuracy = *c.target;
   if (c.no_baseline) grid.baseline = false;
   if (c.protocol_deadline_ms) grid.protocol_deadline_ms = *c.protocol_deadline_ms;
+  if (c.tune_lr || c.tune_lr_factors || c.tune_lr_rounds) {
+    evaluation::LrTuning tuning = grid.tune_lr.value_or(evaluation::LrTuning{});
+    if (c.tune_lr_factors) {
+      tuning.factors.clear();
+      for (const auto& piece : evaluation::split_list(*c.tune_lr_factors)) {
+        std::size_t used = 0;
+        double factor = 0.0;
+        try {
+          factor = std::stod(piece, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != piece.size()) return bad_flag("--tune-lr-factors: '" + piece + "' is not a number");
+        tuning.factors.push_back(factor);
+      }
+    }
+    if (c.tune_lr_rounds) tuning.rounds = *c.tune_lr_rounds;
+    grid.tune_lr = tuning;
+  }
   if (auto status = grid.validate(); !status.ok()) {
     auto error = status.error();
     const bool empty = error.message.find("no setting") != std::string::npos ||
@@ -172,13 +196,20 @@ void add_evaluate_options(CLI::App& command, EvaluateCommand& c) {
   command.add_option("--target", c.target, "Test accuracy for the 'rounds to target' table (default 0.8)");
   command.add_option("--data", c.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]");
   command.add_option("--model", c.model, "Model: logreg | mlp:hidden=128 | cnn");
-  command.add_option("--lr", c.lr, "Learning-rate schedule");
+  command.add_option("--lr", c.lr,
+                     "Learning-rate schedule for every defence (default: each update rule's own, core/optimizer.h)");
   command.add_option("--update", c.update, "Update rule on the vote / aggregate (a defence may set its own)");
   command.add_option("--worker-momentum", c.worker_momentum, "Signum momentum at the nodes (0 = signSGD)");
   command.add_option("--partition-size", c.partition_size, "Examples per partition");
   command.add_option("--eval-every", c.eval_every, "Rounds between test evaluations (the accuracy curve)");
   command.add_option("--eval-examples", c.eval_examples, "Test examples per evaluation");
   command.add_flag("--no-baseline", c.no_baseline, "Do not run the attack-free cells");
+  command.add_flag("--tune-lr", c.tune_lr,
+                   "Before the grid, sweep each defence's learning rate on its attack-free cell (held-out data) and "
+                   "use the best");
+  command.add_option("--tune-lr-factors", c.tune_lr_factors,
+                     "Multiples of the untuned learning rate the sweep tries (default 0.1,0.3,1,3,10); implies --tune-lr");
+  command.add_option("--tune-lr-rounds", c.tune_lr_rounds, "Rounds of each sweep run (default: --rounds); implies --tune-lr");
   command.add_option("--protocol-deadline-ms", c.protocol_deadline_ms,
                      "Round deadline of the cells with protocol attacks, which run in the message simulator (default 300)");
   command.add_option("-j,--jobs", c.jobs, "Cells run in parallel (threads)")->capture_default_str();
