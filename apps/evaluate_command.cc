@@ -224,25 +224,30 @@ int run_evaluate(const EvaluateCommand& command) {
 
   const auto cells = evaluation::expand(*grid);
   std::size_t to_run = 0, not_applicable = 0;
-  double work = 0;
   for (const auto& cell : cells) {
     if (cell.same_as) continue;
     ++to_run;
     if (cell.not_applicable) ++not_applicable;
-    work += evaluation::cell_work(cell);
   }
+  // The progress bar counts the learning-rate sweep's cells too.
+  const auto [all_cells, work] = evaluation::grid_work(*grid);
+  const std::size_t sweep_cells = all_cells - to_run;
   std::printf("ballot evaluate: %zu attack(s)%s x %zu defence(s) x %zu setting(s) x %zu seed(s): %zu cells to run "
               "(%zu not applicable), %llu rounds each, %zu jobs, data %s\n",
               grid->attacks.size(), grid->baseline ? " + no attack" : "", grid->defences.size(), grid->settings.size(),
               grid->seeds.size(), to_run, not_applicable, static_cast<unsigned long long>(grid->base.rounds),
               command.jobs, grid->base.data.c_str());
+  if (sweep_cells > 0) {
+    std::printf("ballot evaluate: first a learning-rate sweep of %zu cells (factors of each defence's rate on its "
+                "attack-free cell, scored on held-out training examples)\n", sweep_cells);
+  }
   std::fflush(stdout);
 
   auto data = runtime::load_training_data(grid->base);
   if (!data.ok()) return fail(data.error());
   const auto shared = std::make_shared<const TrainTestSplit>(std::move(*data));
 
-  evaluation::ProgressBar progress(stdout, evaluation::ProgressBar::is_terminal(stdout), to_run, work);
+  evaluation::ProgressBar progress(stdout, evaluation::ProgressBar::is_terminal(stdout), all_cells, work);
   evaluation::RunnerOptions options;
   options.jobs = command.jobs;
   options.progress = &progress;

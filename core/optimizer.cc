@@ -348,8 +348,9 @@ namespace {
 
 // docs/evaluation.md, "Default learning rates": the sweep these come from.
 constexpr double kSignLearningRate = 0.001;
-constexpr double kHeavyBallLearningRate = 0.0001;
-constexpr double kSgdLearningRate = 0.1;
+constexpr double kHeavyBallLearningRate = 0.0003;
+constexpr double kSgdLearningRate = 0.3;
+constexpr double kSgdMomentumLearningRate = 0.1;  // measured at momentum 0.9
 // Every rule decays to this fraction of its base rate by the last round.
 constexpr double kDefaultCosineFloor = 0.05;
 
@@ -363,12 +364,10 @@ Result<double> default_learning_rate(std::string_view update_spec) {
   if (name == "ef_sign") return kSgdLearningRate;
   if (name == "sgd") {
     BALLOT_ASSIGN_OR_RETURN(const double momentum, spec.get_double("momentum", 0.0));
-    BALLOT_ASSIGN_OR_RETURN(const double dampening, spec.get_double("dampening", 0.0));
     BALLOT_TRY(check_unit("momentum", momentum));
-    BALLOT_TRY(check_unit("dampening", dampening));
-    // The momentum buffer sums (1 − τ)·g over about 1/(1 − μ) rounds: scale η so that the
-    // long-run step matches plain sgd's.
-    return kSgdLearningRate * (1.0 - momentum) / (1.0 - dampening);
+    // Momentum smooths the step enough that a larger rate than the (1 − μ)-scaled plain one
+    // trains better (the sweep: 0.1 beat 0.03 at μ = 0.9); other μ take the rate measured at 0.9.
+    return momentum > 0.0 ? kSgdMomentumLearningRate : kSgdLearningRate;
   }
   return make_error(ErrorCode::kInvalidArgument,
                     "unknown update rule '" + name + "' (known: sgd, heavyball, sign, signum, ef_sign)");

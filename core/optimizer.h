@@ -130,14 +130,12 @@ Result<std::unique_ptr<Optimizer>> make_optimizer(std::string_view spec, const G
 // The base learning rate η of each update rule when nothing else is given, and its schedule: a
 // cosine decay from η to 5% of η over the run's rounds. The steps of the rules differ by orders
 // of magnitude (a sign rule moves every coordinate by η, sgd by η times the gradient), so one
-// rate cannot serve all of them. Measured on Fashion-MNIST (mlp:hidden=128, 9 nodes, partitions
-// of 32 examples, no attack, 200 and 500 rounds; the sweep is in docs/evaluation.md):
-//   sign, signum  0.001  (`ballot train`'s default; signum moves by η like sign)
-//   heavyball     see kDefaultLearningRates (the vote fed to momentum 0.9)
-//   sgd, ef_sign  see kDefaultLearningRates (ef_sign's step is η times the gradient, like sgd)
-// "sgd" with a momentum μ other than its default 0 takes the sgd rate × (1 − μ), which keeps the
-// long-run step η/(1 − μ) of heavy-ball momentum equal to plain sgd's (checked by the sweep).
-// Errors: an update spec make_optimizer would refuse by name or option syntax.
+// rate cannot serve all of them. sign, heavyball, sgd without momentum and sgd with momentum
+// (measured at 0.9, used for any momentum > 0) have rates measured on Fashion-MNIST without
+// attack; signum (which moves by η per coordinate) takes sign's and ef_sign (η times the
+// gradient) sgd's, unmeasured: the values and the sweep are in docs/evaluation.md, "Default
+// learning rates". `ballot train`'s own default (TrainingOptions::lr) does not use these.
+// Errors: an update spec that does not parse or names no rule of make_optimizer.
 Result<double> default_learning_rate(std::string_view update_spec);
 // "constant:lr=<default_learning_rate> > cosine:rounds=<rounds>,min=0.05" (rounds > 0).
 Result<std::string> default_lr_schedule(std::string_view update_spec, std::uint64_t rounds);

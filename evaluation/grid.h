@@ -10,7 +10,7 @@
 //               "deterministic"                 code deterministic (b from the setting)
 //               any other allocation matrix spec (e.g. "paper5") as a code, rule vote
 //               "RULE/CODEC" ("median/fp32", "trimmed_mean:f=1/qsgd:s=16")  the gradient path:
-//                 rule RULE, codec CODEC, update "sgd", worker momentum 0
+//                 rule RULE, codec CODEC, update "sgd:momentum=0.9", worker momentum 0
 //   setting   (n, b): n nodes, b of them Byzantine. The cell's fault budget and its number of
 //             attackers are both b; the deterministic code is built for b.
 //   seed      the run's seed (Byzantine set, Bernoulli code, partitions, model initialisation)
@@ -91,7 +91,9 @@ inline constexpr std::uint32_t kMaxProtocolDeadlineMs = 600000;
 struct LrTuning {
   std::vector<double> factors = {0.1, 0.3, 1.0, 3.0, 10.0};
   std::uint64_t rounds = 0;      // 0: the grid's rounds (the accuracy compared is at those rounds)
-  std::size_t holdout = 10000;   // training examples held out to score the candidates
+  // Training examples held out to score the candidates; 0: a sixth of the training set (10000
+  // of Fashion-MNIST's 60000, as many as its test set).
+  std::size_t holdout = 0;
   friend bool operator==(const LrTuning&, const LrTuning&) = default;
 };
 

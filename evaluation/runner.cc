@@ -318,6 +318,7 @@ Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSpl
     const auto holdout = std::make_shared<const TrainTestSplit>(std::move(split));
     const GridResult sweep = run_cells(sweep_grid(grid), holdout, options);
     sweeps = choose_learning_rates(grid, sweep.cells, sweep.results);
+    for (auto& s : sweeps) s.holdout = holdout->test.size();
     cancelled = sweep.cancelled;
   }
   tuned = with_tuned_lr(std::move(tuned), sweeps);

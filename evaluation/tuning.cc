@@ -83,6 +83,7 @@ Grid sweep_grid(const Grid& grid) {
 
 Result<TrainTestSplit> holdout_split(const TrainTestSplit& data, std::size_t holdout) {
   const Dataset& train = data.train;
+  if (holdout == 0) holdout = train.size() / 6;
   if (holdout == 0 || holdout >= train.size()) {
     return make_error(ErrorCode::kInvalidArgument, "tune_lr: holdout " + std::to_string(holdout) +
                                                        " must be positive and below the training set's " +
@@ -122,7 +123,7 @@ std::vector<LrSweep> choose_learning_rates(const Grid& grid, std::span<const Cel
     sweep.setting = grid.settings.front();
     sweep.seed = grid.seeds.front();
     sweep.rounds = sweep_rounds(grid);
-    sweep.holdout = grid.tune_lr->holdout;
+    sweep.holdout = grid.tune_lr->holdout;  // 0 until run_grid knows the training set
     const std::string untuned_here = defence_lr(at_rounds, defence).value_or(grid.base.lr);
     for (std::size_t i = 0; i < factors.size(); ++i) {
       LrCandidate candidate;

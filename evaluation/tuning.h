@@ -59,8 +59,9 @@ std::vector<std::size_t> tuned_defences(const Grid& grid);
 // following them. Precondition: grid.tune_lr is set and the grid is valid.
 Grid sweep_grid(const Grid& grid);
 
-// The training set split for the sweep: train = all but the last `holdout` training examples,
-// test = those. Errors (kInvalidArgument): holdout ≥ the training set's size.
+// The training set split for the sweep: train = all but the last `holdout` training examples
+// (0: a sixth of them), test = those. Errors (kInvalidArgument): holdout ≥ the training set's
+// size, or a training set too small to spare any.
 Result<TrainTestSplit> holdout_split(const TrainTestSplit& data, std::size_t holdout);
 
 // Scale the base rate of an LrSchedule spec: "constant:lr=η > rest" → "constant:lr=η·f > rest".
