@@ -625,7 +625,8 @@ std::string fairness_section(const GridResult& result, std::span<const Aggregate
     text += table_row(row);
   }
   if (behind.empty()) return text + "\nEvery defence is within 2 points of the best one without attack in every setting.\n\n";
-  text += "\n**Not a fair comparison for these defences** — more than 2 points behind the best without any attack:\n\n";
+  text += "\n**More than 2 points behind the best defence without any attack** — their results under attack carry "
+          "this gap too:\n\n";
   for (const auto& [d, settings] : behind) {
     std::string why;
     const LrSweep* sweep = nullptr;

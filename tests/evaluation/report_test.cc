@@ -284,7 +284,7 @@ TEST(MarkdownReport, PerDefenceSetupAndTheAttackFreeCheck) {
   // Attack-free accuracy: bernoulli is best (85.0), signSGD-MV 3 points and median 45 behind.
   EXPECT_NE(md.find("| bernoulli r=2 | 85.0 (best) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| signSGD-MV | 82.0 (−3.0) |"), std::string::npos) << md;
-  EXPECT_NE(md.find("**Not a fair comparison for these defences**"), std::string::npos) << md;
+  EXPECT_NE(md.find("**More than 2 points behind the best defence without any attack**"), std::string::npos) << md;
   EXPECT_NE(md.find("- **median/fp32** (up to 45.0 points behind; n = 5, b = 1): its learning rate "
                     "`constant:lr=0.1 > cosine:rounds=100,min=0.05` is the default of its update rule `sgd:momentum=0.9`, "
                     "not tuned for this grid: rerun with --tune-lr."),
