@@ -332,6 +332,21 @@ std::vector<Figure> make_figures(const GridResult& result, std::span<const Aggre
       }
       maps.push_back(std::move(map));
     }
+    // One colour scale for every map, so that a shade means the same accuracy for every n.
+    std::optional<double> lo, hi;
+    for (const auto& map : maps) {
+      for (const auto& row : map.values) {
+        for (const auto& v : row) {
+          if (!v) continue;
+          lo = std::min(lo.value_or(*v), *v);
+          hi = std::max(hi.value_or(*v), *v);
+        }
+      }
+    }
+    for (auto& map : maps) {
+      map.min = lo;
+      map.max = hi;
+    }
     figures.push_back({"figures/worst_case_heatmap.svg",
                        "Worst-case test accuracy (%) over the attacks, per defence and b (darker is better)",
                        render_heat_maps(maps, "Worst-case test accuracy (%) over the attacks")});
@@ -616,7 +631,8 @@ std::string fairness_section(const GridResult& result, std::span<const Aggregate
         continue;
       }
       const double gap = best - a->accuracy.mean;
-      row.push_back(fixed(100.0 * a->accuracy.mean, 1) + " (" + (gap > 5e-4 ? "−" + fixed(100.0 * gap, 1) : "best") + ")");
+      // Only the best itself is "best": a gap below the table's precision shows as −0.0.
+      row.push_back(fixed(100.0 * a->accuracy.mean, 1) + " (" + (gap > 0.0 ? "−" + fixed(100.0 * gap, 1) : "best") + ")");
       if (gap > kTolerance) {
         behind[d].push_back(setting_label(s));
         largest_gap[d] = std::max(largest_gap[d], gap);

@@ -148,6 +148,13 @@ TEST(RenderHeatMaps, CellsLabelsAndMissingValues) {
   EXPECT_NE(svg.find(">median/fp32</text>"), std::string::npos);
   EXPECT_NE(svg.find(">b = 2</text>"), std::string::npos);
   EXPECT_EQ(xml_problem(render_heat_maps({}, ""), "svg"), "");
+  // A fixed scale: the ends of the range get the ends of the colour scale, whatever the data.
+  map.min = 0.0;
+  map.max = 100.0;
+  map.values = {{100.0, 0.0}, {50.0, std::nullopt}};
+  const auto fixed = render_heat_maps({map});
+  EXPECT_NE(fixed.find("fill=\"#440154\""), std::string::npos) << fixed;  // 100: darkest
+  EXPECT_NE(fixed.find("fill=\"#FDE725\""), std::string::npos) << fixed;  // 0: lightest
 }
 
 // ---- rendered text extents ------------------------------------------------------------------
