@@ -53,6 +53,9 @@ struct EvaluateCommand {
   std::optional<std::string> data, model, lr, update, title;
   std::optional<std::size_t> partition_size, eval_examples;
   bool no_baseline = false;
+  bool tune_lr = false;                        // sweep each defence's learning rate first
+  std::optional<std::string> tune_lr_factors;  // multiples of the untuned rate, comma-separated
+  std::optional<std::uint64_t> tune_lr_rounds;
   std::size_t jobs = 2;
   std::string out = "evaluation";
 };

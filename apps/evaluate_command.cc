@@ -92,7 +92,12 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
   if (c.rounds) base.rounds = *c.rounds;
   if (c.data) base.data = *c.data;
   if (c.model) base.model = *c.model;
-  if (c.lr) base.lr = *c.lr;
+  if (c.lr) {
+    // One schedule for every defence without its own: the user's choice over the update rules'
+    // defaults (the report shows it per defence).
+    base.lr = *c.lr;
+    grid.lr_per_update = false;
+  }
   if (c.update) base.update = *c.update;
   if (c.worker_momentum) base.worker_momentum = *c.worker_momentum;
   if (c.partition_size) base.partition_size = *c.partition_size;
@@ -132,6 +137,25 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
   if (c.target) grid.target_accuracy = *c.target;
   if (c.no_baseline) grid.baseline = false;
   if (c.protocol_deadline_ms) grid.protocol_deadline_ms = *c.protocol_deadline_ms;
+  if (c.tune_lr || c.tune_lr_factors || c.tune_lr_rounds) {
+    evaluation::LrTuning tuning = grid.tune_lr.value_or(evaluation::LrTuning{});
+    if (c.tune_lr_factors) {
+      tuning.factors.clear();
+      for (const auto& piece : evaluation::split_list(*c.tune_lr_factors)) {
+        std::size_t used = 0;
+        double factor = 0.0;
+        try {
+          factor = std::stod(piece, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != piece.size()) return bad_flag("--tune-lr-factors: '" + piece + "' is not a number");
+        tuning.factors.push_back(factor);
+      }
+    }
+    if (c.tune_lr_rounds) tuning.rounds = *c.tune_lr_rounds;
+    grid.tune_lr = tuning;
+  }
   if (auto status = grid.validate(); !status.ok()) {
     auto error = status.error();
     const bool empty = error.message.find("no setting") != std::string::npos ||
@@ -173,13 +197,20 @@ void add_evaluate_options(CLI::App& command, EvaluateCommand& c) {
   command.add_option("--target", c.target, "Test accuracy for the 'rounds to target' table (default 0.8)");
   command.add_option("--data", c.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]");
   command.add_option("--model", c.model, "Model: logreg | mlp:hidden=128 | cnn");
-  command.add_option("--lr", c.lr, "Learning-rate schedule");
+  command.add_option("--lr", c.lr,
+                     "Learning-rate schedule for every defence (default: each update rule's own, core/optimizer.h)");
   command.add_option("--update", c.update, "Update rule on the vote / aggregate (a defence may set its own)");
   command.add_option("--worker-momentum", c.worker_momentum, "Signum momentum at the nodes (0 = signSGD)");
   command.add_option("--partition-size", c.partition_size, "Examples per partition")->check(whole_number_for<std::size_t>());
   command.add_option("--eval-every", c.eval_every, "Rounds between test evaluations (the accuracy curve)")->check(whole_number_for<std::uint64_t>());
   command.add_option("--eval-examples", c.eval_examples, "Test examples per evaluation")->check(whole_number_for<std::size_t>());
   command.add_flag("--no-baseline", c.no_baseline, "Do not run the attack-free cells");
+  command.add_flag("--tune-lr", c.tune_lr,
+                   "Before the grid, sweep each defence's learning rate on its attack-free cell (held-out data) and "
+                   "use the best");
+  command.add_option("--tune-lr-factors", c.tune_lr_factors,
+                     "Multiples of the untuned learning rate the sweep tries (default 0.1,0.3,1,3,10); implies --tune-lr");
+  command.add_option("--tune-lr-rounds", c.tune_lr_rounds, "Rounds of each sweep run (default: --rounds); implies --tune-lr");
   command.add_option("--protocol-deadline-ms", c.protocol_deadline_ms,
                      "Round deadline of the cells with protocol attacks, which run in the message simulator (default 300)")
       ->check(whole_number_for<std::uint32_t>(1));
@@ -195,25 +226,30 @@ int run_evaluate(const EvaluateCommand& command) {
 
   const auto cells = evaluation::expand(*grid);
   std::size_t to_run = 0, not_applicable = 0;
-  double work = 0;
   for (const auto& cell : cells) {
     if (cell.same_as) continue;
     ++to_run;
     if (cell.not_applicable) ++not_applicable;
-    work += evaluation::cell_work(cell);
   }
+  // The progress bar counts the learning-rate sweep's cells too.
+  const auto [all_cells, work] = evaluation::grid_work(*grid);
+  const std::size_t sweep_cells = all_cells - to_run;
   std::printf("ballot evaluate: %zu attack(s)%s x %zu defence(s) x %zu setting(s) x %zu seed(s): %zu cells to run "
               "(%zu not applicable), %llu rounds each, %zu jobs, data %s\n",
               grid->attacks.size(), grid->baseline ? " + no attack" : "", grid->defences.size(), grid->settings.size(),
               grid->seeds.size(), to_run, not_applicable, static_cast<unsigned long long>(grid->base.rounds),
               command.jobs, grid->base.data.c_str());
+  if (sweep_cells > 0) {
+    std::printf("ballot evaluate: first a learning-rate sweep of %zu cells (factors of each defence's rate on its "
+                "attack-free cell, scored on held-out training examples)\n", sweep_cells);
+  }
   std::fflush(stdout);
 
   auto data = runtime::load_training_data(grid->base);
   if (!data.ok()) return fail(data.error());
   const auto shared = std::make_shared<const TrainTestSplit>(std::move(*data));
 
-  evaluation::ProgressBar progress(stdout, evaluation::ProgressBar::is_terminal(stdout), to_run, work);
+  evaluation::ProgressBar progress(stdout, evaluation::ProgressBar::is_terminal(stdout), all_cells, work);
   evaluation::RunnerOptions options;
   options.jobs = command.jobs;
   options.progress = &progress;

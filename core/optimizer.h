@@ -125,6 +125,21 @@ std::unique_ptr<Optimizer> make_ef_sign(const GradientLayout& layout);
 // kInvalidArgument (μ, β, τ in [0, 1), λ >= 0, finite).
 Result<std::unique_ptr<Optimizer>> make_optimizer(std::string_view spec, const GradientLayout& layout);
 
+// ---- default learning rates ----------------------------------------------------------------------
+
+// The base learning rate η of each update rule when nothing else is given, and its schedule: a
+// cosine decay from η to 5% of η over the run's rounds. The steps of the rules differ by orders
+// of magnitude (a sign rule moves every coordinate by η, sgd by η times the gradient), so one
+// rate cannot serve all of them. sign, heavyball, sgd without momentum and sgd with momentum
+// (measured at 0.9, used for any momentum > 0) have rates measured on Fashion-MNIST without
+// attack; signum (which moves by η per coordinate) takes sign's and ef_sign (η times the
+// gradient) sgd's, unmeasured: the values and the sweep are in docs/evaluation.md, "Default
+// learning rates". `ballot train`'s own default (TrainingOptions::lr) does not use these.
+// Errors: an update spec that does not parse or names no rule of make_optimizer.
+Result<double> default_learning_rate(std::string_view update_spec);
+// "constant:lr=<default_learning_rate> > cosine:rounds=<rounds>,min=0.05" (rounds > 0).
+Result<std::string> default_lr_schedule(std::string_view update_spec, std::uint64_t rounds);
+
 // ---- worker side --------------------------------------------------------------------------------
 
 // Signum with majority vote keeps the momentum at each worker (Bernstein et al. 2019, Alg. 3):

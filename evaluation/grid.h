@@ -4,16 +4,23 @@
 //
 //   attack    an attack spec string as `ballot train --attack` takes it ("reverse", "ipm:eps=0.5")
 //   defence   a named bundle of the aggregation fields of TrainingOptions: code, rule, codec and,
-//             when set, update and worker_momentum. Built-in names (named_defence):
+//             when set, update, worker_momentum and lr. Built-in names (named_defence):
 //               "signSGD-MV" (alias "identity")  code identity, rule vote
 //               "bernoulli r=R" / "bernoulli:r=R" code bernoulli:r=R, rule vote
 //               "deterministic"                 code deterministic (b from the setting)
 //               any other allocation matrix spec (e.g. "paper5") as a code, rule vote
 //               "RULE/CODEC" ("median/fp32", "trimmed_mean:f=1/qsgd:s=16")  the gradient path:
-//                 rule RULE, codec CODEC, update "sgd", worker momentum 0
+//                 rule RULE, codec CODEC, update "sgd:momentum=0.9", worker momentum 0
 //   setting   (n, b): n nodes, b of them Byzantine. The cell's fault budget and its number of
 //             attackers are both b; the deterministic code is built for b.
 //   seed      the run's seed (Byzantine set, Bernoulli code, partitions, model initialisation)
+//
+// Learning rates: the update rules move the parameters by steps of very different sizes (a sign
+// rule by η per coordinate, sgd by η times the gradient), so a cell's schedule is, in order: the
+// defence's own `lr`; base.lr when Grid::lr_per_update is false (the user gave one for all);
+// otherwise the default schedule of the cell's update rule over base.rounds
+// (default_lr_schedule, core/optimizer.h). With Grid::tune_lr, run_grid first sweeps multiples
+// of that rate on the attack-free cell (evaluation/tuning.h) and uses the best.
 //
 // The attack-free baseline of a (defence, setting, seed) is the cell with attack "none" and no
 // attacker; baselines that would train identically (baseline_key()) run once: the later ones
@@ -23,17 +30,21 @@
 // defence, ≥ 1 setting, ≥ 1 seed; unknown keys are errors):
 // {
 //   "base": {"data": "fashion-mnist", "model": "mlp:hidden=128", "rounds": 300, "lr": "...",
-//            "update": "sign:wd=0", "worker_momentum": 0.9, "partition_size": 32,
+//            "update": "sign:wd=0", "worker_momentum": 0.9, "partition_size": 32,   // "lr" here:
+//                                                            // lr_per_update = false
 //            "eval_every": 50, "eval_examples": 10000},          // runtime/cluster_config.h keys
 //   "attacks": ["reverse", "random"],
 //   "defences": ["signSGD-MV", "bernoulli r=2",
-//                {"name": "median", "rule": "median", "codec": "fp32", "update": "sgd"}],
+//                {"name": "median", "rule": "median", "codec": "fp32", "update": "sgd",
+//                 "lr": "constant:lr=0.1"}],
 //   "settings": [{"n": 5, "b": 1}, {"n": 9, "b": 2}],  // or "nodes": [5, 9] × "byzantine": [1, 2]
 //   "seeds": [1, 2],
 //   "attacker_choice": "random",        // "random" | "worst" | "0,3" (runtime TrainingOptions)
 //   "target_accuracy": 0.8,
 //   "baseline": true,                   // run the attack-free cells
-//   "protocol_deadline_ms": 300         // round deadline of the simulator cells (protocol attacks)
+//   "protocol_deadline_ms": 300,        // round deadline of the simulator cells (protocol attacks)
+//   "tune_lr": true                     // or {"factors": [0.1, 0.3, 1, 3, 10], "rounds": 200,
+//                                       //     "holdout": 10000}: see LrTuning
 // }
 // Errors (kInvalidArgument) name the grid entry ("grid: defences[2]: …").
 // Thread-safety: values; free functions are reentrant.
@@ -57,6 +68,7 @@ struct Defence {
   std::string codec = "fp32";             // gradient path only
   std::optional<std::string> update;      // unset: the base options' update
   std::optional<double> worker_momentum;  // unset: the base options' worker momentum
+  std::optional<std::string> lr;          // LrSchedule spec; unset: see Grid::lr_per_update
 };
 
 // The built-in defences above; errors name the text.
@@ -71,6 +83,20 @@ struct Setting {
 
 inline constexpr std::uint32_t kMaxProtocolDeadlineMs = 600000;
 
+// The learning-rate sweep run_grid does before the grid (evaluation/tuning.h): for every defence
+// without its own lr, the attack-free cell of the first setting and seed, trained with its
+// untuned schedule's base rate times each factor and scored on `holdout` examples held out of
+// the training set (the test set is not used to choose). The best factor's schedule becomes the
+// defence's lr for the whole grid.
+struct LrTuning {
+  std::vector<double> factors = {0.1, 0.3, 1.0, 3.0, 10.0};
+  std::uint64_t rounds = 0;      // 0: the grid's rounds (the accuracy compared is at those rounds)
+  // Training examples held out to score the candidates; 0: a sixth of the training set (10000
+  // of Fashion-MNIST's 60000, as many as its test set).
+  std::size_t holdout = 0;
+  friend bool operator==(const LrTuning&, const LrTuning&) = default;
+};
+
 struct Grid {
   runtime::TrainingOptions base;        // everything the grid does not vary
   std::vector<std::string> attacks;     // without "none": the baseline is `baseline`
@@ -84,6 +110,11 @@ struct Grid {
   // evaluation/runner.h): after it the server decides with n − b votes. Each round an absent or
   // late attacker costs up to this much wall time.
   std::uint32_t protocol_deadline_ms = 300;
+  // True: a defence without its own lr gets the default schedule of its update rule
+  // (default_lr_schedule over base.rounds) and base.lr is not used; false: base.lr for every
+  // such defence (set when the user gives a learning rate for the whole grid).
+  bool lr_per_update = true;
+  std::optional<LrTuning> tune_lr;      // set: sweep the learning rates first
 
   // Checks every entry (attack and defence specs parse, names unique, settings have b < n/2 —
   // a setting the runtime cannot run at all — target in (0, 1], no duplicates, base options
@@ -105,8 +136,7 @@ std::vector<std::string> split_list(std::string_view text);
 // The election-coding paper's setups (Sohn et al. 2020, ALGORITHMS.md §3): (n, b) ∈ {(5,1),
 // (9,2), (15,3), (5,2), (9,3), (15,6)}, the reverse attack, Fashion-MNIST, signSGD-MV against
 // Bernoulli r = 2, r = 3 and the deterministic code, plus the attack-free baseline; seeds 1, 2, 3.
-// `rounds`
-// also sets the cosine horizon of the learning-rate schedule. See docs/evaluation.md for the
+// The learning rate is the sign rule's default schedule over `rounds`. See docs/evaluation.md for the
 // training setup used and why.
 inline constexpr std::uint64_t kPaperPresetRounds = 500;
 Grid paper_preset(std::uint64_t rounds = kPaperPresetRounds);
@@ -131,6 +161,14 @@ struct Cell {
 // baseline equal to an earlier one gets same_as. Applicability is decided with TrainingOptions::validate() and the
 // allocation-matrix factory, without loading data.
 std::vector<Cell> expand(const Grid& grid);
+
+// The learning-rate schedule a defence's cells use (see "Learning rates" above), before tuning.
+// Errors: an update rule default_lr_schedule does not know.
+Result<std::string> defence_lr(const Grid& grid, const Defence& defence);
+// Where that schedule comes from, for the report: "defence", "base" or "default".
+std::string defence_lr_source(const Grid& grid, const Defence& defence);
+// The update rule the defence's cells apply (its own or base.update).
+std::string defence_update(const Grid& grid, const Defence& defence);
 
 // Cells with equal keys train identically: the options with the fault budget cleared when
 // nothing in the attack-free run depends on it.

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/optimizer.h"
+#include "core/spec.h"
 #include "runtime/cluster_config.h"
 
 namespace ballot::evaluation {
@@ -25,6 +27,7 @@ Json defence_json(const Defence& d) {
   Json out = {{"name", d.name}, {"code", d.code}, {"rule", d.rule}, {"codec", d.codec}};
   if (d.update) out["update"] = *d.update;
   if (d.worker_momentum) out["worker_momentum"] = *d.worker_momentum;
+  if (d.lr) out["lr"] = *d.lr;
   return out;
 }
 
@@ -203,41 +206,55 @@ std::vector<Figure> make_figures(const GridResult& result, std::span<const Aggre
   const Grid& grid = result.grid;
   std::vector<Figure> figures;
   const auto attacks = columns(grid);
+  // Every figure draws defence d in palette colour d, so a defence looks the same everywhere.
+  const auto defence_series = [&](std::size_t d) { return Series{grid.defences[d].name, {}, false, d}; };
   for (const auto& setting : grid.settings) {
+    // A panel per attack (the attack-free run first), a line per defence: the defences are
+    // compared where they are compared in the tables, and the attack-free panel shows at once
+    // whether they trained equally well without an attacker.
     std::vector<Plot> panels;
-    for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+    for (const auto& attack : attacks) {
       Plot plot;
-      plot.title = grid.defences[d].name;
+      plot.title = attack_label(attack);
       plot.x_label = "round";
       plot.y_label = "test accuracy (%)";
       plot.y_min = 0.0;
       plot.y_max = 100.0;
       plot.x_min = 0.0;
       plot.x_max = static_cast<double>(grid.base.rounds);
-      bool any = false;
-      for (const auto& attack : attacks) {
+      for (std::size_t d = 0; d < grid.defences.size(); ++d) {
         const Aggregate* a = find(aggregates, setting, d, attack);
         if (a == nullptr || a->done == 0) continue;
-        Series series{attack_label(attack), {}, attack == "none"};
+        Series series = defence_series(d);
         for (const auto& [round, accuracy] : a->curve) series.points.emplace_back(round, 100.0 * accuracy);
         plot.series.push_back(std::move(series));
-        any = true;
       }
-      if (!any) plot.title += " (did not run)";
+      if (plot.series.empty()) plot.title += " (did not run)";
       panels.push_back(std::move(plot));
     }
     FigureOptions options;
     options.title = "Test accuracy against rounds, " + setting_label(setting);
     options.columns = std::min<std::size_t>(panels.size(), 3);
     figures.push_back({"figures/accuracy_" + setting_file(setting) + ".svg",
-                       "Test accuracy against rounds, " + setting_label(setting) + " (a panel per defence, mean over seeds)",
+                       "Test accuracy against rounds, " + setting_label(setting) +
+                           " (a panel per attack, a line per defence, mean over seeds)",
                        render_figure(panels, options)});
   }
-  if (!grid.attacks.empty()) {
-    std::vector<std::size_t> ns;
+  if (grid.attacks.empty()) return figures;
+
+  std::vector<std::size_t> ns;
+  for (const auto& s : grid.settings) {
+    if (std::find(ns.begin(), ns.end(), s.nodes) == ns.end()) ns.push_back(s.nodes);
+  }
+  const auto settings_of = [&](std::size_t n) {
+    std::vector<Setting> settings;
     for (const auto& s : grid.settings) {
-      if (std::find(ns.begin(), ns.end(), s.nodes) == ns.end()) ns.push_back(s.nodes);
+      if (s.nodes == n) settings.push_back(s);
     }
+    std::sort(settings.begin(), settings.end());
+    return settings;
+  };
+  {
     std::vector<Plot> panels;
     for (auto n : ns) {
       Plot plot;
@@ -245,15 +262,11 @@ std::vector<Figure> make_figures(const GridResult& result, std::span<const Aggre
       plot.x_label = "Byzantine nodes b";
       plot.y_label = "worst-case test accuracy (%)";
       // The data's range (not 0-100): the gaps between defences are a few points.
-      std::vector<Setting> settings;
-      for (const auto& s : grid.settings) {
-        if (s.nodes == n) settings.push_back(s);
-      }
-      std::sort(settings.begin(), settings.end());
+      const auto settings = settings_of(n);
       plot.x_min = 0.0;
       plot.x_max = static_cast<double>(settings.back().byzantine) + 1.0;
       for (std::size_t d = 0; d < grid.defences.size(); ++d) {
-        Series series{grid.defences[d].name, {}, false};
+        Series series = defence_series(d);
         for (const auto& s : settings) {
           if (auto worst = worst_case(aggregates, s, d)) {
             series.points.emplace_back(static_cast<double>(s.byzantine), 100.0 * worst->accuracy);
@@ -268,6 +281,75 @@ std::vector<Figure> make_figures(const GridResult& result, std::span<const Aggre
     options.columns = std::min<std::size_t>(panels.size(), 3);
     figures.push_back({"figures/worst_case.svg", "Worst-case test accuracy over the attacks against b, per defence",
                        render_figure(panels, options)});
+  }
+  {
+    // ByzFL's accuracy against f: a panel per (n, attack), a line per defence.
+    std::vector<Plot> panels;
+    for (auto n : ns) {
+      const auto settings = settings_of(n);
+      for (const auto& attack : grid.attacks) {
+        Plot plot;
+        plot.title = attack + (ns.size() > 1 ? ", n = " + std::to_string(n) : "");
+        plot.x_label = "Byzantine nodes b";
+        plot.y_label = "test accuracy (%)";
+        plot.x_min = 0.0;
+        plot.x_max = static_cast<double>(settings.back().byzantine) + 1.0;
+        for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+          Series series = defence_series(d);
+          for (const auto& s : settings) {
+            const Aggregate* a = find(aggregates, s, d, attack);
+            if (a != nullptr && a->done > 0) series.points.emplace_back(static_cast<double>(s.byzantine), 100.0 * a->accuracy.mean);
+          }
+          if (!series.points.empty()) plot.series.push_back(std::move(series));
+        }
+        panels.push_back(std::move(plot));
+      }
+    }
+    FigureOptions options;
+    options.title = "Final test accuracy against the number of Byzantine nodes, per attack";
+    options.columns = std::min<std::size_t>(panels.size(), 3);
+    figures.push_back({"figures/accuracy_vs_b.svg",
+                       "Final test accuracy against b, a panel per attack, a line per defence (mean over seeds)",
+                       render_figure(panels, options)});
+  }
+  {
+    // ByzFL's heat map: worst-case accuracy per defence (rows) and b (columns), one map per n.
+    std::vector<HeatMap> maps;
+    for (auto n : ns) {
+      HeatMap map;
+      map.title = "n = " + std::to_string(n);
+      map.x_label = "Byzantine nodes b";
+      map.y_label = "defence";
+      for (const auto& s : settings_of(n)) map.columns.push_back("b = " + std::to_string(s.byzantine));
+      for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+        map.rows.push_back(grid.defences[d].name);
+        std::vector<std::optional<double>> row;
+        for (const auto& s : settings_of(n)) {
+          const auto worst = worst_case(aggregates, s, d);
+          row.push_back(worst ? std::optional<double>(100.0 * worst->accuracy) : std::nullopt);
+        }
+        map.values.push_back(std::move(row));
+      }
+      maps.push_back(std::move(map));
+    }
+    // One colour scale for every map, so that a shade means the same accuracy for every n.
+    std::optional<double> lo, hi;
+    for (const auto& map : maps) {
+      for (const auto& row : map.values) {
+        for (const auto& v : row) {
+          if (!v) continue;
+          lo = std::min(lo.value_or(*v), *v);
+          hi = std::max(hi.value_or(*v), *v);
+        }
+      }
+    }
+    for (auto& map : maps) {
+      map.min = lo;
+      map.max = hi;
+    }
+    figures.push_back({"figures/worst_case_heatmap.svg",
+                       "Worst-case test accuracy (%) over the attacks, per defence and b (darker is better)",
+                       render_heat_maps(maps, "Worst-case test accuracy (%) over the attacks")});
   }
   return figures;
 }
@@ -288,7 +370,8 @@ std::string results_json(const GridResult& result) {
         {"attacker_choice", grid.attacker_choice},
         {"target_accuracy", grid.target_accuracy},
         {"baseline", grid.baseline},
-        {"protocol_deadline_ms", grid.protocol_deadline_ms}}},
+        {"protocol_deadline_ms", grid.protocol_deadline_ms},
+        {"lr_per_update", grid.lr_per_update}}},
       {"jobs", result.jobs},
       {"seconds", result.seconds},
       {"cancelled", result.cancelled},
@@ -333,6 +416,9 @@ std::string results_json(const GridResult& result) {
                              {"slowest_round_seconds", d.slowest_round_seconds}};
       }
       entry["dimension"] = r.dimension;
+      entry["upload_bytes_per_round"] = r.upload_bytes;
+      entry["upload_bytes_exact"] = r.upload_exact;
+      entry["download_bytes_per_round"] = r.download_bytes;
       entry["rounds_to_target"] = r.rounds_to_target ? Json(*r.rounds_to_target) : Json("never");
       entry["seconds"] = r.seconds;
       entry["curve"] = curve;
@@ -340,6 +426,28 @@ std::string results_json(const GridResult& result) {
     cells.push_back(std::move(entry));
   }
   root["cells"] = std::move(cells);
+  Json tuning = Json::array();
+  for (const auto& sweep : result.tuning) {
+    Json candidates = Json::array();
+    for (const auto& c : sweep.candidates) {
+      Json entry = {{"factor", c.factor}, {"lr", c.schedule}, {"status", c.done ? "done" : c.reason.empty() ? "failed" : c.reason}};
+      if (c.done) entry["holdout_accuracy"] = c.accuracy;
+      candidates.push_back(std::move(entry));
+    }
+    Json entry = {{"defence", grid.defences[sweep.defence].name},
+                  {"untuned_lr", sweep.untuned},
+                  {"untuned_source", sweep.source},
+                  {"n", sweep.setting.nodes},
+                  {"b", sweep.setting.byzantine},
+                  {"seed", sweep.seed},
+                  {"rounds", sweep.rounds},
+                  {"holdout", sweep.holdout},
+                  {"candidates", candidates},
+                  {"at_edge", sweep.at_edge}};
+    entry["chosen_lr"] = sweep.chosen ? Json(grid.defences[sweep.defence].lr.value_or(sweep.untuned)) : Json(nullptr);
+    tuning.push_back(std::move(entry));
+  }
+  root["tuning"] = std::move(tuning);
   // Strings from the command line or from error messages may hold invalid UTF-8: replace it
   // rather than throw after the whole grid has run.
   return root.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -370,6 +478,201 @@ std::string defences_table(const Grid& grid, std::span<const Aggregate> aggregat
          table_row(head) + table_rule(head.size()) + rows;
 }
 
+
+// What a defence's cells run with, read from the cells themselves (after tuning).
+struct DefenceSetup {
+  const runtime::TrainingOptions* options = nullptr;  // of the defence's first cell
+  const CellResult* measured = nullptr;               // a cell that ran (bytes), if any
+};
+
+DefenceSetup setup_of(const GridResult& result, std::size_t defence) {
+  DefenceSetup out;
+  for (const auto& cell : result.cells) {
+    if (cell.defence != defence) continue;
+    if (out.options == nullptr) out.options = &cell.options;
+    const CellResult& r = result.results[cell.index];
+    if (out.measured == nullptr && r.upload_bytes > 0) out.measured = &r;
+  }
+  return out;
+}
+
+std::string bytes_text(std::size_t bytes) {
+  if (bytes >= 10 * 1024) return fixed(static_cast<double>(bytes) / 1024.0, 1) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+// The update rule's own momentum, from its canonical spec.
+std::string server_momentum(const std::string& update) {
+  auto spec = Spec::parse(update);
+  if (!spec.ok()) return "?";
+  double value = 0.0;
+  if (spec->name() == "sgd" || spec->name() == "heavyball") {
+    value = spec->get_double("momentum", spec->name() == "heavyball" ? kHeavyBallVoteOptions.momentum : 0.0).value_or(0.0);
+  } else if (spec->name() == "signum") {
+    value = spec->get_double("beta", 0.9).value_or(0.0);
+  }
+  return value > 0.0 ? fixed(value, 2) : "none";
+}
+
+std::string lr_origin(const GridResult& result, std::size_t defence) {
+  for (const auto& sweep : result.tuning) {
+    if (sweep.defence != defence) continue;
+    if (!sweep.chosen) return "untuned (no sweep run finished)";
+    char factor[32];
+    std::snprintf(factor, sizeof(factor), "%g", sweep.candidates[*sweep.chosen].factor);
+    return "tuned: ×" + std::string(factor) + " the " +
+           (sweep.source == "default" ? "update rule's default" : "grid's") + " rate";
+  }
+  const std::string source = defence_lr_source(result.grid, result.grid.defences[defence]);
+  if (source == "defence") return "the defence's own";
+  if (source == "base") return "given for the grid";
+  return "the update rule's default";
+}
+
+// Everything that differs between defences, so that a reader sees what is compared.
+std::string defence_setup(const GridResult& result) {
+  const Grid& grid = result.grid;
+  std::string text =
+      "Per defence (bytes: message payload per node and round, without envelope and TLS; up = node to server, "
+      "down = server to each node):\n\n";
+  const std::vector<std::string> head = {"defence", "path", "code", "rule", "codec", "update rule", "learning rate",
+                                         "lr from", "momentum at the nodes", "momentum in the update", "bytes up",
+                                         "bytes down"};
+  text += table_row(head) + table_rule(head.size());
+  for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+    const Defence& defence = grid.defences[d];
+    const DefenceSetup setup = setup_of(result, d);
+    if (setup.options == nullptr) continue;
+    const auto& o = *setup.options;
+    const bool vote = o.rule == "vote";
+    const std::string& update = o.update;
+    std::vector<std::string> row = {
+        md(defence.name),
+        vote ? "sign vote" : "gradient",
+        vote ? "`" + md(o.code) + "`" : "–",
+        "`" + md(o.rule) + "`",
+        vote ? "1-bit signs" : "`" + md(o.codec) + "`",
+        "`" + md(update) + "`",
+        "`" + md(o.lr) + "`",
+        lr_origin(result, d),
+        // The worker momentum feeds the signs; the gradient path sends raw gradients.
+        vote && o.worker_momentum > 0.0 ? fixed(o.worker_momentum, 2) + " (per partition)" : "none",
+        server_momentum(update),
+        setup.measured ? (setup.measured->upload_exact ? "" : "≤ ") + bytes_text(setup.measured->upload_bytes) : "-",
+        setup.measured ? bytes_text(setup.measured->download_bytes) : "-"};
+    text += table_row(row);
+  }
+  return text + "\n";
+}
+
+std::string tuning_section(const GridResult& result) {
+  if (result.tuning.empty()) return "";
+  const Grid& grid = result.grid;
+  const LrSweep& first = result.tuning.front();
+  std::string text = "### Learning-rate sweep\n\nBefore the grid, each defence trained its attack-free cell (" +
+                     setting_label(first.setting) + ", seed " + std::to_string(first.seed) + ", " +
+                     std::to_string(first.rounds) + " rounds) at multiples of its untuned rate, on the training set "
+                     "without its last " + std::to_string(first.holdout) +
+                     " examples; those held-out examples scored it (the test set was not used to choose). "
+                     "Held-out accuracy (%), the chosen rate in bold:\n\n";
+  std::vector<std::string> head = {"defence", "untuned lr"};
+  for (const auto& c : first.candidates) {
+    char factor[32];
+    std::snprintf(factor, sizeof(factor), "×%g", c.factor);
+    head.push_back(factor);
+  }
+  head.push_back("chosen lr");
+  text += table_row(head) + table_rule(head.size());
+  std::string edges;
+  for (const auto& sweep : result.tuning) {
+    std::vector<std::string> row = {md(grid.defences[sweep.defence].name), "`" + md(sweep.untuned) + "`"};
+    for (std::size_t k = 0; k < sweep.candidates.size(); ++k) {
+      const auto& c = sweep.candidates[k];
+      std::string cell = c.done ? fixed(100.0 * c.accuracy, 1) : "failed";
+      if (sweep.chosen && *sweep.chosen == k) cell = "**" + cell + "**";
+      row.push_back(cell);
+    }
+    row.push_back(sweep.chosen ? "`" + md(grid.defences[sweep.defence].lr.value_or(sweep.untuned)) + "`" : "none finished");
+    text += table_row(row);
+    if (sweep.at_edge) edges += (edges.empty() ? "" : ", ") + md(grid.defences[sweep.defence].name);
+  }
+  if (!edges.empty()) {
+    text += "\nThe best rate was at the edge of the sweep for " + edges +
+            ": a better one may lie outside it (widen --tune-lr-factors).\n";
+  }
+  return text + "\n";
+}
+
+// Whether every defence trained about as well as the best without an attack: otherwise a gap
+// under attack may be a gap in training, and the report says so and why.
+std::string fairness_section(const GridResult& result, std::span<const Aggregate> aggregates) {
+  const Grid& grid = result.grid;
+  if (!grid.baseline) return "";
+  constexpr double kTolerance = 0.02;
+  std::string text = "### Attack-free accuracy\n\nA comparison under attack is fair when every defence trains about "
+                     "as well without one. Final test accuracy (%) without attack, and the gap to the best defence "
+                     "of the setting (points):\n\n";
+  std::vector<std::string> head = {"defence"};
+  for (const auto& s : grid.settings) head.push_back(setting_label(s));
+  text += table_row(head) + table_rule(head.size());
+  std::map<std::size_t, std::vector<std::string>> behind;  // defence → settings where it is > 2 points behind
+  std::map<std::size_t, double> largest_gap;
+  for (std::size_t d = 0; d < grid.defences.size(); ++d) {
+    std::vector<std::string> row = {md(grid.defences[d].name)};
+    for (const auto& s : grid.settings) {
+      double best = -1.0;
+      for (std::size_t e = 0; e < grid.defences.size(); ++e) {
+        const Aggregate* a = find(aggregates, s, e, "none");
+        if (a && a->done > 0) best = std::max(best, a->accuracy.mean);
+      }
+      const Aggregate* a = find(aggregates, s, d, "none");
+      if (a == nullptr || a->done == 0) {
+        row.push_back(a == nullptr ? "-" : missing(*a));
+        continue;
+      }
+      const double gap = best - a->accuracy.mean;
+      // Only the best itself is "best": a gap below the table's precision shows as −0.0.
+      row.push_back(fixed(100.0 * a->accuracy.mean, 1) + " (" + (gap > 0.0 ? "−" + fixed(100.0 * gap, 1) : "best") + ")");
+      if (gap > kTolerance) {
+        behind[d].push_back(setting_label(s));
+        largest_gap[d] = std::max(largest_gap[d], gap);
+      }
+    }
+    text += table_row(row);
+  }
+  if (behind.empty()) return text + "\nEvery defence is within 2 points of the best one without attack in every setting.\n\n";
+  text += "\n**More than 2 points behind the best defence without any attack** — their results under attack carry "
+          "this gap too:\n\n";
+  for (const auto& [d, settings] : behind) {
+    std::string why;
+    const LrSweep* sweep = nullptr;
+    for (const auto& t : result.tuning) {
+      if (t.defence == d) sweep = &t;
+    }
+    const auto& o = *setup_of(result, d).options;
+    if (sweep != nullptr && sweep->at_edge) {
+      why = "its learning rate was tuned, but the best was at the edge of the sweep: a better one may lie outside "
+            "it (widen --tune-lr-factors)";
+    } else if (sweep != nullptr) {
+      why = "its learning rate was tuned (`" + md(o.lr) + "`): at its best rate within the sweep, its rule and "
+            "update (`" + md(o.update) + "`) train slower than the best defence's in " + std::to_string(o.rounds) +
+            " rounds — a gap of the method at this budget, not of the learning rate";
+    } else {
+      const std::string source = defence_lr_source(grid, grid.defences[d]);
+      why = "its learning rate `" + md(o.lr) + "` is " +
+            (source == "default" ? "the default of its update rule `" + md(o.update) + "`"
+             : source == "base"  ? "the one given for every defence"
+                                 : "the defence's own") +
+            ", not tuned for this grid: rerun with --tune-lr";
+    }
+    std::string where;
+    for (const auto& s : settings) where += (where.empty() ? "" : "; ") + s;
+    text += "- **" + md(grid.defences[d].name) + "** (up to " + fixed(100.0 * largest_gap[d], 1) + " points behind; " + where +
+            "): " + why + ".\n";
+  }
+  return text + "\n";
+}
+
 }  // namespace
 
 std::string markdown_report(const GridResult& result, std::span<const Aggregate> aggregates,
@@ -397,8 +700,11 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
   md_text += "## Setup\n\n";
   md_text += "- data `" + b.data + "`, model `" + b.model + "`, " + std::to_string(b.rounds) + " rounds, partition size " +
              std::to_string(b.partition_size) + " (global batch n × " + std::to_string(b.partition_size) + ")\n";
-  md_text += "- update `" + b.update + "`, worker momentum " + fixed(b.worker_momentum, 2) + ", learning rate `" + b.lr +
-             "` (a defence may override the update)\n";
+  md_text += std::string("- learning rates: ") +
+             (!result.tuning.empty() ? "tuned per defence (below)"
+              : grid.lr_per_update   ? "each update rule's default schedule (core/optimizer.h), unless a defence sets its own"
+                                     : "`" + b.lr + "` for every defence that sets none") +
+             "; what differs between defences is in the table below\n";
   md_text += "- test accuracy every " + std::to_string(b.eval_every) + " rounds on " + std::to_string(b.eval_examples) +
              " test examples; the final accuracy is on the whole test set\n";
   std::string attack_list;
@@ -406,14 +712,6 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
   md_text += "- attacks: " + (attack_list.empty() ? std::string("none") : attack_list) +
              (grid.baseline ? " and the attack-free baseline" : "") + "; the b Byzantine nodes are chosen `" +
              grid.attacker_choice + "`\n";
-  md_text += "- defences:\n";
-  for (const auto& d : grid.defences) {
-    md_text += "  - **" + md(d.name) + "**: code `" + d.code + "`, rule `" + d.rule + "`";
-    if (d.rule != "vote") md_text += ", codec `" + d.codec + "`";
-    if (d.update) md_text += ", update `" + *d.update + "`";
-    if (d.worker_momentum) md_text += ", worker momentum " + fixed(*d.worker_momentum, 2);
-    md_text += "\n";
-  }
   std::string seed_list;
   for (auto s : grid.seeds) seed_list += (seed_list.empty() ? "" : ", ") + std::to_string(s);
   md_text += "- seeds: " + seed_list + " (mean ± sample sd over seeds when more than one)\n";
@@ -422,6 +720,9 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
              " not applicable, " + std::to_string(failed) + " failed, " + std::to_string(cancelled) + " cancelled; " +
              fixed(result.seconds, 1) + " s on " + std::to_string(result.jobs) + " threads" +
              (result.cancelled ? " (**cancelled**: the tables show what finished)" : "") + "\n\n";
+  md_text += defence_setup(result);
+  md_text += tuning_section(result);
+  md_text += fairness_section(result, aggregates);
 
   const std::string target = fixed(100.0 * grid.target_accuracy, 0) + "%";
   for (const auto& setting : grid.settings) {
@@ -517,7 +818,10 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
       md_text += table_row(row);
     }
     for (const auto& figure : figures) {
-      if (figure.file == "figures/worst_case.svg") md_text += "\n![" + figure.caption + "](" + figure.file + ")\n";
+      if (figure.file == "figures/worst_case.svg" || figure.file == "figures/worst_case_heatmap.svg" ||
+          figure.file == "figures/accuracy_vs_b.svg") {
+        md_text += "\n![" + figure.caption + "](" + figure.file + ")\n";
+      }
     }
     md_text += "\n";
   }

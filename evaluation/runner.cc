@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "attacks/attack_spec.h"
+#include "coding/codec_registry.h"
+#include "runtime/messages.h"
 #include "runtime/quarantine.h"
 #include "runtime/simulator.h"
 
@@ -108,6 +110,36 @@ CellResult run_in_simulator(const Grid& grid, const runtime::TrainingSetup& setu
   return out;
 }
 
+struct MessageBytes {
+  std::size_t upload = 0, download = 0;
+  bool upload_exact = true;
+};
+
+// The encoded messages of one round, measured by encoding them: the report's bytes per round.
+MessageBytes message_bytes(const runtime::TrainingSetup& setup, const GradientLayout& layout) {
+  MessageBytes out;
+  const std::size_t d = layout.total_size();
+  if (setup.sign_vote()) {
+    runtime::Vote vote;
+    vote.signs.resize(d);
+    runtime::Decision decision;
+    decision.signs.resize(d);
+    out.upload = runtime::encode(vote).size();
+    out.download = runtime::encode(decision).size();
+    return out;
+  }
+  if (auto codec = coding::make_codec(setup.options.codec); codec.ok()) {
+    runtime::EncodedVote vote;
+    vote.bytes.resize((*codec)->wire_size(layout));
+    out.upload = runtime::encode(vote).size();
+    out.upload_exact = (*codec)->exact_wire_size();
+  }
+  runtime::FloatDecision decision;
+  decision.direction.resize(d);
+  out.download = runtime::encode(decision).size();
+  return out;
+}
+
 CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<const TrainTestSplit>& data,
                     const RunnerOptions& options, double& reported) {
   CellResult out;
@@ -124,11 +156,27 @@ CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<co
     out.reason = setup.error().message;
     return out;
   }
+  // The initial model (the engine and the simulator build the same one from the seed): the
+  // curve starts at round 0, where every defence starts from the same accuracy.
+  std::optional<CurvePoint> start_point;
+  std::size_t dimension = 0;
+  MessageBytes bytes;
+  if (auto replica = runtime::Replica::create(*setup); replica.ok()) {
+    dimension = replica->dimension();
+    start_point = CurvePoint{0, replica->evaluate(setup->data->test, cell.options.eval_examples).accuracy};
+    bytes = message_bytes(*setup, replica->model().layout());
+  }
   out = runs_in_simulator(cell) ? run_in_simulator(grid, *setup, options, reported)
                                 : run_in_engine(grid, *setup, options, reported);
   if (out.status == CellStatus::kDone && out.rounds < cell.options.rounds) out.status = CellStatus::kCancelled;
+  if (start_point && (out.status == CellStatus::kDone || out.status == CellStatus::kCancelled)) {
+    out.curve.insert(out.curve.begin(), *start_point);
+  }
   out.byzantine_nodes = setup->byzantine;
-  if (auto replica = runtime::Replica::create(*setup); replica.ok()) out.dimension = replica->dimension();
+  out.dimension = dimension;
+  out.upload_bytes = bytes.upload;
+  out.download_bytes = bytes.download;
+  out.upload_exact = bytes.upload_exact;
   out.redundancy = setup->sign_vote() ? setup->code.redundancy() : 1.0;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -175,9 +223,10 @@ double cell_work(const Cell& cell) {
   return static_cast<double>(cell.options.rounds) * static_cast<double>(cell.options.nodes);
 }
 
-Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSplit> data, const RunnerOptions& options) {
-  BALLOT_TRY(grid.validate());
-  if (data == nullptr) return make_error(ErrorCode::kInvalidArgument, "run_grid: no dataset");
+namespace {
+
+// The cells of one grid (no tuning); the caller finishes the progress bar.
+GridResult run_cells(const Grid& grid, const std::shared_ptr<const TrainTestSplit>& data, const RunnerOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   GridResult out;
   out.grid = grid;
@@ -235,8 +284,50 @@ Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSpl
   for (const auto& cell : out.cells) {
     if (cell.same_as) out.results[cell.index] = out.results[*cell.same_as];
   }
-  if (options.progress) options.progress->finish();
   out.cancelled = stop.load();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace
+
+std::pair<std::size_t, double> grid_work(const Grid& grid) {
+  std::size_t cells = 0;
+  double work = 0.0;
+  const auto count = [&](const Grid& g) {
+    for (const auto& cell : expand(g)) {
+      if (cell.same_as) continue;
+      ++cells;
+      work += cell_work(cell);
+    }
+  };
+  if (grid.tune_lr) count(sweep_grid(grid));
+  count(grid);
+  return {cells, work};
+}
+
+Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSplit> data, const RunnerOptions& options) {
+  BALLOT_TRY(grid.validate());
+  if (data == nullptr) return make_error(ErrorCode::kInvalidArgument, "run_grid: no dataset");
+  const auto start = std::chrono::steady_clock::now();
+  Grid tuned = grid;
+  std::vector<LrSweep> sweeps;
+  bool cancelled = false;
+  if (grid.tune_lr && !tuned_defences(grid).empty()) {
+    BALLOT_ASSIGN_OR_RETURN(auto split, holdout_split(*data, grid.tune_lr->holdout));
+    const auto holdout = std::make_shared<const TrainTestSplit>(std::move(split));
+    const GridResult sweep = run_cells(sweep_grid(grid), holdout, options);
+    sweeps = choose_learning_rates(grid, sweep.cells, sweep.results);
+    for (auto& s : sweeps) s.holdout = holdout->test.size();
+    cancelled = sweep.cancelled;
+  }
+  tuned = with_tuned_lr(std::move(tuned), sweeps);
+  RunnerOptions rest = options;
+  if (cancelled) rest.cancelled = [] { return true; };
+  GridResult out = run_cells(tuned, data, rest);
+  out.tuning = std::move(sweeps);
+  out.cancelled = out.cancelled || cancelled;
+  if (options.progress) options.progress->finish();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -1,11 +1,16 @@
 // Runs the cells of an evaluation grid (evaluation/grid.h) with the lockstep engine
 // (runtime/experiment.h) on a pool of threads, sharing one loaded dataset.
 //
-// Per cell: the final test accuracy (whole test set), the accuracy curve at every evaluation,
+// Per cell: the final test accuracy (whole test set), the accuracy curve from round 0 (the
+// initial model, on the same eval_examples) and at every evaluation,
 // the rounds to the grid's target accuracy (none when not reached), the fraction of rounds whose
 // final vote differed from the attack-free vote (the engine's rounds_changed / rounds) and the
 // mean fraction of coordinates it differed in per round, the
-// Byzantine node indices, the code's realised redundancy r and the wall time.
+// Byzantine node indices, the code's realised redundancy r, the bytes a node sends and receives
+// per round and the wall time.
+// With Grid::tune_lr set, run_grid first runs the learning-rate sweep (evaluation/tuning.h) on a
+// held-out part of the training set, then the grid with each tuned defence's chosen schedule;
+// GridResult::grid is that tuned grid and GridResult::tuning the sweeps.
 // A cell whose defence does not apply is "not applicable" with its reason; a cell the engine
 // refuses or that fails is "failed" with the error; neither stops the grid. Cancellation stops
 // the running cells after their current round ("cancelled", partial curve kept) and starts no
@@ -37,6 +42,7 @@
 #include "core/result.h"
 #include "evaluation/grid.h"
 #include "evaluation/progress.h"
+#include "evaluation/tuning.h"
 #include "runtime/experiment.h"
 
 namespace ballot::evaluation {
@@ -65,12 +71,19 @@ struct CellResult {
   std::string reason;                             // not applicable / failed: why
   double final_accuracy = 0.0;                    // whole test set, after the last round run
   double final_loss = 0.0;
-  std::vector<CurvePoint> curve;
+  std::vector<CurvePoint> curve;                  // round 0 (the initial model) first
   std::optional<std::uint64_t> rounds_to_target;  // first evaluation at ≥ target; none = never
   std::uint64_t rounds = 0;                       // rounds run
   std::uint64_t rounds_changed = 0;               // rounds whose decision differed from attack-free
   double changed_coordinates = 0.0;               // mean per round of the coordinates it differed in
   std::size_t dimension = 0;                      // model parameters d
+  // Message bytes per round (runtime/messages.h encodings, without envelope and TLS): what one
+  // node sends the server (a packed vote, or its codec's output) and what the server sends each
+  // node (the packed decision, or the fp32 direction). Upload is an upper bound when the codec's
+  // size depends on the data (upload_exact false).
+  std::size_t upload_bytes = 0;
+  std::size_t download_bytes = 0;
+  bool upload_exact = true;
   std::vector<std::size_t> byzantine_nodes;
   double redundancy = 0.0;                        // r of the allocation matrix (vote path)
   double seconds = 0.0;
@@ -84,7 +97,8 @@ struct CellResult {
 };
 
 struct GridResult {
-  Grid grid;
+  Grid grid;                        // as run: with the tuned learning rates when tuning ran
+  std::vector<LrSweep> tuning;      // the learning-rate sweeps (empty without Grid::tune_lr)
   std::vector<Cell> cells;
   std::vector<CellResult> results;  // one per cell, same order
   std::size_t jobs = 0;
@@ -103,11 +117,14 @@ CellResult summarise(const runtime::ExperimentResult& result, double target_accu
 
 // The engine's cost unit for a cell, rounds × n (a round costs n partition gradients).
 double cell_work(const Cell& cell);
+// The cells run_grid runs for the grid, the sweep's included, and their work (for a progress bar).
+std::pair<std::size_t, double> grid_work(const Grid& grid);
 // Whether the cell's attack acts on the wire (it then runs in the message simulator).
 bool runs_in_simulator(const Cell& cell);
 
-// Runs every cell of expand(grid) on `data`. Errors: an invalid grid (Grid::validate), a null
-// dataset. Cell failures are results, not errors.
+// Runs the learning-rate sweep when grid.tune_lr is set, then every cell of expand() of the
+// (tuned) grid on `data`. Errors: an invalid grid (Grid::validate), a null dataset, a holdout
+// the training set cannot spare. Cell failures are results, not errors.
 Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSplit> data,
                             const RunnerOptions& options = {});
 // Loads grid.base.data once (runtime::load_training_data), then runs the grid.

@@ -33,6 +33,47 @@ std::string tick_label(double value, double step) {
   return text;
 }
 
+// DejaVu Sans advance widths of printable ASCII (' ' to '~') in em, from the font's hmtx table
+// (units per em 2048), rounded up.
+constexpr double kAdvance[95] = {
+    0.318, 0.401, 0.461, 0.838, 0.637, 0.951, 0.780, 0.276, 0.391, 0.391, 0.500, 0.838, 0.318, 0.361, 0.318, 0.337,
+    0.637, 0.637, 0.637, 0.637, 0.637, 0.637, 0.637, 0.637, 0.637, 0.637, 0.337, 0.337, 0.838, 0.838, 0.838, 0.531,
+    1.000, 0.685, 0.687, 0.699, 0.771, 0.632, 0.576, 0.775, 0.753, 0.295, 0.295, 0.657, 0.558, 0.863, 0.749, 0.788,
+    0.604, 0.788, 0.695, 0.635, 0.611, 0.733, 0.685, 0.989, 0.686, 0.611, 0.686, 0.391, 0.337, 0.391, 0.838, 0.500,
+    0.500, 0.613, 0.635, 0.550, 0.635, 0.616, 0.352, 0.635, 0.634, 0.278, 0.278, 0.580, 0.278, 0.975, 0.634, 0.613,
+    0.635, 0.635, 0.412, 0.521, 0.392, 0.634, 0.592, 0.818, 0.592, 0.592, 0.525, 0.637, 0.337, 0.637, 0.838};
+// Characters outside ASCII (×, −, ≥, …, Greek) are taken as wide as the widest common ones.
+constexpr double kWideAdvance = 1.0;
+// DejaVu Sans Bold is up to 15% wider than Book.
+constexpr double kBoldFactor = 1.15;
+constexpr double kMinFontSize = 9.0;
+
+// `text` shortened with "…" (at a UTF-8 character boundary) until it fits `width`.
+std::string shorten(std::string_view text, double font_size, bool bold, double width) {
+  if (text_width(text, font_size, bold) <= width) return std::string(text);
+  std::string cut(text);
+  while (!cut.empty()) {
+    cut.pop_back();
+    while (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0xC0) == 0x80) cut.pop_back();
+    if (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0x80) != 0) cut.pop_back();
+    if (text_width(cut + "…", font_size, bold) <= width) return cut + "…";
+  }
+  return "";
+}
+
+struct FittedText {
+  std::string text;
+  double size;
+};
+// The font size (from `size` down to kMinFontSize) at which `text` fits `width`, shortened when
+// even the smallest does not fit.
+FittedText fit(std::string_view text, double size, bool bold, double width) {
+  for (double s = size; s >= kMinFontSize; s -= 1.0) {
+    if (text_width(text, s, bold) <= width) return {std::string(text), s};
+  }
+  return {shorten(text, kMinFontSize, bold, width), kMinFontSize};
+}
+
 struct Range {
   double lo = std::numeric_limits<double>::infinity();
   double hi = -std::numeric_limits<double>::infinity();
@@ -71,14 +112,20 @@ void draw_plot(std::string& out, const Plot& plot, Box box, const std::map<std::
   const double y0 = plot.y_min ? *plot.y_min : yt.front(), y1 = plot.y_max ? *plot.y_max : yt.back();
   const double xstep = xt.size() > 1 ? xt[1] - xt[0] : 1.0, ystep = yt.size() > 1 ? yt[1] - yt[0] : 1.0;
 
-  // Plot area inside the panel: room for the title, tick labels and axis labels.
-  const Box area{box.x + 62, box.y + 30, box.w - 62 - 14, box.h - 30 - 48};
+  // Plot area inside the panel: room for the title, the y label (a 12 px line), the widest tick
+  // label and half of the last x tick label, which is centred on the frame's right edge.
+  double widest_y = 0.0;
+  for (double t : yt) widest_y = std::max(widest_y, text_width(tick_label(t, ystep), 11));
+  const double left = 26.0 + widest_y + 10.0;
+  const double right = std::max(14.0, text_width(tick_label(xt.back(), xstep), 11) / 2 + 6.0);
+  const Box area{box.x + left, box.y + 30, std::max(10.0, box.w - left - right), std::max(10.0, box.h - 30 - 48)};
   const auto px = [&](double x) { return area.x + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * area.w; };
   const auto py = [&](double y) { return area.y + area.h - (y1 > y0 ? (y - y0) / (y1 - y0) : 0.5) * area.h; };
 
   out += "<g class=\"panel\">\n";
-  out += "<text x=\"" + num(box.x + box.w / 2) + "\" y=\"" + num(box.y + 18) +
-         "\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">" + xml_escape(plot.title) + "</text>\n";
+  const auto title = fit(plot.title, 14, true, box.w - 16);
+  out += "<text x=\"" + num(box.x + box.w / 2) + "\" y=\"" + num(box.y + 18) + "\" text-anchor=\"middle\" font-size=\"" +
+         num(title.size) + "\" font-weight=\"bold\">" + xml_escape(title.text) + "</text>\n";
   out += "<rect x=\"" + num(area.x) + "\" y=\"" + num(area.y) + "\" width=\"" + num(area.w) + "\" height=\"" +
          num(area.h) + "\" fill=\"none\" stroke=\"#444\" stroke-width=\"1\"/>\n";
   for (double t : xt) {
@@ -101,14 +148,18 @@ void draw_plot(std::string& out, const Plot& plot, Box box, const std::map<std::
     out += "<text x=\"" + num(area.x - 8) + "\" y=\"" + num(py(t) + 4) + "\" text-anchor=\"end\" font-size=\"11\">" +
            xml_escape(tick_label(t, ystep)) + "</text>\n";
   }
-  out += "<text x=\"" + num(area.x + area.w / 2) + "\" y=\"" + num(box.y + box.h - 8) +
-         "\" text-anchor=\"middle\" font-size=\"12\">" + xml_escape(plot.x_label) + "</text>\n";
+  // The x label is centred under the frame but may use the whole panel width around that centre.
+  const double x_room = 2.0 * std::min(area.x + area.w / 2 - box.x, box.x + box.w - (area.x + area.w / 2)) - 8.0;
+  const auto x_label = fit(plot.x_label, 12, false, x_room);
+  out += "<text x=\"" + num(area.x + area.w / 2) + "\" y=\"" + num(box.y + box.h - 8) + "\" text-anchor=\"middle\" font-size=\"" +
+         num(x_label.size) + "\">" + xml_escape(x_label.text) + "</text>\n";
   const double ly = area.y + area.h / 2, lx = box.x + 16;
-  out += "<text x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" text-anchor=\"middle\" font-size=\"12\" transform=\"rotate(-90 " +
-         num(lx) + " " + num(ly) + ")\">" + xml_escape(plot.y_label) + "</text>\n";
+  const auto y_label = fit(plot.y_label, 12, false, std::min(area.h + 40.0, box.h - 8.0));
+  out += "<text x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" text-anchor=\"middle\" font-size=\"" + num(y_label.size) +
+         "\" transform=\"rotate(-90 " + num(lx) + " " + num(ly) + ")\">" + xml_escape(y_label.text) + "</text>\n";
 
   for (const auto& s : plot.series) {
-    const auto colour = kPalette[colours.at(s.label) % kPaletteSize];
+    const auto colour = kPalette[s.colour.value_or(colours.at(s.label)) % kPaletteSize];
     std::string points;
     std::string markers;
     for (const auto& [x, y] : s.points) {
@@ -141,7 +192,7 @@ void draw_legend(std::string& out, const std::vector<const Series*>& legend, con
   out += "<g class=\"legend\">\n";
   for (std::size_t i = 0; i < legend.size(); ++i) {
     const double row = y + 18.0 * static_cast<double>(i);
-    const auto colour = kPalette[colours.at(legend[i]->label) % kPaletteSize];
+    const auto colour = kPalette[legend[i]->colour.value_or(colours.at(legend[i]->label)) % kPaletteSize];
     out += "<line x1=\"" + num(x) + "\" y1=\"" + num(row) + "\" x2=\"" + num(x + 22) + "\" y2=\"" + num(row) +
            "\" stroke=\"" + colour + "\" stroke-width=\"2\"" + (legend[i]->dashed ? " stroke-dasharray=\"6,3\"" : "") + "/>\n";
     out += "<text x=\"" + num(x + 28) + "\" y=\"" + num(row + 4) + "\" font-size=\"12\">" + xml_escape(legend[i]->label) +
@@ -157,12 +208,29 @@ std::string header(double width, double height) {
 }
 
 double legend_width(const std::vector<const Series*>& legend) {
-  std::size_t longest = 0;
-  for (const auto* s : legend) longest = std::max(longest, s->label.size());
-  return legend.empty() ? 0.0 : 44.0 + 7.0 * static_cast<double>(longest);
+  double longest = 0.0;
+  for (const auto* s : legend) longest = std::max(longest, text_width(s->label, 12));
+  return legend.empty() ? 0.0 : 4.0 + 28.0 + longest + 12.0;
 }
 
 }  // namespace
+
+double text_width(std::string_view text, double font_size, bool bold) {
+  double em = 0.0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      em += kAdvance[c - 0x20];
+    } else if ((c & 0xC0) != 0x80) {
+      // The first byte of a UTF-8 sequence (continuation bytes add nothing) or a control
+      // character (xml_escape turns it into a space).
+      em += c < 0x80 ? kAdvance[0] : kWideAdvance;
+    }
+  }
+  return em * font_size * (bold ? kBoldFactor : 1.0);
+}
+
+std::string palette_colour(std::size_t index) { return kPalette[index % kPaletteSize]; }
 
 std::vector<double> nice_ticks(double lo, double hi, int target) {
   if (!std::isfinite(lo) || !std::isfinite(hi)) lo = 0.0, hi = 1.0;
@@ -222,11 +290,19 @@ std::string render_figure(const std::vector<Plot>& panels, const FigureOptions& 
   const std::size_t rows = (panels.size() + columns - 1) / columns;
   const double top = options.title.empty() ? 0.0 : 32.0;
   const double lw = legend_width(legend);
-  const double width = static_cast<double>(columns) * options.panel_width + lw;
-  const double height = top + std::max<double>(1.0, static_cast<double>(rows) * options.panel_height);
+  const double panels_width = static_cast<double>(columns) * options.panel_width;
+  // The canvas holds the title: a long one over a single panel widens the figure rather than
+  // being cut at both edges.
+  const double title_width = options.title.empty() ? 0.0 : text_width(options.title, 16, true) + 24.0;
+  const double width = std::max(panels_width + lw, title_width);
+  const double legend_bottom = top + 40.0 + 18.0 * static_cast<double>(legend.size());
+  const double height =
+      std::max(top + std::max<double>(1.0, static_cast<double>(rows) * options.panel_height), legend_bottom);
   std::string out = header(width, height);
   if (!options.title.empty()) {
-    out += "<text x=\"" + num((width - lw) / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">" +
+    // Centred over the panels when it fits there, else over the whole canvas.
+    const double centre = title_width <= panels_width ? panels_width / 2 : width / 2;
+    out += "<text x=\"" + num(centre) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">" +
            xml_escape(options.title) + "</text>\n";
   }
   for (std::size_t i = 0; i < panels.size(); ++i) {
@@ -235,7 +311,112 @@ std::string render_figure(const std::vector<Plot>& panels, const FigureOptions& 
     draw_plot(out, panels[i], {x, y, static_cast<double>(options.panel_width), static_cast<double>(options.panel_height)},
               colours);
   }
-  draw_legend(out, legend, colours, static_cast<double>(columns) * options.panel_width + 4.0, top + 40.0);
+  draw_legend(out, legend, colours, panels_width + 4.0, top + 40.0);
+  out += "</svg>\n";
+  return out;
+}
+
+namespace {
+
+// A sequential scale from light yellow (low) to dark blue (high) (the ends of viridis, kept light
+// enough at the low end for black labels), by linear interpolation between five stops.
+std::string scale_colour(double t, bool& dark) {
+  static constexpr double stops[5][3] = {
+      {253, 231, 37}, {94, 201, 98}, {33, 145, 140}, {59, 82, 139}, {68, 1, 84}};
+  t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0);
+  const double pos = t * 4.0;
+  const int k = std::min(3, static_cast<int>(pos));
+  const double f = pos - k;
+  char text[8];
+  int rgb[3];
+  for (int c = 0; c < 3; ++c) rgb[c] = static_cast<int>(std::lround(stops[k][c] + f * (stops[k + 1][c] - stops[k][c])));
+  std::snprintf(text, sizeof(text), "#%02X%02X%02X", rgb[0], rgb[1], rgb[2]);
+  dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 140.0;
+  return text;
+}
+
+}  // namespace
+
+std::string render_heat_maps(const std::vector<HeatMap>& maps, const std::string& title) {
+  constexpr double kCellHeight = 28.0, kMargin = 12.0;
+  // Column widths and label widths over all maps, so stacked maps line up.
+  double row_label = 0.0, cell = 56.0, widest = 0.0;
+  for (const auto& map : maps) {
+    for (const auto& r : map.rows) row_label = std::max(row_label, text_width(r, 12));
+    for (const auto& c : map.columns) cell = std::max(cell, text_width(c, 12) + 12.0);
+    cell = std::max(cell, text_width("100.0", 12) + 12.0);
+  }
+  const double grid_left = kMargin + 20.0 + row_label + 8.0;
+  double height = kMargin + (title.empty() ? 0.0 : 28.0);
+  std::vector<double> tops;
+  for (const auto& map : maps) {
+    tops.push_back(height);
+    const double table_width = cell * static_cast<double>(map.columns.size());
+    widest = std::max({widest, grid_left + table_width + kMargin, text_width(map.title, 14, true) + 2 * kMargin,
+                       grid_left + text_width(map.x_label, 12) + kMargin});
+    height += 26.0 + kCellHeight * static_cast<double>(map.rows.size()) + 22.0 + 24.0 + 10.0;
+  }
+  const double width = std::max(widest, title.empty() ? 0.0 : text_width(title, 16, true) + 2 * kMargin);
+  height += kMargin;
+  std::string out = header(width, height);
+  if (!title.empty()) {
+    out += "<text x=\"" + num(width / 2) + "\" y=\"" + num(kMargin + 16) +
+           "\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">" + xml_escape(title) + "</text>\n";
+  }
+  for (std::size_t m = 0; m < maps.size(); ++m) {
+    const HeatMap& map = maps[m];
+    const double top = tops[m];
+    Range range;
+    for (const auto& row : map.values) {
+      for (const auto& v : row) {
+        if (v) range.add(*v);
+      }
+    }
+    const double lo = map.min.value_or(range.empty() ? 0.0 : range.lo);
+    const double hi = map.max.value_or(range.empty() ? 1.0 : range.hi);
+    out += "<g class=\"heatmap\">\n";
+    out += "<text x=\"" + num(kMargin) + "\" y=\"" + num(top + 16) + "\" font-size=\"14\" font-weight=\"bold\">" +
+           xml_escape(map.title) + "</text>\n";
+    const double grid_top = top + 26.0;
+    const double table_height = kCellHeight * static_cast<double>(map.rows.size());
+    for (std::size_t r = 0; r < map.rows.size(); ++r) {
+      const double y = grid_top + kCellHeight * static_cast<double>(r);
+      out += "<text x=\"" + num(grid_left - 8) + "\" y=\"" + num(y + kCellHeight / 2 + 4) +
+             "\" text-anchor=\"end\" font-size=\"12\">" + xml_escape(map.rows[r]) + "</text>\n";
+      for (std::size_t c = 0; c < map.columns.size(); ++c) {
+        const double x = grid_left + cell * static_cast<double>(c);
+        const std::optional<double> v =
+            r < map.values.size() && c < map.values[r].size() ? map.values[r][c] : std::nullopt;
+        bool dark = false;
+        const std::string fill = v ? scale_colour(hi > lo ? (*v - lo) / (hi - lo) : 1.0, dark) : "#DDDDDD";
+        char label[32];
+        if (v) {
+          std::snprintf(label, sizeof(label), "%.*f", std::clamp(map.decimals, 0, 6), *v);
+        } else {
+          std::snprintf(label, sizeof(label), "n/a");
+        }
+        out += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(cell) + "\" height=\"" + num(kCellHeight) +
+               "\" fill=\"" + fill + "\" stroke=\"white\" stroke-width=\"1\"/>\n";
+        out += "<text x=\"" + num(x + cell / 2) + "\" y=\"" + num(y + kCellHeight / 2 + 4) +
+               "\" text-anchor=\"middle\" font-size=\"12\" fill=\"" + (dark ? "white" : "black") + "\">" + label + "</text>\n";
+      }
+    }
+    for (std::size_t c = 0; c < map.columns.size(); ++c) {
+      const double x = grid_left + cell * (static_cast<double>(c) + 0.5);
+      out += "<text x=\"" + num(x) + "\" y=\"" + num(grid_top + table_height + 16) +
+             "\" text-anchor=\"middle\" font-size=\"12\">" + xml_escape(map.columns[c]) + "</text>\n";
+    }
+    out += "<text x=\"" + num(grid_left) + "\" y=\"" + num(grid_top + table_height + 38) + "\" font-size=\"12\">" +
+           xml_escape(map.x_label) + "</text>\n";
+    // Drawn only where it fits beside the rows at full size (the row labels name the rows anyway).
+    if (!map.y_label.empty() && text_width(map.y_label, 12) <= table_height) {
+      const FittedText y_label{map.y_label, 12.0};
+      const double lx = kMargin + 8, ly = grid_top + table_height / 2;
+      out += "<text x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" text-anchor=\"middle\" font-size=\"" + num(y_label.size) +
+             "\" transform=\"rotate(-90 " + num(lx) + " " + num(ly) + ")\">" + xml_escape(y_label.text) + "</text>\n";
+    }
+    out += "</g>\n";
+  }
   out += "</svg>\n";
   return out;
 }

@@ -14,6 +14,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev zlib1g-dev
   # the real dataset (IDX files under /usr/share/datasets/fashion-mnist)
   dataset-fashion-mnist
+  # rsvg-convert: the evaluation tests render the report's SVG figures to check text extents
+  librsvg2-bin
 )
 
 missing=()

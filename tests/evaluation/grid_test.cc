@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "core/optimizer.h"
+
 namespace ballot::evaluation {
 namespace {
 
@@ -51,7 +53,7 @@ TEST(NamedDefence, BuiltInNames) {
   ASSERT_TRUE(median.ok());
   EXPECT_EQ(median->rule, "median");
   EXPECT_EQ(median->codec, "fp32");
-  EXPECT_EQ(median->update.value_or(""), "sgd");
+  EXPECT_EQ(median->update.value_or(""), "sgd:momentum=0.9");
   EXPECT_EQ(median->worker_momentum.value_or(-1.0), 0.0);
 
   EXPECT_FALSE(named_defence("").ok());
@@ -172,7 +174,70 @@ INSTANTIATE_TEST_SUITE_P(
         BadGrid{R"({"base": {"rounds": "many"}, "attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}]})",
                 "base: "},
         BadGrid{R"({"base": {"lr": "constant:lr=-1"}, "attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}]})",
-                "base: "}));
+                "base: "},
+        BadGrid{R"({"attacks": ["reverse"], "defences": [{"name": "x", "lr": "constant:lr=0"}], "settings": [{"n": 5, "b": 1}]})",
+                "defences[0] 'x': lr: "},
+        BadGrid{R"({"attacks": ["reverse"], "defences": [{"name": "x", "update": "adam"}], "settings": [{"n": 5, "b": 1}]})",
+                "defences[0] 'x': no default learning rate for update 'adam'"},
+        BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}],
+                    "tune_lr": {"factors": [1, 0]}})",
+                "tune_lr: factors must be positive"},
+        BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}],
+                    "tune_lr": {"factor": [1]}})",
+                "tune_lr: unknown key 'factor'"},
+        BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}], "tune_lr": 3})",
+                "'tune_lr' must be true, false or an object"}));
+
+TEST(DefenceLr, EachUpdateRuleHasItsOwnDefault) {
+  Grid grid;
+  grid.base.rounds = 200;
+  const Defence sign = *named_defence("signSGD-MV");
+  const Defence median = *named_defence("median/fp32");
+  // The sign rule keeps `ballot train`'s rate; the gradient path gets sgd's (with momentum).
+  EXPECT_EQ(defence_lr(grid, sign).value_or(""), "constant:lr=0.001 > cosine:rounds=200,min=0.05");
+  EXPECT_EQ(defence_lr(grid, median).value_or(""), "constant:lr=0.1 > cosine:rounds=200,min=0.05");
+  EXPECT_EQ(defence_lr_source(grid, median), "default");
+  Defence heavy = sign;
+  heavy.update = "heavyball";
+  EXPECT_EQ(defence_lr(grid, heavy).value_or(""), "constant:lr=0.0003 > cosine:rounds=200,min=0.05");
+  heavy.update = "sgd";
+  EXPECT_EQ(defence_lr(grid, heavy).value_or(""), "constant:lr=0.3 > cosine:rounds=200,min=0.05");
+  EXPECT_EQ(default_lr_schedule("ef_sign", 10).value_or(""), "constant:lr=0.3 > cosine:rounds=10,min=0.05");
+  EXPECT_FALSE(default_lr_schedule("adam", 10).ok());
+  EXPECT_FALSE(default_lr_schedule("sign", 0).ok());
+  // A rate given for the grid replaces the defaults; a defence's own replaces both.
+  grid.lr_per_update = false;
+  grid.base.lr = "constant:lr=0.02";
+  EXPECT_EQ(defence_lr(grid, median).value_or(""), "constant:lr=0.02");
+  EXPECT_EQ(defence_lr_source(grid, median), "base");
+  Defence own = median;
+  own.lr = "constant:lr=0.5";
+  EXPECT_EQ(defence_lr(grid, own).value_or(""), "constant:lr=0.5");
+  EXPECT_EQ(defence_lr_source(grid, own), "defence");
+}
+
+TEST(ParseGrid, LearningRateKeys) {
+  const char* json = R"({"attacks": ["reverse"], "settings": [{"n": 5, "b": 1}],
+    "defences": ["signSGD-MV", {"name": "median", "rule": "median", "update": "sgd", "lr": "constant:lr=0.2"}],
+    "tune_lr": {"factors": [0.5, 2], "rounds": 30, "holdout": 500}})";
+  auto grid = parse_grid(json);
+  ASSERT_TRUE(grid.ok()) << grid.error().message;
+  EXPECT_TRUE(grid->lr_per_update);  // no "lr" in the base
+  EXPECT_EQ(grid->defences[1].lr.value_or(""), "constant:lr=0.2");
+  ASSERT_TRUE(grid->tune_lr.has_value());
+  EXPECT_EQ(grid->tune_lr->factors, (std::vector<double>{0.5, 2}));
+  EXPECT_EQ(grid->tune_lr->rounds, 30u);
+  EXPECT_EQ(grid->tune_lr->holdout, 500u);
+  auto plain = parse_grid(R"({"attacks": ["reverse"], "settings": [{"n": 5, "b": 1}], "defences": ["signSGD-MV"],
+                              "tune_lr": true})");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(plain->tune_lr, LrTuning{});
+  // A learning rate in the base is the user's choice for every defence.
+  auto given = parse_grid(kGridJson);
+  ASSERT_TRUE(given.ok());
+  EXPECT_FALSE(given->lr_per_update);
+  for (const auto& cell : expand(*given)) EXPECT_EQ(cell.options.lr, "constant:lr=0.01") << cell.index;
+}
 
 TEST(LoadGrid, MissingFileAndExample) {
   auto missing = load_grid("/nonexistent/grid.json");
@@ -197,6 +262,10 @@ TEST(PaperPreset, TheSixSetupsOfThePaper) {
   EXPECT_EQ(grid.seeds, (std::vector<std::uint64_t>{1, 2, 3}));
   EXPECT_EQ(grid.base.rounds, 300u);
   EXPECT_NE(grid.base.lr.find("cosine:rounds=300"), std::string::npos);
+  // The sign rule's default, as before the rules had their own: the preset's results stand.
+  for (const auto& cell : expand(paper_preset(500))) {
+    EXPECT_EQ(cell.options.lr, "constant:lr=0.001 > cosine:rounds=500,min=0.05") << cell.index;
+  }
   EXPECT_EQ(grid.base.data, "fashion-mnist");
 }
 

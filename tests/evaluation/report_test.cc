@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evaluation/tuning.h"
 #include "xml_check.h"
 
 namespace ballot::evaluation {
@@ -182,17 +183,154 @@ TEST(MarkdownReport, TablesWithHandComputedCells) {
   EXPECT_NE(md.find("](figures/worst_case.svg)"), std::string::npos);
 }
 
-TEST(Figures, OnePerSettingAndTheWorstCase) {
+// The colour of `label`'s legend entry: the stroke of the line drawn just before its text.
+std::string legend_colour(const std::string& svg, const std::string& label) {
+  const auto legend = svg.find("class=\"legend\"");
+  if (legend == std::string::npos) return "";
+  const auto text = svg.find(">" + label + "</text>", legend);
+  if (text == std::string::npos) return "";
+  const auto stroke = svg.rfind("stroke=\"#", text);
+  return stroke == std::string::npos ? "" : svg.substr(stroke + 8, 7);
+}
+
+TEST(Figures, OnePerSettingWorstCaseAgainstBAndTheHeatMap) {
   const auto result = hand_made();
   const auto aggregates = aggregate(result);
   const auto figures = make_figures(result, aggregates);
-  ASSERT_EQ(figures.size(), 2u);
+  ASSERT_EQ(figures.size(), 4u);
   EXPECT_EQ(figures[0].file, "figures/accuracy_n5_b1.svg");
   EXPECT_EQ(figures[1].file, "figures/worst_case.svg");
+  EXPECT_EQ(figures[2].file, "figures/accuracy_vs_b.svg");
+  EXPECT_EQ(figures[3].file, "figures/worst_case_heatmap.svg");
   for (const auto& f : figures) EXPECT_EQ(xml_problem(f.svg, "svg"), "") << f.file;
-  EXPECT_NE(figures[0].svg.find(">signSGD-MV</text>"), std::string::npos);
+  // Accuracy against rounds: a panel per attack, the attack-free one first, a line per defence.
   EXPECT_NE(figures[0].svg.find(">no attack</text>"), std::string::npos);
+  EXPECT_NE(figures[0].svg.find(">reverse</text>"), std::string::npos);
   EXPECT_NE(figures[1].svg.find(">Byzantine nodes b</text>"), std::string::npos);
+  EXPECT_NE(figures[2].svg.find(">random</text>"), std::string::npos);
+  EXPECT_NE(figures[3].svg.find(">60.0</text>"), std::string::npos);  // signSGD-MV's worst case
+  EXPECT_NE(figures[3].svg.find(">b = 1</text>"), std::string::npos);
+  // One colour per defence in every figure with lines.
+  for (std::size_t f = 0; f < 3; ++f) {
+    EXPECT_EQ(legend_colour(figures[f].svg, "signSGD-MV"), palette_colour(0)) << figures[f].file;
+    EXPECT_EQ(legend_colour(figures[f].svg, "bernoulli r=2"), palette_colour(1)) << figures[f].file;
+  }
+}
+
+TEST(Figures, ColoursFollowTheDefenceEvenWhenOneHasNoLine) {
+  auto result = hand_made();
+  for (const auto& cell : result.cells) {
+    if (cell.defence == 0) {
+      result.results[cell.index] = {};
+      result.results[cell.index].status = CellStatus::kFailed;
+      result.results[cell.index].reason = "boom";
+    }
+  }
+  const auto aggregates = aggregate(result);
+  for (const auto& f : make_figures(result, aggregates)) {
+    if (f.file == "figures/worst_case_heatmap.svg") continue;
+    EXPECT_EQ(legend_colour(f.svg, "bernoulli r=2"), palette_colour(1)) << f.file;
+  }
+}
+
+TEST(Figures, CurvesStartAtRoundZero) {
+  auto result = hand_made();
+  for (auto& r : result.results) {
+    if (r.status == CellStatus::kDone) r.curve.insert(r.curve.begin(), CurvePoint{0, 0.1});
+  }
+  const auto aggregates = aggregate(result);
+  ASSERT_FALSE(aggregates[0].curve.empty());
+  EXPECT_EQ(aggregates[0].curve.front(), (std::pair<double, double>{0.0, 0.1}));
+  const auto json = nlohmann::json::parse(results_json(result));
+  EXPECT_EQ(json["cells"][0]["curve"][0], nlohmann::json::parse("[0, 0.1]"));
+}
+
+TEST(MarkdownReport, PerDefenceSetupAndTheAttackFreeCheck) {
+  auto result = hand_made();
+  result.grid.defences.push_back(*named_defence("median/fp32"));
+  for (auto& r : result.results) r.upload_bytes = 136, r.download_bytes = 136;
+  // Expand again with the third defence (its cells: none finished but the baseline).
+  const auto old_cells = result.cells;
+  const auto old_results = result.results;
+  result.cells = expand(result.grid);
+  result.results.assign(result.cells.size(), {});
+  for (const auto& cell : result.cells) {
+    if (cell.defence < 2) {
+      for (const auto& old : old_cells) {
+        if (old.defence == cell.defence && old.attack == cell.attack && old.seed == cell.seed) {
+          result.results[cell.index] = old_results[old.index];
+        }
+      }
+    } else {
+      result.results[cell.index] = cell.attack == "none" ? done(0.40, 0, std::nullopt, 1.0) : CellResult{};
+      if (cell.attack != "none") result.results[cell.index].status = CellStatus::kNotApplicable;
+      result.results[cell.index].upload_bytes = 4136;
+      result.results[cell.index].download_bytes = 4016;
+    }
+  }
+  const auto aggregates = aggregate(result);
+  const auto md = markdown_report(result, aggregates, {});
+  // Everything that differs between defences, per defence.
+  EXPECT_NE(md.find("| defence | path | code | rule | codec | update rule | learning rate | lr from |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | sign vote | `identity` | `vote` | 1-bit signs | `sign:wd=0` | "
+                    "`constant:lr=0.001 > cosine:rounds=100,min=0.05` | the update rule's default | 0.90 (per partition) | "
+                    "none | 136 B | 136 B |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| median/fp32 | gradient | – | `median` | `fp32` | `sgd:momentum=0.9"), std::string::npos) << md;
+  EXPECT_NE(md.find("`constant:lr=0.1 > cosine:rounds=100,min=0.05` | the update rule's default | none | 0.90 | 4136 B | 4016 B |"),
+            std::string::npos)
+      << md;
+  // Attack-free accuracy: bernoulli is best (85.0), signSGD-MV 3 points and median 45 behind.
+  EXPECT_NE(md.find("| bernoulli r=2 | 85.0 (best) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | 82.0 (−3.0) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("**More than 2 points behind the best defence without any attack**"), std::string::npos) << md;
+  EXPECT_NE(md.find("- **median/fp32** (up to 45.0 points behind; n = 5, b = 1): its learning rate "
+                    "`constant:lr=0.1 > cosine:rounds=100,min=0.05` is the default of its update rule `sgd:momentum=0.9`, "
+                    "not tuned for this grid: rerun with --tune-lr."),
+            std::string::npos)
+      << md;
+}
+
+TEST(MarkdownReport, TheLearningRateSweep) {
+  auto result = hand_made();
+  LrSweep sweep;
+  sweep.defence = 0;
+  sweep.untuned = "constant:lr=0.001 > cosine:rounds=100,min=0.05";
+  sweep.source = "default";
+  sweep.setting = {5, 1};
+  sweep.seed = 1;
+  sweep.rounds = 100;
+  sweep.holdout = 10000;
+  for (double f : {0.1, 1.0, 10.0}) {
+    LrCandidate c;
+    c.factor = f;
+    c.schedule = *scale_lr(sweep.untuned, f);
+    c.done = f != 10.0;
+    c.accuracy = f == 1.0 ? 0.81 : 0.5;
+    sweep.candidates.push_back(c);
+  }
+  sweep.chosen = 1;
+  result.tuning = {sweep};
+  result.grid.defences[0].lr = sweep.untuned;
+  const auto aggregates = aggregate(result);
+  const auto md = markdown_report(result, aggregates, {});
+  EXPECT_NE(md.find("### Learning-rate sweep"), std::string::npos) << md;
+  EXPECT_NE(md.find("without its last 10000 examples"), std::string::npos) << md;
+  EXPECT_NE(md.find("| defence | untuned lr | ×0.1 | ×1 | ×10 | chosen lr |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | `constant:lr=0.001 > cosine:rounds=100,min=0.05` | 50.0 | **81.0** | failed | "
+                    "`constant:lr=0.001 > cosine:rounds=100,min=0.05` |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("tuned: ×1 the update rule's default rate"), std::string::npos) << md;
+  // Tuned, and still behind without attack: the report says the gap is the method's.
+  EXPECT_NE(md.find("- **signSGD-MV** (up to 3.0 points behind; n = 5, b = 1): its learning rate was tuned"), std::string::npos)
+      << md;
+  const auto json = nlohmann::json::parse(results_json(result));
+  ASSERT_EQ(json["tuning"].size(), 1u);
+  EXPECT_EQ(json["tuning"][0]["defence"], "signSGD-MV");
+  EXPECT_EQ(json["tuning"][0]["candidates"][1]["holdout_accuracy"], 0.81);
+  EXPECT_EQ(json["tuning"][0]["candidates"][2]["status"], "failed");
 }
 
 TEST(ResultsJson, EveryCellWithOptionsAndMetrics) {
@@ -257,7 +395,8 @@ TEST(WriteReport, EndToEndOnSyntheticData) {
     if (cell["status"] == "done") {
       ++ran;
       EXPECT_EQ(cell["rounds"], 12);
-      EXPECT_EQ(cell["curve"].size(), 3u);  // rounds 4, 8, 12
+      ASSERT_EQ(cell["curve"].size(), 4u);  // the initial model, rounds 4, 8, 12
+      EXPECT_EQ(cell["curve"][0][0], 0);
       EXPECT_GE(cell["final_accuracy"].get<double>(), 0.0);
       if (cell["attack"] != "none") {
         EXPECT_EQ(cell["byzantine_nodes"].size(), cell["b"].get<std::size_t>());
@@ -284,7 +423,7 @@ TEST(WriteReport, EndToEndOnSyntheticData) {
     ++svgs;
     EXPECT_EQ(xml_problem(read_file(entry.path()), "svg"), "") << entry.path();
   }
-  EXPECT_EQ(svgs, 3u);  // two settings and the worst case
+  EXPECT_EQ(svgs, 5u);  // two settings, the worst case, accuracy against b and the heat map
   std::filesystem::remove_all(dir);
 }
 

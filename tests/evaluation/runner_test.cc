@@ -88,7 +88,8 @@ TEST(RunGrid, NotApplicableSharedBaselinesAndMetrics) {
     }
     ASSERT_EQ(r.status, CellStatus::kDone) << cell.index << ": " << r.reason;
     EXPECT_EQ(r.rounds, 10u);
-    EXPECT_EQ(r.curve.size(), 2u);
+    ASSERT_EQ(r.curve.size(), 3u);  // the initial model, then rounds 5 and 10
+    EXPECT_EQ(r.curve[0].round, 0u);
     EXPECT_EQ(r.dimension, 8u * 4u + 4u);  // logreg: weights and biases
     if (cell.baseline()) {
       EXPECT_EQ(r.rounds_changed, 0u);  // nothing to change without an attacker
@@ -135,7 +136,7 @@ TEST(RunGrid, ProtocolAttacksRunInTheSimulatorAndReportTheDefences) {
     const auto& r = result->results[cell.index];
     ASSERT_EQ(r.status, CellStatus::kDone) << cell.attack << ": " << r.reason;
     EXPECT_EQ(r.rounds, 8u) << cell.attack;
-    EXPECT_EQ(r.curve.size(), 2u) << cell.attack;
+    EXPECT_EQ(r.curve.size(), 3u) << cell.attack;  // round 0 and two evaluations
     ASSERT_EQ(r.byzantine_nodes.size(), 1u);
     EXPECT_EQ(runs_in_simulator(cell), cell.attack != "reverse") << cell.attack;
     if (cell.attack == "reverse") {
