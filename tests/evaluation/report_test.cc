@@ -433,7 +433,7 @@ TEST(WriteReport, ProtocolAttacksGetTheDefencesTable) {
   auto grid = parse_grid(R"({
     "base": {"data": "synthetic:examples=256,features=8,classes=4,separation=3", "model": "logreg",
              "rounds": 6, "lr": "constant:lr=0.05", "eval_every": 3, "partition_size": 16},
-    "attacks": ["random", "replay"],
+    "attacks": ["random", "forged_signature", "replay"],
     "defences": ["signSGD-MV"],
     "settings": [{"n": 5, "b": 1}],
     "seeds": [1, 2],
@@ -451,9 +451,11 @@ TEST(WriteReport, ProtocolAttacksGetTheDefencesTable) {
   EXPECT_EQ(json["grid"]["protocol_deadline_ms"], 100);
   for (const auto& cell : json["cells"]) {
     ASSERT_EQ(cell["status"], "done") << cell.dump();
-    if (cell["attack"] == "replay") {
+    if (cell["attack"] == "forged_signature" || cell["attack"] == "replay") {
       EXPECT_EQ(cell["engine"], "simulator");
-      EXPECT_EQ(cell["defences"]["quarantined_byzantine"], 1) << cell.dump();
+      // A forged signature is evidence and quarantines; a replayed old message is stale, which is
+      // counted as lateness and never quarantines (docs/security.md).
+      EXPECT_EQ(cell["defences"]["quarantined_byzantine"], cell["attack"] == "forged_signature" ? 1 : 0) << cell.dump();
       EXPECT_FALSE(cell.contains("rounds_changed"));
     } else {
       EXPECT_EQ(cell["engine"], "lockstep");
@@ -463,7 +465,8 @@ TEST(WriteReport, ProtocolAttacksGetTheDefencesTable) {
   const auto md = read_file(dir / "report.md");
   EXPECT_NE(md.find("what the defences did"), std::string::npos) << md;
   EXPECT_NE(md.find("| signSGD-MV | replay |"), std::string::npos) << md;
-  EXPECT_NE(md.find("1.0 of 1"), std::string::npos) << md;  // the replaying node quarantined in both seeds
+  EXPECT_NE(md.find("| signSGD-MV | forged_signature |"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.0 of 1"), std::string::npos) << md;  // the forging node quarantined in both seeds
   EXPECT_NE(md.find("| signSGD-MV | "), std::string::npos);
   EXPECT_NE(md.find(" | n/a |"), std::string::npos) << md;  // replay: no attack-free comparison
   std::filesystem::remove_all(dir);
