@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 
 #include <csignal>
 
@@ -107,6 +108,7 @@ class TlsTransport::Impl {
     asio::ip::address source;
     Clock::time_point since;
     bool started = false;  // its first byte arrived: a handshake is under way
+    int fd = -1;           // the socket, to ask the kernel whether bytes wait unread
   };
   std::mutex pending_mutex_;  // leaf lock; guards pending_
   std::vector<PendingHandshake> pending_;
@@ -131,7 +133,7 @@ class TlsTransport::Impl {
   void heard(Link& link, bool first);
   // Admission of an accepted connection: registers it and evicts one pending handshake when a
   // limit is reached (closed by the caller, outside the lock).
-  std::shared_ptr<SessionBase> admit(const std::shared_ptr<SessionBase>& session, const asio::ip::address& source);
+  std::shared_ptr<SessionBase> admit(const std::shared_ptr<SessionBase>& session, const asio::ip::address& source, int fd);
   void pending_started(const SessionBase* session);
   void pending_done(const SessionBase* session);
   void session_closed(const std::shared_ptr<SessionBase>& session, std::optional<NodeId> peer,
@@ -728,6 +730,7 @@ void TlsTransport::Impl::accept_next() {
       asio::error_code error;
       const auto source = socket.remote_endpoint(error).address();
       std::shared_ptr<SessionBase> session;
+      const int fd = error ? -1 : socket.native_handle();
       if (error) {
         socket.close(error);  // already gone
       } else if (ssl_) {
@@ -738,7 +741,7 @@ void TlsTransport::Impl::accept_next() {
         if (session) static_cast<Session<tcp::socket>&>(*session).pending_ = true;
       }
       if (session) {
-        if (auto evicted = admit(session, source)) evicted->evict_async();
+        if (auto evicted = admit(session, source, fd)) evicted->evict_async();
         session->start();
       }
     }
@@ -809,7 +812,7 @@ void TlsTransport::Impl::heard(Link& link, bool first) {
 }
 
 std::shared_ptr<SessionBase> TlsTransport::Impl::admit(const std::shared_ptr<SessionBase>& session,
-                                                       const asio::ip::address& source) {
+                                                       const asio::ip::address& source, int fd) {
   std::lock_guard<std::mutex> lock(pending_mutex_);
   std::shared_ptr<SessionBase> evicted;
   const auto from = [&](const asio::ip::address& address) {
@@ -829,13 +832,24 @@ std::shared_ptr<SessionBase> TlsTransport::Impl::admit(const std::shared_ptr<Ses
     }
   }
   if (victim_source) {
-    // Within that address: one that never sent a byte first, then the oldest.
+    // Within that address: one that never sent a byte first, then the oldest. A connection whose
+    // first bytes already wait in the kernel counts as started even if its handler has not run yet:
+    // under load the I/O thread falls behind a flood of accepts, and an honest dialler that has sent
+    // its ClientHello must not be taken for one of the flood's idle sockets.
+    const auto has_started = [](const PendingHandshake& p) {
+      if (p.started) return true;
+      int waiting = 0;
+      return p.fd >= 0 && ::ioctl(p.fd, FIONREAD, &waiting) == 0 && waiting > 0;
+    };
     auto victim = pending_.end();
+    bool victim_started = true;
     for (auto it = pending_.begin(); it != pending_.end(); ++it) {
       if (it->source != *victim_source) continue;
-      if (victim == pending_.end() || (!it->started && victim->started) ||
-          (it->started == victim->started && it->since < victim->since)) {
+      const bool started = has_started(*it);
+      if (victim == pending_.end() || (!started && victim_started) ||
+          (started == victim_started && it->since < victim->since)) {
         victim = it;
+        victim_started = started;
       }
     }
     if (victim != pending_.end()) {
@@ -843,7 +857,7 @@ std::shared_ptr<SessionBase> TlsTransport::Impl::admit(const std::shared_ptr<Ses
       pending_.erase(victim);
     }
   }
-  pending_.push_back(PendingHandshake{session.get(), session, source, Clock::now(), false});
+  pending_.push_back(PendingHandshake{session.get(), session, source, Clock::now(), false, fd});
   return evicted;
 }
 
