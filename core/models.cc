@@ -348,6 +348,43 @@ class Cnn final : public FlatModel {
   std::vector<std::uint32_t> arg1_, arg2_;
 };
 
+// ---- a synthetic-gradient model for benchmarks of communication ------------------------------
+
+// d parameters whose gradient costs one pass over them: g = x − c, c the batch's mean input.
+// Its signs vary from coordinate to coordinate and its magnitudes from batch to batch, so votes
+// and floats on the wire are ordinary data, while the compute of a round is ~1 ms per million
+// parameters instead of the MLP's GEMMs; a benchmark then measures communication and the CPU
+// work around it. Logits are all zero (it learns nothing); the loss is c², finite.
+class SyntheticGradient final : public FlatModel {
+ public:
+  SyntheticGradient(std::size_t features, std::size_t classes, std::size_t dimension, std::uint64_t seed)
+      : features_(features), classes_(classes) {
+    add_tensor("x", dimension, 1, seed);
+  }
+  std::string spec() const override { return "synthetic:d=" + std::to_string(params_.size()); }
+  std::size_t num_features() const override { return features_; }
+  std::size_t num_classes() const override { return classes_; }
+
+  double forward_backward(std::span<const float> inputs, std::span<const std::uint8_t> labels) override {
+    const std::size_t batch = batch_of(inputs, features_);
+    BALLOT_ENFORCE_EQ(labels.size(), batch);
+    double sum = 0.0;
+    for (float v : inputs) sum += v;
+    const float c = inputs.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(inputs.size()));
+    for (std::size_t i = 0; i < params_.size(); ++i) grads_[i] = params_[i] - c;
+    return static_cast<double>(c) * c;
+  }
+  void forward(std::span<const float> inputs, std::span<float> logits) override {
+    BALLOT_ENFORCE_EQ(logits.size(), batch_of(inputs, features_) * classes_);
+    std::fill(logits.begin(), logits.end(), 0.0f);
+  }
+  std::unique_ptr<Model> clone() const override { return std::make_unique<SyntheticGradient>(*this); }
+
+ private:
+  std::size_t features_;
+  std::size_t classes_;
+};
+
 Status check_classes(std::size_t classes) {
   if (classes < 2 || classes > 256) {
     return make_error(ErrorCode::kInvalidArgument, "a classifier needs 2..256 classes, got " + std::to_string(classes));
@@ -430,7 +467,18 @@ Result<std::unique_ptr<Model>> make_model(std::string_view text, const ModelShap
                        static_cast<std::size_t>(c2), static_cast<std::size_t>(k), shape.num_classes};
     return make_cnn(options, seed);
   }
-  return make_error(ErrorCode::kInvalidArgument, "unknown model '" + spec.name() + "' (known: logreg, mlp, cnn)");
+  if (spec.name() == "synthetic") {
+    BALLOT_TRY(spec.check_known({"d"}));
+    BALLOT_ASSIGN_OR_RETURN(const auto d, spec.get_int("d", 1'000'000));
+    if (d <= 0 || d > (std::int64_t{1} << 30)) {
+      return make_error(ErrorCode::kInvalidArgument, "model spec '" + std::string(text) + "': d in 1..2^30");
+    }
+    BALLOT_TRY(check_classes(shape.num_classes));
+    if (shape.num_features == 0) return make_error(ErrorCode::kInvalidArgument, "model 'synthetic' needs inputs");
+    return std::unique_ptr<Model>(
+        std::make_unique<SyntheticGradient>(shape.num_features, shape.num_classes, static_cast<std::size_t>(d), seed));
+  }
+  return make_error(ErrorCode::kInvalidArgument, "unknown model '" + spec.name() + "' (known: logreg, mlp, cnn, synthetic)");
 }
 
 }  // namespace ballot

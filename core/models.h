@@ -66,6 +66,8 @@ ModelShape shape_of(const Dataset& data);
 //   "logreg"
 //   "mlp"  hidden=128 (sizes joined by '/', e.g. hidden=256/128)
 //   "cnn"  c1=8, c2=16, k=5   (needs an image shape)
+//   "synthetic"  d=1000000: d parameters and a gradient that costs one pass over them (it learns
+//                nothing; for benchmarks that measure communication, bench/cluster)
 Result<std::unique_ptr<Model>> make_model(std::string_view spec, const ModelShape& shape, std::uint64_t seed);
 
 }  // namespace ballot

@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""Time per round across rate-limited hosts: Ballot against an fp32 allreduce (bench/cluster).
+
+One command (as root; scripts/vcluster.sh makes the hosts and always removes them):
+
+    bench/cluster/run.py --ballot build/release/apps/ballot            # the key cell
+    bench/cluster/run.py --ballot ... --d 11.2e6 25.6e6 --n 4 8 --rate 1gbit 10gbit
+
+For every (rate, d, n) it makes a virtual cluster of n + 1 hosts (host 0: Ballot's server, hosts
+1..n: nodes or allreduce ranks) and measures, with synthetic gradients (model "synthetic:d=D":
+one pass over d floats per gradient, so that communication and the CPU work around it dominate):
+
+  vote      Ballot's 1-bit vote round: signs, Ed25519-signed envelopes, mutual TLS 1.3, majority
+            vote at the server, signed 1-bit decision back, update and model digest everywhere
+  exchange  the same with the exchange placement (nodes relay signed signs along G's columns)
+  fp32      Ballot's gradient path with codec fp32 and rule mean (float gradients up, float
+            direction down, same security)
+  gloo      torch.distributed all_reduce of the d floats over gloo between hosts 1..n: no TLS,
+            no signatures (the baseline users run today, like DDP's gradient allreduce)
+
+Per round: the mean wall time of the steady rounds (the first and last are left out), the bytes
+on the wire from /sys/class/net/eth0/statistics of each host (server host and the mean node
+host, both directions), the cost model's bytes, and each process's CPU seconds (wait4 rusage).
+Writes results.json and plot.svg into --out and prints a Markdown table.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+VCLUSTER = os.path.join(ROOT, "scripts", "vcluster.sh")
+PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives here
+
+
+def sh(*args, check=True, capture=False):
+    return subprocess.run(args, check=check, text=True, capture_output=capture)
+
+
+def addr(i):
+    return f"198.18.0.{i + 1}"
+
+
+def counters(name, host):
+    rx, tx = sh(VCLUSTER, "bytes", name, str(host), capture=True).stdout.split()
+    return int(rx), int(tx)
+
+
+def spawn(name, host, argv, log):
+    out = open(log, "w")
+    return subprocess.Popen([VCLUSTER, "exec", name, str(host)] + argv, stdout=out, stderr=subprocess.STDOUT)
+
+
+def reap(proc, limit):
+    """Waits (bounded) for a process started by spawn; its CPU seconds and exit status."""
+    until = time.monotonic() + limit
+    while time.monotonic() < until:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return usage.ru_utime + usage.ru_stime, proc.returncode
+        time.sleep(0.05)
+    proc.kill()
+    pid, status, usage = os.wait4(proc.pid, 0)
+    return usage.ru_utime + usage.ru_stime, None
+
+
+def ballot_config(work, n, d, rounds, path, deadline_ms):
+    training = {
+        "nodes": n, "byzantine": 0 if path != "exchange" else 1,
+        "code": "identity" if path != "exchange" else "deterministic",
+        "model": f"synthetic:d={d}", "data": "synthetic:examples=512,features=8,classes=2,separation=1",
+        "update": "sign:wd=0", "worker_momentum": 0, "lr": "constant:lr=0.001",
+        "partition_size": 16, "rounds": rounds, "seed": 1, "job": 1, "eval_every": 0, "eval_examples": 64,
+    }
+    if path == "exchange":
+        training["placement"] = "exchange"
+    if path == "fp32":
+        training["rule"] = "mean"
+        training["codec"] = "fp32"
+    config = {
+        "server": {"host": addr(0), "port": 29500},
+        "nodes": [{"host": addr(i + 1), "port": 29600} for i in range(n)],
+        "keys": os.path.join(work, "keys"), "checkpoint": "", "checkpoint_every": 1000000,
+        "round_deadline_ms": deadline_ms, "metrics": os.path.join(work, "metrics.jsonl"),
+        "training": training,
+    }
+    file = os.path.join(work, f"{path}.json")
+    with open(file, "w") as f:
+        json.dump(config, f)
+    return file
+
+
+def make_keys(ballot, work, n):
+    keys = os.path.join(work, "keys")
+    if os.path.exists(os.path.join(keys, "ca.crt")):
+        return
+    sh(ballot, "keys", "init", "--dir", keys, capture=True)
+    sh(ballot, "keys", "issue", "0", "--role", "server", "--dir", keys, capture=True)
+    for i in range(1, n + 1):
+        sh(ballot, "keys", "issue", str(i), "--role", "node", "--dir", keys, capture=True)
+
+
+def metric_lines(file):
+    try:
+        with open(file) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+
+
+def run_ballot(args, name, work, n, d, path, rounds):
+    for f in ("metrics.jsonl",):
+        if os.path.exists(os.path.join(work, f)):
+            os.remove(os.path.join(work, f))
+    deadline = 60000  # no faults here: every round waits for all n votes
+    file = ballot_config(work, n, d, rounds, path, deadline)
+    metrics = os.path.join(work, "metrics.jsonl")
+    hosts = range(n + 1)
+    server = spawn(name, 0, [args.ballot, "server", "--cluster", file], os.path.join(work, f"{path}-server.log"))
+    time.sleep(0.3)
+    nodes = [spawn(name, i + 1, [args.ballot, "node", "--cluster", file, "--index", str(i)],
+                   os.path.join(work, f"{path}-node-{i}.log")) for i in range(n)]
+    # Counters from the end of round 1 on: connection set-up and the first round are left out.
+    start_lines, before = None, None
+    until = time.monotonic() + args.timeout
+    while time.monotonic() < until and server.poll() is None:
+        lines = metric_lines(metrics)
+        if len(lines) >= 1:
+            before = [counters(name, h) for h in hosts]
+            start_lines = len(lines)
+            break
+        time.sleep(0.02)
+    server_cpu, status = reap(server, max(1.0, until - time.monotonic()))
+    after = [counters(name, h) for h in hosts]
+    node_cpu = [reap(p, 20)[0] for p in nodes]
+    lines = metric_lines(metrics)
+    if status != 0 or before is None or len(lines) != rounds:
+        raise RuntimeError(f"ballot {path} n={n} d={d}: server status {status}, {len(lines)} rounds; see {work}")
+    steady = [line["seconds"] for line in lines[1:-1]]
+    counted = rounds - start_lines
+    # The bytes counted cover the rounds after start_lines, plus the Finish messages (a few KB).
+    return {
+        "seconds": steady,
+        "server_rx": (after[0][0] - before[0][0]) / counted, "server_tx": (after[0][1] - before[0][1]) / counted,
+        "node_rx": statistics.mean(after[h][0] - before[h][0] for h in hosts if h) / counted,
+        "node_tx": statistics.mean(after[h][1] - before[h][1] for h in hosts if h) / counted,
+        "server_cpu": server_cpu / rounds, "node_cpu": statistics.mean(node_cpu) / rounds,
+        "bytes_per_vote": lines[-1].get("bytes_per_vote"),
+    }
+
+
+GLOO_RUNS = [0]
+
+
+def run_gloo(args, name, work, n, d, rounds):
+    hosts = range(1, n + 1)
+    # A fresh rendezvous port each run: the last run's may still be in TIME_WAIT.
+    GLOO_RUNS[0] += 1
+    port = str(29700 + GLOO_RUNS[0])
+    script = os.path.join(HERE, "gloo_allreduce.py")
+    before = [counters(name, h) for h in hosts]
+    procs = [spawn(name, r + 1, [PYTHON, script, str(r), str(n), addr(1), port, str(d), str(rounds), "1"],
+                   os.path.join(work, f"gloo-{r}.log")) for r in range(n)]
+    cpu = []
+    status = []
+    for p in procs:
+        c, s = reap(p, args.timeout)
+        cpu.append(c)
+        status.append(s)
+    after = [counters(name, h) for h in hosts]
+    with open(os.path.join(work, "gloo-0.log")) as f:
+        out = [line for line in f if line.startswith("{")]
+    if any(s != 0 for s in status) or not out:
+        raise RuntimeError(f"gloo n={n} d={d}: status {status}; see {work}")
+    seconds = json.loads(out[-1])["seconds"]
+    total = rounds + 1  # the warm-up round moved bytes too
+    return {
+        "seconds": seconds,
+        "node_rx": statistics.mean(a[0] - b[0] for a, b in zip(after, before)) / total,
+        "node_tx": statistics.mean(a[1] - b[1] for a, b in zip(after, before)) / total,
+        "node_cpu": statistics.mean(cpu) / total,  # includes python + torch start-up
+    }
+
+
+def model_bytes(path, n, d):
+    """The cost model (DESIGN.md, Scale): bytes per round on the busiest link, each direction."""
+    if path in ("vote", "exchange"):
+        return n * d / 8  # server link: n votes in, n decisions out
+    if path == "fp32":
+        return n * 4 * d
+    return 2 * (n - 1) / n * 4 * d  # ring allreduce, per node
+
+
+def load():
+    return os.getloadavg()[0]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ballot", default=os.path.join(ROOT, "build", "release", "apps", "ballot"))
+    parser.add_argument("--d", nargs="+", type=float, default=[11.2e6])
+    parser.add_argument("--n", nargs="+", type=int, default=[4, 8])
+    parser.add_argument("--rate", nargs="+", default=["1gbit"])
+    parser.add_argument("--paths", nargs="+", default=["vote", "fp32", "gloo", "exchange"])
+    parser.add_argument("--rounds", type=int, default=12, help="rounds of the 1-bit paths and gloo")
+    parser.add_argument("--fp32-rounds", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--out", default=os.path.join(HERE, "out"))
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("bench/cluster: skipped: needs root for network namespaces (scripts/vcluster.sh)", file=sys.stderr)
+        return 77
+    os.makedirs(args.out, exist_ok=True)
+    results = []
+    work = tempfile.mkdtemp(prefix="ballot-bench-cluster-")
+    for rate in args.rate:
+        for d in (int(x) for x in args.d):
+            for n in args.n:
+                make_keys(args.ballot, work, max(args.n))
+                name = f"bc{os.getpid() % 100000:05d}"
+                sh(VCLUSTER, "create", name, str(n + 1), rate)
+                try:
+                    for rep in range(args.repeat):
+                        for path in args.paths:
+                            rounds = args.fp32_rounds if path == "fp32" else args.rounds
+                            load_before = load()
+                            t0 = time.time()
+                            if path == "gloo":
+                                r = run_gloo(args, name, work, n, d, rounds)
+                            else:
+                                r = run_ballot(args, name, work, n, d, path, rounds)
+                            r.update(path=path, rate=rate, d=d, n=n, rep=rep, load=[load_before, load()],
+                                     wall=time.time() - t0, model_bytes=model_bytes(path, n, d),
+                                     mean=statistics.mean(r["seconds"]), median=statistics.median(r["seconds"]))
+                            results.append(r)
+                            print(json.dumps({k: v for k, v in r.items() if k != "seconds"}), flush=True)
+                            with open(os.path.join(args.out, "results.json"), "w") as f:
+                                json.dump(results, f, indent=1)
+                finally:
+                    sh(VCLUSTER, "destroy", name)
+    print_table(results)
+    return 0
+
+
+def print_table(results):
+    print("\n| rate | d | n | path | s/round (median) | busiest link, bytes/round: measured (in / out) | model | "
+          "server CPU s/round | node CPU s/round | load |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---|")
+    for r in results:
+        if r["path"] == "gloo":
+            link = f"{r['node_rx'] / 1e6:.1f} / {r['node_tx'] / 1e6:.1f} MB (node)"
+            server_cpu = "-"
+        else:
+            link = f"{r['server_rx'] / 1e6:.1f} / {r['server_tx'] / 1e6:.1f} MB (server)"
+            server_cpu = f"{r['server_cpu']:.3f}"
+        print(f"| {r['rate']} | {r['d'] / 1e6:.1f}M | {r['n']} | {r['path']} | {r['median']:.3f} | {link} | "
+              f"{r['model_bytes'] / 1e6:.1f} MB | {server_cpu} | {r['node_cpu']:.3f} | "
+              f"{r['load'][0]:.1f}-{r['load'][1]:.1f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
