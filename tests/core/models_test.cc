@@ -141,7 +141,8 @@ TEST(Models, LayoutsNameEveryTensorInOrder) {
 
 TEST(Models, RegistryRejectsBadSpecs) {
   for (const char* spec : {"resnet", "mlp:hidden=", "mlp:hidden=0", "mlp:hidden=8/x", "mlp:width=8",
-                           "cnn:k=4", "cnn:c1=0", "logreg:x=1", "cnn:k=99"}) {
+                           "cnn:k=4", "cnn:c1=0", "logreg:x=1", "cnn:k=99", "synthetic:d=0",
+                           "synthetic:d=-5", "synthetic:width=3"}) {
     auto m = make_model(spec, kShape, 1);
     EXPECT_FALSE(m.ok()) << spec;
     if (!m.ok()) {
@@ -152,6 +153,25 @@ TEST(Models, RegistryRejectsBadSpecs) {
   EXPECT_FALSE(make_model("cnn", flat, 1).ok());
   EXPECT_TRUE(make_model("mlp", flat, 1).ok());
   EXPECT_FALSE(make_model("mlp", ModelShape{10, 1, 0, 0, 0}, 1).ok());
+}
+
+// The communication benchmarks' model: d parameters, gradient x − (mean input), zero logits,
+// rebuilt from its spec, deterministic for a seed.
+TEST(Models, SyntheticGradientIsOnePassOverTheParameters) {
+  auto model = build("synthetic:d=1000", 3);
+  EXPECT_EQ(model->spec(), "synthetic:d=1000");
+  ASSERT_EQ(model->parameters().size(), 1000u);
+  EXPECT_EQ(build(model->spec(), 3)->parameters()[999], model->parameters()[999]);
+  const auto in = random_inputs(4, 9);
+  double sum = 0.0;
+  for (float v : in.x) sum += v;
+  const float c = static_cast<float>(sum / static_cast<double>(in.x.size()));
+  const double loss = model->forward_backward(in.x, in.y);
+  EXPECT_DOUBLE_EQ(loss, static_cast<double>(c) * c);
+  for (std::size_t i = 0; i < 1000; ++i) ASSERT_EQ(model->gradients()[i], model->parameters()[i] - c) << i;
+  std::vector<float> logits(4 * kShape.num_classes, 1.0f);
+  model->forward(in.x, logits);
+  for (float v : logits) EXPECT_EQ(v, 0.0f);
 }
 
 }  // namespace
