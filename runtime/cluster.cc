@@ -64,6 +64,7 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   auto tls = transport_options(config);
   tls.listen_host = config.server_host;
   tls.listen_port = config.server_port;
+  tls.io_threads = static_cast<int>(config.server_io_threads);
   if (!options.quarantine) options.quarantine = std::make_shared<Quarantine>();
   if (!options.registry) options.registry = std::make_shared<const transport::Registry>(registry);
   tls.transport.observer = options.quarantine;

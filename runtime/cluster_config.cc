@@ -71,9 +71,13 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   ClusterConfig config;
   if (const auto server = root.find("server"); server != root.end()) {
     if (!server->is_object()) return config_error("'server' must be an object");
-    BALLOT_TRY(check_keys(*server, {"host", "port"}, "'server'"));
+    BALLOT_TRY(check_keys(*server, {"host", "port", "io_threads"}, "'server'"));
     BALLOT_TRY(read(*server, "host", config.server_host));
     BALLOT_TRY(read(*server, "port", config.server_port));
+    BALLOT_TRY(read(*server, "io_threads", config.server_io_threads));
+    if (config.server_io_threads < 1 || config.server_io_threads > 64) {
+      return config_error("'server.io_threads' must be in 1..64");
+    }
   }
   if (const auto nodes = root.find("nodes"); nodes != root.end()) {
     if (!nodes->is_array()) return config_error("'nodes' must be an array of {host, port}");
@@ -186,7 +190,7 @@ Result<ClusterConfig> load_cluster_config(const std::filesystem::path& file, Con
 std::string to_json(const ClusterConfig& config) {
   const auto& t = config.training;
   Json root = {
-      {"server", {{"host", config.server_host}, {"port", config.server_port}}},
+      {"server", {{"host", config.server_host}, {"port", config.server_port}, {"io_threads", config.server_io_threads}}},
       {"keys", config.keys.string()},
       {"checkpoint", config.checkpoint.string()},
       {"checkpoint_every", config.checkpoint_every},

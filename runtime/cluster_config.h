@@ -3,7 +3,7 @@
 // local cluster; for many machines, write it by hand (docs/multi_machine.md).
 //
 // {
-//   "server": {"host": "10.0.0.1", "port": 29500},
+//   "server": {"host": "10.0.0.1", "port": 29500, "io_threads": 1},
 //   "nodes": [{"host": "10.0.0.2", "port": 29501}, …],  // exchange placement only: where node i
 //                                                  // listens (nodes send each other their signs)
 //   "keys": "/etc/ballot/keys",                 // ca.crt, node-<id>.crt/.key (transport/pki.h)
@@ -40,6 +40,11 @@ struct NodeAddress {
 struct ClusterConfig {
   std::string server_host = "127.0.0.1";
   std::uint16_t server_port = 29500;
+  // "server": {"io_threads": k}: threads of the server's transport. Each connection runs on one
+  // of them at a time, so with k > 1 the decryption, payload hashing (done as bytes arrive) and
+  // signature checks of different nodes' votes run in parallel; the vote, the update and the
+  // model digest stay on the server's own thread.
+  std::uint32_t server_io_threads = 1;
   // Exchange placement: node i's listening address (exactly n entries, ports set); otherwise
   // empty (nodes only dial the server).
   std::vector<NodeAddress> nodes;

@@ -12,6 +12,7 @@ one pass over d floats per gradient, so that communication and the CPU work arou
 
   vote      Ballot's 1-bit vote round: signs, Ed25519-signed envelopes, mutual TLS 1.3, majority
             vote at the server, signed 1-bit decision back, update and model digest everywhere
+  vote2     the same with two transport threads at the server ("server": {"io_threads": 2})
   exchange  the same with the exchange placement (nodes relay signed signs along G's columns)
   fp32      Ballot's gradient path with codec fp32 and rule mean (float gradients up, float
             direction down, same security)
@@ -56,6 +57,15 @@ def spawn(name, host, argv, log):
     return subprocess.Popen([VCLUSTER, "exec", name, str(host)] + argv, stdout=out, stderr=subprocess.STDOUT)
 
 
+def alive(proc):
+    """Running (not yet a zombie), without reaping it: reap() needs its rusage."""
+    try:
+        with open(f"/proc/{proc.pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def reap(proc, limit):
     """Waits (bounded) for a process started by spawn; its CPU seconds and exit status."""
     until = time.monotonic() + limit
@@ -73,18 +83,21 @@ def reap(proc, limit):
 def ballot_config(work, n, d, rounds, path, deadline_ms):
     training = {
         "nodes": n, "byzantine": 0 if path != "exchange" else 1,
-        "code": "identity" if path != "exchange" else "deterministic",
+        "code": "identity" if path != "exchange" else "bernoulli:r=2",
         "model": f"synthetic:d={d}", "data": "synthetic:examples=512,features=8,classes=2,separation=1",
         "update": "sign:wd=0", "worker_momentum": 0, "lr": "constant:lr=0.001",
         "partition_size": 16, "rounds": rounds, "seed": 1, "job": 1, "eval_every": 0, "eval_examples": 64,
     }
     if path == "exchange":
         training["placement"] = "exchange"
+    server = {"host": addr(0), "port": 29500}
+    if path == "vote2":
+        server["io_threads"] = 2
     if path == "fp32":
         training["rule"] = "mean"
         training["codec"] = "fp32"
     config = {
-        "server": {"host": addr(0), "port": 29500},
+        "server": server,
         "nodes": [{"host": addr(i + 1), "port": 29600} for i in range(n)],
         "keys": os.path.join(work, "keys"), "checkpoint": "", "checkpoint_every": 1000000,
         "round_deadline_ms": deadline_ms, "metrics": os.path.join(work, "metrics.jsonl"),
@@ -129,7 +142,7 @@ def run_ballot(args, name, work, n, d, path, rounds):
     # Counters from the end of round 1 on: connection set-up and the first round are left out.
     start_lines, before = None, None
     until = time.monotonic() + args.timeout
-    while time.monotonic() < until and server.poll() is None:
+    while time.monotonic() < until and alive(server):
         lines = metric_lines(metrics)
         if len(lines) >= 1:
             before = [counters(name, h) for h in hosts]
@@ -190,7 +203,7 @@ def run_gloo(args, name, work, n, d, rounds):
 
 def model_bytes(path, n, d):
     """The cost model (DESIGN.md, Scale): bytes per round on the busiest link, each direction."""
-    if path in ("vote", "exchange"):
+    if path in ("vote", "vote2", "exchange"):
         return n * d / 8  # server link: n votes in, n decisions out
     if path == "fp32":
         return n * 4 * d
@@ -213,7 +226,15 @@ def main():
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--out", default=os.path.join(HERE, "out"))
+    parser.add_argument("--replot", help="only print the table and plot of this results.json")
     args = parser.parse_args()
+    if args.replot:
+        os.makedirs(args.out, exist_ok=True)
+        with open(args.replot) as f:
+            results = json.load(f)
+        print_table(results)
+        plot(results, os.path.join(args.out, "plot.svg"))
+        return 0
     if os.geteuid() != 0:
         print("bench/cluster: skipped: needs root for network namespaces (scripts/vcluster.sh)", file=sys.stderr)
         return 77
@@ -246,7 +267,56 @@ def main():
                 finally:
                     sh(VCLUSTER, "destroy", name)
     print_table(results)
+    plot(results, os.path.join(args.out, "plot.svg"))
     return 0
+
+
+COLOURS = {"vote": "#1b9e77", "vote2": "#a6d854", "exchange": "#66a61e", "fp32": "#d95f02", "gloo": "#7570b3"}
+
+
+def plot(results, file):
+    """Grouped bars (log scale): seconds per round of each path, one group per (rate, d, n)."""
+    import math
+    cells, paths = [], []
+    for r in results:
+        cell = (r["rate"], r["d"], r["n"])
+        if cell not in cells:
+            cells.append(cell)
+        if r["path"] not in paths:
+            paths.append(r["path"])
+    value = {}
+    for r in results:
+        value.setdefault((r["rate"], r["d"], r["n"], r["path"]), []).append(r["median"])
+    lo, hi = 0.01, 10.0
+    bar = 14
+    group = bar * len(paths) + 24
+    height, left, bottom, top = 360, 60, 60, 30
+    width = max(520, left + 20 + group * len(cells))
+    plot_h = height - top - bottom
+    y = lambda v: top + plot_h * (1 - (math.log10(max(lo, min(hi, v))) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
+           f'<text x="{left}" y="16" font-size="13">Seconds per round across rate-limited hosts (median; log scale)</text>']
+    for v in (0.01, 0.03, 0.1, 0.3, 1, 3, 10):
+        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/>'
+                   f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
+    for c, (rate, d, n) in enumerate(cells):
+        x0 = left + 10 + c * group
+        for p, path in enumerate(paths):
+            vals = value.get((rate, d, n, path))
+            if not vals:
+                continue
+            v = statistics.median(vals)
+            out.append(f'<rect x="{x0 + p * bar}" y="{y(v):.1f}" width="{bar - 2}" height="{top + plot_h - y(v):.1f}" '
+                       f'fill="{COLOURS.get(path, "#999")}"><title>{path}: {v:.3f} s</title></rect>')
+        out.append(f'<text x="{x0 + group / 2 - 12}" y="{top + plot_h + 14}" text-anchor="middle">n={n}</text>'
+                   f'<text x="{x0 + group / 2 - 12}" y="{top + plot_h + 27}" text-anchor="middle">{d / 1e6:.1f}M</text>'
+                   f'<text x="{x0 + group / 2 - 12}" y="{top + plot_h + 40}" text-anchor="middle">{rate}</text>')
+    for p, path in enumerate(paths):
+        out.append(f'<rect x="{left + 10 + p * 80}" y="{height - 14}" width="10" height="10" fill="{COLOURS.get(path, "#999")}"/>'
+                   f'<text x="{left + 24 + p * 80}" y="{height - 5}">{path}</text>')
+    out.append("</svg>")
+    with open(file, "w") as f:
+        f.write("\n".join(out) + "\n")
 
 
 def print_table(results):

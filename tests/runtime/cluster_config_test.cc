@@ -7,7 +7,7 @@ namespace {
 
 TEST(ClusterConfig, ParsesAndRoundTrips) {
   auto config = parse_cluster_config(R"({
-    "server": {"host": "10.0.0.1", "port": 29501},
+    "server": {"host": "10.0.0.1", "port": 29501, "io_threads": 2},
     "keys": "/etc/ballot/keys", "checkpoint_every": 20, "round_deadline_ms": 900,
     "training": {"nodes": 9, "byzantine": 2, "code": "bernoulli:r=2", "rounds": 50,
                  "attack": "random", "attackers": 2, "placement": "replicated"}
@@ -15,6 +15,7 @@ TEST(ClusterConfig, ParsesAndRoundTrips) {
   ASSERT_TRUE(config.ok()) << config.error().to_string();
   EXPECT_EQ(config->server_host, "10.0.0.1");
   EXPECT_EQ(config->server_port, 29501);
+  EXPECT_EQ(config->server_io_threads, 2u);
   EXPECT_EQ(config->training.nodes, 9u);
   EXPECT_EQ(config->training.code, "bernoulli:r=2");
   EXPECT_EQ(config->training.attackers, 2u);
@@ -43,6 +44,7 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
       {R"({"training": {"nodes": 4, "byzantine": 2}})", "b < n/2"},
       {R"({"training": {"placement": "diagonal"}})", "placement"},
       {R"({"server": {"port": 0}})", "port"},
+      {R"({"server": {"io_threads": 0}})", "'server.io_threads' must be in 1..64"},
       {R"({"training": {"attack": "meteor"}})", "unknown attack 'meteor'"},
   };
   for (const auto& [text, expected] : cases) {
