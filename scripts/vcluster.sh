@@ -72,7 +72,6 @@ create() {
   check_name "$name"
   check_count "$count"
   [[ "$rate" == none || "$rate" =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || die "RATE like 1gbit, 10gbit, 100mbit or none: '$rate'"
-  if ip netns list | grep -qw "^$name-sw"; then die "a cluster '$name' exists already (destroy it first)"; fi
   local sw="$name-sw"
   ip netns add "$sw"
   ip -n "$sw" link set lo up
@@ -123,8 +122,11 @@ case "$cmd" in
   create)
     (($# >= 2)) || die "usage: create NAME K [RATE]"
     require_privileges
+    check_name "$1"
+    if ip netns list | grep -q "^$1-sw\b"; then die "a cluster '$1' exists already (destroy it first)"; fi
     # A half-made cluster is removed before the error is reported.
-    trap 'status=$?; if ((status != 0)); then destroy "$1"; fi' EXIT
+    cluster=$1  # the trap runs in whatever function exits, so not "$1" there
+    trap 'status=$?; if ((status != 0)); then destroy "$cluster"; fi' EXIT
     create "$@"
     ;;
   destroy)
@@ -165,6 +167,7 @@ case "$cmd" in
     name="vc$(printf '%05d' $(($$ % 100000)))"
     trap 'destroy "$name"' EXIT
     trap 'exit 130' INT TERM
+    if ip netns list | grep -q "^$name-sw\b"; then destroy "$name"; fi  # left by a killed run whose pid we reuse
     create "$name" "$count" "$rate"
     status=0
     VCLUSTER_NAME=$name VCLUSTER_HOSTS=$count VCLUSTER_RATE=$rate VCLUSTER_SCRIPT=$(readlink -f "$0") "$@" || status=$?
