@@ -275,10 +275,11 @@ Result<TrainingSummary> Server::run() {
       }
       return tolerate_peer_failure(transport_.broadcast(nodes, MessageType::kResult, round, std::move(result)), send_failures);
     };
+    std::vector<std::uint8_t> result;
     if (setup_.sign_vote()) {
       Decision decision{round, decide(counted, dimension)};
       replica.apply(round, decision.signs);
-      BALLOT_TRY(checkpoint_then_broadcast(encode(decision)));
+      result = encode(decision);
     } else {
       BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
       // check() passed for n − b and n inputs at setup, so this fails only on a bug of ours.
@@ -293,7 +294,7 @@ Result<TrainingSummary> Server::run() {
       }
       FloatDecision decision{round, std::move(aggregated.value)};
       replica.apply(round, std::span<const float>(decision.direction));
-      BALLOT_TRY(checkpoint_then_broadcast(encode(decision)));
+      result = encode(decision);
     }
 
     const auto every = setup_.options.eval_every;
@@ -304,7 +305,12 @@ Result<TrainingSummary> Server::run() {
     report.seconds = seconds_since(round_started);
     summary.defences.rejected_messages += report.rejected_messages;
     summary.defences.out_of_sync_votes += report.out_of_sync.size();
+    // The round's report (its metrics row) is out before the checkpoint that includes the round:
+    // a server killed in between resumes from an earlier checkpoint and redoes the round, whose
+    // row then replaces this one; reported after the checkpoint, a kill in between would resume
+    // past a round that never got its row.
     if (options_.on_round) options_.on_round(report);
+    BALLOT_TRY(checkpoint_then_broadcast(std::move(result)));
   }
 
   summary.rounds = setup_.options.rounds;
