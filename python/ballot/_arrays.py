@@ -3,7 +3,7 @@ handing results back in the caller's array type and on its device."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +45,3 @@ def cuda_stream(x: Any) -> int:
 
     return int(torch.cuda.current_stream(x.device).cuda_stream)
 
-
-def as_sequence(vectors: Any) -> Sequence[Any]:
-    return vectors if isinstance(vectors, (list, tuple)) else [vectors[i] for i in range(len(vectors))]

@@ -59,7 +59,7 @@ agree only where the choice is clear-cut.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -138,14 +138,6 @@ def _like(value: np.ndarray, reference: Any) -> Any:
     return value
 
 
-def _stack_like(rows: List[Any], reference: Any) -> Any:
-    if is_torch(reference):
-        import torch
-
-        return torch.stack(rows)
-    return np.stack(rows)
-
-
 def _check_f(f: Any) -> int:
     if not isinstance(f, int) or f < 0:
         raise ValueError("f must be a non-negative integer")
@@ -171,15 +163,6 @@ def _squared_norms(x: np.ndarray) -> np.ndarray:
     for begin in range(0, x.shape[1], _BLOCK):
         block = x[:, begin:begin + _BLOCK]
         out += np.einsum("ij,ij->i", block, block)
-    return out
-
-
-def _gram(x: np.ndarray) -> np.ndarray:
-    """x xᵀ: float32 products per column block, accumulated in float64 (as Ballot's Gram)."""
-    out = np.zeros((x.shape[0], x.shape[0]))
-    for begin in range(0, x.shape[1], _BLOCK):
-        block = x[:, begin:begin + _BLOCK]
-        out += block @ block.T
     return out
 
 
@@ -448,7 +431,7 @@ class NNM(_Rule):
         self.f = _check_f(f)
 
     def __call__(self, vectors: Any) -> Any:
-        reference = _check_vectors(vectors)
+        _check_vectors(vectors)
         n = _count(vectors)
         if not self.f < n:
             raise ValueError(f"f must be smaller than len(vectors), but got f={self.f} and len(vectors)={n}")
