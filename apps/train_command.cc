@@ -13,6 +13,7 @@
 #include "runtime/cluster.h"
 #include "runtime/experiment.h"
 #include "runtime/simulator.h"
+#include "transport/crypto.h"
 
 namespace ballot::apps {
 namespace {
@@ -115,6 +116,7 @@ void print_summary(const runtime::TrainingSummary& summary) {
   std::printf("\ndone: %llu rounds (from round %llu) in %.1f s; test accuracy %.2f%%, test loss %.4f\n",
               static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
               summary.seconds, 100.0 * summary.test.accuracy, summary.test.loss);
+  std::printf("model digest: %s\n", transport::to_hex(summary.model_digest).c_str());
   const auto& d = summary.defences;
   std::string events;
   for (const auto& [node, count] : d.misbehaviour) {
@@ -190,6 +192,7 @@ int run_train(TrainCommand command) {
                 "%llu rounds\n",
                 result->rounds.size(), result->seconds, 100.0 * result->test.accuracy, result->test.loss,
                 static_cast<unsigned long long>(result->rounds_changed));
+    std::printf("model digest: %s\n", transport::to_hex(result->model_digest).c_str());
     return 0;
   }
   if (command.simulate) {
