@@ -111,7 +111,7 @@ Status CastCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
                              std::span<float> accumulator, float weight) const {
   BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
   BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), 0, layout));
-  ByteReader reader(bytes, kHeaderBytes);
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
   BALLOT_ASSIGN_OR_RETURN(const auto values,
                           reader.take(header.d, value_bytes(format_), "values"));
   BALLOT_TRY(reader.expect_end());

@@ -111,7 +111,7 @@ Status QsgdCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
   BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), kEliasFlag, layout));
   const auto segments = segments_of(layout, header.granularity);
   const std::size_t d = layout.total_size();
-  ByteReader reader(bytes, kHeaderBytes);
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
   BALLOT_ASSIGN_OR_RETURN(const std::uint32_t s, reader.read<std::uint32_t>("levels"));
   if (s < 1 || s > kMaxLevels) return malformed("QSGD level count " + std::to_string(s) + " out of range");
   BALLOT_ASSIGN_OR_RETURN(const auto norm_bytes, reader.take(segments.size(), 4, "norms"));
@@ -284,7 +284,7 @@ Status TernGradCodec::decode_add(std::span<const std::uint8_t> bytes, const Grad
   BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), 0, layout));
   const auto segments = segments_of(layout, header.granularity);
   const std::size_t d = layout.total_size();
-  ByteReader reader(bytes, kHeaderBytes);
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
   BALLOT_ASSIGN_OR_RETURN(const auto scale_bytes, reader.take(segments.size(), 4, "scales"));
   const std::size_t stream_bytes = detail::sign_bytes(d);
   BALLOT_ASSIGN_OR_RETURN(const auto streams, reader.take(2, stream_bytes, "sign and mask"));

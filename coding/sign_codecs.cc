@@ -127,7 +127,7 @@ Status decode_signs(std::span<const std::uint8_t> bytes, const GradientLayout& l
     return malformed(std::string(codec_id_name(id)) + " must be encoded with model granularity");
   }
   const auto segments = segments_of(layout, header.granularity);
-  ByteReader reader(bytes, kHeaderBytes);
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
   BALLOT_ASSIGN_OR_RETURN(const auto scale_bytes,
                           reader.take(per_segment * segments.size(), 4, "scales"));
   const std::size_t d = layout.total_size();

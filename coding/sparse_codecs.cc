@@ -149,7 +149,7 @@ Status RandomKCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradi
   BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
   BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), 0, layout));
   const auto segments = segments_of(layout, header.granularity);
-  ByteReader reader(bytes, kHeaderBytes);
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
   BALLOT_ASSIGN_OR_RETURN(const auto count_bytes, reader.take(segments.size(), 4, "counts"));
   std::vector<std::size_t> counts(segments.size());
   std::size_t sum = 0;

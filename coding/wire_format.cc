@@ -101,7 +101,7 @@ std::vector<std::uint8_t> write_state(CodecId codec, std::span<const float> memo
 
 Result<StateView> read_state(std::span<const std::uint8_t> bytes, CodecId codec,
                              const GradientLayout& layout) {
-  ByteReader reader(bytes);
+  ByteReader reader(bytes, "codec state");
   BALLOT_ASSIGN_OR_RETURN(const auto magic, reader.take(8, 1, "state header"));
   if (magic[0] != 'B' || magic[1] != 'S' || magic[2] != kWireVersion) {
     return malformed("bad codec state magic or version");
@@ -126,18 +126,6 @@ Result<StateView> read_state(std::span<const std::uint8_t> bytes, CodecId codec,
   view.memory.resize(d);
   if (d != 0) std::memcpy(view.memory.data(), floats.data(), floats.size());
   return view;
-}
-
-Status ByteReader::expect_end() const {
-  if (remaining() != 0) {
-    return malformed(std::to_string(remaining()) + " trailing bytes after the encoded gradient");
-  }
-  return {};
-}
-
-Error ByteReader::truncated(const char* what) const {
-  return malformed(std::string("encoded gradient truncated while reading ") + what + " at byte " +
-                   std::to_string(pos_));
 }
 
 }  // namespace ballot::coding

@@ -11,7 +11,7 @@
 //   [16,20) number of layers of the layout
 //   [20,24) layout digest (FNV-1a over the layer sizes)
 // A receiver checks all of it against its own layout before reading the payload.
-// Thread-safe (pure functions); ByteReader is a cursor owned by one decoder.
+// Thread-safe (pure functions).
 #pragma once
 
 #include <bit>
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "coding/codec.h"
+#include "core/byte_io.h"
 #include "core/gradient_layout.h"
 #include "core/result.h"
 
@@ -74,42 +75,8 @@ void append_pods(std::vector<std::uint8_t>& out, std::span<const T> values) {
   if (!values.empty()) std::memcpy(out.data() + at, values.data(), values.size_bytes());
 }
 
-// A cursor over untrusted bytes: every read checks the remaining length first (no arithmetic on
-// untrusted values that could overflow: counts are compared with remaining()/sizeof(T)).
-class ByteReader {
- public:
-  explicit ByteReader(std::span<const std::uint8_t> bytes, std::size_t start = 0)
-      : bytes_(bytes), pos_(start <= bytes.size() ? start : bytes.size()) {}
-
-  std::size_t remaining() const noexcept { return bytes_.size() - pos_; }
-  std::size_t position() const noexcept { return pos_; }
-
-  template <typename T>
-  Result<T> read(const char* what) {
-    if (remaining() < sizeof(T)) return truncated(what);
-    T value;
-    std::memcpy(&value, bytes_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return value;
-  }
-
-  // A view of `count` elements of T (unaligned: read them with memcpy / load helpers).
-  Result<std::span<const std::uint8_t>> take(std::size_t count, std::size_t element_bytes,
-                                            const char* what) {
-    if (element_bytes != 0 && count > remaining() / element_bytes) return truncated(what);
-    const auto view = bytes_.subspan(pos_, count * element_bytes);
-    pos_ += count * element_bytes;
-    return view;
-  }
-
-  // The payload must be consumed exactly: trailing bytes are an error too.
-  Status expect_end() const;
-
- private:
-  Error truncated(const char* what) const;
-  std::span<const std::uint8_t> bytes_;
-  std::size_t pos_;
-};
+// Payloads are read with ballot::ByteReader (core/byte_io.h), context "encoded gradient".
+using ballot::ByteReader;
 
 Error malformed(const std::string& message);
 

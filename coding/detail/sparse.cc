@@ -259,7 +259,7 @@ Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id,
   SparseView view;
   BALLOT_ASSIGN_OR_RETURN(view.header, read_header(bytes, id, allowed_flags, layout));
   view.segments = segments_of(layout, view.header.granularity);
-  ByteReader reader(bytes, kHeaderBytes);
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
   BALLOT_ASSIGN_OR_RETURN(const auto count_bytes, reader.take(view.segments.size(), 4, "counts"));
   view.counts.resize(view.segments.size());
   std::size_t total = 0;

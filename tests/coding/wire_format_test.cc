@@ -61,7 +61,7 @@ TEST(WireFormat, SegmentsFollowTheGranularity) {
 
 TEST(WireFormat, ByteReaderNeverReadsPastTheEnd) {
   const std::vector<std::uint8_t> bytes{1, 0, 0, 0, 2, 3};
-  ByteReader reader(bytes);
+  ByteReader reader(bytes, "test bytes");
   EXPECT_EQ(reader.read<std::uint32_t>("x").value(), 1u);
   EXPECT_FALSE(reader.read<std::uint32_t>("y").ok());
   EXPECT_FALSE(reader.take(SIZE_MAX / 2, 4, "huge").ok());  // no overflow in count * size
