@@ -1,8 +1,5 @@
 #include "robust/registry.h"
 
-#include <functional>
-#include <map>
-#include <set>
 
 #include "core/enforce.h"
 #include "core/spec.h"
@@ -33,173 +30,156 @@ Result<std::size_t> get_count(const Spec& spec, const std::string& key, std::siz
   return static_cast<std::size_t>(value);
 }
 
-using RuleFactory = std::function<Result<std::unique_ptr<Aggregator>>(const Spec&)>;
-using PreFactory = std::function<Result<std::unique_ptr<PreAggregator>>(const Spec&)>;
+using Made = Result<std::unique_ptr<Aggregator>>;
+using MadePre = Result<std::unique_ptr<PreAggregator>>;
 
-// A rule whose options are exactly f and threads.
+// A rule whose options are exactly f (and threads).
 template <typename Rule>
-RuleFactory f_rule() {
-  return [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
-    BALLOT_TRY(spec.check_known({"f", "threads"}));
-    typename Rule::Options options;
-    BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
-    BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-    return std::unique_ptr<Aggregator>(std::make_unique<Rule>(options));
-  };
+Made f_rule(const Spec& spec) {
+  typename Rule::Options options;
+  BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  return std::unique_ptr<Aggregator>(std::make_unique<Rule>(options));
 }
 
-const std::map<std::string, RuleFactory>& rules() {
-  static const std::map<std::string, RuleFactory> table = {
-      {"mean",
-       [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
-         BALLOT_TRY(spec.check_known({"threads"}));
-         MeanOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         return std::unique_ptr<Aggregator>(std::make_unique<Mean>(options));
-       }},
-      {"median", f_rule<CoordinateMedian>()},
-      {"trimmed_mean", f_rule<TrimmedMean>()},
-      {"meamed", f_rule<MeanAroundMedian>()},
-      {"krum", f_rule<Krum>()},
-      {"bulyan", f_rule<Bulyan>()},
-      {"caf", f_rule<Caf>()},
-      {"multi_krum",
-       [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
-         BALLOT_TRY(spec.check_known({"f", "m", "threads"}));
-         MultiKrumOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.m, get_count(spec, "m", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         return std::unique_ptr<Aggregator>(std::make_unique<MultiKrum>(options));
-       }},
-      {"geometric_median",
-       [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
-         BALLOT_TRY(spec.check_known({"f", "max_iterations", "nu", "tolerance", "threads"}));
-         GeometricMedianOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.max_iterations, get_count(spec, "max_iterations", options.max_iterations));
-         BALLOT_ASSIGN_OR_RETURN(options.nu, spec.get_double("nu", options.nu));
-         BALLOT_ASSIGN_OR_RETURN(options.tolerance, spec.get_double("tolerance", options.tolerance));
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         if (!(options.nu > 0)) return bad(spec, "nu must be > 0");
-         if (!(options.tolerance >= 0)) return bad(spec, "tolerance must be >= 0");
-         return std::unique_ptr<Aggregator>(std::make_unique<GeometricMedian>(options));
-       }},
-      {"centered_clipping",
-       [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
-         BALLOT_TRY(spec.check_known({"f", "tau", "iterations", "start", "threads"}));
-         CenteredClippingOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.tau, spec.get_double("tau", options.tau));
-         BALLOT_ASSIGN_OR_RETURN(options.iterations, get_count(spec, "iterations", options.iterations));
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         const std::string start = spec.get_string("start", "zero");
-         if (start == "median") options.start = ClippingStart::kMedian;
-         else if (start != "zero") return bad(spec, "start must be 'zero' or 'median', got '" + start + "'");
-         if (!(options.tau > 0)) return bad(spec, "tau must be > 0");
-         return std::unique_ptr<Aggregator>(std::make_unique<CenteredClipping>(options));
-       }},
-      {"mda",
-       [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
-         BALLOT_TRY(spec.check_known({"f", "max_subsets", "threads"}));
-         MinimumDiameterAveragingOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.max_subsets, spec.get_double("max_subsets", options.max_subsets));
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         if (!(options.max_subsets >= 1)) return bad(spec, "max_subsets must be >= 1");
-         return std::unique_ptr<Aggregator>(std::make_unique<MinimumDiameterAveraging>(options));
-       }},
-      {"smea",
-       [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
-         BALLOT_TRY(spec.check_known({"f", "max_subsets", "threads"}));
-         SmeaOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.max_subsets, spec.get_double("max_subsets", options.max_subsets));
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         if (!(options.max_subsets >= 1)) return bad(spec, "max_subsets must be >= 1");
-         return std::unique_ptr<Aggregator>(std::make_unique<Smea>(options));
-       }},
-      {"monna",
-       [](const Spec& spec) -> Result<std::unique_ptr<Aggregator>> {
-         BALLOT_TRY(spec.check_known({"f", "pivot", "threads"}));
-         MonnaOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.pivot, get_count(spec, "pivot", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         return std::unique_ptr<Aggregator>(std::make_unique<Monna>(options));
-       }},
-  };
-  return table;
+Made make_mean(const Spec& spec) {
+  MeanOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  return std::unique_ptr<Aggregator>(std::make_unique<Mean>(options));
 }
 
-const std::map<std::string, PreFactory>& pre_aggregators() {
-  static const std::map<std::string, PreFactory> table = {
-      {"nnm",
-       [](const Spec& spec) -> Result<std::unique_ptr<PreAggregator>> {
-         BALLOT_TRY(spec.check_known({"f", "threads"}));
-         NearestNeighborMixingOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         return std::unique_ptr<PreAggregator>(std::make_unique<NearestNeighborMixing>(options));
-       }},
-      {"bucketing",
-       [](const Spec& spec) -> Result<std::unique_ptr<PreAggregator>> {
-         BALLOT_TRY(spec.check_known({"s", "seed", "shuffle", "threads"}));
-         BucketingOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.s, get_count(spec, "s", options.s, 1));
-         BALLOT_ASSIGN_OR_RETURN(const std::size_t seed, get_count(spec, "seed", 0));
-         options.seed = seed;
-         BALLOT_ASSIGN_OR_RETURN(const std::size_t shuffle, get_count(spec, "shuffle", 1));
-         if (shuffle > 1) return make_error(ErrorCode::kInvalidArgument, "bucketing: shuffle must be 0 or 1");
-         options.shuffle = shuffle == 1;
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         return std::unique_ptr<PreAggregator>(std::make_unique<Bucketing>(options));
-       }},
-      {"clipping",
-       [](const Spec& spec) -> Result<std::unique_ptr<PreAggregator>> {
-         BALLOT_TRY(spec.check_known({"tau", "threads"}));
-         NormClippingOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.tau, spec.get_double("tau", options.tau));
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         if (!(options.tau > 0)) return bad(spec, "tau must be > 0");
-         return std::unique_ptr<PreAggregator>(std::make_unique<NormClipping>(options));
-       }},
-      {"arc",
-       [](const Spec& spec) -> Result<std::unique_ptr<PreAggregator>> {
-         BALLOT_TRY(spec.check_known({"f", "threads"}));
-         AdaptiveRobustClippingOptions options;
-         BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
-         BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
-         return std::unique_ptr<PreAggregator>(std::make_unique<AdaptiveRobustClipping>(options));
-       }},
-  };
-  return table;
+Made make_multi_krum(const Spec& spec) {
+  MultiKrumOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.m, get_count(spec, "m", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  return std::unique_ptr<Aggregator>(std::make_unique<MultiKrum>(options));
 }
 
-template <typename Table>
-std::string names_of(const Table& table) {
-  std::string out;
-  for (const auto& [name, factory] : table) out += (out.empty() ? "" : ", ") + name;
-  return out;
+Made make_geometric_median(const Spec& spec) {
+  GeometricMedianOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.max_iterations, get_count(spec, "max_iterations", options.max_iterations));
+  BALLOT_ASSIGN_OR_RETURN(options.nu, spec.get_double("nu", options.nu));
+  BALLOT_ASSIGN_OR_RETURN(options.tolerance, spec.get_double("tolerance", options.tolerance));
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  if (!(options.nu > 0)) return bad(spec, "nu must be > 0");
+  if (!(options.tolerance >= 0)) return bad(spec, "tolerance must be >= 0");
+  return std::unique_ptr<Aggregator>(std::make_unique<GeometricMedian>(options));
 }
 
-Result<std::unique_ptr<Aggregator>> rule_from(const Spec& spec) {
-  const auto it = rules().find(spec.name());
-  if (it != rules().end()) return it->second(spec);
-  if (pre_aggregators().count(spec.name()))
+Made make_centered_clipping(const Spec& spec) {
+  CenteredClippingOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.tau, spec.get_double("tau", options.tau));
+  BALLOT_ASSIGN_OR_RETURN(options.iterations, get_count(spec, "iterations", options.iterations));
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  const std::string start = spec.get_string("start", "zero");
+  if (start == "median") options.start = ClippingStart::kMedian;
+  else if (start != "zero") return bad(spec, "start must be 'zero' or 'median', got '" + start + "'");
+  if (!(options.tau > 0)) return bad(spec, "tau must be > 0");
+  return std::unique_ptr<Aggregator>(std::make_unique<CenteredClipping>(options));
+}
+
+// MDA and SMEA: f, max_subsets (the cap on C(n, f) subsets).
+template <typename Rule>
+Made subset_rule(const Spec& spec) {
+  typename Rule::Options options;
+  BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.max_subsets, spec.get_double("max_subsets", options.max_subsets));
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  if (!(options.max_subsets >= 1)) return bad(spec, "max_subsets must be >= 1");
+  return std::unique_ptr<Aggregator>(std::make_unique<Rule>(options));
+}
+
+Made make_monna(const Spec& spec) {
+  MonnaOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.pivot, get_count(spec, "pivot", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  return std::unique_ptr<Aggregator>(std::make_unique<Monna>(options));
+}
+
+MadePre make_nnm(const Spec& spec) {
+  NearestNeighborMixingOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  return std::unique_ptr<PreAggregator>(std::make_unique<NearestNeighborMixing>(options));
+}
+
+MadePre make_bucketing(const Spec& spec) {
+  BucketingOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.s, get_count(spec, "s", options.s, 1));
+  BALLOT_ASSIGN_OR_RETURN(const std::size_t seed, get_count(spec, "seed", 0));
+  options.seed = seed;
+  BALLOT_ASSIGN_OR_RETURN(const std::size_t shuffle, get_count(spec, "shuffle", 1));
+  if (shuffle > 1) return make_error(ErrorCode::kInvalidArgument, "bucketing: shuffle must be 0 or 1");
+  options.shuffle = shuffle == 1;
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  return std::unique_ptr<PreAggregator>(std::make_unique<Bucketing>(options));
+}
+
+MadePre make_clipping(const Spec& spec) {
+  NormClippingOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.tau, spec.get_double("tau", options.tau));
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  if (!(options.tau > 0)) return bad(spec, "tau must be > 0");
+  return std::unique_ptr<PreAggregator>(std::make_unique<NormClipping>(options));
+}
+
+MadePre make_arc(const Spec& spec) {
+  AdaptiveRobustClippingOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.f, get_count(spec, "f", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
+  return std::unique_ptr<PreAggregator>(std::make_unique<AdaptiveRobustClipping>(options));
+}
+
+// One line per rule: name, keys (besides threads), example (valid at n = 11 once f=2 is added),
+// summary, factory. docs/robust.md has the full table.
+const RuleEntry kRules[] = {
+    {"mean", "", "mean", "(1/n) sum of the inputs; no defence", &make_mean},
+    {"median", "f", "median", "coordinate-wise median (Yin et al., ICML 2018)", &f_rule<CoordinateMedian>},
+    {"trimmed_mean", "f", "trimmed_mean", "coordinate-wise mean without the f largest and f smallest (Yin et al. 2018)", &f_rule<TrimmedMean>},
+    {"meamed", "f", "meamed", "coordinate-wise mean of the n - f values nearest the median (Xie et al. 2018)", &f_rule<MeanAroundMedian>},
+    {"krum", "f", "krum", "the input nearest its n - f - 2 neighbours (Blanchard et al., NeurIPS 2017)", &f_rule<Krum>},
+    {"multi_krum", "f m", "multi_krum", "mean of the m best-scored Krum inputs (Blanchard et al. 2017)", &make_multi_krum},
+    {"bulyan", "f", "bulyan", "repeated Krum, then a trimmed coordinate-wise mean (El Mhamdi et al., ICML 2018)", &f_rule<Bulyan>},
+    {"geometric_median", "f max_iterations nu tolerance", "geometric_median", "smoothed Weiszfeld geometric median (Pillutla et al., RFA)", &make_geometric_median},
+    {"centered_clipping", "f tau iterations start", "centered_clipping:tau=10,start=median,iterations=5", "iterative clipping around a centre (Karimireddy et al., ICML 2021)", &make_centered_clipping},
+    {"mda", "f max_subsets", "mda", "mean of the n - f inputs of smallest diameter (El Mhamdi et al. 2018)", &subset_rule<MinimumDiameterAveraging>},
+    {"caf", "f", "caf", "covariance-bound agnostic filter (Allouah et al., ICML 2025)", &f_rule<Caf>},
+    {"smea", "f max_subsets", "smea", "mean of the n - f inputs of smallest top eigenvalue (Allouah et al., ICML 2023)", &subset_rule<Smea>},
+    {"monna", "f pivot", "monna:pivot=5", "mean of the n - f inputs nearest the trusted one (Farhadkhani et al., ICML 2023)", &make_monna},
+};
+
+const PreAggregatorEntry kPreAggregators[] = {
+    {"nnm", "f", "nnm", "each input -> mean of its n - f nearest (Allouah et al., AISTATS 2023)", &make_nnm},
+    {"bucketing", "s seed shuffle", "bucketing:s=2,seed=3", "shuffle, then average buckets of s (Karimireddy et al., ICLR 2022)", &make_bucketing},
+    {"clipping", "tau", "clipping:tau=100", "clip each input to norm tau", &make_clipping},
+    {"arc", "f", "arc", "adaptive robust clipping (Allouah et al., ICLR 2025)", &make_arc},
+};
+
+template <typename Entry>
+auto build(const Entry& entry, const Spec& spec) -> decltype(entry.make(spec)) {
+  BALLOT_TRY(spec.check_known(key_set(entry.keys, {"threads"})));
+  return entry.make(spec);
+}
+
+Made rule_from(const Spec& spec) {
+  if (const RuleEntry* entry = find_entry(rule_table(), spec.name())) return build(*entry, spec);
+  if (find_entry(pre_aggregator_table(), spec.name()) != nullptr)
     return bad(spec, "'" + spec.name() + "' is a pre-aggregator; a pipeline must end in a rule (" +
-                         names_of(rules()) + ")");
-  return bad(spec, "unknown aggregation rule '" + spec.name() + "' (rules: " + names_of(rules()) + ")");
+                         joined_names(rule_table()) + ")");
+  return bad(spec, "unknown aggregation rule '" + spec.name() + "' (rules: " + joined_names(rule_table()) + ")");
 }
 
-Result<std::unique_ptr<PreAggregator>> pre_from(const Spec& spec) {
-  const auto it = pre_aggregators().find(spec.name());
-  if (it != pre_aggregators().end()) return it->second(spec);
-  if (rules().count(spec.name()))
-    return bad(spec, "'" + spec.name() + "' is a rule; only pre-aggregators (" + names_of(pre_aggregators()) +
+MadePre pre_from(const Spec& spec) {
+  if (const PreAggregatorEntry* entry = find_entry(pre_aggregator_table(), spec.name())) return build(*entry, spec);
+  if (find_entry(rule_table(), spec.name()) != nullptr)
+    return bad(spec, "'" + spec.name() + "' is a rule; only pre-aggregators (" + joined_names(pre_aggregator_table()) +
                          ") may precede the rule");
   return bad(spec, "unknown pre-aggregator '" + spec.name() + "' (pre-aggregators: " +
-                       names_of(pre_aggregators()) + ")");
+                       joined_names(pre_aggregator_table()) + ")");
 }
 
 }  // namespace
@@ -258,16 +238,10 @@ Result<std::unique_ptr<PreAggregator>> make_pre_aggregator(std::string_view text
   return pre_from(spec);
 }
 
-std::vector<std::string> rule_names() {
-  std::vector<std::string> out;
-  for (const auto& [name, factory] : rules()) out.push_back(name);
-  return out;
-}
+std::span<const RuleEntry> rule_table() { return kRules; }
+std::span<const PreAggregatorEntry> pre_aggregator_table() { return kPreAggregators; }
 
-std::vector<std::string> pre_aggregator_names() {
-  std::vector<std::string> out;
-  for (const auto& [name, factory] : pre_aggregators()) out.push_back(name);
-  return out;
-}
+std::vector<std::string> rule_names() { return entry_names(rule_table()); }
+std::vector<std::string> pre_aggregator_names() { return entry_names(pre_aggregator_table()); }
 
 }  // namespace ballot::robust

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+
 #include "robust/krum.h"
 #include "robust/pre_aggregators.h"
 #include "robust_test_util.h"
@@ -23,8 +28,40 @@ TEST(Registry, EveryNameBuildsAndItsSpecRoundTrips) {
     ASSERT_TRUE(stage.ok()) << name;
     EXPECT_TRUE(make_pre_aggregator((*stage)->spec()).ok());
   }
-  EXPECT_EQ(rule_names().size(), 13u);
-  EXPECT_EQ(pre_aggregator_names().size(), 4u);
+  EXPECT_EQ(rule_names().size(), rule_table().size());
+  EXPECT_EQ(pre_aggregator_names().size(), pre_aggregator_table().size());
+}
+
+TEST(Registry, EveryTableLineIsWellFormed) {
+  std::set<std::string> names;
+  for (const RuleEntry& entry : rule_table()) {
+    EXPECT_TRUE(names.insert(std::string(entry.name)).second) << entry.name;
+    EXPECT_FALSE(entry.summary.empty()) << entry.name;
+    ASSERT_EQ(Spec::parse(entry.example).value().name(), entry.name);
+    // Every key the line lists is accepted, and its example builds with f=2.
+    for (const std::string& key : key_set(entry.keys)) EXPECT_TRUE(make_aggregator(std::string(entry.name) + ":" + key + "=1").ok() || key == "start") << entry.name << " " << key;
+    EXPECT_TRUE(make_aggregator(example_with_f(entry, 2)).ok()) << entry.name;
+  }
+  for (const PreAggregatorEntry& entry : pre_aggregator_table()) {
+    EXPECT_TRUE(names.insert(std::string(entry.name)).second) << entry.name;
+    EXPECT_FALSE(entry.summary.empty()) << entry.name;
+    ASSERT_EQ(Spec::parse(entry.example).value().name(), entry.name);
+    EXPECT_TRUE(make_pre_aggregator(example_with_f(entry, 2)).ok()) << entry.name;
+  }
+}
+
+// docs/robust.md cannot fall behind the table: each name appears there as a registry string.
+TEST(Registry, DocsListEveryEntry) {
+  std::ifstream file(std::string(BALLOT_SOURCE_DIR) + "/docs/robust.md");
+  ASSERT_TRUE(file.good());
+  const std::string docs((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto documented = [&docs](std::string_view name) {
+    const std::string row = "| `" + std::string(name);
+    return docs.find(row + "`") != std::string::npos || docs.find(row + ":") != std::string::npos;
+  };
+  for (const RuleEntry& entry : rule_table()) EXPECT_TRUE(documented(entry.name)) << entry.name << " is missing from docs/robust.md";
+  for (const PreAggregatorEntry& entry : pre_aggregator_table())
+    EXPECT_TRUE(documented(entry.name)) << entry.name << " is missing from docs/robust.md";
 }
 
 TEST(Registry, OptionsReachTheRule) {
