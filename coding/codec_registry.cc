@@ -36,98 +36,123 @@ Result<SparseOptions> sparse_options(const Spec& spec) {
   return options;
 }
 
-Result<std::unique_ptr<Codec>> make_inner(const Spec& spec) {
-  const std::string& name = spec.name();
-  if (name == "fp32" || name == "fp16" || name == "bf16") {
-    BALLOT_TRY(spec.check_known({"ef"}));
-    const FloatFormat format = name == "fp32" ? FloatFormat::kFp32
-                               : name == "fp16" ? FloatFormat::kFp16 : FloatFormat::kBf16;
-    return std::unique_ptr<Codec>(std::make_unique<CastCodec>(format));
-  }
-  if (name == "sign") {
-    BALLOT_TRY(spec.check_known({"ef"}));
-    return std::unique_ptr<Codec>(std::make_unique<SignCodec>(SignKind::kSign, Granularity::kModel));
-  }
-  if (name == "scaled_sign" || name == "onebit") {
-    BALLOT_TRY(spec.check_known({"ef", "granularity"}));
-    BALLOT_ASSIGN_OR_RETURN(const Granularity granularity, granularity_option(spec, Granularity::kLayer));
-    const SignKind kind = name == "onebit" ? SignKind::kOneBit : SignKind::kScaledSign;
-    return std::unique_ptr<Codec>(std::make_unique<SignCodec>(kind, granularity));
-  }
-  if (name == "signum") {
-    BALLOT_TRY(spec.check_known({"ef", "beta"}));
-    BALLOT_ASSIGN_OR_RETURN(const double beta, spec.get_double("beta", 0.9));
-    if (!(beta >= 0.0 && beta < 1.0)) return invalid(spec, "beta must be in [0, 1)");
-    return std::unique_ptr<Codec>(std::make_unique<SignumCodec>(SignumOptions{static_cast<float>(beta)}));
-  }
-  if (name == "topk" || name == "randomk" || name == "gtopk") {
-    BALLOT_TRY(spec.check_known({"ef", "k", "ratio", "granularity"}));
-    BALLOT_ASSIGN_OR_RETURN(const SparseOptions options, sparse_options(spec));
-    if (name == "topk") return std::unique_ptr<Codec>(std::make_unique<TopKCodec>(options));
-    if (name == "randomk") return std::unique_ptr<Codec>(std::make_unique<RandomKCodec>(options));
-    return std::unique_ptr<Codec>(std::make_unique<GlobalTopKCodec>(options));
-  }
-  if (name == "threshold") {
-    BALLOT_TRY(spec.check_known({"ef", "tau"}));
-    if (!spec.has("tau")) return invalid(spec, "threshold needs tau");
-    BALLOT_ASSIGN_OR_RETURN(const double tau, spec.get_double("tau", 0.0));
-    if (!(tau >= 0.0 && std::isfinite(tau))) return invalid(spec, "tau must be finite and >= 0");
-    return std::unique_ptr<Codec>(std::make_unique<ThresholdCodec>(ThresholdOptions{static_cast<float>(tau)}));
-  }
-  if (name == "qsgd") {
-    BALLOT_TRY(spec.check_known({"ef", "s", "elias", "granularity"}));
-    QsgdOptions options;
-    BALLOT_ASSIGN_OR_RETURN(const std::int64_t s, spec.get_int("s", 16));
-    if (s < 1 || s > QsgdCodec::kMaxLevels) return invalid(spec, "s must be in [1, 65535]");
-    options.s = static_cast<std::uint32_t>(s);
-    BALLOT_ASSIGN_OR_RETURN(options.elias, spec.get_bool("elias", false));
-    BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kModel));
-    return std::unique_ptr<Codec>(std::make_unique<QsgdCodec>(options));
-  }
-  if (name == "terngrad") {
-    BALLOT_TRY(spec.check_known({"ef", "clip", "granularity"}));
-    TernGradOptions options;
-    BALLOT_ASSIGN_OR_RETURN(const double clip, spec.get_double("clip", 0.0));
-    if (!(clip >= 0.0 && std::isfinite(clip))) return invalid(spec, "clip must be finite and >= 0");
-    options.clip = static_cast<float>(clip);
-    BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kLayer));
-    return std::unique_ptr<Codec>(std::make_unique<TernGradCodec>(options));
-  }
-  if (name == "dgc") {
-    BALLOT_TRY(spec.check_known({"ef", "ratio", "momentum", "clip", "warmup", "warmup_start", "sample", "granularity"}));
-    DgcOptions options;
-    BALLOT_ASSIGN_OR_RETURN(options.ratio, spec.get_double("ratio", options.ratio));
-    BALLOT_ASSIGN_OR_RETURN(const double momentum, spec.get_double("momentum", options.momentum));
-    BALLOT_ASSIGN_OR_RETURN(const double clip, spec.get_double("clip", 0.0));
-    BALLOT_ASSIGN_OR_RETURN(const std::int64_t warmup, spec.get_int("warmup", 0));
-    BALLOT_ASSIGN_OR_RETURN(options.warmup_start, spec.get_double("warmup_start", options.warmup_start));
-    BALLOT_ASSIGN_OR_RETURN(options.sample, spec.get_double("sample", options.sample));
-    BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kLayer));
-    if (!(options.ratio > 0.0 && options.ratio <= 1.0)) return invalid(spec, "ratio must be in (0, 1]");
-    if (!(momentum >= 0.0 && momentum < 1.0)) return invalid(spec, "momentum must be in [0, 1)");
-    if (!(clip >= 0.0 && std::isfinite(clip))) return invalid(spec, "clip must be finite and >= 0");
-    if (warmup < 0) return invalid(spec, "warmup must be >= 0 rounds");
-    if (!(options.warmup_start > 0.0 && options.warmup_start <= 1.0)) return invalid(spec, "warmup_start must be in (0, 1]");
-    if (!(options.sample > 0.0 && options.sample <= 1.0)) return invalid(spec, "sample must be in (0, 1]");
-    options.momentum = static_cast<float>(momentum);
-    options.clip = static_cast<float>(clip);
-    options.warmup = static_cast<std::uint64_t>(warmup);
-    return std::unique_ptr<Codec>(std::make_unique<DgcCodec>(options));
-  }
-  return invalid(spec, "unknown codec '" + name + "'");
+using Made = Result<std::unique_ptr<Codec>>;
+
+template <FloatFormat format>
+Made make_cast(const Spec&) {
+  return std::unique_ptr<Codec>(std::make_unique<CastCodec>(format));
 }
+
+Made make_sign(const Spec&) {
+  return std::unique_ptr<Codec>(std::make_unique<SignCodec>(SignKind::kSign, Granularity::kModel));
+}
+
+template <SignKind kind>
+Made make_scaled_sign(const Spec& spec) {
+  BALLOT_ASSIGN_OR_RETURN(const Granularity granularity, granularity_option(spec, Granularity::kLayer));
+  return std::unique_ptr<Codec>(std::make_unique<SignCodec>(kind, granularity));
+}
+
+Made make_signum(const Spec& spec) {
+  BALLOT_ASSIGN_OR_RETURN(const double beta, spec.get_double("beta", 0.9));
+  if (!(beta >= 0.0 && beta < 1.0)) return invalid(spec, "beta must be in [0, 1)");
+  return std::unique_ptr<Codec>(std::make_unique<SignumCodec>(SignumOptions{static_cast<float>(beta)}));
+}
+
+template <typename SparseCodec>
+Made make_sparse(const Spec& spec) {
+  BALLOT_ASSIGN_OR_RETURN(const SparseOptions options, sparse_options(spec));
+  return std::unique_ptr<Codec>(std::make_unique<SparseCodec>(options));
+}
+
+Made make_threshold(const Spec& spec) {
+  if (!spec.has("tau")) return invalid(spec, "threshold needs tau");
+  BALLOT_ASSIGN_OR_RETURN(const double tau, spec.get_double("tau", 0.0));
+  if (!(tau >= 0.0 && std::isfinite(tau))) return invalid(spec, "tau must be finite and >= 0");
+  return std::unique_ptr<Codec>(std::make_unique<ThresholdCodec>(ThresholdOptions{static_cast<float>(tau)}));
+}
+
+Made make_qsgd(const Spec& spec) {
+  QsgdOptions options;
+  BALLOT_ASSIGN_OR_RETURN(const std::int64_t s, spec.get_int("s", 16));
+  if (s < 1 || s > QsgdCodec::kMaxLevels) return invalid(spec, "s must be in [1, 65535]");
+  options.s = static_cast<std::uint32_t>(s);
+  BALLOT_ASSIGN_OR_RETURN(options.elias, spec.get_bool("elias", false));
+  BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kModel));
+  return std::unique_ptr<Codec>(std::make_unique<QsgdCodec>(options));
+}
+
+Made make_terngrad(const Spec& spec) {
+  TernGradOptions options;
+  BALLOT_ASSIGN_OR_RETURN(const double clip, spec.get_double("clip", 0.0));
+  if (!(clip >= 0.0 && std::isfinite(clip))) return invalid(spec, "clip must be finite and >= 0");
+  options.clip = static_cast<float>(clip);
+  BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kLayer));
+  return std::unique_ptr<Codec>(std::make_unique<TernGradCodec>(options));
+}
+
+Made make_dgc(const Spec& spec) {
+  DgcOptions options;
+  BALLOT_ASSIGN_OR_RETURN(options.ratio, spec.get_double("ratio", options.ratio));
+  BALLOT_ASSIGN_OR_RETURN(const double momentum, spec.get_double("momentum", options.momentum));
+  BALLOT_ASSIGN_OR_RETURN(const double clip, spec.get_double("clip", 0.0));
+  BALLOT_ASSIGN_OR_RETURN(const std::int64_t warmup, spec.get_int("warmup", 0));
+  BALLOT_ASSIGN_OR_RETURN(options.warmup_start, spec.get_double("warmup_start", options.warmup_start));
+  BALLOT_ASSIGN_OR_RETURN(options.sample, spec.get_double("sample", options.sample));
+  BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kLayer));
+  if (!(options.ratio > 0.0 && options.ratio <= 1.0)) return invalid(spec, "ratio must be in (0, 1]");
+  if (!(momentum >= 0.0 && momentum < 1.0)) return invalid(spec, "momentum must be in [0, 1)");
+  if (!(clip >= 0.0 && std::isfinite(clip))) return invalid(spec, "clip must be finite and >= 0");
+  if (warmup < 0) return invalid(spec, "warmup must be >= 0 rounds");
+  if (!(options.warmup_start > 0.0 && options.warmup_start <= 1.0)) return invalid(spec, "warmup_start must be in (0, 1]");
+  if (!(options.sample > 0.0 && options.sample <= 1.0)) return invalid(spec, "sample must be in (0, 1]");
+  options.momentum = static_cast<float>(momentum);
+  options.clip = static_cast<float>(clip);
+  options.warmup = static_cast<std::uint64_t>(warmup);
+  return std::unique_ptr<Codec>(std::make_unique<DgcCodec>(options));
+}
+
+constexpr CodecProperties id(CodecId codec_id) { return {.id = codec_id}; }
+
+// One line per codec: name, keys (besides ef), example, summary, factory, {wire id, error
+// feedback by default, keeps its own residual}. docs/codecs.md has the formulas and sizes.
+const CodecEntry kCodecs[] = {
+    {"fp32", "", "fp32", "uncompressed float32", &make_cast<FloatFormat::kFp32>, id(CodecId::kFp32)},
+    {"fp16", "", "fp16", "IEEE binary16, round to nearest even", &make_cast<FloatFormat::kFp16>, id(CodecId::kFp16)},
+    {"bf16", "", "bf16", "bfloat16, round to nearest even", &make_cast<FloatFormat::kBf16>, id(CodecId::kBf16)},
+    {"sign", "", "sign", "sign(g) (Bernstein et al., ICML 2018)", &make_sign, id(CodecId::kSign)},
+    {"scaled_sign", "granularity", "scaled_sign", "(|g|_1/d) sign(g) (Karimireddy et al., ICML 2019)", &make_scaled_sign<SignKind::kScaledSign>, id(CodecId::kScaledSign)},
+    {"signum", "beta", "signum", "sign of the momentum (Bernstein et al., ICML 2018)", &make_signum, id(CodecId::kSignum)},
+    {"onebit", "granularity", "onebit", "1-bit SGD with error feedback (Seide et al., Interspeech 2014)", &make_scaled_sign<SignKind::kOneBit>, {.id = CodecId::kOneBit, .error_feedback = true}},
+    {"topk", "k ratio granularity", "topk:ratio=0.05", "the k largest |g_i| (Aji & Heafield, EMNLP 2017)", &make_sparse<TopKCodec>, id(CodecId::kTopK)},
+    {"randomk", "k ratio granularity", "randomk:ratio=0.1", "k random coordinates, unbiased (Stich et al. 2018)", &make_sparse<RandomKCodec>, id(CodecId::kRandomK)},
+    {"gtopk", "k ratio granularity", "gtopk:ratio=0.05", "global top-k with its own residual (Shi et al., ICDCS 2019)", &make_sparse<GlobalTopKCodec>, {.id = CodecId::kGlobalTopK, .own_residual = true}},
+    {"threshold", "tau", "threshold:tau=0.8", "every |g_i| >= tau (Strom, Interspeech 2015)", &make_threshold, id(CodecId::kThreshold)},
+    {"qsgd", "s elias granularity", "qsgd:s=16", "stochastic s-level quantisation (Alistarh et al., NeurIPS 2017)", &make_qsgd, id(CodecId::kQsgd)},
+    {"terngrad", "clip granularity", "terngrad", "stochastic ternary {-s, 0, s} (Wen et al., NeurIPS 2017)", &make_terngrad, id(CodecId::kTernGrad)},
+    {"dgc", "ratio momentum clip warmup warmup_start sample granularity", "dgc:ratio=0.05", "deep gradient compression (Lin et al., ICLR 2018)", &make_dgc, {.id = CodecId::kDgc, .own_residual = true}},
+};
 
 }  // namespace
 
-std::vector<std::string> codec_names() {
-  return {"fp32", "fp16", "bf16", "sign", "scaled_sign", "signum", "onebit", "topk",
-          "randomk", "gtopk", "threshold", "qsgd", "terngrad", "dgc"};
+std::span<const CodecEntry> codec_table() { return kCodecs; }
+
+std::vector<std::string> codec_names() { return entry_names(codec_table()); }
+
+const CodecEntry* find_codec(CodecId codec_id) noexcept {
+  for (const CodecEntry& entry : codec_table())
+    if (entry.properties.id == codec_id) return &entry;
+  return nullptr;
 }
 
 Result<std::unique_ptr<Codec>> make_codec(const Spec& spec) {
-  BALLOT_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, make_inner(spec));
-  BALLOT_ASSIGN_OR_RETURN(const bool ef, spec.get_bool("ef", spec.name() == "onebit"));
-  if (ef && (spec.name() == "gtopk" || spec.name() == "dgc")) {
+  const CodecEntry* entry = find_entry(codec_table(), spec.name());
+  if (entry == nullptr)
+    return invalid(spec, "unknown codec '" + spec.name() + "' (codecs: " + joined_names(codec_table()) + ")");
+  BALLOT_TRY(spec.check_known(key_set(entry->keys, {"ef"})));
+  BALLOT_ASSIGN_OR_RETURN(std::unique_ptr<Codec> codec, entry->make(spec));
+  BALLOT_ASSIGN_OR_RETURN(const bool ef, spec.get_bool("ef", entry->properties.error_feedback));
+  if (ef && entry->properties.own_residual) {
     return invalid(spec, spec.name() + " keeps its own residual; ef=1 would add a second one");
   }
   if (ef) return std::unique_ptr<Codec>(std::make_unique<ErrorFeedback>(std::move(codec)));

@@ -13,15 +13,19 @@
 //      [,granularity=..]                                          (default layer; coding/dgc.h)
 // Every codec also takes ef=0|1 (wrap in ErrorFeedback); only onebit defaults to 1; gtopk and dgc
 // refuse ef=1 (they keep their own residual).
+// The codecs are the lines of codec_table() (core/registry.h: name, keys, example, summary,
+// factory, properties); docs/codecs.md documents each, and a test checks that it lists every name.
 // Unknown names and options, and out-of-range values, are kInvalidArgument errors naming them.
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "coding/codec.h"
+#include "core/registry.h"
 #include "core/result.h"
 #include "core/spec.h"
 
@@ -30,7 +34,21 @@ namespace ballot::coding {
 Result<std::unique_ptr<Codec>> make_codec(const Spec& spec);
 Result<std::unique_ptr<Codec>> make_codec(std::string_view spec);
 
-// The registered names, in the order above.
+// What the registry needs to know of a codec besides its factory.
+struct CodecProperties {
+  CodecId id{};                 // its wire id (byte 3 of the header, docs/codecs.md)
+  bool error_feedback = false;  // ef defaults to 1 (onebit)
+  bool own_residual = false;    // keeps its own residual, so refuses ef=1 (gtopk, dgc)
+};
+// A factory gets a Spec whose keys are already checked against the entry's `keys` (and ef); the
+// registry wraps what it returns in ErrorFeedback when ef=1.
+using CodecFactory = Result<std::unique_ptr<Codec>> (*)(const Spec&);
+using CodecEntry = TableEntry<CodecFactory, CodecProperties>;
+std::span<const CodecEntry> codec_table();
+
+// The registered names, in table order.
 std::vector<std::string> codec_names();
+// The entry with that wire id, or null.
+const CodecEntry* find_codec(CodecId id) noexcept;
 
 }  // namespace ballot::coding

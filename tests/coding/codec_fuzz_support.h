@@ -27,18 +27,16 @@ inline GradientLayout layout_for(std::uint8_t selector) {
   }
 }
 
-// One decoder per codec id (decoding reads every parameter from the wire); for state blobs, the
-// stateful variants.
+// One decoder per codec id of the codec table (decoding reads every parameter from the wire,
+// so the entry's example serves); for state blobs, the stateful variant (error feedback on).
 inline std::unique_ptr<Codec> decoder_for(std::uint8_t codec_id, bool state) {
-  static const char* kByStateless[] = {nullptr, "fp32", "fp16", "bf16", "sign", "scaled_sign",
-                                       "signum", "onebit:ef=0", "topk", "randomk", "gtopk",
-                                       "threshold:tau=1", "qsgd", "terngrad", "dgc"};
-  static const char* kByState[] = {nullptr, "fp32:ef=1", "fp16:ef=1", "bf16:ef=1", "sign:ef=1",
-                                   "scaled_sign:ef=1", "signum:ef=1", "onebit", "topk:ef=1",
-                                   "randomk:ef=1", "gtopk", "threshold:tau=1,ef=1", "qsgd:ef=1",
-                                   "terngrad:ef=1", "dgc"};
-  if (codec_id == 0 || codec_id > 14) return nullptr;
-  auto made = make_codec(state ? kByState[codec_id] : kByStateless[codec_id]);
+  const CodecEntry* entry = find_codec(static_cast<CodecId>(codec_id));
+  if (entry == nullptr) return nullptr;
+  std::string spec(entry->example);
+  const bool ef_default = entry->properties.error_feedback;
+  if (!entry->properties.own_residual && state != ef_default)
+    spec += std::string(spec.find(':') == std::string::npos ? ":" : ",") + (state ? "ef=1" : "ef=0");
+  auto made = make_codec(spec);
   return made.ok() ? std::move(made).value() : nullptr;
 }
 

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+
 #include "coding/error_feedback.h"
 
 namespace ballot::coding {
@@ -13,6 +18,40 @@ TEST(CodecRegistry, EveryNameBuildsWithDefaults) {
     const auto codec = make_codec(text);
     ASSERT_TRUE(codec.ok()) << text << ": " << codec.error().to_string();
     EXPECT_STREQ(codec_id_name((*codec)->id()), name.c_str());
+  }
+}
+
+TEST(CodecRegistry, EveryTableLineIsWellFormed) {
+  std::set<std::string> names;
+  std::set<CodecId> ids;
+  for (const CodecEntry& entry : codec_table()) {
+    EXPECT_TRUE(names.insert(std::string(entry.name)).second) << entry.name;
+    EXPECT_TRUE(ids.insert(entry.properties.id).second) << entry.name;
+    EXPECT_FALSE(entry.summary.empty()) << entry.name;
+    EXPECT_EQ(find_codec(entry.properties.id), &entry);
+    const auto codec = make_codec(entry.example);
+    ASSERT_TRUE(codec.ok()) << entry.example << ": " << codec.error().to_string();
+    EXPECT_EQ((*codec)->id(), entry.properties.id) << entry.name;
+    EXPECT_TRUE(!entry.properties.error_feedback || (*codec)->stateful()) << entry.name;
+    const std::string example(entry.example);
+    const std::string with_ef = example + (example.find(':') == std::string::npos ? ":" : ",") + "ef=1";
+    EXPECT_EQ(make_codec(with_ef).ok(), !entry.properties.own_residual) << with_ef;
+  }
+}
+
+// docs/codecs.md cannot fall behind the table: each name has a row of its table and its wire id.
+TEST(CodecRegistry, DocsListEveryEntry) {
+  std::ifstream file(std::string(BALLOT_SOURCE_DIR) + "/docs/codecs.md");
+  ASSERT_TRUE(file.good());
+  const std::string docs((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  for (const CodecEntry& entry : codec_table()) {
+    const std::string row = "| `" + std::string(entry.name);
+    EXPECT_TRUE(docs.find(row + "`") != std::string::npos || docs.find(row + ":") != std::string::npos ||
+                docs.find(row + "[") != std::string::npos)
+        << entry.name << " has no row in docs/codecs.md";
+    EXPECT_NE(docs.find(std::string(entry.name) + " " + std::to_string(static_cast<int>(entry.properties.id))),
+              std::string::npos)
+        << entry.name << ": wire id missing from docs/codecs.md";
   }
 }
 
