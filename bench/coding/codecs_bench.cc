@@ -84,7 +84,20 @@ const std::vector<Case>& cases() {
       {"qsgd:s=16", false},     {"qsgd:s=16,granularity=layer", true}, {"qsgd:s=4,elias=1", false},
       {"terngrad", true},       {"terngrad:clip=2.5", true},
       {"dgc:ratio=0.001", true}, {"dgc:ratio=0.01,granularity=model", false}};
-  return list;
+  // Every codec of the table is measured: one with no case above runs at its example.
+  static const std::vector<Case> all = [] {
+    std::vector<Case> out = list;
+    for (const auto& entry : ballot::coding::codec_table()) {
+      const bool covered = std::any_of(out.begin(), out.end(), [&entry](const Case& c) {
+        return ballot::Spec::parse(c.spec).value().name() == entry.name;
+      });
+      if (covered) continue;
+      const auto codec = ballot::coding::make_codec(entry.example).value();
+      out.push_back({std::string(entry.example), codec->granularity() == ballot::coding::Granularity::kLayer});
+    }
+    return out;
+  }();
+  return all;
 }
 
 std::map<std::string, std::size_t> g_wire_bytes;

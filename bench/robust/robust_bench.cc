@@ -142,6 +142,15 @@ void configure(benchmark::internal::Benchmark* b, std::int64_t d) {
   if (d >= 1000000) b->Iterations(3); else b->MinTime(0.05);
 }
 
+// Whether one of `specs` is of the entry `name`.
+bool covers(const std::vector<std::string>& specs, std::string_view name) {
+  return std::any_of(specs.begin(), specs.end(),
+                     [name](const std::string& spec) { return ballot::Spec::parse(spec).value().name() == name; });
+}
+
+// Rules that search all C(n, f) subsets.
+bool exponential(const std::string& spec) { return spec.rfind("mda", 0) == 0 || spec.rfind("smea", 0) == 0; }
+
 void register_benchmarks() {
   benchmark::RegisterBenchmark("read_bandwidth_probe", [](benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(ballot::bench::read_bandwidth(kProbeBytes, 1));
@@ -156,11 +165,19 @@ void register_benchmarks() {
           {"krum:f=" + f, true}, {"multi_krum:f=" + f, true}, {"bulyan:f=" + f, true},
           {"centered_clipping:f=" + f + ",tau=1", true}, {"geometric_median:f=" + f, false},
           {"mda:f=" + f, false}};
-      for (const auto& [spec, target] : rules) {
-        if (spec.rfind("mda", 0) == 0 && n > 25) continue;  // C(100, 24) subsets: refused by design
+      // Every rule of the table is measured: one with no spec above runs at its example.
+      std::vector<std::string> specs;
+      for (const auto& [spec, target] : rules) specs.push_back(spec);
+      for (const auto& entry : ballot::robust::rule_table())
+        if (!covers(specs, entry.name)) specs.push_back(ballot::robust::example_with_f(entry, f_for(n)));
+      for (const auto& spec : specs) {
+        if (exponential(spec) && n > 25) continue;  // C(100, 24) subsets: refused by design
         configure(benchmark::RegisterBenchmark(("rule/" + spec).c_str(), BM_Rule, spec)->Args({n, d}), d);
       }
-      for (const std::string& spec : {"nnm:f=" + f, std::string("bucketing:s=2"), std::string("clipping:tau=1")})
+      std::vector<std::string> pre_specs = {"nnm:f=" + f, std::string("bucketing:s=2"), std::string("clipping:tau=1")};
+      for (const auto& entry : ballot::robust::pre_aggregator_table())
+        if (!covers(pre_specs, entry.name)) pre_specs.push_back(ballot::robust::example_with_f(entry, f_for(n)));
+      for (const std::string& spec : pre_specs)
         configure(benchmark::RegisterBenchmark(("pre/" + spec).c_str(), BM_PreAggregator, spec)->Args({n, d}), d);
       configure(benchmark::RegisterBenchmark("rule/clipping:tau=1 > mean", BM_Rule, std::string("clipping:tau=1 > mean"))
                     ->Args({n, d}),
