@@ -4,54 +4,15 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <set>
 #include <utility>
 
+#include "core/registry.h"
 #include "core/spec.h"
 
 namespace ballot::attacks {
 namespace {
-
-struct KindInfo {
-  AttackKind kind;
-  std::string_view name;
-  Domain domain;
-};
-
-// Indexed by the numeric value of AttackKind.
-constexpr std::array<KindInfo, kAttackKindCount> kKinds = {{
-    {AttackKind::kNone, "none", Domain::kNone},
-    {AttackKind::kSignFlip, "sign_flip", Domain::kGradient},
-    {AttackKind::kScaled, "scaled", Domain::kGradient},
-    {AttackKind::kGaussian, "gaussian", Domain::kGradient},
-    {AttackKind::kZero, "zero", Domain::kGradient},
-    {AttackKind::kAlie, "alie", Domain::kGradient},
-    {AttackKind::kIpm, "ipm", Domain::kGradient},
-    {AttackKind::kMimic, "mimic", Domain::kGradient},
-    {AttackKind::kReverse, "reverse", Domain::kSign},
-    {AttackKind::kRandomSign, "random", Domain::kSign},
-    {AttackKind::kDirectional, "directional", Domain::kSign},
-    {AttackKind::kOmniscient, "omniscient", Domain::kSign},
-    {AttackKind::kLabelFlip, "label_flip", Domain::kData},
-    {AttackKind::kCrash, "crash", Domain::kProtocol},
-    {AttackKind::kOmission, "omission", Domain::kProtocol},
-    {AttackKind::kDelay, "delay", Domain::kProtocol},
-    {AttackKind::kEquivocation, "equivocation", Domain::kProtocol},
-    {AttackKind::kReplay, "replay", Domain::kProtocol},
-    {AttackKind::kForgedSignature, "forged_signature", Domain::kProtocol},
-    {AttackKind::kMalformedFrame, "malformed", Domain::kProtocol},
-    {AttackKind::kOversizedFrame, "oversized", Domain::kProtocol},
-    {AttackKind::kWrongDigest, "wrong_digest", Domain::kProtocol},
-}};
-
-std::string known_names() {
-  std::string out;
-  for (const auto& info : kKinds) {
-    if (!out.empty()) out += ", ";
-    out += info.name;
-  }
-  return out;
-}
 
 Error bad(std::string_view text, const std::string& why) {
   return make_error(ErrorCode::kInvalidArgument, "bad attack '" + std::string(text) + "': " + why);
@@ -81,6 +42,97 @@ Result<double> get_finite(const Spec& spec, std::string_view text, const std::st
   return *value;
 }
 
+Status no_options(const Spec&, std::string_view, Behaviour&) { return {}; }
+
+Status scaled_options(const Spec& spec, std::string_view text, Behaviour& b) {
+  BALLOT_ASSIGN_OR_RETURN(b.factor, get_finite(spec, text, "factor", b.factor));
+  return {};
+}
+
+Status gaussian_options(const Spec& spec, std::string_view text, Behaviour& b) {
+  BALLOT_ASSIGN_OR_RETURN(b.sigma, get_finite(spec, text, "sigma", b.sigma));
+  if (b.sigma < 0) return bad(text, "sigma must be >= 0");
+  return {};
+}
+
+Status alie_options(const Spec& spec, std::string_view text, Behaviour& b) {
+  if (spec.has("z")) {
+    BALLOT_ASSIGN_OR_RETURN(b.z, get_finite(spec, text, "z", 0));
+  }
+  return {};
+}
+
+Status ipm_options(const Spec& spec, std::string_view text, Behaviour& b) {
+  BALLOT_ASSIGN_OR_RETURN(b.epsilon, get_finite(spec, text, "eps", b.epsilon));
+  if (!(b.epsilon > 0)) return bad(text, "eps must be > 0");
+  return {};
+}
+
+Status mimic_options(const Spec& spec, std::string_view text, Behaviour& b) {
+  BALLOT_ASSIGN_OR_RETURN(const std::uint64_t target,
+                          get_unsigned(spec, text, "target", 0, std::numeric_limits<std::uint32_t>::max()));
+  b.target = static_cast<std::size_t>(target);
+  return {};
+}
+
+Status directional_options(const Spec& spec, std::string_view text, Behaviour& b) {
+  const std::string sign = spec.get_string("sign", "+1");
+  if (sign != "+1" && sign != "-1" && sign != "1") return bad(text, "sign must be +1 or -1, got '" + sign + "'");
+  b.direction = sign != "-1";
+  return {};
+}
+
+Status omission_options(const Spec& spec, std::string_view text, Behaviour& b) {
+  BALLOT_ASSIGN_OR_RETURN(b.probability, get_finite(spec, text, "p", b.probability));
+  if (b.probability < 0 || b.probability > 1) return bad(text, "p must be in [0, 1]");
+  return {};
+}
+
+Status delay_options(const Spec& spec, std::string_view text, Behaviour& b) {
+  BALLOT_ASSIGN_OR_RETURN(const std::uint64_t ms,
+                          get_unsigned(spec, text, "ms", 0, std::numeric_limits<std::uint32_t>::max()));
+  b.delay_ms = static_cast<std::uint32_t>(ms);
+  return {};
+}
+
+constexpr AttackProperties gradient(AttackKind kind) { return {kind, Domain::kGradient}; }
+constexpr AttackProperties sign(AttackKind kind) { return {kind, Domain::kSign}; }
+constexpr AttackProperties protocol(AttackKind kind) { return {kind, Domain::kProtocol}; }
+
+// One line per attack, in AttackKind order: name, keys (besides from and until), example,
+// summary, option parser, {kind, domain}. docs/attacks.md has the formulas and papers; the
+// behaviour itself lives in the domain's file (gradient_attacks.cc, sign_attacks.cc, ...).
+constexpr AttackEntry kKinds[] = {
+    {"none", "", "none", "honest behaviour", &no_options, {AttackKind::kNone, Domain::kNone}},
+    {"sign_flip", "", "sign_flip", "-g_own (Bernstein et al. 2019)", &no_options, gradient(AttackKind::kSignFlip)},
+    {"scaled", "factor", "scaled:factor=-4", "factor * g_own (Bernstein et al. 2019)", &scaled_options, gradient(AttackKind::kScaled)},
+    {"gaussian", "sigma", "gaussian:sigma=50", "N(0, sigma^2) per coordinate (Blanchard et al. 2017)", &gaussian_options, gradient(AttackKind::kGaussian)},
+    {"zero", "", "zero", "the zero vector", &no_options, gradient(AttackKind::kZero)},
+    {"alie", "z", "alie:z=1.5", "mean - z * std, A Little Is Enough (Baruch et al., NeurIPS 2019)", &alie_options, gradient(AttackKind::kAlie)},
+    {"ipm", "eps", "ipm:eps=0.5", "-eps * mean, inner-product manipulation (Xie et al., UAI 2019)", &ipm_options, gradient(AttackKind::kIpm)},
+    {"mimic", "target", "mimic:target=2", "an honest worker's vector (Karimireddy et al., ICLR 2022)", &mimic_options, gradient(AttackKind::kMimic)},
+    {"reverse", "", "reverse", "the reversed signs (Sohn et al., NeurIPS 2020)", &no_options, sign(AttackKind::kReverse)},
+    {"random", "", "random", "uniform random signs (Sohn et al., NeurIPS 2020)", &no_options, sign(AttackKind::kRandomSign)},
+    {"directional", "sign", "directional:sign=-1", "all +1 or all -1 (Sohn et al., NeurIPS 2020)", &directional_options, sign(AttackKind::kDirectional)},
+    {"omniscient", "", "omniscient", "code-aware worst-case signs (ALGORITHMS.md 3, 6)", &no_options, sign(AttackKind::kOmniscient)},
+    {"label_flip", "", "label_flip", "trains on flipped labels (Biggio et al., ACML 2011)", &no_options, {AttackKind::kLabelFlip, Domain::kData}},
+    {"crash", "", "crash", "stops sending", &no_options, protocol(AttackKind::kCrash)},
+    {"omission", "p", "omission:p=0.5", "skips a send with probability p", &omission_options, protocol(AttackKind::kOmission)},
+    {"delay", "ms", "delay:ms=50", "sends its vote ms milliseconds late", &delay_options, protocol(AttackKind::kDelay)},
+    {"equivocation", "", "equivocation", "different votes to different receivers", &no_options, protocol(AttackKind::kEquivocation)},
+    {"replay", "", "replay", "resends a frame of an earlier round", &no_options, protocol(AttackKind::kReplay)},
+    {"forged_signature", "", "forged_signature", "a frame with one signature bit flipped", &no_options, protocol(AttackKind::kForgedSignature)},
+    {"malformed", "", "malformed", "a frame with a bad header", &no_options, protocol(AttackKind::kMalformedFrame)},
+    {"oversized", "", "oversized", "a header announcing more than the limit", &no_options, protocol(AttackKind::kOversizedFrame)},
+    {"wrong_digest", "", "wrong_digest", "a vote whose digest does not match", &no_options, protocol(AttackKind::kWrongDigest)},
+};
+static_assert(std::size(kKinds) == kAttackKindCount);
+static_assert([] {
+  for (std::size_t k = 0; k < std::size(kKinds); ++k)
+    if (static_cast<std::size_t>(kKinds[k].properties.kind) != k) return false;
+  return true;
+}(), "kKinds must be in AttackKind order");
+
 }  // namespace
 
 std::string_view domain_name(Domain domain) noexcept {
@@ -94,14 +146,16 @@ std::string_view domain_name(Domain domain) noexcept {
   return "none";
 }
 
+std::span<const AttackEntry> attack_table() noexcept { return kKinds; }
+
 std::string_view attack_kind_name(AttackKind kind) noexcept {
   const auto index = static_cast<std::size_t>(kind);
-  return index < kKinds.size() ? kKinds[index].name : std::string_view("none");
+  return index < std::size(kKinds) ? kKinds[index].name : std::string_view("none");
 }
 
 Domain domain_of(AttackKind kind) noexcept {
   const auto index = static_cast<std::size_t>(kind);
-  return index < kKinds.size() ? kKinds[index].domain : Domain::kNone;
+  return index < std::size(kKinds) ? kKinds[index].properties.domain : Domain::kNone;
 }
 
 bool Behaviour::active(std::uint64_t round) const noexcept {
@@ -118,72 +172,17 @@ bool operator==(const Behaviour& a, const Behaviour& b) noexcept {
 Result<Behaviour> Behaviour::parse(std::string_view text) {
   BALLOT_ASSIGN_OR_RETURN(Spec spec, Spec::parse(text));
   Behaviour b;
-  const KindInfo* info = nullptr;
-  for (const auto& candidate : kKinds)
-    if (candidate.name == spec.name()) info = &candidate;
-  if (info == nullptr) return bad(text, "unknown attack '" + spec.name() + "' (known: " + known_names() + ")");
-  b.kind = info->kind;
-
-  std::set<std::string> known = {"from", "until"};
-  switch (b.kind) {
-    case AttackKind::kNone:
-      if (!spec.options().empty()) return bad(text, "'none' takes no options");
-      return b;
-    case AttackKind::kScaled: {
-      known.insert("factor");
-      BALLOT_ASSIGN_OR_RETURN(b.factor, get_finite(spec, text, "factor", b.factor));
-      break;
-    }
-    case AttackKind::kGaussian: {
-      known.insert("sigma");
-      BALLOT_ASSIGN_OR_RETURN(b.sigma, get_finite(spec, text, "sigma", b.sigma));
-      if (b.sigma < 0) return bad(text, "sigma must be >= 0");
-      break;
-    }
-    case AttackKind::kAlie: {
-      known.insert("z");
-      if (spec.has("z")) {
-        BALLOT_ASSIGN_OR_RETURN(b.z, get_finite(spec, text, "z", 0));
-      }
-      break;
-    }
-    case AttackKind::kIpm: {
-      known.insert("eps");
-      BALLOT_ASSIGN_OR_RETURN(b.epsilon, get_finite(spec, text, "eps", b.epsilon));
-      if (!(b.epsilon > 0)) return bad(text, "eps must be > 0");
-      break;
-    }
-    case AttackKind::kMimic: {
-      known.insert("target");
-      BALLOT_ASSIGN_OR_RETURN(const std::uint64_t target,
-                              get_unsigned(spec, text, "target", 0, std::numeric_limits<std::uint32_t>::max()));
-      b.target = static_cast<std::size_t>(target);
-      break;
-    }
-    case AttackKind::kDirectional: {
-      known.insert("sign");
-      const std::string sign = spec.get_string("sign", "+1");
-      if (sign != "+1" && sign != "-1" && sign != "1") return bad(text, "sign must be +1 or -1, got '" + sign + "'");
-      b.direction = sign != "-1";
-      break;
-    }
-    case AttackKind::kOmission: {
-      known.insert("p");
-      BALLOT_ASSIGN_OR_RETURN(b.probability, get_finite(spec, text, "p", b.probability));
-      if (b.probability < 0 || b.probability > 1) return bad(text, "p must be in [0, 1]");
-      break;
-    }
-    case AttackKind::kDelay: {
-      known.insert("ms");
-      BALLOT_ASSIGN_OR_RETURN(const std::uint64_t ms,
-                              get_unsigned(spec, text, "ms", 0, std::numeric_limits<std::uint32_t>::max()));
-      b.delay_ms = static_cast<std::uint32_t>(ms);
-      break;
-    }
-    default:
-      break;
+  const AttackEntry* entry = find_entry(attack_table(), spec.name());
+  if (entry == nullptr)
+    return bad(text, "unknown attack '" + spec.name() + "' (known: " + joined_names(attack_table()) + ")");
+  b.kind = entry->properties.kind;
+  if (b.kind == AttackKind::kNone) {
+    if (!spec.options().empty()) return bad(text, "'none' takes no options");
+    return b;
   }
-  if (auto status = spec.check_known(known); !status.ok()) return bad(text, status.error().message);
+  if (auto status = spec.check_known(key_set(entry->keys, {"from", "until"})); !status.ok())
+    return bad(text, status.error().message);
+  BALLOT_TRY(entry->make(spec, text, b));
   BALLOT_ASSIGN_OR_RETURN(b.first_round, get_unsigned(spec, text, "from", 0, std::numeric_limits<std::uint64_t>::max()));
   BALLOT_ASSIGN_OR_RETURN(b.last_round, get_unsigned(spec, text, "until", std::numeric_limits<std::uint64_t>::max(),
                                                      std::numeric_limits<std::uint64_t>::max()));

@@ -21,10 +21,12 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/registry.h"
 #include "core/result.h"
 
 namespace ballot::attacks {
@@ -78,6 +80,18 @@ struct Behaviour {
   // Equal kinds and options (two NaN z compare equal).
   friend bool operator==(const Behaviour& a, const Behaviour& b) noexcept;
 };
+
+// The attacks are the lines of attack_table() (core/registry.h: name, keys, example, summary,
+// option parser, {kind, domain}), in AttackKind order; docs/attacks.md documents each, and a test
+// checks that it lists every name. The parser gets a Spec whose keys are already checked against
+// the entry's (and from, until), and fills the behaviour's options.
+struct AttackProperties {
+  AttackKind kind = AttackKind::kNone;
+  Domain domain = Domain::kNone;
+};
+using AttackOptionParser = Status (*)(const Spec& spec, std::string_view text, Behaviour& out);
+using AttackEntry = TableEntry<AttackOptionParser, AttackProperties>;
+std::span<const AttackEntry> attack_table() noexcept;
 
 struct AttackSpec {
   std::vector<Behaviour> behaviours;  // at most one per domain, none of kind kNone
