@@ -1,5 +1,5 @@
 // The omniscient, code-aware sign-domain attack for a FIXED coalition (ALGORITHMS.md §3 and §6).
-// coding/election_adversary.h chooses the coalition too (plan_omniscient_attack); this is the
+// attacks/election_adversary.h chooses the coalition too (plan_omniscient_attack); this is the
 // per-round message function the runtime calls once the Byzantine set is fixed for the run
 // (attacks/targets.h: random, explicit, or worst_coalition(G)).
 //

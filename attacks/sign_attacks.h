@@ -7,7 +7,7 @@
 // every process of a cluster and the simulator agree on who attacks (attacks/targets.h).
 // SignAttack is the historical, sign-only spec; attacks/attack_spec.h (Behaviour, AttackSpec) is
 // the general one, and corrupt_vote accepts both. The omniscient, code-aware attacker is
-// attacks/election_attack.h (messages for a fixed coalition) and coding/election_adversary.h
+// attacks/election_attack.h (messages for a fixed coalition) and attacks/election_adversary.h
 // (coalition search); protocol-level attacks act on the transport (attacks/protocol_attacks.h).
 #pragma once
 

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <numeric>
 
-#include "coding/election_adversary.h"
+#include "attacks/election_adversary.h"
 #include "coding/election_encoder.h"
 #include "core/bit_vector.h"
 #include "core/rng.h"
@@ -103,7 +103,7 @@ std::vector<std::size_t> worst_coalition(const coding::AllocationMatrix& g, std:
   }
   if (n <= 64) {
     const std::vector<BitVector> signs = adversarial_patterns(n, kSampledPatterns);
-    const coding::OmniscientAttack plan = coding::plan_omniscient_attack(g, signs, count);
+    const OmniscientAttack plan = plan_omniscient_attack(g, signs, count);
     out.assign(plan.byzantine.begin(), plan.byzantine.end());
     return out;
   }

@@ -24,7 +24,7 @@ Result<std::vector<std::size_t>> choose_byzantine(std::size_t n, std::size_t cou
 Result<std::vector<std::size_t>> parse_indices(std::string_view list, std::size_t n);
 
 // The coalition of `count` nodes that is worst for G under threat model (a) (tolerance.h):
-// the one coding::plan_omniscient_attack picks over a fixed adversarial pattern set, i.e. the
+// the one plan_omniscient_attack picks over a fixed adversarial pattern set, i.e. the
 // coalition that, voting −μ, makes the final vote wrong on the largest number of partition-sign
 // patterns u ∈ {±1}^n.
 //   n ≤ 16: the pattern set is all 2^n patterns (so the score is the probability of a wrong final

@@ -1,5 +1,5 @@
 # Election codes (issue 5): allocation matrices, their Boost.Graph analysis, tolerance
-# certificates, minimum-redundancy search, encoder/decoder, omniscient adversary, Monte Carlo
+# certificates, minimum-redundancy search, encoder/decoder, Monte Carlo
 # error estimates and the text report. Included by coding/CMakeLists.txt.
 find_package(Boost CONFIG REQUIRED COMPONENTS graph)
 set(BALLOT_CODING_ELECTION_SOURCES
@@ -8,7 +8,6 @@ set(BALLOT_CODING_ELECTION_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/tolerance.cc
   ${CMAKE_CURRENT_LIST_DIR}/code_search.cc
   ${CMAKE_CURRENT_LIST_DIR}/election_encoder.cc
-  ${CMAKE_CURRENT_LIST_DIR}/election_adversary.cc
   ${CMAKE_CURRENT_LIST_DIR}/election_monte_carlo.cc
   ${CMAKE_CURRENT_LIST_DIR}/code_report.cc)
 # The Boost.Graph algorithms used are header-only.

@@ -6,7 +6,6 @@ ballot_add_gtest(coding_election_test
     ${CMAKE_CURRENT_LIST_DIR}/tolerance_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/code_search_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/election_encoder_test.cc
-    ${CMAKE_CURRENT_LIST_DIR}/election_adversary_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/election_monte_carlo_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/code_report_test.cc
   LIBS ballot::coding)

@@ -1,4 +1,4 @@
-#include "coding/election_adversary.h"
+#include "attacks/election_adversary.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,13 @@
 #include "coding/election_encoder.h"
 #include "core/rng.h"
 
-namespace ballot::coding {
+namespace ballot::attacks {
 namespace {
+
+using coding::AllocationMatrix;
+using coding::ThreatModel;
+using coding::decode;
+using coding::elect_replicated;
 
 std::vector<BitVector> random_signs(std::size_t n, std::size_t d, Rng& rng, double p = 0.5) {
   std::vector<BitVector> signs(n, BitVector(d));
@@ -102,4 +107,4 @@ TEST(ElectionAdversary, SmallestBreakingCoalition) {
 }
 
 }  // namespace
-}  // namespace ballot::coding
+}  // namespace ballot::attacks

@@ -1,4 +1,4 @@
-#include "coding/election_adversary.h"
+#include "attacks/election_adversary.h"
 
 #include <algorithm>
 #include <bit>
@@ -8,8 +8,12 @@
 #include "core/enforce.h"
 #include "kernels/majority_vote.h"
 
-namespace ballot::coding {
+namespace ballot::attacks {
 namespace {
+
+using coding::AllocationMatrix;
+using coding::CounterExample;
+using coding::ThreatModel;
 
 // Coordinates that share the set of nodes voting μ and the number of μ votes the decoder needs.
 struct Group {
@@ -60,7 +64,7 @@ OmniscientAttack plan_omniscient_attack(const AllocationMatrix& g,
   BALLOT_ENFORCE_EQ(partition_signs.size(), n);
   OmniscientAttack out;
   std::vector<BitVector> votes;
-  elect_replicated(g, partition_signs, votes, out.honest_vote);
+  coding::elect_replicated(g, partition_signs, votes, out.honest_vote);
   kernels::majority_vote(partition_signs, out.target);
   const std::size_t d = out.target.size();
 
@@ -136,7 +140,7 @@ OmniscientAttack plan_omniscient_attack(const AllocationMatrix& g,
     out.messages.push_back(against);
     votes[i] = against;
   }
-  decode(votes, out.attacked_vote);
+  coding::decode(votes, out.attacked_vote);
   for (std::size_t c = 0; c < d; ++c) {
     out.errors += out.attacked_vote.get(c) != out.target.get(c);
     out.flipped += out.attacked_vote.get(c) != out.honest_vote.get(c);
@@ -145,12 +149,12 @@ OmniscientAttack plan_omniscient_attack(const AllocationMatrix& g,
 }
 
 Result<CounterExample> smallest_breaking_coalition(const AllocationMatrix& g, ThreatModel model) {
-  BALLOT_ASSIGN_OR_RETURN(const auto profile, max_tolerated_b(g, model));
+  BALLOT_ASSIGN_OR_RETURN(const auto profile, coding::max_tolerated_b(g, model));
   if (!profile.breaking)
     return make_error(ErrorCode::kNotFound,
                       std::string("no coalition smaller than n/2 breaks this code under ") +
-                          threat_model_name(model));
+                          coding::threat_model_name(model));
   return *profile.breaking;
 }
 
-}  // namespace ballot::coding
+}  // namespace ballot::attacks

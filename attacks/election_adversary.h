@@ -1,4 +1,4 @@
-// The omniscient adversary of election coding, for the attack module (DESIGN.md: Byzantine nodes
+// The omniscient adversary of election coding (moved here from coding/: only the attacks use it) (DESIGN.md: Byzantine nodes
 // may be omniscient and colluding even where the paper's theory assumes they are not).
 //
 // plan_omniscient_attack: knows G and every partition sign (replicated placement, threat model
@@ -25,7 +25,7 @@
 #include "core/bit_vector.h"
 #include "core/result.h"
 
-namespace ballot::coding {
+namespace ballot::attacks {
 
 struct OmniscientOptions {
   std::uint64_t max_exhaustive_sets = 20000;
@@ -43,12 +43,12 @@ struct OmniscientAttack {
   bool exhaustive = false;               // the coalition is optimal (all subsets tried)
 };
 
-OmniscientAttack plan_omniscient_attack(const AllocationMatrix& g,
+OmniscientAttack plan_omniscient_attack(const coding::AllocationMatrix& g,
                                         std::span<const BitVector> partition_signs, std::size_t b,
                                         const OmniscientOptions& options = {});
 
 // The smallest coalition that breaks G under `model`, with its sign pattern. kNotFound under (b)
 // when no coalition smaller than n/2 breaks validity; errors of max_tolerated_b otherwise.
-Result<CounterExample> smallest_breaking_coalition(const AllocationMatrix& g, ThreatModel model);
+Result<coding::CounterExample> smallest_breaking_coalition(const coding::AllocationMatrix& g, coding::ThreatModel model);
 
-}  // namespace ballot::coding
+}  // namespace ballot::attacks
