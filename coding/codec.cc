@@ -1,5 +1,7 @@
 #include "coding/codec.h"
 
+#include "coding/codec_registry.h"
+
 namespace ballot::coding {
 
 const char* granularity_name(Granularity granularity) noexcept {
@@ -7,23 +9,8 @@ const char* granularity_name(Granularity granularity) noexcept {
 }
 
 const char* codec_id_name(CodecId id) noexcept {
-  switch (id) {
-    case CodecId::kFp32: return "fp32";
-    case CodecId::kFp16: return "fp16";
-    case CodecId::kBf16: return "bf16";
-    case CodecId::kSign: return "sign";
-    case CodecId::kScaledSign: return "scaled_sign";
-    case CodecId::kSignum: return "signum";
-    case CodecId::kOneBit: return "onebit";
-    case CodecId::kTopK: return "topk";
-    case CodecId::kRandomK: return "randomk";
-    case CodecId::kThreshold: return "threshold";
-    case CodecId::kGlobalTopK: return "gtopk";
-    case CodecId::kQsgd: return "qsgd";
-    case CodecId::kTernGrad: return "terngrad";
-    case CodecId::kDgc: return "dgc";
-  }
-  return "unknown";
+  const CodecEntry* entry = find_codec(id);
+  return entry != nullptr ? entry->name.data() : "unknown";  // table names are string literals
 }
 
 Result<std::vector<float>> Codec::decode(std::span<const std::uint8_t> bytes,

@@ -10,7 +10,7 @@ tensors or one 2-D array; the result has the input's type. ``m`` is the number o
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from ballot import _native
 from ballot._arrays import first_of, like
@@ -29,6 +29,17 @@ def craft(spec: str, honest_vectors: Any, *, m: int = 1, n: Optional[int] = None
     total = _count(honest_vectors) + m if n is None else n
     value = _native.craft_gradient(spec, honest_vectors, own, int(total), int(m), int(seed), int(stream))
     return like(value, first_of(honest_vectors) if _count(honest_vectors) else own)
+
+
+def attack_names(domain: Optional[str] = None) -> List[str]:
+    """The attack names of the C++ table (docs/attacks.md), optionally of one domain:
+    ``"gradient"``, ``"sign"``, ``"data"`` or ``"protocol"`` (``"none"`` has domain ``"none"``)."""
+    return [name for name, dom, _, _ in _native.attack_table() if domain is None or dom == domain]
+
+
+def attack_examples(domain: Optional[str] = None) -> List[str]:
+    """One valid spec of each attack (its table example), optionally of one domain."""
+    return [example for _, dom, example, _ in _native.attack_table() if domain is None or dom == domain]
 
 
 def alie_z(n: int, m: int) -> float:

@@ -33,6 +33,11 @@ def codec_names() -> List[str]:
     return list(_native.codec_names())
 
 
+def codec_examples() -> List[str]:
+    """One valid spec of each codec (its line's example in the C++ table), in table order."""
+    return list(_native.codec_examples())
+
+
 def layout_of(layout: Layout) -> List[Tuple[str, int]]:
     """Normalises a layout to ``[(name, size), ...]``."""
     if isinstance(layout, bool):

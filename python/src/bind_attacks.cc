@@ -1,6 +1,8 @@
 // ballot._native bindings of attacks/: the gradient attacks crafted from the honest vectors of a
 // round (omniscient view), as in the runtime and the evaluation engine.
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include "attacks/attack_spec.h"
 #include "attacks/gradient_attacks.h"
@@ -50,6 +52,13 @@ void register_attacks(nb::module_& m) {
   m.def("craft_gradient", &craft, nb::arg("spec"), nb::arg("honest"), nb::arg("own").none(), nb::arg("n"),
         nb::arg("m"), nb::arg("seed"), nb::arg("stream"));
   m.def("alie_z", &attacks::alie_z, nb::arg("n"), nb::arg("m"));
+  // The attack table (attacks/attack_spec.h): (name, domain, example, summary) per line.
+  m.def("attack_table", [] {
+    std::vector<std::tuple<std::string, std::string, std::string, std::string>> out;
+    for (const attacks::AttackEntry& entry : attacks::attack_table())
+      out.emplace_back(entry.name, attacks::domain_name(entry.properties.domain), entry.example, entry.summary);
+    return out;
+  });
 }
 
 }  // namespace ballot::python

@@ -139,6 +139,12 @@ void register_codecs(nb::module_& m) {
       .def("load_state", &NativeCodec::load_state, nb::arg("state"), nb::arg("layers"))
       .def("reset_state", &NativeCodec::reset_state);
   m.def("codec_names", &coding::codec_names);
+  // One valid spec per line of the codec table (coding/codec_registry.h), in table order.
+  m.def("codec_examples", [] {
+    std::vector<std::string> out;
+    for (const coding::CodecEntry& entry : coding::codec_table()) out.emplace_back(entry.example);
+    return out;
+  });
 }
 
 }  // namespace ballot::python

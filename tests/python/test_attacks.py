@@ -51,3 +51,13 @@ def test_torch(rng):
     h = [torch.from_numpy(v) for v in honest(rng)]
     out = attacks.ALIE()(h)
     assert isinstance(out, torch.Tensor)
+
+
+def test_every_gradient_attack_of_the_table_crafts(rng):
+    names = attacks.attack_names("gradient")
+    assert {"sign_flip", "alie", "ipm", "mimic"} <= set(names)
+    assert "reverse" in attacks.attack_names("sign") and "none" in attacks.attack_names()
+    vectors = honest(rng)
+    for spec in attacks.attack_examples("gradient"):
+        out = attacks.craft(spec, vectors, m=2, own=vectors[0])
+        assert out.shape == vectors[0].shape and np.all(np.isfinite(out)), spec

@@ -18,6 +18,16 @@ def test_rule_names_are_the_registry_names():
     assert set(robust.pre_aggregator_names()) >= {"nnm", "bucketing", "clipping", "arc"}
 
 
+def test_every_rule_of_the_table_aggregates(rng):
+    vectors = [rng.standard_normal(16).astype(np.float32) for _ in range(11)]
+    for name in robust.rule_names():
+        out = robust.Aggregator(name)(vectors)
+        assert out.shape == (16,) and np.all(np.isfinite(out)), name
+    for name in robust.pre_aggregator_names():
+        out = robust.Aggregator(name + " > mean")(vectors)
+        assert out.shape == (16,), name
+
+
 def test_median_of_a_list_matches_numpy(rng):
     xs = vectors(rng, 7, 1000)
     out = robust.Aggregator("median")(xs)
