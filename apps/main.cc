@@ -8,8 +8,11 @@
 
 #include "apps/commands.h"
 #include "apps/whole_number.h"
+#include "attacks/attack_spec.h"
+#include "coding/codec_registry.h"
 #include "core/config.h"
 #include "kernels/isa.h"
+#include "robust/registry.h"
 
 namespace ballot::apps {
 
@@ -27,6 +30,17 @@ int run_info() {
 }
 
 namespace {
+
+// "a | b:key=v | …": a table's names (or its examples), for --help: the tables are the one list.
+template <typename Table>
+std::string listed(const Table& table, bool examples = true) {
+  std::string out;
+  for (const auto& entry : table) {
+    if (!out.empty()) out += " | ";
+    out += examples ? entry.example : entry.name;
+  }
+  return out;
+}
 
 // The training flags shared by `train`; each overrides the config file's value when given.
 void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime::ClusterConfig& config) {
@@ -48,14 +62,13 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
   command.add_option("--seed", t.seed, "Seed of everything random in the run")->capture_default_str()->check(whole_number_for<decltype(t.seed)>());
   command.add_option("--data", t.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]")->capture_default_str();
   command.add_option("--attack", t.attack,
-                     "What the Byzantine nodes do (docs/attacks.md): none | sign_flip | scaled | gaussian | zero | alie | "
-                     "ipm:eps=E | mimic | reverse | random | directional:sign=±1 | omniscient | label_flip | crash | "
-                     "omission:p=P | delay:ms=M | equivocation | replay | forged_signature | malformed | oversized | "
-                     "wrong_digest; join domains with '+', limit rounds with from=,until=")->capture_default_str();
+                     "What the Byzantine nodes do (docs/attacks.md): " + listed(attacks::attack_table()) +
+                         "; join domains with '+', limit rounds with from=,until=")->capture_default_str();
   command.add_option("--attackers", t.attackers, "Number of Byzantine nodes (default with --attack: b; with --rule other than vote and no --attack, they flip their gradients' signs)")->capture_default_str()->check(whole_number_for<decltype(t.attackers)>());
   command.add_option("--byzantine-nodes", t.attacker_choice, "Which nodes attack: random (from the seed) | worst (for G) | a list 0,3,5")->capture_default_str();
-  command.add_option("--rule", t.rule, "vote (1-bit election path) | a robust rule: mean | median | krum:f=1 | 'nnm:f=1 > krum:f=1' …")->capture_default_str();
-  command.add_option("--codec", t.codec, "Gradient codec when --rule is not vote: fp32 | qsgd:s=16 | topk:ratio=0.01,ef=1 …")->capture_default_str();
+  command.add_option("--rule", t.rule, "vote (1-bit election path) | a robust rule (docs/robust.md): " + listed(robust::rule_table(), false) +
+                         ", after pre-aggregators: " + listed(robust::pre_aggregator_table(), false) + ", e.g. 'nnm:f=1 > krum:f=1'")->capture_default_str();
+  command.add_option("--codec", t.codec, "Gradient codec when --rule is not vote (docs/codecs.md; ef=1 adds error feedback): " + listed(coding::codec_table()))->capture_default_str();
   command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")->capture_default_str()->check(whole_number_for<decltype(t.eval_every)>());
   command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")->capture_default_str()->check(whole_number_for<decltype(config.round_deadline_ms)>(1));
   command.add_option("--checkpoint-every", config.checkpoint_every, "Rounds between server checkpoints")->capture_default_str()->check(whole_number_for<decltype(config.checkpoint_every)>());
