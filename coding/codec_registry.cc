@@ -58,7 +58,7 @@ Result<std::unique_ptr<Codec>> make_inner(const Spec& spec) {
     BALLOT_TRY(spec.check_known({"ef", "beta"}));
     BALLOT_ASSIGN_OR_RETURN(const double beta, spec.get_double("beta", 0.9));
     if (!(beta >= 0.0 && beta < 1.0)) return invalid(spec, "beta must be in [0, 1)");
-    return std::unique_ptr<Codec>(std::make_unique<SignumCodec>(SignumOptions{static_cast<float>(beta)}));
+    return std::unique_ptr<Codec>(std::make_unique<SignumCodec>(SignumOptions{beta}));
   }
   if (name == "topk" || name == "randomk" || name == "gtopk") {
     BALLOT_TRY(spec.check_known({"ef", "k", "ratio", "granularity"}));
