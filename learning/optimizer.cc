@@ -11,6 +11,7 @@
 #include "core/spec.h"
 #include "kernels/momentum.h"
 #include "kernels/sign_kernels.h"
+#include "kernels/sign_logic.h"
 
 namespace ballot {
 namespace {
@@ -86,8 +87,8 @@ Result<DecodedState> decode_state(std::span<const std::uint8_t> bytes, Rule rule
   return state;
 }
 
-// sign as ±1 with sign(0) = sign(−0) = sign(NaN) = +1 (core/bit_vector.h).
-inline float sign_of(float g) { return g < 0.0f ? -1.0f : 1.0f; }
+// sign as ±1 by the packing rule (kernels/sign_logic.h): sign(0) = sign(−0) = sign(NaN) = +1.
+inline float sign_of(float g) { return kernels::sign_bit(g) ? 1.0f : -1.0f; }
 inline float vote_at(const BitVector& vote, std::size_t i) {
   return ((vote.data()[i >> 6] >> (i & 63)) & 1u) != 0 ? 1.0f : -1.0f;
 }
@@ -288,7 +289,7 @@ Status check_decay(double v) {
 void Optimizer::step_vote(std::span<float> params, const BitVector& vote, double lr) {
   BALLOT_ENFORCE_EQ(params.size(), vote.size());
   std::vector<float> unpacked(vote.size());
-  for (std::size_t i = 0; i < unpacked.size(); ++i) unpacked[i] = vote_at(vote, i);
+  kernels::unpack_signs(vote, unpacked);  // bit 1 → +1, bit 0 → −1
   step(params, unpacked, lr);
 }
 
