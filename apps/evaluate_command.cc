@@ -198,7 +198,7 @@ void add_evaluate_options(CLI::App& command, EvaluateCommand& c) {
   command.add_option("--data", c.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]");
   command.add_option("--model", c.model, "Model: logreg | mlp:hidden=128 | cnn");
   command.add_option("--lr", c.lr,
-                     "Learning-rate schedule for every defence (default: each update rule's own, core/optimizer.h)");
+                     "Learning-rate schedule for every defence (default: each update rule's own, learning/optimizer.h)");
   command.add_option("--update", c.update, "Update rule on the vote / aggregate (a defence may set its own)");
   command.add_option("--worker-momentum", c.worker_momentum, "Signum momentum at the nodes (0 = signSGD)");
   command.add_option("--partition-size", c.partition_size, "Examples per partition")->check(whole_number_for<std::size_t>());

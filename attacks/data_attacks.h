@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/dataset.h"
+#include "learning/dataset.h"
 
 namespace ballot::attacks {
 

@@ -7,7 +7,7 @@ install(TARGETS ${ballot_targets} EXPORT BallotTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(module core kernels coding robust transport attacks runtime)
+foreach(module core kernels learning coding robust transport attacks runtime)
   install(DIRECTORY ${module}/ DESTINATION include/ballot/${module}
           FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -56,7 +56,7 @@ Made make_scaled_sign(const Spec& spec) {
 Made make_signum(const Spec& spec) {
   BALLOT_ASSIGN_OR_RETURN(const double beta, spec.get_double("beta", 0.9));
   if (!(beta >= 0.0 && beta < 1.0)) return invalid(spec, "beta must be in [0, 1)");
-  return std::unique_ptr<Codec>(std::make_unique<SignumCodec>(SignumOptions{static_cast<float>(beta)}));
+  return std::unique_ptr<Codec>(std::make_unique<SignumCodec>(SignumOptions{beta}));
 }
 
 template <typename SparseCodec>

@@ -5,6 +5,7 @@
 #include "coding/detail/blocks.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
+#include "kernels/momentum.h"
 
 namespace ballot::coding {
 namespace {
@@ -177,8 +178,9 @@ EncodedGradient SignumCodec::encode(std::span<const float> gradient, const Gradi
                                     Rng&) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   if (momentum_.size() != gradient.size()) momentum_.assign(gradient.size(), 0.0f);
-  // Bernstein et al. 2018, Alg. 3 (Signum): m <- β m + (1 - β) g, then sign(m).
-  const float beta = options_.beta, one_minus = 1.0f - options_.beta;
+  // Bernstein et al. 2018, Alg. 3 (Signum): m <- β m + (1 - β) g (kernels/momentum.h, the same
+  // formula as the workers' momentum of the training runtime), then sign(m).
+  const auto factors = kernels::momentum_factors(options_.beta);
   float* m = momentum_.data();
   const float* g = gradient.data();
   const auto segments = segments_of(layout, Granularity::kModel);
@@ -189,7 +191,8 @@ EncodedGradient SignumCodec::encode(std::span<const float> gradient, const Gradi
   BitVector scratch;
   for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
     const std::size_t end = std::min(d, begin + detail::kBlock);
-    for (std::size_t i = begin; i < end; ++i) m[i] = beta * m[i] + one_minus * g[i];
+    kernels::signum_momentum(std::span<float>(m + begin, end - begin),
+                             std::span<const float>(g + begin, end - begin), factors);
     detail::pack_block(std::span<const float>(m + begin, end - begin), scratch,
                        out.bytes.data() + kHeaderBytes + begin / 8);
   }

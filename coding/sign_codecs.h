@@ -42,7 +42,7 @@ class SignCodec final : public Codec {
 };
 
 struct SignumOptions {
-  float beta = 0.9f;  // momentum factor; 0 gives plain signSGD
+  double beta = 0.9;  // momentum factor in [0, 1); 0 gives plain signSGD (kernels/momentum.h)
 };
 
 // Stateful: the momentum m is node state (save_state/load_state). Decodes to ±1.

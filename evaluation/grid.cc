@@ -14,8 +14,8 @@
 #include "attacks/targets.h"
 #include "coding/allocation_matrix.h"
 #include "coding/codec_registry.h"
-#include "core/optimizer.h"
 #include "core/spec.h"
+#include "learning/optimizer.h"
 #include "robust/registry.h"
 #include "runtime/cluster_config.h"
 

@@ -19,7 +19,7 @@
 // rule by η per coordinate, sgd by η times the gradient), so a cell's schedule is, in order: the
 // defence's own `lr`; base.lr when Grid::lr_per_update is false (the user gave one for all);
 // otherwise the default schedule of the cell's update rule over base.rounds
-// (default_lr_schedule, core/optimizer.h). With Grid::tune_lr, run_grid first sweeps multiples
+// (default_lr_schedule, learning/optimizer.h). With Grid::tune_lr, run_grid first sweeps multiples
 // of that rate on the attack-free cell (evaluation/tuning.h) and uses the best.
 //
 // The attack-free baseline of a (defence, setting, seed) is the cell with attack "none" and no

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/optimizer.h"
 #include "core/spec.h"
+#include "learning/optimizer.h"
 #include "runtime/cluster_config.h"
 
 namespace ballot::evaluation {
@@ -702,7 +702,7 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
              std::to_string(b.partition_size) + " (global batch n × " + std::to_string(b.partition_size) + ")\n";
   md_text += std::string("- learning rates: ") +
              (!result.tuning.empty() ? "tuned per defence (below)"
-              : grid.lr_per_update   ? "each update rule's default schedule (core/optimizer.h), unless a defence sets its own"
+              : grid.lr_per_update   ? "each update rule's default schedule (learning/optimizer.h), unless a defence sets its own"
                                      : "`" + b.lr + "` for every defence that sets none") +
              "; what differs between defences is in the table below\n";
   md_text += "- test accuracy every " + std::to_string(b.eval_every) + " rounds on " + std::to_string(b.eval_examples) +

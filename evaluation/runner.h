@@ -38,11 +38,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/dataset.h"
 #include "core/result.h"
 #include "evaluation/grid.h"
 #include "evaluation/progress.h"
 #include "evaluation/tuning.h"
+#include "learning/dataset.h"
 #include "runtime/experiment.h"
 
 namespace ballot::evaluation {

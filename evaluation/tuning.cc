@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/optimizer.h"
 #include "evaluation/runner.h"
+#include "learning/optimizer.h"
 
 namespace ballot::evaluation {
 namespace {

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "core/dataset.h"
 #include "core/result.h"
 #include "evaluation/grid.h"
+#include "learning/dataset.h"
 
 namespace ballot::evaluation {
 

@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model.h"
 #include "core/result.h"
+#include "learning/model.h"
 #include "runtime/training.h"
 #include "transport/crypto.h"
 

@@ -8,12 +8,12 @@
 #include "attacks/targets.h"
 #include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
-#include "robust/registry.h"
 #include "core/enforce.h"
-#include "core/models.h"
 #include "core/spec.h"
 #include "kernels/majority_vote.h"
 #include "kernels/sign_kernels.h"
+#include "learning/models.h"
+#include "robust/registry.h"
 
 namespace ballot::runtime {
 namespace {

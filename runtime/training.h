@@ -31,11 +31,11 @@
 #include "attacks/attack_spec.h"
 #include "coding/allocation_matrix.h"
 #include "core/bit_vector.h"
-#include "core/dataset.h"
-#include "core/model.h"
-#include "core/optimizer.h"
 #include "core/result.h"
 #include "core/rng.h"
+#include "learning/dataset.h"
+#include "learning/model.h"
+#include "learning/optimizer.h"
 #include "runtime/checkpoint.h"
 #include "transport/crypto.h"
 
@@ -52,11 +52,11 @@ struct TrainingOptions {
   // every partition of its row; kExchange, node j computes partition j and relays its signed
   // signs to column j (rule "vote" only; runtime/roles.h). Same model without faults.
   Placement placement = Placement::kReplicated;
-  std::string model = "mlp:hidden=128";    // core/models.h
+  std::string model = "mlp:hidden=128";    // learning/models.h
   // Defaults: Signum with majority vote (Bernstein et al. 2019) through the election code: a
   // momentum per partition at the nodes, the vote applied as x ← x − η(v + λx) at every replica.
   // On Fashion-MNIST with the MLP this reaches 85% test accuracy by round ~750 (bench/runtime).
-  std::string update = "sign:wd=0";        // server rule on the vote (core/optimizer.h)
+  std::string update = "sign:wd=0";        // server rule on the vote (learning/optimizer.h)
   double worker_momentum = 0.9;            // β of the per-partition momentum; 0 = signSGD
   std::string lr = "constant:lr=0.001 > cosine:rounds=1500,min=0.05";  // LrSchedule spec
   std::size_t partition_size = 32;         // examples per partition (global batch = n × this)

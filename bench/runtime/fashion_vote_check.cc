@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "core/bit_vector.h"
-#include "core/dataset.h"
-#include "core/models.h"
-#include "core/optimizer.h"
+#include "learning/dataset.h"
+#include "learning/models.h"
+#include "learning/optimizer.h"
 
 namespace {
 

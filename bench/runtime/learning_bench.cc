@@ -1,4 +1,4 @@
-// Speed of the built-in models (core/models.h), one core:
+// Speed of the built-in models (learning/models.h), one core:
 //   (a) the core's peak float throughput, measured with register-only multiply-add probes for the
 //       ISA Eigen is compiled for in this build (the project's flags: no -march, so SSE2) and for
 //       AVX2+FMA and AVX-512 (what the hardware could do with a -march build);
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/models.h"
 #include "core/rng.h"
+#include "learning/models.h"
 
 namespace {
 

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "codec_test_util.h"
+#include "kernels/momentum.h"
 
 namespace ballot::coding {
 namespace {
@@ -114,6 +116,21 @@ TEST(SignCodecs, SignumSendsTheSignOfTheMomentum) {
             (std::vector<float>{-1.0f, 1.0f, 1.0f}));
   EXPECT_FLOAT_EQ(codec.momentum()[0], -1.25f);
   EXPECT_FLOAT_EQ(codec.momentum()[1], 0.0f);
+}
+
+// One momentum formula: the codec's momentum is kernels::signum_momentum at β given in double
+// (the same bits as the training runtime's WorkerMomentum), across block boundaries.
+TEST(SignCodecs, SignumMomentumIsTheKernelsFormula) {
+  const auto layout = GradientLayout::whole(20000);
+  SignumCodec codec(SignumOptions{0.9});
+  Rng rng(1);
+  std::vector<float> expected(layout.total_size(), 0.0f);
+  for (std::uint64_t step = 0; step < 3; ++step) {
+    const auto g = normal_values(layout.total_size(), 40 + step);
+    codec.encode(g, layout, rng);
+    kernels::signum_momentum(expected, g, 0.9);
+    ASSERT_TRUE(std::equal(expected.begin(), expected.end(), codec.momentum().begin(), codec.momentum().end()));
+  }
 }
 
 TEST(SignCodecs, NonZeroPaddingBitsAreMalformed) {

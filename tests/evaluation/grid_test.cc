@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/optimizer.h"
+#include "learning/optimizer.h"
 
 namespace ballot::evaluation {
 namespace {

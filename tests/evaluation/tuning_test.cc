@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/optimizer.h"
 #include "evaluation/runner.h"
+#include "learning/optimizer.h"
 
 namespace ballot::evaluation {
 namespace {

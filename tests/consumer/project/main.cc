@@ -1,5 +1,5 @@
-// Uses the installed headers and libraries of every module: a sign vote (kernels), a robust rule
-// (robust), a codec round trip (coding), an election code certificate (coding), an envelope
+// Uses the installed headers and libraries of every module: a sign vote (kernels), an update rule
+// (learning), a robust rule (robust), a codec round trip (coding), an election code certificate (coding), an envelope
 // signature (transport) and a protocol payload (runtime).
 #include <cstdio>
 #include <vector>
@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "kernels/majority_vote.h"
 #include "kernels/sign_kernels.h"
+#include "learning/optimizer.h"
 #include "robust/registry.h"
 #include "runtime/messages.h"
 #include "transport/crypto.h"
@@ -29,6 +30,11 @@ int main() {
   ballot::BitVector result;
   ballot::kernels::majority_vote(votes, result);
   ok &= check(result.get(0) && !result.get(1) && result.get(2), "majority vote");
+
+  auto update = ballot::make_optimizer("sign", ballot::GradientLayout::whole(3));
+  std::vector<float> params{0.0f, 0.0f, 0.0f};
+  if (update.ok()) update.value()->step_vote(params, result, 0.5);
+  ok &= check(update.ok() && params[0] == -0.5f && params[1] == 0.5f, "sign update rule");
 
   auto median = ballot::robust::make_aggregator("median");
   const std::vector<std::vector<float>> rows{a, b, c};  // the view below points into these

@@ -26,7 +26,7 @@ class Model {
  public:
   virtual ~Model() = default;
 
-  // The spec that rebuilds this architecture with make_model (core/models.h), e.g. "mlp:hidden=128".
+  // The spec that rebuilds this architecture with make_model (learning/models.h), e.g. "mlp:hidden=128".
   virtual std::string spec() const = 0;
   virtual std::size_t num_features() const = 0;  // inputs per example
   virtual std::size_t num_classes() const = 0;   // logits per example

@@ -1,4 +1,4 @@
-#include "core/model.h"
+#include "learning/model.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <limits>
 #include <vector>
 
-#include "core/dataset.h"
-#include "core/models.h"
+#include "learning/dataset.h"
+#include "learning/models.h"
 
 namespace ballot {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/models.h"
+#include "learning/models.h"
 
 #include <Eigen/Core>
 
@@ -8,10 +8,10 @@
 #include <string>
 #include <utility>
 
-#include "core/dataset.h"
 #include "core/enforce.h"
 #include "core/rng.h"
 #include "core/spec.h"
+#include "learning/dataset.h"
 
 namespace ballot {
 namespace {

@@ -1,5 +1,5 @@
 // The built-in models: multinomial logistic regression, a ReLU MLP, and a small CNN for images.
-// All are trained with softmax cross-entropy (core/model.h) and run forward and backward on the
+// All are trained with softmax cross-entropy (learning/model.h) and run forward and backward on the
 // CPU with Eigen GEMMs (convolutions as im2col + GEMM). Eigen stays inside models.cc.
 //
 // Parameter layout (one flat buffer, a GradientLayout segment per tensor, in this order):
@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/model.h"
 #include "core/result.h"
+#include "learning/model.h"
 
 namespace ballot {
 

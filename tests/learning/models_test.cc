@@ -1,4 +1,4 @@
-#include "core/models.h"
+#include "learning/models.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dataset.h"
 #include "core/rng.h"
+#include "learning/dataset.h"
 
 namespace ballot {
 namespace {

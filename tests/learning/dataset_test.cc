@@ -1,4 +1,4 @@
-#include "core/dataset.h"
+#include "learning/dataset.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -143,7 +143,9 @@ Result<std::string> default_lr_schedule(std::string_view update_spec, std::uint6
 // ---- worker side --------------------------------------------------------------------------------
 
 // Signum with majority vote keeps the momentum at each worker (Bernstein et al. 2019, Alg. 3):
-// m ← βm + (1−β)g, and the worker sends sign(m). The server applies make_sign_update's rule.
+// m ← βm + (1−β)g (kernels::signum_momentum, kernels/momentum.h: the one momentum formula, also
+// coding::SignumCodec's), and the worker sends sign(m) (kernels::pack_signs). The server applies
+// make_sign_update's rule.
 class WorkerMomentum {
  public:
   explicit WorkerMomentum(double beta = 0.9);
@@ -162,8 +164,5 @@ class WorkerMomentum {
   double beta_;
   std::vector<float> momentum_;
 };
-
-// sign(g) packed into `signs` (resized): bit 1 for g >= 0, −0 and NaN (core/bit_vector.h). O(d).
-void pack_sign(std::span<const float> values, BitVector& signs);
 
 }  // namespace ballot

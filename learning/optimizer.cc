@@ -1,20 +1,20 @@
-#include "core/optimizer.h"
+#include "learning/optimizer.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdio>
 #include <cmath>
-#include <cstring>
 #include <numbers>
 #include <sstream>
 
+#include "core/byte_io.h"
 #include "core/enforce.h"
 #include "core/spec.h"
+#include "kernels/momentum.h"
+#include "kernels/sign_kernels.h"
+#include "kernels/sign_logic.h"
 
 namespace ballot {
 namespace {
-
-static_assert(std::endian::native == std::endian::little, "state bytes are stored as little-endian floats");
 
 // ---- state bytes: "BOST" | version u8 | rule u8 | flags u8 | 0 u8 | count u64 | count × f32 ------
 constexpr std::uint8_t kMagic[4] = {'B', 'O', 'S', 'T'};
@@ -35,16 +35,10 @@ const char* rule_name(Rule rule) {
 }
 
 std::vector<std::uint8_t> encode_state(Rule rule, std::uint8_t flags, std::span<const float> values) {
-  std::vector<std::uint8_t> out(kHeaderBytes + values.size() * sizeof(float));
-  std::memcpy(out.data(), kMagic, 4);
-  out[4] = kStateVersion;
-  out[5] = static_cast<std::uint8_t>(rule);
-  out[6] = flags;
-  out[7] = 0;
-  const std::uint64_t count = values.size();
-  std::memcpy(out.data() + 8, &count, 8);
-  if (!values.empty()) std::memcpy(out.data() + kHeaderBytes, values.data(), values.size() * sizeof(float));
-  return out;
+  ByteWriter out;
+  out.put_bytes(kMagic).put(kStateVersion).put(rule).put(flags).put(std::uint8_t{0});
+  out.put(static_cast<std::uint64_t>(values.size())).put_array(values);
+  return out.take();
 }
 
 struct DecodedState {
@@ -59,36 +53,42 @@ Result<DecodedState> decode_state(std::span<const std::uint8_t> bytes, Rule rule
   if (bytes.size() < kHeaderBytes) {
     return make_error(ErrorCode::kMalformed, what + " is " + std::to_string(bytes.size()) + " bytes, shorter than its header");
   }
-  if (std::memcmp(bytes.data(), kMagic, 4) != 0) return make_error(ErrorCode::kMalformed, what + ": bad magic");
-  if (bytes[4] != kStateVersion) {
-    return make_error(ErrorCode::kMalformed, what + ": unsupported version " + std::to_string(bytes[4]));
+  // The header is known to be there: its reads cannot fail, only its values can be wrong.
+  ByteReader in(bytes, "optimizer state");
+  BALLOT_ASSIGN_OR_RETURN(const auto magic, in.take_bytes(sizeof(kMagic), "magic"));
+  if (!std::equal(magic.begin(), magic.end(), kMagic)) return make_error(ErrorCode::kMalformed, what + ": bad magic");
+  BALLOT_ASSIGN_OR_RETURN(const auto version, in.read<std::uint8_t>("version"));
+  if (version != kStateVersion) {
+    return make_error(ErrorCode::kMalformed, what + ": unsupported version " + std::to_string(version));
   }
-  if (bytes[5] != static_cast<std::uint8_t>(rule)) {
-    return make_error(ErrorCode::kMalformed, what + ": the bytes hold the state of rule " + std::to_string(bytes[5]));
+  BALLOT_ASSIGN_OR_RETURN(const auto stored_rule, in.read<std::uint8_t>("rule"));
+  if (stored_rule != static_cast<std::uint8_t>(rule)) {
+    return make_error(ErrorCode::kMalformed, what + ": the bytes hold the state of rule " + std::to_string(stored_rule));
   }
-  if ((bytes[6] & ~allowed_flags) != 0 || bytes[7] != 0) {
+  BALLOT_ASSIGN_OR_RETURN(const auto flags, in.read<std::uint8_t>("flags"));
+  BALLOT_ASSIGN_OR_RETURN(const auto reserved, in.read<std::uint8_t>("reserved byte"));
+  if ((flags & ~allowed_flags) != 0 || reserved != 0) {
     return make_error(ErrorCode::kMalformed, what + ": unknown flag bits");
   }
-  std::uint64_t count = 0;
-  std::memcpy(&count, bytes.data() + 8, 8);
+  BALLOT_ASSIGN_OR_RETURN(const auto count, in.read<std::uint64_t>("count"));
   if (count != 0 && count != num_params) {
     return make_error(ErrorCode::kMalformed, what + " holds " + std::to_string(count) + " values for a model of " +
                                                  std::to_string(num_params));
   }
-  const std::size_t payload = bytes.size() - kHeaderBytes;
+  const std::size_t payload = in.remaining();
   if (payload % sizeof(float) != 0 || payload / sizeof(float) != count) {
     return make_error(ErrorCode::kMalformed, what + ": " + std::to_string(payload) + " payload bytes for " +
                                                  std::to_string(count) + " values");
   }
   DecodedState state;
-  state.flags = bytes[6];
-  state.values.resize(static_cast<std::size_t>(count));
-  if (count != 0) std::memcpy(state.values.data(), bytes.data() + kHeaderBytes, payload);
+  state.flags = flags;
+  BALLOT_ASSIGN_OR_RETURN(state.values, in.read_array<float>(static_cast<std::size_t>(count), "values"));
+  BALLOT_TRY(in.expect_end());
   return state;
 }
 
-// sign as ±1 with sign(0) = sign(−0) = sign(NaN) = +1 (core/bit_vector.h).
-inline float sign_of(float g) { return g < 0.0f ? -1.0f : 1.0f; }
+// sign as ±1 by the packing rule (kernels/sign_logic.h): sign(0) = sign(−0) = sign(NaN) = +1.
+inline float sign_of(float g) { return kernels::sign_bit(g) ? 1.0f : -1.0f; }
 inline float vote_at(const BitVector& vote, std::size_t i) {
   return ((vote.data()[i >> 6] >> (i & 63)) & 1u) != 0 ? 1.0f : -1.0f;
 }
@@ -289,7 +289,7 @@ Status check_decay(double v) {
 void Optimizer::step_vote(std::span<float> params, const BitVector& vote, double lr) {
   BALLOT_ENFORCE_EQ(params.size(), vote.size());
   std::vector<float> unpacked(vote.size());
-  for (std::size_t i = 0; i < unpacked.size(); ++i) unpacked[i] = vote_at(vote, i);
+  kernels::unpack_signs(vote, unpacked);  // bit 1 → +1, bit 0 → −1
   step(params, unpacked, lr);
 }
 
@@ -389,18 +389,6 @@ Result<std::string> default_lr_schedule(std::string_view update_spec, std::uint6
 
 // ---- worker side --------------------------------------------------------------------------------
 
-void pack_sign(std::span<const float> values, BitVector& signs) {
-  signs.resize(values.size());
-  std::uint64_t* words = signs.data();
-  const std::size_t full = values.size() / 64;
-  for (std::size_t w = 0; w <= full && w < signs.num_words(); ++w) {
-    const std::size_t end = std::min(values.size(), 64 * w + 64);
-    std::uint64_t word = 0;
-    for (std::size_t i = 64 * w; i < end; ++i) word |= std::uint64_t{!(values[i] < 0.0f)} << (i - 64 * w);
-    words[w] = word;
-  }
-}
-
 WorkerMomentum::WorkerMomentum(double beta) : beta_(beta) {
   BALLOT_ENFORCE(beta >= 0.0 && beta < 1.0, "momentum beta must be in [0, 1)");
 }
@@ -408,10 +396,8 @@ WorkerMomentum::WorkerMomentum(double beta) : beta_(beta) {
 void WorkerMomentum::update(std::span<const float> gradient, BitVector& signs) {
   if (momentum_.empty()) momentum_.assign(gradient.size(), 0.0f);
   BALLOT_ENFORCE_EQ(momentum_.size(), gradient.size());
-  // m ← βm + (1−β)g (Bernstein et al. 2018, Alg. 1 "Signum").
-  const float b = static_cast<float>(beta_), one_minus = static_cast<float>(1.0 - beta_);
-  for (std::size_t i = 0; i < gradient.size(); ++i) momentum_[i] = b * momentum_[i] + one_minus * gradient[i];
-  pack_sign(momentum_, signs);
+  kernels::signum_momentum(momentum_, gradient, beta_);  // m ← βm + (1−β)g
+  kernels::pack_signs(momentum_, signs);
 }
 
 std::vector<std::uint8_t> WorkerMomentum::save_state() const {

@@ -1,11 +1,11 @@
-#include "core/model.h"
+#include "learning/model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "core/dataset.h"
 #include "core/enforce.h"
+#include "learning/dataset.h"
 
 namespace ballot {
 

@@ -1,4 +1,4 @@
-#include "core/optimizer.h"
+#include "learning/optimizer.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,11 @@
 #include <numbers>
 #include <vector>
 
-#include "core/dataset.h"
-#include "core/models.h"
 #include "core/rng.h"
+#include "kernels/momentum.h"
+#include "kernels/sign_kernels.h"
+#include "learning/dataset.h"
+#include "learning/models.h"
 
 namespace ballot {
 namespace {
@@ -123,14 +125,24 @@ TEST(WorkerMomentum, KeepsTheMomentumAndSendsItsSign) {
   EXPECT_FALSE(restored.load_state(worker.save_state(), 4).ok());
 }
 
-TEST(PackSign, MatchesBitVectorConventionOnBoundarySizes) {
+// The one momentum formula and the one sign packer: WorkerMomentum is kernels::signum_momentum
+// followed by kernels::pack_signs, bit for bit, on boundary sizes.
+TEST(WorkerMomentum, IsTheKernelsMomentumThenTheKernelsPacker) {
   for (std::size_t n : {0u, 1u, 63u, 64u, 65u, 200u}) {
-    const auto v = random_vector(n, n);
-    BitVector bits(3, true);
-    pack_sign(v, bits);
-    ASSERT_EQ(bits.size(), n);
-    EXPECT_TRUE(bits.padding_is_clear());
-    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(bits.get(i), v[i] >= 0.0f) << i;
+    WorkerMomentum worker(0.9);
+    std::vector<float> expected(n, 0.0f);
+    BitVector bits(3, true), expected_bits;
+    for (std::uint64_t step = 0; step < 3; ++step) {
+      const auto g = random_vector(n, 10 * n + step);
+      worker.update(g, bits);
+      kernels::signum_momentum(expected, g, 0.9);
+      kernels::pack_signs(expected, expected_bits);
+      ASSERT_EQ(bits.size(), n);
+      EXPECT_TRUE(bits.padding_is_clear());
+      EXPECT_EQ(bits, expected_bits) << n;
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), worker.momentum().begin(), worker.momentum().end()))
+          << n;
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-#include "core/dataset.h"
+#include "learning/dataset.h"
 
 #include <zlib.h>
 
@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/byte_io.h"
 #include "core/enforce.h"
 
 namespace ballot {
@@ -21,9 +22,9 @@ constexpr std::uint64_t kSplitPurpose = 0x73706c6974000000ULL;      // "split"
 
 std::string describe(std::string_view name) { return "IDX file '" + std::string(name) + "'"; }
 
-std::uint32_t read_be32(const std::uint8_t* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
-         std::uint32_t{p[3]};
+// ByteReader reads little-endian (Ballot's formats); IDX headers are big-endian.
+std::uint32_t from_big_endian(std::uint32_t little) {
+  return ((little & 0xffu) << 24) | ((little & 0xff00u) << 8) | ((little >> 8) & 0xff00u) | (little >> 24);
 }
 
 // Reads a whole file, inflating it when it starts with the gzip magic. Never reads more than
@@ -142,15 +143,21 @@ Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view
     return make_error(ErrorCode::kMalformed, describe(name) + " is " + std::to_string(bytes.size()) +
                                                  " bytes long, shorter than the 4-byte magic");
   }
-  if (bytes[0] != 0 || bytes[1] != 0) {
+  // The length checks above and below come first so that the errors name the file; the reader
+  // then cannot fail on the fields they cover.
+  ByteReader in(bytes, "IDX file");
+  BALLOT_ASSIGN_OR_RETURN(const auto zero0, in.read<std::uint8_t>("magic"));
+  BALLOT_ASSIGN_OR_RETURN(const auto zero1, in.read<std::uint8_t>("magic"));
+  if (zero0 != 0 || zero1 != 0) {
     return make_error(ErrorCode::kMalformed, describe(name) + " has a bad magic (first two bytes must be 0)");
   }
-  if (bytes[2] != 0x08) {
+  BALLOT_ASSIGN_OR_RETURN(const auto type, in.read<std::uint8_t>("element type"));
+  if (type != 0x08) {
     return make_error(ErrorCode::kMalformed, describe(name) + " has element type 0x" +
-                                                 [&] { char b[8]; std::snprintf(b, sizeof b, "%02x", bytes[2]); return std::string(b); }() +
+                                                 [&] { char b[8]; std::snprintf(b, sizeof b, "%02x", type); return std::string(b); }() +
                                                  ", only unsigned bytes (0x08) are supported");
   }
-  const std::size_t ndim = bytes[3];
+  BALLOT_ASSIGN_OR_RETURN(const std::size_t ndim, in.read<std::uint8_t>("dimension count"));
   if (ndim == 0 || ndim > limits.max_dims) {
     return make_error(ErrorCode::kMalformed, describe(name) + " has " + std::to_string(ndim) +
                                                  " dimensions, expected 1.." + std::to_string(limits.max_dims));
@@ -163,7 +170,8 @@ Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view
   IdxArray array;
   std::size_t count = 1;
   for (std::size_t k = 0; k < ndim; ++k) {
-    const std::uint32_t dim = read_be32(bytes.data() + 4 + 4 * k);
+    BALLOT_ASSIGN_OR_RETURN(const auto raw, in.read<std::uint32_t>("dimension"));
+    const std::uint32_t dim = from_big_endian(raw);  // IDX stores its dimensions big-endian
     array.dims.push_back(dim);
     // Overflow-safe: count * dim <= max_bytes  <=>  dim <= max_bytes / count (count >= 1).
     if (dim != 0 && count > limits.max_bytes / dim) {
@@ -172,14 +180,15 @@ Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view
     }
     count *= dim;
   }
-  const std::size_t payload = bytes.size() - header;
+  const std::size_t payload = in.remaining();
   if (payload != count) {
     return make_error(ErrorCode::kMalformed,
                       describe(name) + (payload < count ? " is truncated" : " has trailing bytes") +
                           ": the header declares " + std::to_string(count) + " data bytes, the file holds " +
                           std::to_string(payload));
   }
-  array.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
+  BALLOT_ASSIGN_OR_RETURN(array.data, in.read_array<std::uint8_t>(count, "data"));
+  BALLOT_TRY(in.expect_end());
   return array;
 }
 
