@@ -166,20 +166,21 @@ OutboundFrame Signer::seal(MessageType type, std::uint64_t round,
 }
 
 std::vector<std::uint8_t> EquivocationProof::encode() const {
-  std::vector<std::uint8_t> bytes(2 * kEnvelopeMetaSize);
-  const auto a = encode_envelope(first);
-  const auto b = encode_envelope(second);
-  std::memcpy(bytes.data(), a.data(), kEnvelopeMetaSize);
-  std::memcpy(bytes.data() + kEnvelopeMetaSize, b.data(), kEnvelopeMetaSize);
-  return bytes;
+  ByteWriter out;
+  out.bytes().reserve(2 * kEnvelopeMetaSize);
+  out.put_bytes(encode_envelope(first)).put_bytes(encode_envelope(second));
+  return out.take();
 }
 
 Result<EquivocationProof> EquivocationProof::decode(ByteSpan bytes) {
   if (bytes.size() != 2 * kEnvelopeMetaSize)
     return make_error(ErrorCode::kMalformed, "equivocation proof must be " + std::to_string(2 * kEnvelopeMetaSize) +
                                                  " bytes, got " + std::to_string(bytes.size()));
-  BALLOT_ASSIGN_OR_RETURN(SignedEnvelope first, decode_envelope(bytes.first(kEnvelopeMetaSize)));
-  BALLOT_ASSIGN_OR_RETURN(SignedEnvelope second, decode_envelope(bytes.subspan(kEnvelopeMetaSize)));
+  ByteReader reader(bytes, "equivocation proof");
+  BALLOT_ASSIGN_OR_RETURN(const auto first_meta, reader.take_bytes(kEnvelopeMetaSize, "first envelope"));
+  BALLOT_ASSIGN_OR_RETURN(const auto second_meta, reader.take_bytes(kEnvelopeMetaSize, "second envelope"));
+  BALLOT_ASSIGN_OR_RETURN(SignedEnvelope first, decode_envelope(first_meta));
+  BALLOT_ASSIGN_OR_RETURN(SignedEnvelope second, decode_envelope(second_meta));
   return EquivocationProof{first, second};
 }
 
