@@ -63,26 +63,26 @@ Result<SignedEnvelope> decode_envelope(ByteSpan meta) {
   if (meta.size() != kEnvelopeMetaSize)
     return make_error(ErrorCode::kMalformed, "envelope must be " + std::to_string(kEnvelopeMetaSize) + " bytes, got " +
                                                  std::to_string(meta.size()));
-  // The length was checked above: the reads below cannot fail.
+  // The length was checked above: the reads below cannot fail (and would return, never throw).
   ByteReader reader(meta, "envelope");
   SignedEnvelope envelope;
   EnvelopeHeader& h = envelope.header;
-  h.job = reader.read<std::uint64_t>("job").value();
-  h.sender = reader.read<std::uint32_t>("sender").value();
-  const auto role = reader.read<std::uint8_t>("role").value();
-  const auto type = reader.read<std::uint8_t>("type").value();
-  const auto reserved = reader.read<std::uint16_t>("reserved").value();
+  BALLOT_ASSIGN_OR_RETURN(h.job, reader.read<std::uint64_t>("job"));
+  BALLOT_ASSIGN_OR_RETURN(h.sender, reader.read<std::uint32_t>("sender"));
+  BALLOT_ASSIGN_OR_RETURN(const auto role, reader.read<std::uint8_t>("role"));
+  BALLOT_ASSIGN_OR_RETURN(const auto type, reader.read<std::uint8_t>("type"));
+  BALLOT_ASSIGN_OR_RETURN(const auto reserved, reader.read<std::uint16_t>("reserved"));
   if (!is_valid_role(role)) return make_error(ErrorCode::kMalformed, "unknown role " + std::to_string(role));
   if (!is_valid_message_type(type)) return make_error(ErrorCode::kMalformed, "unknown envelope type " + std::to_string(type));
   if (reserved != 0) return make_error(ErrorCode::kMalformed, "reserved envelope bytes are not zero");
   h.role = static_cast<Role>(role);
   h.type = static_cast<MessageType>(type);
-  h.round = reader.read<std::uint64_t>("round").value();
-  h.sequence = reader.read<std::uint64_t>("sequence").value();
-  h.payload_length = reader.read<std::uint64_t>("payload length").value();
-  const auto digest = reader.take_bytes(kDigestSize, "payload digest").value();
+  BALLOT_ASSIGN_OR_RETURN(h.round, reader.read<std::uint64_t>("round"));
+  BALLOT_ASSIGN_OR_RETURN(h.sequence, reader.read<std::uint64_t>("sequence"));
+  BALLOT_ASSIGN_OR_RETURN(h.payload_length, reader.read<std::uint64_t>("payload length"));
+  BALLOT_ASSIGN_OR_RETURN(const auto digest, reader.take_bytes(kDigestSize, "payload digest"));
   std::memcpy(h.payload_digest.data(), digest.data(), kDigestSize);
-  const auto signature = reader.take_bytes(kSignatureSize, "signature").value();
+  BALLOT_ASSIGN_OR_RETURN(const auto signature, reader.take_bytes(kSignatureSize, "signature"));
   std::memcpy(envelope.signature.data(), signature.data(), kSignatureSize);
   return envelope;
 }

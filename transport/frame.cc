@@ -41,22 +41,22 @@ Result<FrameHeader> decode_frame_header(ByteSpan bytes, const FrameLimits& limit
   if (bytes.size() < kFrameHeaderSize)
     return make_error(ErrorCode::kMalformed, "frame header needs " + std::to_string(kFrameHeaderSize) +
                                                  " bytes, got " + std::to_string(bytes.size()));
-  // The length was checked above: the reads below cannot fail.
+  // The length was checked above: the reads below cannot fail (and would return, never throw).
   ByteReader reader(bytes.first(kFrameHeaderSize), "frame header");
-  const auto magic = reader.read<std::uint32_t>("magic").value();
+  BALLOT_ASSIGN_OR_RETURN(const auto magic, reader.read<std::uint32_t>("magic"));
   if (magic != kFrameMagic) return make_error(ErrorCode::kMalformed, "bad frame magic " + to_hex(bytes.first(4)));
-  const auto version = reader.read<std::uint8_t>("version").value();
+  BALLOT_ASSIGN_OR_RETURN(const auto version, reader.read<std::uint8_t>("version"));
   if (version != kProtocolVersion)
     return make_error(ErrorCode::kMalformed, "unsupported protocol version " + std::to_string(version) +
                                                  " (this build speaks " + std::to_string(kProtocolVersion) + ")");
-  const auto type = reader.read<std::uint8_t>("type").value();
+  BALLOT_ASSIGN_OR_RETURN(const auto type, reader.read<std::uint8_t>("type"));
   if (!is_valid_message_type(type)) return make_error(ErrorCode::kMalformed, "unknown message type " + std::to_string(type));
   FrameHeader header;
   header.type = static_cast<MessageType>(type);
-  header.flags = reader.read<std::uint16_t>("flags").value();
-  header.meta_length = reader.read<std::uint32_t>("envelope length").value();
-  const auto reserved = reader.read<std::uint32_t>("reserved").value();
-  header.payload_length = reader.read<std::uint64_t>("payload length").value();
+  BALLOT_ASSIGN_OR_RETURN(header.flags, reader.read<std::uint16_t>("flags"));
+  BALLOT_ASSIGN_OR_RETURN(header.meta_length, reader.read<std::uint32_t>("envelope length"));
+  BALLOT_ASSIGN_OR_RETURN(const auto reserved, reader.read<std::uint32_t>("reserved"));
+  BALLOT_ASSIGN_OR_RETURN(header.payload_length, reader.read<std::uint64_t>("payload length"));
   if ((header.flags & ~kFrameFlagSigned) != 0)
     return make_error(ErrorCode::kMalformed, "unknown frame flags " + std::to_string(header.flags));
   if (reserved != 0) return make_error(ErrorCode::kMalformed, "reserved frame bytes are not zero");
