@@ -1,5 +1,7 @@
-// Runtime choice of the ISA level from the CPU's features (read once).
+// Runtime choice of the ISA level from the CPU's features (read once), and the one cap on it.
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 
 #include "kernels/detail/cpu_kernels.h"
 #include "kernels/isa.h"
@@ -12,10 +14,13 @@ bool cpu_has(Isa isa) noexcept {
   // libgcc's feature detection also checks that the OS saves the wide registers (XCR0).
   switch (isa) {
     case Isa::kScalar: return true;
-    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    // Every CPU with AVX2 has FMA and every one with AVX-512 BW/VL has DQ: asking for them costs
+    // nothing and lets robust's FMA kernels use the same levels.
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("popcnt");
     case Isa::kAvx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("popcnt");
+      return cpu_has(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   }
   return false;
 #else
@@ -23,7 +28,19 @@ bool cpu_has(Isa isa) noexcept {
 #endif
 }
 
-std::atomic<Isa> g_limit{Isa::kAvx512};
+// The cap's initial value: BALLOT_ISA, the only place Ballot reads it.
+Isa limit_from_environment() noexcept {
+  const char* text = std::getenv("BALLOT_ISA");
+  if (text == nullptr || *text == '\0') return Isa::kAvx512;
+  if (const auto isa = parse_isa(text)) return *isa;
+  std::fprintf(stderr, "ballot: ignoring BALLOT_ISA=%s (expected scalar, avx2 or avx512)\n", text);
+  return Isa::kAvx512;
+}
+
+std::atomic<Isa>& limit() noexcept {
+  static std::atomic<Isa> value{limit_from_environment()};
+  return value;
+}
 
 }  // namespace
 
@@ -34,6 +51,13 @@ std::string_view isa_name(Isa isa) noexcept {
     case Isa::kAvx512: return "avx512";
   }
   return "unknown";
+}
+
+std::optional<Isa> parse_isa(std::string_view name) noexcept {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (name == isa_name(isa)) return isa;
+  }
+  return std::nullopt;
 }
 
 bool isa_supported(Isa isa) noexcept { return detail::cpu_kernels(isa) != nullptr; }
@@ -48,7 +72,9 @@ std::vector<Isa> supported_isas() {
 
 Isa active_isa() noexcept { return detail::active_kernels().isa; }
 
-void set_isa_limit(Isa limit) noexcept { g_limit.store(limit, std::memory_order_relaxed); }
+Isa isa_limit() noexcept { return limit().load(std::memory_order_relaxed); }
+
+void set_isa_limit(Isa cap) noexcept { limit().store(cap, std::memory_order_relaxed); }
 
 namespace detail {
 
@@ -64,9 +90,9 @@ const CpuKernels* cpu_kernels(Isa isa) noexcept {
 }
 
 const CpuKernels& active_kernels() noexcept {
-  const Isa limit = g_limit.load(std::memory_order_relaxed);
+  const Isa cap = isa_limit();
   for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
-    if (isa <= limit) {
+    if (isa <= cap) {
       if (const CpuKernels* kernels = cpu_kernels(isa)) return *kernels;
     }
   }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/byte_io.h"
 #include "transport/crypto.h"
 
 namespace ballot::runtime {
@@ -17,37 +18,6 @@ constexpr char kMagic[8] = {'B', 'A', 'L', 'L', 'O', 'T', 'C', 'K'};
 constexpr std::size_t kFixedHeader = 8 + 4 + 8 + 4;
 constexpr std::size_t kDigestBytes = transport::kDigestSize;
 
-template <typename T>
-void put(std::vector<std::uint8_t>& out, T value) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
-}
-
-// Reads little-endian integers from a span, refusing to run past its end.
-class Reader {
- public:
-  explicit Reader(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
-  std::size_t remaining() const { return bytes_.size() - offset_; }
-  template <typename T>
-  bool get(T& value) {
-    if (remaining() < sizeof(T)) return false;
-    value = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i) value |= static_cast<T>(static_cast<T>(bytes_[offset_ + i]) << (8 * i));
-    offset_ += sizeof(T);
-    return true;
-  }
-  std::span<const std::uint8_t> take(std::size_t count) {  // caller checked remaining()
-    auto out = bytes_.subspan(offset_, count);
-    offset_ += count;
-    return out;
-  }
-
- private:
-  std::span<const std::uint8_t> bytes_;
-  std::size_t offset_ = 0;
-};
-
-Error malformed(const std::string& why) { return make_error(ErrorCode::kMalformed, "checkpoint: " + why); }
-
 Error io_error(const std::filesystem::path& path, const std::string& what) {
   return make_error(ErrorCode::kIo, what + " '" + path.string() + "': " + std::strerror(errno));
 }
@@ -55,19 +25,20 @@ Error io_error(const std::filesystem::path& path, const std::string& what) {
 }  // namespace
 
 std::vector<std::uint8_t> encode_checkpoint(const Checkpoint& checkpoint) {
-  std::vector<std::uint8_t> out(std::begin(kMagic), std::end(kMagic));
-  put<std::uint32_t>(out, kCheckpointVersion);
-  put<std::uint64_t>(out, checkpoint.round);
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(checkpoint.sections.size()));
+  ByteWriter out;
+  out.put_bytes(std::span(reinterpret_cast<const std::uint8_t*>(kMagic), sizeof(kMagic)))
+      .put<std::uint32_t>(kCheckpointVersion)
+      .put<std::uint64_t>(checkpoint.round)
+      .put<std::uint32_t>(static_cast<std::uint32_t>(checkpoint.sections.size()));
   for (const auto& [name, data] : checkpoint.sections) {
-    put<std::uint16_t>(out, static_cast<std::uint16_t>(name.size()));
-    out.insert(out.end(), name.begin(), name.end());
-    put<std::uint64_t>(out, data.size());
-    out.insert(out.end(), data.begin(), data.end());
+    out.put<std::uint16_t>(static_cast<std::uint16_t>(name.size()))
+        .put_bytes(std::span(reinterpret_cast<const std::uint8_t*>(name.data()), name.size()))
+        .put<std::uint64_t>(data.size())
+        .put_bytes(data);
   }
-  const auto digest = transport::sha256(out);
-  out.insert(out.end(), digest.begin(), digest.end());
-  return out;
+  const auto digest = transport::sha256(out.bytes());
+  out.put_bytes(digest);
+  return out.take();
 }
 
 Result<Checkpoint> decode_checkpoint(std::span<const std::uint8_t> bytes, const CheckpointLimits& limits) {
@@ -75,40 +46,40 @@ Result<Checkpoint> decode_checkpoint(std::span<const std::uint8_t> bytes, const 
     return make_error(ErrorCode::kLimitExceeded, "checkpoint of " + std::to_string(bytes.size()) +
                                                      " bytes exceeds the limit");
   }
-  if (bytes.size() < kFixedHeader + kDigestBytes) return malformed("truncated header");
-  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) return malformed("bad magic");
+  // The digest covers everything before it: checked first, so the fields below come from a file
+  // this program wrote (or one forged with intent; the reads stay bounded either way).
+  ByteReader whole(bytes, "checkpoint");
+  if (bytes.size() < kFixedHeader + kDigestBytes) return whole.malformed("truncated header");
+  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) return whole.malformed("bad magic");
   const auto body = bytes.first(bytes.size() - kDigestBytes);
   const auto digest = transport::sha256(body);
   if (std::memcmp(digest.data(), bytes.data() + body.size(), kDigestBytes) != 0) {
-    return malformed("digest mismatch (corrupted or truncated file)");
+    return whole.malformed("digest mismatch (corrupted or truncated file)");
   }
-  Reader reader(body.subspan(sizeof(kMagic)));
-  std::uint32_t version = 0, count = 0;
+  ByteReader reader(body, "checkpoint", sizeof(kMagic));
   Checkpoint checkpoint;
-  reader.get(version);
-  reader.get(checkpoint.round);
-  reader.get(count);
-  if (version != kCheckpointVersion) return malformed("unsupported version " + std::to_string(version));
+  BALLOT_ASSIGN_OR_RETURN(const auto version, reader.read<std::uint32_t>("version"));
+  BALLOT_ASSIGN_OR_RETURN(checkpoint.round, reader.read<std::uint64_t>("round"));
+  BALLOT_ASSIGN_OR_RETURN(const auto count, reader.read<std::uint32_t>("section count"));
+  if (version != kCheckpointVersion) return reader.malformed("unsupported version " + std::to_string(version));
   if (count > limits.max_sections) {
     return make_error(ErrorCode::kLimitExceeded, "checkpoint has " + std::to_string(count) + " sections");
   }
   for (std::uint32_t s = 0; s < count; ++s) {
-    std::uint16_t name_length = 0;
-    if (!reader.get(name_length)) return malformed("truncated section header");
+    BALLOT_ASSIGN_OR_RETURN(const auto name_length, reader.read<std::uint16_t>("section name length"));
     if (name_length == 0 || name_length > limits.max_name_length || name_length > reader.remaining()) {
-      return malformed("bad section name length " + std::to_string(name_length));
+      return reader.malformed("bad section name length " + std::to_string(name_length));
     }
-    const auto name_bytes = reader.take(name_length);
+    BALLOT_ASSIGN_OR_RETURN(const auto name_bytes, reader.take_bytes(name_length, "section name"));
     std::string name(name_bytes.begin(), name_bytes.end());
-    std::uint64_t length = 0;
-    if (!reader.get(length)) return malformed("truncated section '" + name + "'");
-    if (length > reader.remaining()) return malformed("section '" + name + "' runs past the end");
-    const auto data = reader.take(static_cast<std::size_t>(length));
+    BALLOT_ASSIGN_OR_RETURN(const auto length, reader.read<std::uint64_t>("section length"));
+    if (length > reader.remaining()) return reader.malformed("section '" + name + "' runs past the end");
+    BALLOT_ASSIGN_OR_RETURN(const auto data, reader.take_bytes(static_cast<std::size_t>(length), "section data"));
     if (!checkpoint.sections.emplace(std::move(name), std::vector<std::uint8_t>(data.begin(), data.end())).second) {
-      return malformed("duplicate section");
+      return reader.malformed("duplicate section");
     }
   }
-  if (reader.remaining() != 0) return malformed("trailing bytes after the last section");
+  BALLOT_TRY(reader.expect_end());
   return checkpoint;
 }
 

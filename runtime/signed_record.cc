@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "core/byte_io.h"
 #include "runtime/checkpoint.h"
 
 namespace ballot::runtime {
@@ -14,51 +15,40 @@ namespace {
 constexpr char kMagic[8] = {'B', 'A', 'L', 'L', 'O', 'T', 'S', 'R'};
 constexpr std::size_t kPrefixSize = sizeof(kMagic) + 4 + 4;
 
-void put_u32(std::vector<std::uint8_t>& out, std::uint32_t value) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
-}
-
-std::uint32_t get_u32(const std::uint8_t* in) {
-  std::uint32_t value = 0;
-  for (int i = 0; i < 4; ++i) value |= static_cast<std::uint32_t>(in[i]) << (8 * i);
-  return value;
-}
-
-Error malformed(const std::string& why) { return make_error(ErrorCode::kMalformed, "signed record: " + why); }
-
 }  // namespace
 
 std::vector<std::uint8_t> encode_signed_record(std::span<const transport::SignedEnvelope> entries) {
-  std::vector<std::uint8_t> out(kMagic, kMagic + sizeof(kMagic));
-  put_u32(out, kSignedRecordVersion);
-  put_u32(out, static_cast<std::uint32_t>(entries.size()));
-  for (const auto& entry : entries) {
-    const auto bytes = transport::encode_envelope(entry);
-    out.insert(out.end(), bytes.begin(), bytes.end());
-  }
-  return out;
+  ByteWriter out;
+  out.put_bytes(std::span(reinterpret_cast<const std::uint8_t*>(kMagic), sizeof(kMagic)))
+      .put<std::uint32_t>(kSignedRecordVersion)
+      .put<std::uint32_t>(static_cast<std::uint32_t>(entries.size()));
+  for (const auto& entry : entries) out.put_bytes(transport::encode_envelope(entry));
+  return out.take();
 }
 
 Result<std::vector<transport::SignedEnvelope>> decode_signed_record(std::span<const std::uint8_t> bytes,
                                                                    std::size_t max_entries) {
-  if (bytes.size() < kPrefixSize) return malformed("shorter than its header");
-  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) return malformed("bad magic");
-  if (const auto version = get_u32(bytes.data() + 8); version != kSignedRecordVersion) {
-    return malformed("version " + std::to_string(version) + ", expected " + std::to_string(kSignedRecordVersion));
+  ByteReader reader(bytes, "signed record");
+  if (bytes.size() < kPrefixSize) return reader.malformed("shorter than its header");
+  BALLOT_ASSIGN_OR_RETURN(const auto magic, reader.take_bytes(sizeof(kMagic), "magic"));
+  if (std::memcmp(magic.data(), kMagic, sizeof(kMagic)) != 0) return reader.malformed("bad magic");
+  BALLOT_ASSIGN_OR_RETURN(const auto version, reader.read<std::uint32_t>("version"));
+  if (version != kSignedRecordVersion) {
+    return reader.malformed("version " + std::to_string(version) + ", expected " + std::to_string(kSignedRecordVersion));
   }
-  const std::size_t count = get_u32(bytes.data() + 12);
+  BALLOT_ASSIGN_OR_RETURN(const std::size_t count, reader.read<std::uint32_t>("entry count"));
   if (count > max_entries) return make_error(ErrorCode::kLimitExceeded, "signed record: more than " + std::to_string(max_entries) + " entries");
   // count <= max_entries keeps the product far from overflow; compare before touching entries.
-  const std::size_t body = bytes.size() - kPrefixSize;
-  if (body != count * transport::kEnvelopeMetaSize) return malformed("size does not match its entry count");
+  if (reader.remaining() != count * transport::kEnvelopeMetaSize) return reader.malformed("size does not match its entry count");
   std::vector<transport::SignedEnvelope> entries;
   entries.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
-    auto entry = transport::decode_envelope(bytes.subspan(kPrefixSize + i * transport::kEnvelopeMetaSize,
-                                                          transport::kEnvelopeMetaSize));
-    if (!entry.ok()) return malformed("entry " + std::to_string(i) + ": " + entry.error().message);
+    BALLOT_ASSIGN_OR_RETURN(const auto meta, reader.take_bytes(transport::kEnvelopeMetaSize, "entry"));
+    auto entry = transport::decode_envelope(meta);
+    if (!entry.ok()) return reader.malformed("entry " + std::to_string(i) + ": " + entry.error().message);
     entries.push_back(*entry);
   }
+  BALLOT_TRY(reader.expect_end());
   return entries;
 }
 

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
+#include "core/byte_io.h"
 #include "core/enforce.h"
-#include "transport/detail/le.h"
 #include "transport/detail/ossl.h"
 #include "transport/detail/sha256_lanes.h"
 
@@ -86,9 +86,9 @@ Digest PayloadDigester::finish(ByteSpan payload) {
     const Digest last = sha256(payload.subspan(complete * kPayloadLeafSize));
     leaves_.insert(leaves_.end(), last.begin(), last.end());
   }
-  std::uint8_t length[8];
-  detail::store_le<std::uint64_t>(length, payload.size());
-  leaves_.insert(leaves_.end(), length, length + 8);
+  ByteWriter length;
+  length.put<std::uint64_t>(payload.size());
+  leaves_.insert(leaves_.end(), length.bytes().begin(), length.bytes().end());
   const Digest root = sha256(leaves_);
   leaves_.clear();
   return root;

@@ -5,25 +5,23 @@
 #include <string>
 
 #include "core/enforce.h"
-#include "transport/detail/le.h"
+#include "core/byte_io.h"
 
 namespace ballot::transport {
 
-using detail::load_le;
-using detail::store_le;
-
 namespace {
 
-void store_fields(const EnvelopeHeader& h, std::uint8_t* out) {
-  store_le<std::uint64_t>(out + 0, h.job);
-  store_le<std::uint32_t>(out + 8, h.sender);
-  out[12] = static_cast<std::uint8_t>(h.role);
-  out[13] = static_cast<std::uint8_t>(h.type);
-  store_le<std::uint16_t>(out + 14, 0);
-  store_le<std::uint64_t>(out + 16, h.round);
-  store_le<std::uint64_t>(out + 24, h.sequence);
-  store_le<std::uint64_t>(out + 32, h.payload_length);
-  std::memcpy(out + 40, h.payload_digest.data(), kDigestSize);
+// The signed fields, in wire order (kSignedFieldsSize bytes).
+void put_fields(const EnvelopeHeader& h, ByteWriter& out) {
+  out.put<std::uint64_t>(h.job)
+      .put<std::uint32_t>(h.sender)
+      .put<std::uint8_t>(static_cast<std::uint8_t>(h.role))
+      .put<std::uint8_t>(static_cast<std::uint8_t>(h.type))
+      .put<std::uint16_t>(0)  // reserved
+      .put<std::uint64_t>(h.round)
+      .put<std::uint64_t>(h.sequence)
+      .put<std::uint64_t>(h.payload_length)
+      .put_bytes(h.payload_digest);
 }
 
 std::uint64_t initial_sequence() {
@@ -35,11 +33,12 @@ std::uint64_t initial_sequence() {
 }  // namespace
 
 std::vector<std::uint8_t> signature_input(const EnvelopeHeader& header) {
-  std::vector<std::uint8_t> input(kEnvelopeDomain.size() + 1 + kSignedFieldsSize);
-  std::memcpy(input.data(), kEnvelopeDomain.data(), kEnvelopeDomain.size());
-  input[kEnvelopeDomain.size()] = 0;
-  store_fields(header, input.data() + kEnvelopeDomain.size() + 1);
-  return input;
+  ByteWriter input;
+  input.bytes().reserve(kEnvelopeDomain.size() + 1 + kSignedFieldsSize);
+  input.put_bytes(std::span(reinterpret_cast<const std::uint8_t*>(kEnvelopeDomain.data()), kEnvelopeDomain.size()))
+      .put<std::uint8_t>(0);
+  put_fields(header, input);
+  return input.take();
 }
 
 SignedEnvelope sign_envelope(const EnvelopeHeader& header, const SigningKey& key) {
@@ -51,9 +50,12 @@ bool verify_envelope_signature(const SignedEnvelope& envelope, const VerifyKey& 
 }
 
 std::array<std::uint8_t, kEnvelopeMetaSize> encode_envelope(const SignedEnvelope& envelope) {
+  ByteWriter writer;
+  writer.bytes().reserve(kEnvelopeMetaSize);
+  put_fields(envelope.header, writer);
+  writer.put_bytes(envelope.signature);
   std::array<std::uint8_t, kEnvelopeMetaSize> out{};
-  store_fields(envelope.header, out.data());
-  std::memcpy(out.data() + kSignedFieldsSize, envelope.signature.data(), kSignatureSize);
+  std::memcpy(out.data(), writer.bytes().data(), kEnvelopeMetaSize);
   return out;
 }
 
@@ -61,21 +63,27 @@ Result<SignedEnvelope> decode_envelope(ByteSpan meta) {
   if (meta.size() != kEnvelopeMetaSize)
     return make_error(ErrorCode::kMalformed, "envelope must be " + std::to_string(kEnvelopeMetaSize) + " bytes, got " +
                                                  std::to_string(meta.size()));
-  const std::uint8_t* in = meta.data();
-  if (!is_valid_role(in[12])) return make_error(ErrorCode::kMalformed, "unknown role " + std::to_string(in[12]));
-  if (!is_valid_message_type(in[13])) return make_error(ErrorCode::kMalformed, "unknown envelope type " + std::to_string(in[13]));
-  if (load_le<std::uint16_t>(in + 14) != 0) return make_error(ErrorCode::kMalformed, "reserved envelope bytes are not zero");
+  // The length was checked above: the reads below cannot fail (and would return, never throw).
+  ByteReader reader(meta, "envelope");
   SignedEnvelope envelope;
   EnvelopeHeader& h = envelope.header;
-  h.job = load_le<std::uint64_t>(in + 0);
-  h.sender = load_le<std::uint32_t>(in + 8);
-  h.role = static_cast<Role>(in[12]);
-  h.type = static_cast<MessageType>(in[13]);
-  h.round = load_le<std::uint64_t>(in + 16);
-  h.sequence = load_le<std::uint64_t>(in + 24);
-  h.payload_length = load_le<std::uint64_t>(in + 32);
-  std::memcpy(h.payload_digest.data(), in + 40, kDigestSize);
-  std::memcpy(envelope.signature.data(), in + kSignedFieldsSize, kSignatureSize);
+  BALLOT_ASSIGN_OR_RETURN(h.job, reader.read<std::uint64_t>("job"));
+  BALLOT_ASSIGN_OR_RETURN(h.sender, reader.read<std::uint32_t>("sender"));
+  BALLOT_ASSIGN_OR_RETURN(const auto role, reader.read<std::uint8_t>("role"));
+  BALLOT_ASSIGN_OR_RETURN(const auto type, reader.read<std::uint8_t>("type"));
+  BALLOT_ASSIGN_OR_RETURN(const auto reserved, reader.read<std::uint16_t>("reserved"));
+  if (!is_valid_role(role)) return make_error(ErrorCode::kMalformed, "unknown role " + std::to_string(role));
+  if (!is_valid_message_type(type)) return make_error(ErrorCode::kMalformed, "unknown envelope type " + std::to_string(type));
+  if (reserved != 0) return make_error(ErrorCode::kMalformed, "reserved envelope bytes are not zero");
+  h.role = static_cast<Role>(role);
+  h.type = static_cast<MessageType>(type);
+  BALLOT_ASSIGN_OR_RETURN(h.round, reader.read<std::uint64_t>("round"));
+  BALLOT_ASSIGN_OR_RETURN(h.sequence, reader.read<std::uint64_t>("sequence"));
+  BALLOT_ASSIGN_OR_RETURN(h.payload_length, reader.read<std::uint64_t>("payload length"));
+  BALLOT_ASSIGN_OR_RETURN(const auto digest, reader.take_bytes(kDigestSize, "payload digest"));
+  std::memcpy(h.payload_digest.data(), digest.data(), kDigestSize);
+  BALLOT_ASSIGN_OR_RETURN(const auto signature, reader.take_bytes(kSignatureSize, "signature"));
+  std::memcpy(envelope.signature.data(), signature.data(), kSignatureSize);
   return envelope;
 }
 
@@ -158,20 +166,21 @@ OutboundFrame Signer::seal(MessageType type, std::uint64_t round,
 }
 
 std::vector<std::uint8_t> EquivocationProof::encode() const {
-  std::vector<std::uint8_t> bytes(2 * kEnvelopeMetaSize);
-  const auto a = encode_envelope(first);
-  const auto b = encode_envelope(second);
-  std::memcpy(bytes.data(), a.data(), kEnvelopeMetaSize);
-  std::memcpy(bytes.data() + kEnvelopeMetaSize, b.data(), kEnvelopeMetaSize);
-  return bytes;
+  ByteWriter out;
+  out.bytes().reserve(2 * kEnvelopeMetaSize);
+  out.put_bytes(encode_envelope(first)).put_bytes(encode_envelope(second));
+  return out.take();
 }
 
 Result<EquivocationProof> EquivocationProof::decode(ByteSpan bytes) {
   if (bytes.size() != 2 * kEnvelopeMetaSize)
     return make_error(ErrorCode::kMalformed, "equivocation proof must be " + std::to_string(2 * kEnvelopeMetaSize) +
                                                  " bytes, got " + std::to_string(bytes.size()));
-  BALLOT_ASSIGN_OR_RETURN(SignedEnvelope first, decode_envelope(bytes.first(kEnvelopeMetaSize)));
-  BALLOT_ASSIGN_OR_RETURN(SignedEnvelope second, decode_envelope(bytes.subspan(kEnvelopeMetaSize)));
+  ByteReader reader(bytes, "equivocation proof");
+  BALLOT_ASSIGN_OR_RETURN(const auto first_meta, reader.take_bytes(kEnvelopeMetaSize, "first envelope"));
+  BALLOT_ASSIGN_OR_RETURN(const auto second_meta, reader.take_bytes(kEnvelopeMetaSize, "second envelope"));
+  BALLOT_ASSIGN_OR_RETURN(SignedEnvelope first, decode_envelope(first_meta));
+  BALLOT_ASSIGN_OR_RETURN(SignedEnvelope second, decode_envelope(second_meta));
   return EquivocationProof{first, second};
 }
 

@@ -4,12 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "transport/detail/le.h"
+#include "core/byte_io.h"
 
 namespace ballot::transport {
-
-using detail::load_le;
-using detail::store_le;
 
 std::string_view message_type_name(MessageType type) noexcept {
   switch (type) {
@@ -27,14 +24,16 @@ std::string_view message_type_name(MessageType type) noexcept {
 bool is_valid_message_type(std::uint8_t value) noexcept { return value >= 1 && value < kMessageTypeCount; }
 
 std::array<std::uint8_t, kFrameHeaderSize> encode_frame_header(const FrameHeader& header) {
+  ByteWriter writer;
+  writer.put<std::uint32_t>(kFrameMagic)
+      .put<std::uint8_t>(kProtocolVersion)
+      .put<std::uint8_t>(static_cast<std::uint8_t>(header.type))
+      .put<std::uint16_t>(header.flags)
+      .put<std::uint32_t>(header.meta_length)
+      .put<std::uint32_t>(0)  // reserved
+      .put<std::uint64_t>(header.payload_length);
   std::array<std::uint8_t, kFrameHeaderSize> out{};
-  store_le<std::uint32_t>(out.data() + 0, kFrameMagic);
-  out[4] = kProtocolVersion;
-  out[5] = static_cast<std::uint8_t>(header.type);
-  store_le<std::uint16_t>(out.data() + 6, header.flags);
-  store_le<std::uint32_t>(out.data() + 8, header.meta_length);
-  store_le<std::uint32_t>(out.data() + 12, 0);
-  store_le<std::uint64_t>(out.data() + 16, header.payload_length);
+  std::copy(writer.bytes().begin(), writer.bytes().end(), out.begin());
   return out;
 }
 
@@ -42,21 +41,25 @@ Result<FrameHeader> decode_frame_header(ByteSpan bytes, const FrameLimits& limit
   if (bytes.size() < kFrameHeaderSize)
     return make_error(ErrorCode::kMalformed, "frame header needs " + std::to_string(kFrameHeaderSize) +
                                                  " bytes, got " + std::to_string(bytes.size()));
-  const std::uint8_t* in = bytes.data();
-  const auto magic = load_le<std::uint32_t>(in);
+  // The length was checked above: the reads below cannot fail (and would return, never throw).
+  ByteReader reader(bytes.first(kFrameHeaderSize), "frame header");
+  BALLOT_ASSIGN_OR_RETURN(const auto magic, reader.read<std::uint32_t>("magic"));
   if (magic != kFrameMagic) return make_error(ErrorCode::kMalformed, "bad frame magic " + to_hex(bytes.first(4)));
-  if (in[4] != kProtocolVersion)
-    return make_error(ErrorCode::kMalformed, "unsupported protocol version " + std::to_string(in[4]) +
+  BALLOT_ASSIGN_OR_RETURN(const auto version, reader.read<std::uint8_t>("version"));
+  if (version != kProtocolVersion)
+    return make_error(ErrorCode::kMalformed, "unsupported protocol version " + std::to_string(version) +
                                                  " (this build speaks " + std::to_string(kProtocolVersion) + ")");
-  if (!is_valid_message_type(in[5])) return make_error(ErrorCode::kMalformed, "unknown message type " + std::to_string(in[5]));
+  BALLOT_ASSIGN_OR_RETURN(const auto type, reader.read<std::uint8_t>("type"));
+  if (!is_valid_message_type(type)) return make_error(ErrorCode::kMalformed, "unknown message type " + std::to_string(type));
   FrameHeader header;
-  header.type = static_cast<MessageType>(in[5]);
-  header.flags = load_le<std::uint16_t>(in + 6);
-  header.meta_length = load_le<std::uint32_t>(in + 8);
-  header.payload_length = load_le<std::uint64_t>(in + 16);
+  header.type = static_cast<MessageType>(type);
+  BALLOT_ASSIGN_OR_RETURN(header.flags, reader.read<std::uint16_t>("flags"));
+  BALLOT_ASSIGN_OR_RETURN(header.meta_length, reader.read<std::uint32_t>("envelope length"));
+  BALLOT_ASSIGN_OR_RETURN(const auto reserved, reader.read<std::uint32_t>("reserved"));
+  BALLOT_ASSIGN_OR_RETURN(header.payload_length, reader.read<std::uint64_t>("payload length"));
   if ((header.flags & ~kFrameFlagSigned) != 0)
     return make_error(ErrorCode::kMalformed, "unknown frame flags " + std::to_string(header.flags));
-  if (load_le<std::uint32_t>(in + 12) != 0) return make_error(ErrorCode::kMalformed, "reserved frame bytes are not zero");
+  if (reserved != 0) return make_error(ErrorCode::kMalformed, "reserved frame bytes are not zero");
   const std::uint32_t expected_meta = header.is_signed() ? kEnvelopeMetaSize : 0;
   if (header.meta_length != expected_meta)
     return make_error(ErrorCode::kMalformed, "envelope length " + std::to_string(header.meta_length) + " (expected " +

@@ -22,8 +22,8 @@
 #include <set>
 #include <thread>
 
+#include "core/byte_io.h"
 #include "transport/detail/endpoint.h"
-#include "transport/detail/le.h"
 #include "transport/detail/ossl.h"
 #include "transport/detail/tls_stream.h"
 
@@ -348,10 +348,14 @@ class Session final : public SessionBase {
     } else if (impl_.core_.require_signatures()) {
       return fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kAuthentication, "unsigned hello"));
     }
-    if (payload_.size() != 4 || detail::load_le<std::uint32_t>(payload_.data()) != claimed) {
-      if (header_.is_signed() || payload_.size() != 4)
+    ByteReader reader(payload_, "hello payload");
+    const auto id = reader.read<std::uint32_t>("node id");
+    if (!id.ok() || !reader.expect_end().ok())
+      return fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kMalformed, "malformed hello payload"));
+    if (*id != claimed) {
+      if (header_.is_signed())
         return fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kMalformed, "malformed hello payload"));
-      claimed = detail::load_le<std::uint32_t>(payload_.data());  // plaintext mode: the claim is all there is
+      claimed = *id;  // plaintext mode: the claim is all there is
     }
     if (!kTls) {
       const RegistryEntry* entry = impl_.core_.verifier().registry().find(claimed);

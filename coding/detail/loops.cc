@@ -1,7 +1,8 @@
-// The per-coordinate loops of the codecs (declared in coding/detail/blocks.h). Each function is
-// cloned for AVX-512, AVX2 and the baseline and picked by the CPU at load time (target_clones).
-// The loops use independent lanes and IEEE operations only (this file is compiled with
-// -ffp-contract=off), so every clone returns the same bits as the baseline.
+// The per-coordinate loops of the codecs (declared in coding/detail/blocks.h). Each body is
+// compiled for the baseline, AVX2 and AVX-512 (the compiler vectorises it for each) and the
+// level is chosen per call by kernels::active_isa() (kernels/isa.h: the one ISA switch, capped
+// by set_isa_limit or BALLOT_ISA). The loops use independent lanes and IEEE operations only
+// (this file is compiled with -ffp-contract=off), so every level returns the same bits.
 #include <cmath>
 #include <cstddef>
 #include <algorithm>
@@ -10,11 +11,27 @@
 #include <limits>
 
 #include "coding/detail/blocks.h"
+#include "kernels/isa.h"
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define BALLOT_CODEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+// BALLOT_CODEC_BODY(Ret, name, (params)) { body } then BALLOT_CODEC_DISPATCH(Ret, name, (params),
+// (args)) define `Ret name(params)`: the body (always inlined) compiled once per level, and a
+// dispatcher on kernels::active_isa().
+#define BALLOT_CODEC_BODY(Ret, name, params) static inline __attribute__((always_inline)) Ret name##_body params
+#if defined(__x86_64__)
+#define BALLOT_CODEC_DISPATCH(Ret, name, params, args)                            \
+  static __attribute__((target("avx512f"))) Ret name##_avx512 params { return name##_body args; } \
+  static __attribute__((target("avx2"))) Ret name##_avx2 params { return name##_body args; }      \
+  Ret name params {                                                               \
+    switch (kernels::active_isa()) {                                              \
+      case kernels::Isa::kAvx512: return name##_avx512 args;                      \
+      case kernels::Isa::kAvx2: return name##_avx2 args;                          \
+      case kernels::Isa::kScalar: break;                                          \
+    }                                                                             \
+    return name##_body args;                                                      \
+  }
 #else
-#define BALLOT_CODEC_CLONES
+#define BALLOT_CODEC_DISPATCH(Ret, name, params, args) \
+  Ret name params { return name##_body args; }
 #endif
 
 namespace ballot::coding::detail {
@@ -35,7 +52,7 @@ double combine(const Lane (&lanes)[kLanes]) {
 }
 }  // namespace
 
-BALLOT_CODEC_CLONES double sum_abs(const float* x, std::size_t n) {
+BALLOT_CODEC_BODY(double, sum_abs, (const float* x, std::size_t n)) {
   double lanes[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -45,8 +62,9 @@ BALLOT_CODEC_CLONES double sum_abs(const float* x, std::size_t n) {
   for (int j = 0; i < n; ++i, ++j) lanes[j] += std::fabs(static_cast<double>(x[i]));
   return combine(lanes);
 }
+BALLOT_CODEC_DISPATCH(double, sum_abs, (const float* x, std::size_t n), (x, n))
 
-BALLOT_CODEC_CLONES double sum_squares(const float* x, std::size_t n) {
+BALLOT_CODEC_BODY(double, sum_squares, (const float* x, std::size_t n)) {
   double lanes[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -59,8 +77,9 @@ BALLOT_CODEC_CLONES double sum_squares(const float* x, std::size_t n) {
   for (int j = 0; i < n; ++i, ++j) lanes[j] += static_cast<double>(x[i]) * x[i];
   return combine(lanes);
 }
+BALLOT_CODEC_DISPATCH(double, sum_squares, (const float* x, std::size_t n), (x, n))
 
-BALLOT_CODEC_CLONES double sum_values(const float* x, std::size_t n) {
+BALLOT_CODEC_BODY(double, sum_values, (const float* x, std::size_t n)) {
   double lanes[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -70,8 +89,9 @@ BALLOT_CODEC_CLONES double sum_values(const float* x, std::size_t n) {
   for (int j = 0; i < n; ++i, ++j) lanes[j] += x[i];
   return combine(lanes);
 }
+BALLOT_CODEC_DISPATCH(double, sum_values, (const float* x, std::size_t n), (x, n))
 
-BALLOT_CODEC_CLONES float max_abs(const float* x, std::size_t n) {
+BALLOT_CODEC_BODY(float, max_abs, (const float* x, std::size_t n)) {
   // On the bit patterns with the sign cleared, integer order is float order for |x| (+0 < ... <
   // +inf), and every NaN pattern lies above +inf: one integer max (vectorised as such) gives
   // max |x_i| and detects NaN.
@@ -100,8 +120,9 @@ BALLOT_CODEC_CLONES float max_abs(const float* x, std::size_t n) {
   std::memcpy(&out, &m, 4);
   return out;
 }
+BALLOT_CODEC_DISPATCH(float, max_abs, (const float* x, std::size_t n), (x, n))
 
-BALLOT_CODEC_CLONES Moments moments(const float* x, std::size_t n) {
+BALLOT_CODEC_BODY(Moments, moments, (const float* x, std::size_t n)) {
   // The lanes of max_abs, sum_values and sum_squares in one loop: the same operations in the same
   // order per lane, so the results equal the three separate reductions.
   float max_lanes[kLanes] = {};
@@ -137,8 +158,10 @@ BALLOT_CODEC_CLONES Moments moments(const float* x, std::size_t n) {
   out.sum_squares = combine(squares);
   return out;
 }
+BALLOT_CODEC_DISPATCH(Moments, moments, (const float* x, std::size_t n), (x, n))
 
-BALLOT_CODEC_CLONES static std::size_t count_negative(const float* x, std::size_t n) {
+namespace {
+BALLOT_CODEC_BODY(std::size_t, count_negative, (const float* x, std::size_t n)) {
   std::uint32_t lanes[kLanes] = {};
   std::size_t total = 0;
   std::size_t i = 0;
@@ -156,6 +179,8 @@ BALLOT_CODEC_CLONES static std::size_t count_negative(const float* x, std::size_
   for (; i < n; ++i) total += x[i] < 0.0f ? 1u : 0u;
   return total;
 }
+BALLOT_CODEC_DISPATCH(std::size_t, count_negative, (const float* x, std::size_t n), (x, n))
+}  // namespace
 
 SplitSums split_sums(const float* x, std::size_t n) {
   // Σ_{x>=0} x = (Σx + Σ|x|)/2 and Σ_{x<0} x = (Σx − Σ|x|)/2, from two vectorised reductions
@@ -165,17 +190,18 @@ SplitSums split_sums(const float* x, std::size_t n) {
                    static_cast<double>(count_negative(x, n))};
 }
 
-BALLOT_CODEC_CLONES void momentum_accumulate(const float* g, std::size_t n, float factor, float m,
-                                             float* u, float* v) {
+BALLOT_CODEC_BODY(void, momentum_accumulate, (const float* g, std::size_t n, float factor, float m, float* u, float* v)) {
   for (std::size_t i = 0; i < n; ++i) {
     const float momentum = m * u[i] + factor * g[i];  // two roundings each: no FMA (file flags)
     u[i] = momentum;
     v[i] = v[i] + momentum;
   }
 }
+BALLOT_CODEC_DISPATCH(void, momentum_accumulate, (const float* g, std::size_t n, float factor, float m, float* u, float* v), (g, n, factor, m, u, v))
 
-BALLOT_CODEC_CLONES void add_plane(const float* bit, std::size_t n, float value, float* level) {
+BALLOT_CODEC_BODY(void, add_plane, (const float* bit, std::size_t n, float value, float* level)) {
   for (std::size_t i = 0; i < n; ++i) level[i] += bit[i] > 0 ? value : 0.0f;
 }
+BALLOT_CODEC_DISPATCH(void, add_plane, (const float* bit, std::size_t n, float value, float* level), (bit, n, value, level))
 
 }  // namespace ballot::coding::detail

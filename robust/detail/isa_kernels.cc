@@ -1,5 +1,5 @@
-// Chooses the robust kernels of the active ISA level (kernels::active_isa(), capped by
-// set_isa_limit), falling back to a lower level when the CPU lacks FMA.
+// Chooses the robust kernels of the active ISA level (kernels::active_isa(), kernels/isa.h: its
+// kAvx2 level includes FMA and its kAvx512 level DQ, which these kernels are compiled with).
 #include "robust/detail/isa_kernels.h"
 
 #include "kernels/isa.h"
@@ -13,16 +13,10 @@ namespace avx512 { extern const IsaKernels kKernels; }
 
 const IsaKernels& isa_kernels() {
 #if defined(__x86_64__)
-  static const bool has_fma = __builtin_cpu_supports("fma");
   switch (kernels::active_isa()) {
-    case kernels::Isa::kAvx512:
-      if (has_fma && __builtin_cpu_supports("avx512dq")) return avx512::kKernels;
-      [[fallthrough]];
-    case kernels::Isa::kAvx2:
-      if (has_fma) return avx2::kKernels;
-      [[fallthrough]];
-    case kernels::Isa::kScalar:
-      break;
+    case kernels::Isa::kAvx512: return avx512::kKernels;
+    case kernels::Isa::kAvx2: return avx2::kKernels;
+    case kernels::Isa::kScalar: break;
   }
 #endif
   return generic::kKernels;

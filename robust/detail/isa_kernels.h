@@ -85,7 +85,7 @@ struct IsaKernels {
                               float* out);
 };
 
-// The kernels of kernels::active_isa() (falling back to a lower level when FMA is missing).
+// The kernels of kernels::active_isa().
 const IsaKernels& isa_kernels();
 
 }  // namespace ballot::robust::detail

@@ -1,7 +1,7 @@
 // Writes the seed corpus of the codec_decode fuzz target: small valid encodings of every codec
 // (both granularities, Elias and fixed QSGD, the global top-k down message) and valid state
-// blobs of the stateful ones. Deterministic (fixed seeds), so `--check DIR` verifies that the
-// committed corpus is what this program produces.
+// blobs of the stateful ones and of every codec's error feedback. Deterministic (fixed seeds),
+// so `--check DIR` verifies that the committed corpus is what this program produces.
 //   codec_corpus_gen DIR          write the files
 //   codec_corpus_gen --check DIR  exit 1 if any file is missing or different
 #include <algorithm>
@@ -70,6 +70,25 @@ std::vector<Seed> seeds() {
         down.bytes.insert(down.bytes.end(), global.bytes.begin(), global.bytes.end());
         out.push_back(down);
       }
+    }
+  }
+  // The error-feedback state of every codec that is stateless by default (the fuzz target's
+  // decoder_for(id, state=true)): the residual after two steps.
+  const char* feedback[] = {"fp32:ef=1", "fp16:ef=1", "bf16:ef=1", "sign:ef=1", "scaled_sign:ef=1",
+                            "topk:ef=1", "randomk:ef=1", "threshold:tau=1,ef=1", "qsgd:ef=1",
+                            "terngrad:ef=1"};
+  for (std::uint8_t selector : {std::uint8_t{1}, std::uint8_t{2}}) {
+    const auto layout = fuzz::layout_for(selector);
+    for (const char* spec : feedback) {
+      auto codec = make_codec(spec).value();
+      Rng rng(7, selector);
+      (void)codec->encode(values(layout.total_size(), 10), layout, rng);
+      (void)codec->encode(values(layout.total_size(), 11), layout, rng);
+      Seed state{std::string(spec) + "-state-" + std::to_string(selector),
+                 {static_cast<std::uint8_t>(selector | fuzz::kStateBit)}};
+      const auto blob = codec->save_state();
+      state.bytes.insert(state.bytes.end(), blob.begin(), blob.end());
+      out.push_back(state);
     }
   }
   for (auto& seed : out) {

@@ -13,9 +13,9 @@
 namespace ballot::coding::detail {
 namespace {
 
-// Restores the ISA cap at the end of a test.
+// Restores the ISA cap at the end of a test (the loops below move it with set_isa_limit).
 struct IsaGuard {
-  ~IsaGuard() { kernels::set_isa_limit(kernels::Isa::kAvx512); }
+  kernels::ScopedIsaLimit cap{kernels::isa_limit()};
 };
 
 std::vector<float> test_values(std::size_t n, std::uint64_t seed) {

@@ -10,16 +10,32 @@ TEST(Isa, ScalarIsAlwaysSupportedAndLevelsAreOrdered) {
   ASSERT_FALSE(levels.empty());
   EXPECT_EQ(levels.front(), Isa::kScalar);
   for (std::size_t i = 1; i < levels.size(); ++i) EXPECT_LT(levels[i - 1], levels[i]);
+  ScopedIsaLimit uncapped(Isa::kAvx512);
   EXPECT_EQ(active_isa(), levels.back());
 }
 
 TEST(Isa, LimitCapsTheActiveLevel) {
-  set_isa_limit(Isa::kScalar);
-  EXPECT_EQ(active_isa(), Isa::kScalar);
-  set_isa_limit(Isa::kAvx2);
-  EXPECT_LE(active_isa(), Isa::kAvx2);
-  set_isa_limit(Isa::kAvx512);
-  EXPECT_EQ(active_isa(), supported_isas().back());
+  const Isa before = isa_limit();
+  {
+    ScopedIsaLimit cap(Isa::kScalar);
+    EXPECT_EQ(isa_limit(), Isa::kScalar);
+    EXPECT_EQ(active_isa(), Isa::kScalar);
+    {
+      ScopedIsaLimit inner(Isa::kAvx2);
+      EXPECT_LE(active_isa(), Isa::kAvx2);
+    }
+    EXPECT_EQ(active_isa(), Isa::kScalar);  // the inner scope restored the outer cap
+    set_isa_limit(Isa::kAvx512);
+    EXPECT_EQ(active_isa(), supported_isas().back());
+  }
+  EXPECT_EQ(isa_limit(), before);
+}
+
+TEST(Isa, ParsesTheNamesOfBallotIsa) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) EXPECT_EQ(parse_isa(isa_name(isa)), isa);
+  EXPECT_EQ(parse_isa("AVX2"), std::nullopt);
+  EXPECT_EQ(parse_isa(""), std::nullopt);
+  EXPECT_EQ(parse_isa("sse4"), std::nullopt);
 }
 
 TEST(Isa, Names) {

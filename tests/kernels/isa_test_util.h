@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 #include "kernels/isa.h"
@@ -15,10 +16,13 @@ class PerIsaTest : public ::testing::TestWithParam<Isa> {
     if (!isa_supported(GetParam())) {
       GTEST_SKIP() << "this CPU has no " << isa_name(GetParam());
     }
-    set_isa_limit(GetParam());
+    cap_ = std::make_unique<ScopedIsaLimit>(GetParam());
     ASSERT_EQ(active_isa(), GetParam());
   }
-  void TearDown() override { set_isa_limit(Isa::kAvx512); }
+  void TearDown() override { cap_.reset(); }
+
+ private:
+  std::unique_ptr<ScopedIsaLimit> cap_;
 };
 
 inline std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) {

@@ -130,15 +130,14 @@ inline void expect_near_vectors(std::span<const float> got, const std::vector<fl
     ASSERT_NEAR(got[j], want[j], tolerance * (1.0 + std::abs(want[j]))) << what << " coordinate " << j;
 }
 
-// Runs the test body at each ISA level the CPU supports, restoring the default afterwards.
+// Runs the test body at each ISA level the CPU supports, restoring the cap afterwards.
 template <typename Body>
 void for_each_isa(Body body) {
   for (auto isa : kernels::supported_isas()) {
-    kernels::set_isa_limit(isa);
+    kernels::ScopedIsaLimit cap(isa);
     SCOPED_TRACE(std::string(kernels::isa_name(isa)));
     body();
   }
-  kernels::set_isa_limit(kernels::Isa::kAvx512);
 }
 
 }  // namespace ballot::robust::testing

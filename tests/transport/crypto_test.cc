@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/isa.h"
+
 namespace ballot::transport {
 namespace {
 
@@ -42,6 +44,7 @@ std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t seed) {
 // Every lane of the 16-lane kernel against OpenSSL, over lengths around the padding boundaries
 // (55/56 bytes: one or two tail blocks) and every group size, each lane with its own data.
 TEST(Sha256Lanes, EveryLaneMatchesOpenSsl) {
+  kernels::ScopedIsaLimit uncapped(kernels::Isa::kAvx512);  // whatever BALLOT_ISA says
   if (!detail::sha256_x16_available()) GTEST_SKIP() << "no AVX-512 on this CPU";
   for (const std::size_t length : {0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 1000, 16383, 16384, 16385}) {
     std::vector<std::vector<std::uint8_t>> data;
@@ -68,6 +71,40 @@ TEST(Sha256Lanes, AnyCountMatchesOpenSsl) {
     std::vector<Digest> out(count);
     detail::sha256_equal_length(pointers.data(), count, length, out.data());
     for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(out[i], sha256(data[i])) << "count " << count << ", message " << i;
+  }
+}
+
+// The one ISA switch (kernels/isa.h) also picks the 16-lane kernel: every level this CPU runs gives
+// the digests of the scalar level (OpenSSL one leaf at a time), one-shot and incremental.
+TEST(PayloadDigest, SameAtEveryIsaLevel) {
+  const std::size_t L = kPayloadLeafSize;
+  std::vector<std::vector<std::uint8_t>> payloads;
+  for (const std::size_t n : {std::size_t{0}, L + 1, 16 * L, 40 * L + 5, 85 * L + 7000}) {
+    payloads.push_back(pattern(n, static_cast<std::uint32_t>(n) + 5));
+  }
+  auto digests = [&] {
+    std::vector<Digest> out;
+    for (const auto& payload : payloads) {
+      out.push_back(payload_digest(payload));
+      PayloadDigester digester(payload.size());
+      for (std::size_t have = 0; have < payload.size();) {
+        have = std::min(payload.size(), have + 100000);
+        digester.update(ByteSpan(payload).first(have));
+      }
+      out.push_back(digester.finish(payload));
+    }
+    return out;
+  };
+  std::vector<Digest> scalar;
+  {
+    kernels::ScopedIsaLimit cap(kernels::Isa::kScalar);
+    EXPECT_FALSE(detail::sha256_x16_available());
+    scalar = digests();
+  }
+  for (const auto isa : kernels::supported_isas()) {
+    kernels::ScopedIsaLimit cap(isa);
+    EXPECT_EQ(detail::sha256_x16_available(), isa == kernels::Isa::kAvx512);
+    EXPECT_EQ(digests(), scalar) << kernels::isa_name(isa);
   }
 }
 

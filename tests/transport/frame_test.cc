@@ -5,7 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include "transport/detail/le.h"
 
 namespace ballot::transport {
 namespace {

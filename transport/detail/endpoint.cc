@@ -2,7 +2,7 @@
 
 #include <exception>
 
-#include "transport/detail/le.h"
+#include "core/byte_io.h"
 
 namespace ballot::transport::detail {
 
@@ -45,8 +45,9 @@ OutboundFrame EndpointCore::seal(MessageType type, std::uint64_t round,
 }
 
 OutboundFrame EndpointCore::hello() {
-  auto id = std::make_shared<std::vector<std::uint8_t>>(4);
-  store_le<std::uint32_t>(id->data(), self());
+  ByteWriter payload;
+  payload.put<std::uint32_t>(self());
+  auto id = std::make_shared<std::vector<std::uint8_t>>(payload.take());
   return seal(MessageType::kHello, 0, std::move(id));
 }
 

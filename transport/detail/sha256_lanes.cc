@@ -1,10 +1,10 @@
 #include "transport/detail/sha256_lanes.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/enforce.h"
+#include "kernels/isa.h"
 
 #if defined(__x86_64__)
 // GCC 12 warns about the deliberately undefined vectors inside its own AVX-512 intrinsics.
@@ -31,12 +31,6 @@ alignas(16) constexpr std::uint32_t kRoundConstants[64] = {
 
 constexpr std::uint32_t kInitialState[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                             0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-
-bool cpu_has_avx512() {
-  // libgcc's detection also checks that the OS saves the ZMM state (XCR0).
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-}
 
 #define BALLOT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline
 
@@ -154,8 +148,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void hash_x16(const std::ui
 
 bool sha256_x16_available() {
 #if BALLOT_X86
-  static const bool available = cpu_has_avx512() && std::getenv("BALLOT_NO_AVX512_SHA256") == nullptr;
-  return available;
+  // kernels/isa.h's kAvx512 level includes the F, BW and VL this kernel is compiled for.
+  return kernels::active_isa() == kernels::Isa::kAvx512;
 #else
   return false;
 #endif

@@ -9,8 +9,9 @@
 // independent messages: its leaves.
 //
 // Every lane computes plain FIPS 180-4 SHA-256; tests/transport/crypto_test.cc checks each lane
-// bit-exactly against OpenSSL. Without AVX-512 (or with BALLOT_NO_AVX512_SHA256 set in the
-// environment) the messages are hashed one by one with OpenSSL (SHA-NI where present).
+// bit-exactly against OpenSSL. Below kernels::active_isa() == kAvx512 (no AVX-512, or the level
+// capped by kernels::set_isa_limit / BALLOT_ISA, kernels/isa.h) the messages are hashed one by one
+// with OpenSSL (SHA-NI where present).
 //
 // Thread-safety: pure functions. Complexity: O(count * length).
 #pragma once
