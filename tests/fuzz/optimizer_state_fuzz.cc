@@ -1,5 +1,5 @@
 // Fuzz target: the update rules' checkpointed state (Optimizer::load_state, WorkerMomentum::
-// load_state in core/optimizer.h) on hostile bytes. Input format in state_fuzz_support.h.
+// load_state in learning/optimizer.h) on hostile bytes. Input format in state_fuzz_support.h.
 // Invariants: nothing crashes or reads out of bounds; a rejected blob leaves the state as it was;
 // an accepted one saves to a blob that loads again to the same state.
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/bit_vector.h"
-#include "core/optimizer.h"
+#include "learning/optimizer.h"
 #include "tests/fuzz/state_fuzz_support.h"
 
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/bit_vector.h"
-#include "core/optimizer.h"
+#include "learning/optimizer.h"
 #include "runtime/training.h"
 #include "tests/fuzz/corpus_seeds.h"
 #include "tests/fuzz/state_fuzz_support.h"

@@ -3,7 +3,7 @@
 // bytes are loaded into.
 //
 // optimizer_state: byte 0 selects the update rule (kOptimizerSpecs, the last entry being the
-// worker momentum of core/optimizer.h) modulo their count, byte 1 the parameter count
+// worker momentum of learning/optimizer.h) modulo their count, byte 1 the parameter count
 // (kParamCounts); the rest is the state blob. node_state: the whole input is the blob, loaded into
 // node 0 of kNodeStateRun.
 #pragma once
