@@ -1,4 +1,4 @@
-// The side channel of colluding attackers (issue 8): in the simulator the omniscient attacks get
+// The side channel of colluding attackers: in the simulator the omniscient attacks get
 // the round's honest vectors handed over; in a process cluster the Byzantine processes instead share
 // what each of them would have sent honestly (its own gradient or sign vector) through this
 // channel, and craft their messages from the coalition's view (GradientContext::honest = the

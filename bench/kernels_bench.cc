@@ -3,7 +3,7 @@
 //   (b) sign pack at d = 2^24 and 2^26, also as a fraction of (a),
 //   (c) majority vote of n in {3, 15, 63} inputs of d = 2^26 coordinates, against the reference
 //       that unpacks to integers, sums and repacks (what the signSGD-MV reference code does).
-// A summary table with the targets of issue 2 is printed at the end. Single-threaded throughout.
+// A summary table with the targets is printed at the end. Single-threaded throughout.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The text report of an election code, for the `ballot code …` command (issue 5, item 7): the
+// The text report of an election code, for the `ballot code …` command: the
 // matrix, its redundancy r and structure, its exact tolerance in both threat models (tolerance.h)
 // with a breaking coalition, the structural guarantee, and a Monte Carlo error table against plain
 // majority vote. Also the minimum-redundancy search report (code_search.h).

@@ -1,4 +1,4 @@
-// Minimum-redundancy b-tolerant election codes for small n (issue 5, item 4).
+// Minimum-redundancy b-tolerant election codes for small n.
 //
 // Finds the allocation matrix with the fewest ones that tolerates b Byzantine nodes under threat
 // model (a) (tolerance.h: A(u) ≥ (n + 2b + 1)/2 for all 2^n sign patterns), and proves it minimal

@@ -1,4 +1,4 @@
-# Gradient compression codecs (issue 4): sources of ballot::coding owned by the codecs half.
+# Gradient compression codecs: sources of ballot::coding owned by the codecs half.
 set(BALLOT_CODING_CODEC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/codec.cc
   ${CMAKE_CURRENT_LIST_DIR}/wire_format.cc

@@ -1,4 +1,4 @@
-# Election codes (issue 5): allocation matrices, their Boost.Graph analysis, tolerance
+# Election codes: allocation matrices, their Boost.Graph analysis, tolerance
 # certificates, minimum-redundancy search, encoder/decoder, Monte Carlo
 # error estimates and the text report. Included by coding/CMakeLists.txt.
 find_package(Boost CONFIG REQUIRED COMPONENTS graph)

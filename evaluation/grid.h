@@ -1,4 +1,4 @@
-// An evaluation grid (issue 8, point 3): attacks × defences × settings (n, b) × seeds, over one
+// An evaluation grid: attacks × defences × settings (n, b) × seeds, over one
 // set of base training options. Expanded into cells, each a complete runtime::TrainingOptions
 // that runtime/experiment.h runs.
 //

@@ -1,4 +1,4 @@
-// Codec benchmarks (issue 4), all in one run so that the ratios compare like with like:
+// Codec benchmarks, all in one run so that the ratios compare like with like:
 //   (a) read bandwidth of one core, over 1 GiB (DRAM) and over 64 MiB (the size of the input at
 //       d = 2^24, which the last-level cache of this VM may partly hold),
 //   (b) encode and decode_add of every codec at d = 2^24 (normal random gradient, 64 MiB of
@@ -10,7 +10,7 @@
 //       coordinate), generated as the encoders do and folded, nothing else. With the norm (max)
 //       pass, which must read the whole input before any coordinate is rounded, it gives their
 //       floor: one read plus the stream.
-// A summary with the targets of issue 4 is printed at the end. Single-threaded throughout.
+// A summary with the targets is printed at the end. Single-threaded throughout.
 #include <benchmark/benchmark.h>
 
 #include "bench/read_probe.h"

@@ -1,4 +1,4 @@
-// Election-coding benchmarks (issue 5), single-threaded:
+// Election-coding benchmarks, single-threaded:
 //   (a) the exhaustive tolerance certificate at n = 15, 21, 25 under both threat models, against a
 //       scalar per-pattern baseline (popcount per node per pattern) measured in the same run;
 //   (b) the minimum-redundancy search at (7, 1), (9, 1), (9, 2);

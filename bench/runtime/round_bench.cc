@@ -1,4 +1,4 @@
-// Seconds per round of the training runtime, split into its stages, for n = 15 nodes (issue 7):
+// Seconds per round of the training runtime, split into its stages, for n = 15 nodes:
 //   compute    one node's gradients of its partitions (MLP on Fashion-MNIST-sized inputs)
 //   encode     signs of those gradients + the node's election vote (pack + encode_replicated)
 //   transport  one vote through the in-memory transport: encode payload, SHA-256, Ed25519 sign,

@@ -201,7 +201,7 @@ TEST_F(Commands, CodeReportsTheCertifiedToleranceAndSearches) {
   EXPECT_TRUE(contains(r.output, "replicated / exchange, honest sources (a):   b = 1")) << r.output;
   r = run_ballot("code --nodes 5 --search 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  // ALGORITHMS.md / issue 5: the minimum for (n, b) = (5, 1) is 19 ones.
+  // ALGORITHMS.md: the minimum for (n, b) = (5, 1) is 19 ones.
   EXPECT_TRUE(contains(r.output, "n = 5, b = 1: 19 ones")) << r.output;
   r = run_ballot("code nonsense:x=1");
   EXPECT_NE(r.exit_code, 0);

@@ -1,4 +1,4 @@
-# Tests of the gradient compression codecs (issue 4).
+# Tests of the gradient compression codecs.
 ballot_add_gtest(coding_codecs_test
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/codec_test.cc
