@@ -80,8 +80,8 @@ class ServerSession {
   // Finish{rounds} to every node (best effort: a node that is gone does not matter any more).
   void finish(std::uint64_t rounds);
 
-  // The report of the round being run (RoundReport's protocol fields; the caller adds timing and
-  // evaluation).
+  // The report of the round being run: collect() counts what it dropped, decide() fills the votes,
+  // missing, quarantined and mean loss; the caller adds timing and evaluation.
   RoundReport& report() noexcept;
 
  private:
