@@ -2,7 +2,8 @@
 // machine with one handler per message, driven by its caller. The caller computes; the session
 // speaks the protocol (Join and rejoin, round starts, the exchange placement's inputs, the signed
 // record, decisions, state transfers, forwarded evidence). Node::run (runtime/roles.h) drives it
-// with the C++ worker; the simulator runs Node::run on threads; a Python trainer can drive it too.
+// with the C++ worker; the simulator runs Node::run on threads; the API is what a Python trainer
+// (ballot.torch, not bound yet) is to drive.
 //
 //   session.start();                                   // Join
 //   while (true) {
