@@ -8,8 +8,8 @@
 //                                              dimension u64 | packed signs (⌈d/64⌉ words)
 //   Decision    (server → nodes, kDecision)    round u64 | dimension u64 | packed signs
 // Exchange placement (DESIGN.md step 2; docs/protocol.md):
-//   partition signs (node j → the nodes of column j of G, kPartitionSigns): the Vote layout, with the
-//               loss of partition j's batch and the signs of partition j (encode/decode_vote)
+//   PartitionSigns (node j → the nodes of column j of G, kPartitionSigns): the Vote layout, with
+//               the loss of partition j's batch and the signs of partition j (encode/decode_vote)
 //   AuditedVote (node → server, kVote)         the Vote layout | count u32 |
 //                                              count × the inputs' signed envelope metadata
 //                                              (transport/envelope.h, 136 bytes each), authors
@@ -46,6 +46,10 @@ struct Vote {
   transport::Digest model_digest{};  // the node's model the vote was computed on
   BitVector signs;
 };
+
+// Exchange placement: one partition's signs, node j → the nodes of column j (kPartitionSigns). The
+// Vote layout (encode / decode_vote), with partition j's batch loss and signs.
+using PartitionSigns = Vote;
 
 // Exchange placement: a vote and the signed envelopes (author, round, payload digest, author's
 // signature) of exactly the inputs it counted. The server can check each envelope against the

@@ -38,7 +38,7 @@ Result<bool> NodeAdversary::deliver(MessageType, std::uint64_t, std::uint32_t, c
 struct NodeSession::State final : NodeAdversary::Link {
   struct Input {  // exchange: one partition's signs from the node's row
     std::uint32_t source = 0;
-    Vote signs;
+    PartitionSigns signs;
     transport::SignedEnvelope envelope;
   };
   struct PendingVote {  // exchange: the vote waiting for its inputs
@@ -321,7 +321,7 @@ Status NodeSession::submit_partition_signs(double loss, BitVector signs) {
   if (!s.computing || s.computing->round != s.round) return {};
   const RoundStart start = *std::exchange(s.computing, std::nullopt);
   if (!s.exchange) return make_error(ErrorCode::kInvalidArgument, "this round takes no partition signs");
-  Vote own{.round = start.round, .loss = loss, .model_digest = start.model_digest, .signs = std::move(signs)};
+  PartitionSigns own{.round = start.round, .loss = loss, .model_digest = start.model_digest, .signs = std::move(signs)};
   auto payload = encode(own);
   std::vector<transport::NodeId> receivers;
   for (auto receiver : s.column) {

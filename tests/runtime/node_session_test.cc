@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "coding/codec.h"
 #include "runtime/checkpoint.h"
 #include "runtime/messages.h"
@@ -21,7 +23,8 @@ struct SessionHarness {
   std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;  // 0: the server
   Replica replica;
 
-  explicit SessionHarness(std::string rule = "vote") : setup(make(std::move(rule))), replica(Replica::create(setup).value()) {
+  explicit SessionHarness(std::string rule = "vote", Placement placement = Placement::kReplicated)
+      : setup(make(std::move(rule), placement)), replica(Replica::create(setup).value()) {
     transport::Registry registry;
     std::vector<transport::LocalIdentity> identities;
     for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
@@ -35,11 +38,12 @@ struct SessionHarness {
     for (auto& identity : identities) endpoints.push_back(network->attach(identity, registry, options).value());
   }
 
-  static TrainingSetup make(std::string rule) {
+  static TrainingSetup make(std::string rule, Placement placement) {
     TrainingOptions options;
+    options.placement = placement;
     options.nodes = 3;
     options.byzantine = 1;
-    options.code = "identity";
+    options.code = placement == Placement::kExchange ? "bernoulli:r=3" : "identity";
     options.model = "mlp:hidden=4";
     options.data = "synthetic:examples=200,features=8,classes=2";
     options.rounds = 5;
@@ -204,6 +208,39 @@ TEST(NodeSessionTest, TheAdversarySeamReplacesAndWithholdsTheVote) {
   for (auto message = h.server().receive(200ms); message.ok(); message = h.server().receive(200ms)) {
     EXPECT_NE(message->type, MessageType::kVote);
   }
+}
+
+TEST(NodeSessionTest, ExchangeVotesOverTheInputsOfItsRow) {
+  SessionHarness h("vote", Placement::kExchange);
+  const auto row = h.setup.code.row(0);
+  ASSERT_GT(row.size(), 1u) << "the test needs peers in node 0's row";
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica);
+  ASSERT_TRUE(session.start().ok());
+  h.start_round(0);
+  auto event = session.next_round();
+  ASSERT_TRUE(event.ok());
+  ASSERT_EQ(event->work.kind, RoundWork::Kind::kPartitionSigns);
+  EXPECT_EQ(event->work.partitions, std::vector<std::uint32_t>{0});
+  // The peers of its row send their partition signs (before or after its own: both are held).
+  for (auto source : row) {
+    if (source == 0) continue;
+    Vote signs{0, 0.25, h.replica.digest(), BitVector(h.replica.dimension(), true)};
+    ASSERT_TRUE(h.endpoints[source + 1]->send(node_id(0), MessageType::kPartitionSigns, 0, encode(signs)).ok());
+  }
+  ASSERT_TRUE(session.submit_partition_signs(0.5, BitVector(h.replica.dimension(), true)).ok());
+  // The vote goes out once every input arrived, while the session handles messages.
+  Result<NodeEvent> decided = make_error(ErrorCode::kInternal, "not run");
+  std::thread node([&] { decided = session.await_decision(); });
+  auto vote = decode_audited_vote(h.expect(MessageType::kVote).payload, h.replica.dimension(), 3);
+  ASSERT_TRUE(vote.ok()) << vote.error().to_string();
+  EXPECT_EQ(vote->inputs.size(), row.size());  // its own input and each peer's, with their envelopes
+  EXPECT_EQ(vote->vote.signs, BitVector(h.replica.dimension(), true));
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0,
+                              encode(Decision{0, BitVector(h.replica.dimension(), true)})).ok());
+  node.join();
+  ASSERT_TRUE(decided.ok());
+  EXPECT_EQ(decided->kind, NodeEvent::Kind::kDecided);
+  EXPECT_EQ(session.stats().inputs_missing, 0u);
 }
 
 TEST(NodeSessionTest, ASubmissionForAnotherKindOfRoundIsAnError) {
