@@ -65,8 +65,8 @@ struct NodeEvent {
   RoundWork work;           // kCompute
 };
 
-// What a Byzantine node sends instead of the honest message (runtime/adversary.h has the one of
-// the run's attack spec). Every hook has the honest default.
+// What a Byzantine node sends instead of the honest message (runtime/node_attacks.h has the one
+// of the run's attack spec). Every hook has the honest default.
 class NodeAdversary {
  public:
   // What a hook may do with the network: seal a payload, send a sealed frame.
@@ -77,7 +77,7 @@ class NodeAdversary {
                                           std::vector<std::uint8_t> payload) = 0;
     virtual Status send(transport::NodeId to, transport::OutboundFrame frame) = 0;  // peer failures tolerated
   };
-  // A message's content before it is encoded; exactly one of signs and gradient is set.
+  // A message's content before it is encoded: signs or gradient, with or without the digest.
   struct Content {
     std::uint64_t round = 0;
     transport::Digest* model_digest = nullptr;  // the digest the message claims
@@ -89,7 +89,8 @@ class NodeAdversary {
   virtual ~NodeAdversary() = default;
   // Whether the node ignores the messages of `round` (a crash); kForever ends its run.
   virtual Silence silence(std::uint64_t /*round*/) { return Silence::kNone; }
-  // Replaces the content of the node's vote (`type` kVote) before it is encoded.
+  // Replaces the content of the node's vote (`type` kVote) before it is encoded; on the gradient
+  // path it is called twice, with the gradient before the codec and with the digest after it.
   virtual void replace(transport::MessageType /*type*/, Content /*content*/) {}
   // Sends the sealed honest frame of `type` (kVote, kPartitionSigns) for `round` to `receivers`,
   // or what the node sends instead. The honest message `payload` is there to be altered. Returns
@@ -135,13 +136,15 @@ class NodeSession {
   Status start();
   // Handles messages until the next event. kTimeout after idle_timeout without the server.
   Result<NodeEvent> poll();
-  // poll() until work to compute (kCompute) or the end (kFinished, kCrashed).
+  // poll() until work to compute (kCompute) or the end (kFinished, kCrashed); the kDecided and
+  // kStateInstalled events on the way pass unseen (a caller with per-round state uses poll()).
   Result<NodeEvent> next_round();
   // poll() until the decision of the submitted round is applied (kDecided), or the round was
   // overtaken (kStateInstalled, kCompute of another round, kFinished, kCrashed).
   Result<NodeEvent> await_decision();
 
-  // The computed message of the round of the last kCompute event; the round's own kind only.
+  // The computed message of the round of the last kCompute event, of that work's kind (another
+  // kind: kInvalidArgument). A round overtaken meanwhile (decided, state transferred) sends nothing.
   Status submit_vote(double loss, BitVector signs);
   Status submit_gradient(double loss, std::vector<float> gradient);
   Status submit_partition_signs(double loss, BitVector signs);
