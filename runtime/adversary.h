@@ -1,7 +1,7 @@
 // The Byzantine side of a run: what an attacking node sends instead of its honest message.
 //
-// The attacks themselves are attacks/ (formulas, specs, targets); this file binds them to the
-// round protocol. Omniscient attacks (ALIE, IPM, mimic, the code-aware election attack, …) need
+// The attacks themselves are attacks/ (formulas, specs, targets); this file crafts a Byzantine
+// node's messages from them, and runtime/node_attacks.h applies them at the node session's seam. Omniscient attacks (ALIE, IPM, mimic, the code-aware election attack, …) need
 // the round's honest messages. The coalition gets them without any extra network channel: every
 // participant holds the same replica, and partition j of round r is a fixed batch, so a Byzantine
 // node can recompute every honest message bit for bit (HonestView). That is the strongest side

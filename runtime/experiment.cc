@@ -9,6 +9,7 @@
 #include "coding/codec_registry.h"
 #include "robust/registry.h"
 #include "runtime/adversary.h"
+#include "runtime/node_attacks.h"
 
 namespace ballot::runtime {
 namespace {
@@ -37,11 +38,15 @@ Error stalled(std::uint64_t round, std::size_t absent, std::size_t budget) {
 // The per-run state of the engine.
 class Engine {
  public:
-  Engine(const TrainingSetup& setup, Replica replica) : setup_(setup), replica_(std::move(replica)), view_(setup) {}
+  Engine(const TrainingSetup& setup, Replica replica)
+      : setup_(setup), replica_(std::move(replica)), coalition_(std::make_shared<Coalition>(setup)) {}
 
   Status init() {
     const std::size_t n = setup_.options.nodes;
     data_attack_ = setup_.attack.find(attacks::Domain::kData) != nullptr;
+    // Each attacker's content goes through the node session's seam (runtime/node_attacks.h), fed
+    // by the engine's own view of the honest messages.
+    for (auto node : setup_.byzantine) adversaries_.emplace(node, make_node_adversary(setup_, node, replica_, coalition_));
     if (data_attack_) {
       for (auto node : setup_.byzantine) own_workers_.emplace(node, NodeWorker(setup_, node));
     }
@@ -65,7 +70,8 @@ class Engine {
   Result<ExperimentRound> round(std::uint64_t r) {
     ExperimentRound report;
     report.round = r;
-    const RoundView& view = view_.compute(replica_, r);
+    const auto shared_view = coalition_->view(replica_, r);
+    const RoundView& view = *shared_view;
     BALLOT_ASSIGN_OR_RETURN(report, setup_.sign_vote() ? vote_round(r, view) : gradient_round(r, view));
     const std::uint64_t done = r + 1;
     const auto every = setup_.options.eval_every;
@@ -86,8 +92,8 @@ class Engine {
   // A crashed node computes nothing (a Node under the crash attack ignores the round), while the
   // other protocol attacks compute and encode the vote and then withhold or spoil it.
   bool crashed(std::size_t node, std::uint64_t r) const {
-    const auto* protocol = setup_.is_byzantine(node) ? setup_.active(attacks::Domain::kProtocol, r) : nullptr;
-    return protocol != nullptr && protocol->kind == attacks::AttackKind::kCrash;
+    const auto it = adversaries_.find(node);
+    return it != adversaries_.end() && it->second->silence(r) != NodeAdversary::Silence::kNone;
   }
 
   Result<ExperimentRound> vote_round(std::uint64_t r, const RoundView& view) {
@@ -109,7 +115,7 @@ class Engine {
           sent[i] = view.honest_votes[i];
         }
         if (!sends(i, r)) continue;
-        byzantine_vote(setup_, &view, i, r, sent[i]);
+        adversaries_.at(i)->replace(transport::MessageType::kVote, {r, nullptr, &sent[i], nullptr});
         counted.push_back(&sent[i]);
       } else {
         counted.push_back(&view.honest_votes[i]);
@@ -149,7 +155,7 @@ class Engine {
         } else {
           message = view.gradients[i];
         }
-        byzantine_gradient(setup_, &view, i, r, message);
+        adversaries_.at(i)->replace(transport::MessageType::kVote, {r, nullptr, nullptr, &message});
       } else {
         message = view.gradients[i];
       }
@@ -185,7 +191,8 @@ class Engine {
 
   const TrainingSetup& setup_;
   Replica replica_;
-  HonestView view_;
+  std::shared_ptr<Coalition> coalition_;  // the honest messages of each round (all of them, for the report)
+  std::map<std::size_t, std::shared_ptr<NodeAdversary>> adversaries_;  // per Byzantine node
   bool data_attack_ = false;
   std::map<std::size_t, NodeWorker> own_workers_;  // label-flipping attackers' own workers
   std::unique_ptr<robust::Aggregator> aggregators_[2];  // applied, attack-free reference

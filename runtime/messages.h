@@ -6,10 +6,10 @@
 //   RoundStart  (server → nodes, kRoundStart)  round u64 | deadline_ms u32 | model digest [32]
 //   Vote        (node → server, kVote)         round u64 | loss f64 | model digest [32] |
 //                                              dimension u64 | packed signs (⌈d/64⌉ words)
-//   Decision    (server → nodes, kResult)      round u64 | dimension u64 | packed signs
+//   Decision    (server → nodes, kDecision)    round u64 | dimension u64 | packed signs
 // Exchange placement (DESIGN.md step 2; docs/protocol.md):
-//   partition signs (node j → the nodes of column j of G, kGradient): the Vote layout, with the
-//               loss of partition j's batch and the signs of partition j (encode/decode_vote)
+//   PartitionSigns (node j → the nodes of column j of G, kPartitionSigns): the Vote layout, with
+//               the loss of partition j's batch and the signs of partition j (encode/decode_vote)
 //   AuditedVote (node → server, kVote)         the Vote layout | count u32 |
 //                                              count × the inputs' signed envelope metadata
 //                                              (transport/envelope.h, 136 bytes each), authors
@@ -18,7 +18,7 @@
 //   Finish      (server → nodes, kControl)     tag "DONE" | rounds completed u64
 //   Evidence    (node → server, kControl)      tag "PRUF" | an equivocation proof its verifier
 //                                              holds (2 × 136-byte envelopes, transport/envelope.h)
-//   state transfer (server → node, kCheckpoint): the checkpoint bytes themselves
+//   state transfer (server → node, kStateTransfer): the checkpoint bytes themselves
 //                                            (runtime/checkpoint.h; they carry the round)
 #pragma once
 
@@ -47,6 +47,10 @@ struct Vote {
   BitVector signs;
 };
 
+// Exchange placement: one partition's signs, node j → the nodes of column j (kPartitionSigns). The
+// Vote layout (encode / decode_vote), with partition j's batch loss and signs.
+using PartitionSigns = Vote;
+
 // Exchange placement: a vote and the signed envelopes (author, round, payload digest, author's
 // signature) of exactly the inputs it counted. The server can check each envelope against the
 // author's key and compare digests across votes: two votes that counted different digests of one
@@ -64,7 +68,7 @@ struct Decision {
 // The gradient path (rule != "vote"): a node sends its gradient through a codec, the server
 // aggregates with a robust rule and sends back the fp32 direction every replica applies.
 //   EncodedVote   (node → server, kVote)    round u64 | loss f64 | model digest [32] | length u64 | codec bytes
-//   FloatDecision (server → nodes, kResult) round u64 | dimension u64 | d little-endian floats
+//   FloatDecision (server → nodes, kDecision) round u64 | dimension u64 | d little-endian floats
 struct EncodedVote {
   std::uint64_t round = 0;
   double loss = 0.0;
@@ -106,7 +110,7 @@ Result<RoundStart> decode_round_start(std::span<const std::uint8_t> bytes);
 // `dimension` is the model's parameter count: a vote of any other size is kMalformed.
 Result<Vote> decode_vote(std::span<const std::uint8_t> bytes, std::size_t dimension);
 // At most `max_inputs` envelopes (n) are accepted, checked before allocating; each must decode
-// (transport::decode_envelope), be a kGradient envelope, and the authors must be strictly
+// (transport::decode_envelope), be a kPartitionSigns envelope, and the authors must be strictly
 // ascending. Whether they are valid inputs for this voter and round is the server's check.
 Result<AuditedVote> decode_audited_vote(std::span<const std::uint8_t> bytes, std::size_t dimension,
                                         std::size_t max_inputs);

@@ -1,6 +1,10 @@
 // The two roles of the round protocol (DESIGN.md), written against transport::Transport so that
 // the same code runs over mutual TLS between processes (the cluster) and over the in-memory
-// transport (the simulator).
+// transport (the simulator). Each role is a driver over its session, which holds the protocol:
+// Server::run drives a ServerSession (runtime/server_session.h) and keeps checkpoints, evaluation
+// and reports; Node::run drives a NodeSession (runtime/node_session.h) with the C++ NodeWorker and
+// keeps the node state; a Byzantine node's behaviour is its session's NodeAdversary
+// (runtime/node_attacks.h).
 //
 // Ids: the server is node id 0, node i (row i of G) is node id i + 1.
 //
@@ -12,7 +16,7 @@
 //   behind: this is how a restarted node rejoins), then for each RoundStart{r}: its vote c_i;
 //   for each Decision{r}: apply. Finish ends the node.
 // Exchange placement (TrainingOptions::placement): on RoundStart{r} node j computes partition j
-//   only, seals its signs once (kGradient) and sends them to every node i with G[i][j] = 1 (its
+//   only, seals its signs once (kPartitionSigns) and sends them to every node i with G[i][j] = 1 (its
 //   own input stays local); node i collects the inputs of its row for round r until it has all of
 //   them or NodeOptions::exchange_input_fraction of the round deadline passed, votes over them
 //   (coding::encode_exchange: a missing or unusable input abstains) and sends an AuditedVote: the
@@ -26,18 +30,17 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
+#include "runtime/node_session.h"
+#include "runtime/server_session.h"
 #include "runtime/quarantine.h"
 #include "runtime/signed_record.h"
 #include "runtime/training.h"
@@ -46,28 +49,6 @@
 #include "transport/transport.h"
 
 namespace ballot::runtime {
-
-inline constexpr transport::NodeId kServerId = 0;
-inline transport::NodeId node_id(std::size_t node_index) { return static_cast<transport::NodeId>(node_index + 1); }
-
-// What the server knows after each round, for progress displays and metrics.
-struct RoundReport {
-  std::uint64_t round = 0;
-  std::size_t votes = 0;                 // counted votes
-  std::vector<std::size_t> missing;      // node indices without a counted vote
-  double mean_loss = 0.0;                // mean of the counted nodes' batch losses
-  bool evaluated = false;
-  Evaluation test;                       // when evaluated
-  double seconds = 0.0;                  // wall time of the round
-  double vote_wait_seconds = 0.0;        // of which waiting for votes (compute + transport)
-  std::uint64_t bytes_per_vote = 0;      // payload bytes of one vote
-  std::uint64_t fp32_bytes = 0;          // what an fp32 gradient would have been
-  std::uint64_t rejected_messages = 0;   // dropped this round (malformed, wrong round, wrong model)
-  std::uint64_t late_votes = 0;          // votes for a round already decided (ignored, no blame)
-  std::vector<std::size_t> out_of_sync;  // nodes whose vote was on another model (sent the state)
-  std::uint64_t send_failures = 0;       // sends to unreachable nodes so far (skipped, not fatal)
-  std::vector<std::size_t> quarantined;  // node indices whose votes are no longer counted
-};
 
 // What the defences did over the run: for reporting attacks by their effect.
 struct DefenceReport {
@@ -114,27 +95,12 @@ class Server {
   Result<TrainingSummary> run();
 
  private:
-  // Exchange placement: whether every input envelope of `voter`'s vote is a valid one for this
-  // round (job, round, author in the voter's row of G, author's signature when the registry is
-  // known). Then compares each author's counted digest with the other votes' (proof on conflict).
-  // A node's forwarded equivocation proof: true (and the author quarantined) iff it checks
-  // against the registry for a node of this job.
-  bool accept_evidence(const transport::EquivocationProof& proof) const;
-  // Waits for every node's Join before the first round; returns what arrived meanwhile.
-  Result<std::deque<transport::Message>> await_joins();
-  bool inputs_valid(std::size_t voter, std::uint64_t round, const std::vector<transport::SignedEnvelope>& inputs) const;
-  void audit_inputs(const std::vector<transport::SignedEnvelope>& inputs,
-                    std::map<transport::NodeId, transport::SignedEnvelope>& counted,
-                    std::set<transport::NodeId>& equivocators) const;
-
   const TrainingSetup& setup_;
   transport::Transport& transport_;
   ServerOptions options_;
 };
 
 class Coalition;  // runtime/adversary.h
-struct RoundStart;  // runtime/messages.h
-struct Vote;        // runtime/messages.h
 
 struct NodeOptions {
   std::chrono::milliseconds idle_timeout{300000};  // nothing from the server this long: give up
@@ -188,27 +154,10 @@ class Node {
   Result<NodeSummary> run();
 
  private:
-  // Sends this round's vote, or what the node's protocol-domain attack sends instead.
-  Status send_vote(const RoundStart& start, const std::vector<std::uint8_t>& vote,
-                   std::optional<transport::OutboundFrame>& previous, std::uint64_t& send_failures);
-
-  // Exchange placement: computes partition index_'s signs of the round, seals them once and
-  // sends them to the other nodes of `column` (or what the protocol attack sends instead).
-  // Returns the node's own input (payload and signed envelope), or nothing when it sent none.
-  Result<std::optional<std::pair<Vote, transport::SignedEnvelope>>> send_partition_signs(
-      const RoundStart& start, NodeWorker& worker, Replica& replica, const std::vector<std::uint32_t>& column,
-      std::uint64_t& send_failures);
-
-  // Seals an honest vote or partition signs through the signed record: the frame to send, or
-  // nothing when the node must abstain (it signed another payload for that round before).
-  Result<std::optional<transport::OutboundFrame>> seal_once(transport::MessageType type, std::uint64_t round,
-                                                           std::shared_ptr<const std::vector<std::uint8_t>> payload);
-
   const TrainingSetup& setup_;
   std::size_t index_;
   transport::Transport& transport_;
   NodeOptions options_;
-  std::optional<SignedRecord> record_;
 };
 
 }  // namespace ballot::runtime

@@ -8,6 +8,7 @@
 #include "attacks/targets.h"
 #include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
+#include "core/byte_io.h"
 #include "core/enforce.h"
 #include "core/spec.h"
 #include "kernels/majority_vote.h"
@@ -281,35 +282,32 @@ double NodeWorker::partition_gradient(Replica& replica, std::uint64_t round, std
   return loss;
 }
 
+// Node state: per partition, in ascending order, partition u64 | length u64 | the momentum's state.
 std::vector<std::uint8_t> NodeWorker::save_state() const {
-  std::vector<std::uint8_t> out;
+  ByteWriter writer;
   for (const auto& [partition, momentum] : momentum_) {
     const auto state = momentum.save_state();
-    const std::uint64_t header[2] = {partition, state.size()};
-    const auto* raw = reinterpret_cast<const std::uint8_t*>(header);
-    out.insert(out.end(), raw, raw + sizeof(header));
-    out.insert(out.end(), state.begin(), state.end());
+    writer.put<std::uint64_t>(partition).put<std::uint64_t>(state.size()).put_bytes(state);
   }
-  return out;
+  return writer.take();
 }
 
 Status NodeWorker::load_state(std::span<const std::uint8_t> bytes, std::size_t dimension) {
   std::map<std::uint32_t, WorkerMomentum> restored;
-  std::size_t offset = 0;
-  while (offset < bytes.size()) {
-    std::uint64_t header[2];
-    if (bytes.size() - offset < sizeof(header)) return make_error(ErrorCode::kMalformed, "truncated node state");
-    std::memcpy(header, bytes.data() + offset, sizeof(header));
-    offset += sizeof(header);
-    if (header[1] > bytes.size() - offset) return make_error(ErrorCode::kMalformed, "node state runs past its end");
-    if (momentum_.count(static_cast<std::uint32_t>(header[0])) == 0 || header[0] > UINT32_MAX) {
-      return make_error(ErrorCode::kMalformed, "node state names partition " + std::to_string(header[0]) +
-                                                   " which this node does not compute");
+  ByteReader reader(bytes, "node state");
+  while (reader.remaining() > 0) {
+    BALLOT_ASSIGN_OR_RETURN(const auto partition, reader.read<std::uint64_t>("partition"));
+    BALLOT_ASSIGN_OR_RETURN(const auto length, reader.read<std::uint64_t>("momentum length"));
+    if (partition > UINT32_MAX || momentum_.count(static_cast<std::uint32_t>(partition)) == 0) {
+      return reader.malformed("names partition " + std::to_string(partition) + ", which this node does not compute");
     }
+    if (length > reader.remaining()) {
+      return reader.malformed("partition " + std::to_string(partition) + "'s momentum runs past the end");
+    }
+    BALLOT_ASSIGN_OR_RETURN(const auto state, reader.take_bytes(static_cast<std::size_t>(length), "momentum"));
     WorkerMomentum momentum(setup_->options.worker_momentum);
-    BALLOT_TRY(momentum.load_state(bytes.subspan(offset, static_cast<std::size_t>(header[1])), dimension));
-    restored.emplace(static_cast<std::uint32_t>(header[0]), std::move(momentum));
-    offset += static_cast<std::size_t>(header[1]);
+    BALLOT_TRY(momentum.load_state(state, dimension));
+    restored.emplace(static_cast<std::uint32_t>(partition), std::move(momentum));
   }
   for (auto& [partition, momentum] : restored) momentum_.insert_or_assign(partition, std::move(momentum));
   return {};

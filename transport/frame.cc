@@ -12,10 +12,10 @@ std::string_view message_type_name(MessageType type) noexcept {
   switch (type) {
     case MessageType::kHello: return "hello";
     case MessageType::kRoundStart: return "round-start";
-    case MessageType::kGradient: return "gradient";
+    case MessageType::kPartitionSigns: return "partition-signs";
     case MessageType::kVote: return "vote";
-    case MessageType::kResult: return "result";
-    case MessageType::kCheckpoint: return "checkpoint";
+    case MessageType::kDecision: return "decision";
+    case MessageType::kStateTransfer: return "state-transfer";
     case MessageType::kControl: return "control";
   }
   return "unknown";

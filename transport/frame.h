@@ -25,13 +25,13 @@
 namespace ballot::transport {
 
 enum class MessageType : std::uint8_t {
-  kHello = 1,       // first frame of a session: the sender's claimed identity (signed)
-  kRoundStart = 2,  // server -> nodes: RoundStart{job, round, deadline}
-  kGradient = 3,    // node -> node (exchange placement): packed signs of one partition
-  kVote = 4,        // node -> server: the node's vote c_i
-  kResult = 5,      // server -> nodes: the majority v_r
-  kCheckpoint = 6,  // model state for a rejoining node
-  kControl = 7,     // small application messages (acks, heartbeats)
+  kHello = 1,          // first frame of a session: the sender's claimed identity (signed)
+  kRoundStart = 2,     // server -> nodes: RoundStart{job, round, deadline}
+  kPartitionSigns = 3, // node -> node (exchange placement): one partition's packed signs (was kGradient)
+  kVote = 4,           // node -> server: the node's vote c_i
+  kDecision = 5,       // server -> nodes: the round's decision v_r (was kResult)
+  kStateTransfer = 6,  // server -> node: the model state, to a rejoining node (was kCheckpoint)
+  kControl = 7,        // small tagged messages: Join, Finish, Evidence (runtime/messages.h)
 };
 inline constexpr std::size_t kMessageTypeCount = 8;  // indexable by the numeric value
 

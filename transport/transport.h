@@ -13,16 +13,14 @@
 // several consumers; each message goes to one of them.
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "core/result.h"
+#include "transport/detail/payload_allocator.h"
 #include "transport/envelope.h"
 #include "transport/frame.h"
 #include "transport/identity.h"
@@ -48,34 +46,9 @@ struct TransportOptions {
   std::shared_ptr<MisbehaviourObserver> observer;   // may be null
 };
 
-// std::allocator, except that value-initialising construction (what vector::resize does) leaves
-// bytes uninitialised: the receive path reads each payload straight into its buffer, and
-// zero-filling it first would be one more pass over every received byte.
-template <typename T>
-struct DefaultInitAllocator : std::allocator<T> {
-  template <typename U>
-  struct rebind {
-    using other = DefaultInitAllocator<U>;
-  };
-  DefaultInitAllocator() noexcept = default;
-  template <typename U>
-  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
-  template <typename U>
-  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-};
-
 // A received payload: a std::vector of bytes (views as std::span / ByteSpan, compares with
 // std::vector<std::uint8_t>) that the transport fills without zeroing it first.
-using PayloadBytes = std::vector<std::uint8_t, DefaultInitAllocator<std::uint8_t>>;
-inline bool operator==(const PayloadBytes& a, const std::vector<std::uint8_t>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end());
-}
+using PayloadBytes = std::vector<std::uint8_t, detail::DefaultInitAllocator<std::uint8_t>>;
 
 // A verified message. `payload` is exactly what the sender signed.
 struct Message {

@@ -39,11 +39,11 @@ std::string_view misbehaviour_name(Misbehaviour kind) noexcept {
 bool role_may_send(Role role, MessageType type) noexcept {
   switch (type) {
     case MessageType::kRoundStart:
-    case MessageType::kResult: return role == Role::kServer;
-    case MessageType::kGradient:
+    case MessageType::kDecision: return role == Role::kServer;
+    case MessageType::kPartitionSigns:
     case MessageType::kVote: return role == Role::kNode;
     case MessageType::kHello:
-    case MessageType::kCheckpoint:
+    case MessageType::kStateTransfer:
     case MessageType::kControl: return true;
   }
   return false;

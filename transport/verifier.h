@@ -39,13 +39,13 @@ struct VerifierOptions {
   // or fell behind does not know the current round, so their round is not checked; replays are
   // still caught by one sequence window per sender shared by all of them.
   std::bitset<kMessageTypeCount> round_free = (1u << static_cast<unsigned>(MessageType::kHello)) |
-                                              (1u << static_cast<unsigned>(MessageType::kCheckpoint)) |
+                                              (1u << static_cast<unsigned>(MessageType::kStateTransfer)) |
                                               (1u << static_cast<unsigned>(MessageType::kControl));
   // Types of which a sender sends one payload per round; a second, different one is equivocation.
   std::bitset<kMessageTypeCount> one_per_round = (1u << static_cast<unsigned>(MessageType::kRoundStart)) |
-                                                 (1u << static_cast<unsigned>(MessageType::kGradient)) |
+                                                 (1u << static_cast<unsigned>(MessageType::kPartitionSigns)) |
                                                  (1u << static_cast<unsigned>(MessageType::kVote)) |
-                                                 (1u << static_cast<unsigned>(MessageType::kResult));
+                                                 (1u << static_cast<unsigned>(MessageType::kDecision));
 };
 
 struct Verdict {

@@ -145,7 +145,7 @@ TEST_F(OverMemoryTransport, MalformedFramesAreRejected) {
 TEST_F(OverMemoryTransport, OversizedFramesAreRejected) {
   const auto& limits = server_->limits();
   (void)node_->send_frame(0, oversized_frame(MessageType::kVote, limits.limit(MessageType::kVote) + 1));
-  (void)node_->send_frame(0, oversized_frame(MessageType::kCheckpoint, std::numeric_limits<std::uint64_t>::max()));
+  (void)node_->send_frame(0, oversized_frame(MessageType::kStateTransfer, std::numeric_limits<std::uint64_t>::max()));
   EXPECT_EQ(server_->receive(20ms).error().code, ErrorCode::kTimeout);
   EXPECT_EQ(count(Misbehaviour::kOversize), 2u);
   expect_delivery_still_works(6);

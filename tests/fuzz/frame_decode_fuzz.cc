@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static Fixture fixture;
   const ByteSpan bytes(data, size);
   FrameLimits limits;
-  limits.set_limit(MessageType::kGradient, 1 << 16);  // small, so the fuzzer also hits the limit
+  limits.set_limit(MessageType::kPartitionSigns, 1 << 16);  // small, so the fuzzer also hits the limit
 
   if (size >= kFrameHeaderSize) {
     auto header = decode_frame_header(bytes.first(kFrameHeaderSize), limits);

@@ -106,7 +106,7 @@ AuditedVote audited(std::size_t d) {
     envelope.header.job = 9;
     envelope.header.sender = author;
     envelope.header.role = transport::Role::kNode;
-    envelope.header.type = transport::MessageType::kGradient;
+    envelope.header.type = transport::MessageType::kPartitionSigns;
     envelope.header.round = 3;
     envelope.header.sequence = 100 + author;
     envelope.header.payload_length = 1234;

@@ -151,7 +151,7 @@ TEST(Roles, AuditedVotesWithInvalidInputsAreDropped) {
     }
     const auto replica = Replica::create(h.setup).value();
     transport::SignedEnvelope input;
-    input.header = {h.setup.options.job, 3, transport::Role::kNode, transport::MessageType::kGradient, 0, 1, 10, {}};
+    input.header = {h.setup.options.job, 3, transport::Role::kNode, transport::MessageType::kPartitionSigns, 0, 1, 10, {}};
     input.header.payload_digest[0] = 1;
     if (variant == 0) input.header.sender = 2;  // node 1's partition: not in row 2 of G = I
     if (variant == 2) input.header.round = 7;   // another round
@@ -186,8 +186,8 @@ TEST(Roles, ForwardedEvidenceQuarantinesTheEquivocator) {
   Harness h(2, quarantine, Placement::kExchange);
   const std::size_t d = Replica::create(h.setup).value().dimension();
   auto& hostile = *h.endpoints[3];
-  ASSERT_TRUE(hostile.send(node_id(0), transport::MessageType::kGradient, 0, encode(Vote{0, 0, {}, BitVector(d, true)})).ok());
-  ASSERT_TRUE(hostile.send(node_id(0), transport::MessageType::kGradient, 0, encode(Vote{0, 0, {}, BitVector(d, false)})).ok());
+  ASSERT_TRUE(hostile.send(node_id(0), transport::MessageType::kPartitionSigns, 0, encode(Vote{0, 0, {}, BitVector(d, true)})).ok());
+  ASSERT_TRUE(hostile.send(node_id(0), transport::MessageType::kPartitionSigns, 0, encode(Vote{0, 0, {}, BitVector(d, false)})).ok());
   ASSERT_EQ(h.evidence[1]->proofs().size(), 1u);
   // A forged proof (the second envelope's signature broken) is rejected and counted against
   // whoever forwarded it.

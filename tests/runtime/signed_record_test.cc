@@ -53,7 +53,7 @@ TEST_F(SignedRecordTest, SameBytesOrNothingAcrossARestart) {
     auto sealed = once(*record, MessageType::kVote, 7, bytes(1));
     ASSERT_TRUE(sealed.ok() && *sealed);
     first = **sealed;
-    ASSERT_TRUE(once(*record, MessageType::kGradient, 7, bytes(5)).ok());
+    ASSERT_TRUE(once(*record, MessageType::kPartitionSigns, 7, bytes(5)).ok());
   }
   EXPECT_EQ(seals_, 2);
   const auto verify = key_.verify_key();

@@ -393,7 +393,7 @@ TEST(Simulator, ExchangeEquivocatingSourceIsProvenAndQuarantined) {
   const auto proofs = quarantine->proofs();
   const auto& proof = proofs.front();
   EXPECT_EQ(proof.first.header.sender, node_id(0));
-  EXPECT_EQ(proof.first.header.type, transport::MessageType::kGradient);
+  EXPECT_EQ(proof.first.header.type, transport::MessageType::kPartitionSigns);
   EXPECT_NE(proof.first.header.payload_digest, proof.second.header.payload_digest);
   EXPECT_EQ(result->server.defences.quarantined, std::vector<std::size_t>{0});
   EXPECT_GE(result->server.defences.equivocation_proofs, 1u);

@@ -57,7 +57,7 @@ TEST_F(EnvelopeTest, SignatureInputLayout) {
   h.job = 0x0102030405060708ull;
   h.sender = 0x0a0b0c0d;
   h.role = Role::kServer;
-  h.type = MessageType::kResult;
+  h.type = MessageType::kDecision;
   h.round = 9;
   h.sequence = 10;
   h.payload_length = 11;
@@ -126,7 +126,7 @@ TEST_F(EnvelopeTest, DecodeFrameRejectsInconsistency) {
   longer.push_back(0);
   EXPECT_EQ(decode_frame(longer, FrameLimits{}).error().code, ErrorCode::kMalformed);
   auto other_type = bytes;
-  other_type[kFrameHeaderSize + 13] = static_cast<std::uint8_t>(MessageType::kGradient);
+  other_type[kFrameHeaderSize + 13] = static_cast<std::uint8_t>(MessageType::kPartitionSigns);
   EXPECT_EQ(decode_frame(other_type, FrameLimits{}).error().code, ErrorCode::kMalformed);
   auto other_length = bytes;
   other_length[kFrameHeaderSize + 32] ^= 1;
@@ -137,7 +137,7 @@ TEST_F(EnvelopeTest, DecodeFrameRejectsInconsistency) {
 }
 
 TEST_F(EnvelopeTest, UnsignedFrame) {
-  const auto frame = make_unsigned_frame(MessageType::kGradient, payload_of(10));
+  const auto frame = make_unsigned_frame(MessageType::kPartitionSigns, payload_of(10));
   auto decoded = decode_frame(frame.to_bytes(), FrameLimits{});
   ASSERT_TRUE(decoded.ok());
   EXPECT_FALSE(decoded->envelope.has_value());
@@ -147,8 +147,8 @@ TEST_F(EnvelopeTest, UnsignedFrame) {
 TEST_F(EnvelopeTest, EquivocationProofIsCheckable) {
   Registry registry;
   ASSERT_TRUE(registry.add(3, Role::kNode, key_.verify_key()).ok());
-  const auto a = signer_->envelope_for(MessageType::kGradient, 5, *payload_of(100, 1));
-  const auto b = signer_->envelope_for(MessageType::kGradient, 5, *payload_of(100, 2));
+  const auto a = signer_->envelope_for(MessageType::kPartitionSigns, 5, *payload_of(100, 1));
+  const auto b = signer_->envelope_for(MessageType::kPartitionSigns, 5, *payload_of(100, 2));
   const EquivocationProof proof{a, b};
   EXPECT_TRUE(check_equivocation_proof(proof, registry).ok());
   auto decoded = EquivocationProof::decode(proof.encode());
@@ -157,9 +157,9 @@ TEST_F(EnvelopeTest, EquivocationProofIsCheckable) {
   EXPECT_FALSE(EquivocationProof::decode(ByteSpan(proof.encode()).first(200)).ok());
 
   // Not proofs: same digest, different rounds, a forged signature, an unknown sender.
-  const auto same = signer_->envelope_for(MessageType::kGradient, 5, *payload_of(100, 1));
+  const auto same = signer_->envelope_for(MessageType::kPartitionSigns, 5, *payload_of(100, 1));
   EXPECT_FALSE(check_equivocation_proof({a, same}, registry).ok());
-  const auto other_round = signer_->envelope_for(MessageType::kGradient, 6, *payload_of(100, 2));
+  const auto other_round = signer_->envelope_for(MessageType::kPartitionSigns, 6, *payload_of(100, 2));
   EXPECT_FALSE(check_equivocation_proof({a, other_round}, registry).ok());
   EquivocationProof forged{a, b};
   forged.second.signature[0] ^= 1;

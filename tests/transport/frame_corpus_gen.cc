@@ -68,9 +68,9 @@ std::vector<Seed> seeds() {
   out.push_back({"signed_hello", signed_frame(key, MessageType::kHello, 0, 1000, hello)});
   out.push_back({"signed_control_empty", signed_frame(key, MessageType::kControl, 0, 1001, {})});
   out.push_back({"signed_vote_64", signed_frame(key, MessageType::kVote, 0, 1002, payload(64, 3))});
-  out.push_back({"signed_gradient_300", signed_frame(key, MessageType::kGradient, 1, 1003, payload(300, 5))});
+  out.push_back({"signed_gradient_300", signed_frame(key, MessageType::kPartitionSigns, 1, 1003, payload(300, 5))});
   // Three digest leaves (two full, one partial): the tree path of payload_digest.
-  out.push_back({"signed_gradient_3_leaves", signed_frame(key, MessageType::kGradient, 1, 1004,
+  out.push_back({"signed_gradient_3_leaves", signed_frame(key, MessageType::kPartitionSigns, 1, 1004,
                                                            payload(2 * kPayloadLeafSize + 100, 11))});
   auto truncated = signed_frame(key, MessageType::kVote, 0, 1005, payload(64, 3));
   truncated.resize(100);
@@ -79,7 +79,7 @@ std::vector<Seed> seeds() {
   old_version[4] = 1;  // protocol version 1: rejected at the version byte
   out.push_back({"version1_vote", old_version});
   FrameHeader unsigned_header;
-  unsigned_header.type = MessageType::kGradient;
+  unsigned_header.type = MessageType::kPartitionSigns;
   unsigned_header.payload_length = 32;
   const auto head = encode_frame_header(unsigned_header);
   std::vector<std::uint8_t> unsigned_frame(head.begin(), head.end());
@@ -89,8 +89,8 @@ std::vector<Seed> seeds() {
   auto oversize = std::vector<std::uint8_t>(head.begin(), head.end());
   std::memset(oversize.data() + 16, 0xff, 8);  // payload length 2^64 - 1
   out.push_back({"oversize_header", oversize});
-  const EquivocationProof proof{envelope(key, MessageType::kGradient, 2, 1007, payload(10, 1)),
-                                envelope(key, MessageType::kGradient, 2, 1008, payload(11, 1))};
+  const EquivocationProof proof{envelope(key, MessageType::kPartitionSigns, 2, 1007, payload(10, 1)),
+                                envelope(key, MessageType::kPartitionSigns, 2, 1008, payload(11, 1))};
   out.push_back({"equivocation_proof", proof.encode()});
   return out;
 }

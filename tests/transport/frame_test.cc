@@ -49,7 +49,7 @@ struct Corruption {
 class FrameHeaderCorruption : public ::testing::TestWithParam<Corruption> {};
 
 TEST_P(FrameHeaderCorruption, IsRejected) {
-  auto bytes = header_bytes(signed_header(MessageType::kGradient, 100));
+  auto bytes = header_bytes(signed_header(MessageType::kPartitionSigns, 100));
   const Corruption& c = GetParam();
   std::memcpy(bytes.data() + c.offset, c.bytes.data(), c.bytes.size());
   auto decoded = decode_frame_header(bytes, FrameLimits{});
@@ -95,12 +95,12 @@ TEST(FrameHeader, PerTypeLimits) {
   EXPECT_EQ(decode_frame_header(header_bytes(signed_header(MessageType::kVote, 1001)), limits).error().code,
             ErrorCode::kLimitExceeded);
   // Another type keeps its own limit.
-  EXPECT_TRUE(decode_frame_header(header_bytes(signed_header(MessageType::kGradient, 1001)), limits).ok());
+  EXPECT_TRUE(decode_frame_header(header_bytes(signed_header(MessageType::kPartitionSigns, 1001)), limits).ok());
   EXPECT_EQ(decode_frame_header(header_bytes(signed_header(MessageType::kHello, 5000)), limits).error().code,
             ErrorCode::kLimitExceeded);
   // A limit near 2^64 is clamped so that meta + payload never overflows.
-  limits.set_limit(MessageType::kCheckpoint, UINT64_MAX);
-  auto decoded = decode_frame_header(header_bytes(signed_header(MessageType::kCheckpoint, UINT64_MAX)), limits);
+  limits.set_limit(MessageType::kStateTransfer, UINT64_MAX);
+  auto decoded = decode_frame_header(header_bytes(signed_header(MessageType::kStateTransfer, UINT64_MAX)), limits);
   ASSERT_FALSE(decoded.ok());
   EXPECT_EQ(decoded.error().code, ErrorCode::kLimitExceeded);
 }

@@ -30,7 +30,7 @@ TEST(MemoryTransport, UnattachedPeerIsUnavailable) {
   TestPki pki(1);
   auto network = MemoryNetwork::create();
   auto server = network->attach(identity(pki, 0), pki.registry()).value();
-  EXPECT_EQ(server->send(1, MessageType::kResult, 0, {1}).error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(server->send(1, MessageType::kDecision, 0, {1}).error().code, ErrorCode::kUnavailable);
 }
 
 TEST(MemoryTransport, BackPressureOnAFullInbox) {

@@ -157,14 +157,14 @@ TEST_F(TlsTransportTest, BackPressureWhenThePeerDoesNotRead) {
   // queue fills, and send() reports the back-pressure instead of buffering without bound.
   Status status;
   int sent = 0;
-  for (; sent < 200 && status.ok(); ++sent) status = node->send(0, MessageType::kCheckpoint, 0, bytes_of(1 << 20, 7));
+  for (; sent < 200 && status.ok(); ++sent) status = node->send(0, MessageType::kStateTransfer, 0, bytes_of(1 << 20, 7));
   ASSERT_FALSE(status.ok()) << "sent " << sent << " MiB without back-pressure";
   EXPECT_EQ(status.error().code, ErrorCode::kTimeout);
   // Draining the inbox resumes the flow.
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(server->receive(3000ms).ok());
   bool resumed = false;
   for (int attempt = 0; attempt < 20 && !resumed; ++attempt) {
-    resumed = node->send(0, MessageType::kCheckpoint, 0, bytes_of(10, 8)).ok();
+    resumed = node->send(0, MessageType::kStateTransfer, 0, bytes_of(10, 8)).ok();
     if (!resumed) (void)server->receive(500ms);
   }
   EXPECT_TRUE(resumed);

@@ -63,7 +63,7 @@ class TransportTest : public ::testing::TestWithParam<Kind> {
     auto got = receive_from(cluster_->server(), 1);
     ASSERT_TRUE(got.ok()) << got.error().to_string();
     EXPECT_EQ(got->payload, payload);
-    ASSERT_TRUE(cluster_->server().send(1, MessageType::kResult, round, payload).ok());
+    ASSERT_TRUE(cluster_->server().send(1, MessageType::kDecision, round, payload).ok());
     auto back = receive_from(cluster_->honest(), 0);
     ASSERT_TRUE(back.ok()) << back.error().to_string();
     EXPECT_EQ(back->payload, payload);
@@ -92,18 +92,18 @@ TEST_P(TransportTest, ManyFramesBothWays) {
   auto size_of = [](int i) { return static_cast<std::size_t>((i * 7919) % 70000); };
   std::thread up([&] {
     for (int i = 0; i < kFrames; ++i)
-      ASSERT_TRUE(cluster_->honest().send(0, MessageType::kCheckpoint, 0, pattern(size_of(i), i)).ok());
+      ASSERT_TRUE(cluster_->honest().send(0, MessageType::kStateTransfer, 0, pattern(size_of(i), i)).ok());
   });
   std::thread down([&] {
     for (int i = 0; i < kFrames; ++i)
-      ASSERT_TRUE(cluster_->server().send(1, MessageType::kCheckpoint, 0, pattern(size_of(i), 1000 + i)).ok());
+      ASSERT_TRUE(cluster_->server().send(1, MessageType::kStateTransfer, 0, pattern(size_of(i), 1000 + i)).ok());
   });
   std::uint64_t previous_sequence = 0;
   for (int i = 0; i < kFrames; ++i) {
     auto got = cluster_->server().receive(5000ms);
     ASSERT_TRUE(got.ok()) << got.error().to_string();
     EXPECT_EQ(got->from, 1u);
-    EXPECT_EQ(got->type, MessageType::kCheckpoint);
+    EXPECT_EQ(got->type, MessageType::kStateTransfer);
     EXPECT_EQ(got->payload, pattern(size_of(i), i)) << "frame " << i;  // in order, intact
     EXPECT_GT(got->sequence, previous_sequence);
     previous_sequence = got->sequence;
@@ -166,14 +166,14 @@ TEST_P(TransportTest, LargePayloadsAreHashedWhileTheyArrive) {
   const std::vector<std::size_t> sizes = {1'400'000, 16 * kPayloadLeafSize, 16 * kPayloadLeafSize + 1,
                                           40 * kPayloadLeafSize + 777, 3 * kPayloadLeafSize};
   for (std::size_t i = 0; i < sizes.size(); ++i)
-    ASSERT_TRUE(cluster_->honest().send(0, MessageType::kCheckpoint, 0, pattern(sizes[i], 50 + i)).ok());
+    ASSERT_TRUE(cluster_->honest().send(0, MessageType::kStateTransfer, 0, pattern(sizes[i], 50 + i)).ok());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     auto got = cluster_->server().receive(10000ms);
     ASSERT_TRUE(got.ok()) << got.error().to_string();
     EXPECT_EQ(got->payload, pattern(sizes[i], 50 + i)) << "frame " << i;
   }
   for (const std::size_t at : {std::size_t{5}, 17 * kPayloadLeafSize + 3, 40 * kPayloadLeafSize + 700}) {
-    auto tampered = sealed(cluster_->attacker(), MessageType::kCheckpoint, 0, pattern(40 * kPayloadLeafSize + 777, 9));
+    auto tampered = sealed(cluster_->attacker(), MessageType::kStateTransfer, 0, pattern(40 * kPayloadLeafSize + 777, 9));
     tampered[kFrameHeaderSize + kEnvelopeMetaSize + at] ^= 0x40;
     cluster_->attacker_send(tampered);
   }
@@ -212,8 +212,8 @@ TEST_P(TransportTest, OldRoundIsDropped) {
 }
 
 TEST_P(TransportTest, EquivocationIsProved) {
-  cluster_->attacker_send(sealed(cluster_->attacker(), MessageType::kGradient, 0, pattern(64, 11)));
-  cluster_->attacker_send(sealed(cluster_->attacker(), MessageType::kGradient, 0, pattern(64, 12)));
+  cluster_->attacker_send(sealed(cluster_->attacker(), MessageType::kPartitionSigns, 0, pattern(64, 11)));
+  cluster_->attacker_send(sealed(cluster_->attacker(), MessageType::kPartitionSigns, 0, pattern(64, 12)));
   ASSERT_TRUE(receive_from(cluster_->server(), 2).ok());
   auto report = cluster_->observer().wait_for(Misbehaviour::kEquivocation);
   ASSERT_TRUE(report.has_value());
@@ -223,7 +223,7 @@ TEST_P(TransportTest, EquivocationIsProved) {
 
 TEST_P(TransportTest, OversizeLengthAllocatesNothing) {
   FrameHeader header;
-  header.type = MessageType::kGradient;
+  header.type = MessageType::kPartitionSigns;
   header.flags = kFrameFlagSigned;
   header.meta_length = kEnvelopeMetaSize;
   header.payload_length = std::uint64_t{1} << 40;  // 1 TiB, far above the 64 MiB limit

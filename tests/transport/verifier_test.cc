@@ -136,18 +136,18 @@ TEST_F(VerifierTest, IdentityRegistryJobRole) {
   Signer other_job(node_key_, kJob + 1, 1, Role::kNode);
   EXPECT_EQ(check(other_job.envelope_for(MessageType::kVote, 0, payload_), payload_).kind, Misbehaviour::kWrongJob);
   // Nodes may not announce results; the server may.
-  EXPECT_EQ(check(node_->envelope_for(MessageType::kResult, 0, payload_), payload_).kind, Misbehaviour::kNotPermitted);
+  EXPECT_EQ(check(node_->envelope_for(MessageType::kDecision, 0, payload_), payload_).kind, Misbehaviour::kNotPermitted);
   Signer server(server_key_, kJob, 0, Role::kServer);
-  EXPECT_TRUE(check(server.envelope_for(MessageType::kResult, 0, payload_), payload_, 0).ok());
+  EXPECT_TRUE(check(server.envelope_for(MessageType::kDecision, 0, payload_), payload_, 0).ok());
   EXPECT_EQ(check(server.envelope_for(MessageType::kVote, 0, payload_), payload_, 0).kind, Misbehaviour::kNotPermitted);
 }
 
 TEST_F(VerifierTest, EquivocationYieldsProof) {
   const std::vector<std::uint8_t> other{9, 9, 9};
-  EXPECT_TRUE(check(node_->envelope_for(MessageType::kGradient, 0, payload_), payload_).ok());
+  EXPECT_TRUE(check(node_->envelope_for(MessageType::kPartitionSigns, 0, payload_), payload_).ok());
   // The same payload again (a retransmission with a new sequence) is not equivocation.
-  EXPECT_TRUE(check(node_->envelope_for(MessageType::kGradient, 0, payload_), payload_).ok());
-  const Verdict verdict = check(node_->envelope_for(MessageType::kGradient, 0, other), other);
+  EXPECT_TRUE(check(node_->envelope_for(MessageType::kPartitionSigns, 0, payload_), payload_).ok());
+  const Verdict verdict = check(node_->envelope_for(MessageType::kPartitionSigns, 0, other), other);
   ASSERT_EQ(verdict.kind, Misbehaviour::kEquivocation);
   ASSERT_TRUE(verdict.proof.has_value());
   EXPECT_TRUE(check_equivocation_proof(*verdict.proof, verifier_->registry()).ok());
@@ -160,7 +160,7 @@ TEST_F(VerifierTest, EquivocationYieldsProof) {
   EXPECT_TRUE(check(node_->envelope_for(MessageType::kControl, 0, other), other).ok());
   // A new round starts clean.
   verifier_->set_round(1);
-  EXPECT_TRUE(check(node_->envelope_for(MessageType::kGradient, 1, other), other).ok());
+  EXPECT_TRUE(check(node_->envelope_for(MessageType::kPartitionSigns, 1, other), other).ok());
 }
 
 TEST_F(VerifierTest, RejectedFramesLeaveNoState) {
@@ -175,8 +175,8 @@ TEST_F(VerifierTest, RejectedFramesLeaveNoState) {
 TEST(RoleMaySend, Table) {
   EXPECT_TRUE(role_may_send(Role::kServer, MessageType::kRoundStart));
   EXPECT_FALSE(role_may_send(Role::kNode, MessageType::kRoundStart));
-  EXPECT_TRUE(role_may_send(Role::kNode, MessageType::kGradient));
-  EXPECT_FALSE(role_may_send(Role::kServer, MessageType::kGradient));
+  EXPECT_TRUE(role_may_send(Role::kNode, MessageType::kPartitionSigns));
+  EXPECT_FALSE(role_may_send(Role::kServer, MessageType::kPartitionSigns));
   EXPECT_TRUE(role_may_send(Role::kNode, MessageType::kHello));
   EXPECT_EQ(misbehaviour_name(Misbehaviour::kEquivocation), "equivocation");
 }

@@ -1,0 +1,455 @@
+#include "runtime/node_session.h"
+
+#include <algorithm>
+#include <map>
+
+#include "coding/codec_registry.h"
+#include "coding/election_encoder.h"
+#include "runtime/checkpoint.h"
+#include "runtime/messages.h"
+#include "runtime/signed_record.h"
+
+namespace ballot::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using transport::MessageType;
+
+// A send that fails because one peer is unreachable (a restarting server, a crashed peer whose
+// queue filled up) must not stop the node: deadlines and Join recover. Only a closed transport
+// (kUnavailable) ends it.
+Status tolerate_peer_failure(Status status, std::uint64_t& failures) {
+  if (status.ok() || status.error().code != ErrorCode::kUnavailable) {
+    if (!status.ok()) ++failures;
+    return {};
+  }
+  return status;
+}
+
+}  // namespace
+
+Result<bool> NodeAdversary::deliver(MessageType, std::uint64_t, std::uint32_t, const std::vector<std::uint8_t>&,
+                                    transport::OutboundFrame honest, const std::vector<transport::NodeId>& receivers,
+                                    Link& link) {
+  for (auto to : receivers) BALLOT_TRY(link.send(to, honest));
+  return true;
+}
+
+struct NodeSession::State final : NodeAdversary::Link {
+  struct Input {  // exchange: one partition's signs from the node's row
+    std::uint32_t source = 0;
+    PartitionSigns signs;
+    transport::SignedEnvelope envelope;
+  };
+  struct PendingVote {  // exchange: the vote waiting for its inputs
+    bool active = false;
+    std::uint64_t round = 0;
+    RoundStart start;
+    Clock::time_point deadline;
+    std::vector<Input> inputs;  // at most two per source: a second different one is equivocation
+  };
+
+  State(const TrainingSetup& s, std::size_t i, transport::Transport& t, Replica& r, NodeSessionOptions o)
+      : setup(s), index(i), transport(t), replica(r), options(std::move(o)),
+        exchange(s.options.placement == Placement::kExchange && s.sign_vote()),
+        row(s.code.row(i)), column(s.code.column(i)), adversary(options.adversary) {
+    if (!adversary) adversary = std::make_shared<NodeAdversary>();
+  }
+
+  // ---- Link: what the adversary may do with the network.
+  transport::OutboundFrame seal(MessageType type, std::uint64_t r, std::vector<std::uint8_t> payload) override {
+    return transport.seal(type, r, std::make_shared<const std::vector<std::uint8_t>>(std::move(payload)));
+  }
+  Status send(transport::NodeId to, transport::OutboundFrame frame) override {
+    return tolerate_peer_failure(transport.send_frame(to, std::move(frame)), stats.send_failures);
+  }
+  Status send_control(std::vector<std::uint8_t> payload) {
+    return tolerate_peer_failure(transport.send(kServerId, MessageType::kControl, round, std::move(payload)),
+                                 stats.send_failures);
+  }
+
+  bool in_row(std::size_t source) const { return source < setup.options.nodes && setup.code.get(index, source); }
+  bool silent(std::uint64_t r) const { return adversary->silence(r) != NodeAdversary::Silence::kNone; }
+  bool voted(std::uint64_t r) const { return last_vote && last_vote_round == r; }
+
+  Result<std::optional<NodeEvent>> handle(transport::Message& message);
+  Result<std::optional<NodeEvent>> on_state_transfer(const transport::Message& message);
+  Result<std::optional<NodeEvent>> on_round_start(const transport::Message& message);
+  Result<std::optional<NodeEvent>> on_decision(const transport::Message& message);
+  Status on_partition_signs(transport::Message& message);
+  void take_input(transport::Message& input);
+  bool inputs_complete() const;
+  Status finish_exchange_vote();
+  // Seals `payload` through the signed record and hands it to the adversary seam.
+  Result<bool> seal_and_deliver(MessageType type, const RoundStart& start, std::vector<std::uint8_t> payload,
+                                const std::vector<transport::NodeId>& receivers);
+  Status send_vote(const RoundStart& start, std::vector<std::uint8_t> payload);
+
+  const TrainingSetup& setup;
+  std::size_t index;
+  transport::Transport& transport;
+  Replica& replica;
+  NodeSessionOptions options;
+  const bool exchange;
+  const std::vector<std::uint32_t> row;
+  const std::vector<std::uint32_t> column;
+  std::shared_ptr<NodeAdversary> adversary;
+  std::optional<SignedRecord> record;
+  std::unique_ptr<coding::Codec> codec;  // gradient path
+  NodeSessionStats stats;
+
+  std::uint64_t round = 0;  // the next round the replica will apply
+  bool started = false;     // a round start was seen
+  std::optional<RoundStart> computing;  // the round handed out by kCompute, not yet submitted
+  std::optional<std::vector<std::uint8_t>> last_vote;
+  std::uint64_t last_vote_round = 0;
+  PendingVote pending;
+  // Inputs that arrived before their round started here: at most two per source of the row and
+  // round, for this round and the next only.
+  std::map<std::uint64_t, std::vector<transport::Message>> early;
+  std::size_t forwarded = 0;  // evidence proofs already sent
+  Clock::time_point last_heard;
+  Clock::time_point last_rejoin;
+  // Nothing usable from the server for two round deadlines: ask to rejoin (the server answers a
+  // Join with the state and the current round's start).
+  std::chrono::milliseconds rejoin_after{0};
+};
+
+NodeSession::NodeSession(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport,
+                         Replica& replica, NodeSessionOptions options)
+    : state_(std::make_unique<State>(setup, node_index, transport, replica, std::move(options))) {}
+
+NodeSession::~NodeSession() = default;
+
+std::uint64_t NodeSession::round() const noexcept { return state_->round; }
+coding::Codec* NodeSession::codec() noexcept { return state_->codec.get(); }
+const NodeSessionStats& NodeSession::stats() const noexcept {
+  if (state_->record) state_->stats.abstained = state_->record->abstained();
+  return state_->stats;
+}
+
+Status NodeSession::start() {
+  State& s = *state_;
+  const transport::RegistryEntry* self = s.options.registry ? s.options.registry->find(node_id(s.index)) : nullptr;
+  BALLOT_ASSIGN_OR_RETURN(auto record, SignedRecord::open(s.options.record_path, node_id(s.index), s.setup.options.job,
+                                                          self ? &self->key : nullptr, s.options.record_rounds));
+  s.record.emplace(std::move(record));
+  if (!s.setup.sign_vote()) {
+    BALLOT_ASSIGN_OR_RETURN(s.codec, coding::make_codec(s.setup.options.codec));
+  }
+  s.rejoin_after = std::max(s.options.join_retry, std::chrono::milliseconds(2 * 3000));
+  BALLOT_TRY(s.send_control(encode(Join{s.round})));
+  s.last_heard = s.last_rejoin = Clock::now();
+  return {};
+}
+
+Result<NodeEvent> NodeSession::poll() {
+  State& s = *state_;
+  while (true) {
+    if (s.options.evidence) {
+      const auto proofs = s.options.evidence->proofs();
+      for (; s.forwarded < proofs.size(); ++s.forwarded) BALLOT_TRY(s.send_control(encode(Evidence{proofs[s.forwarded]})));
+    }
+    auto timeout = s.started ? std::min(s.options.idle_timeout, s.rejoin_after) : s.options.join_retry;
+    if (s.pending.active) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(s.pending.deadline - Clock::now());
+      timeout = std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(1), timeout);
+    }
+    auto message = s.transport.receive(timeout);
+    if (!message.ok()) {
+      if (message.error().code != ErrorCode::kTimeout) return std::move(message).error();
+      BALLOT_TRY(s.finish_exchange_vote());
+      const auto now = Clock::now();
+      if (now - s.last_heard >= s.options.idle_timeout) {
+        return make_error(ErrorCode::kTimeout, "node " + std::to_string(s.index) + ": no message from the server");
+      }
+      if (!s.started || (now - s.last_heard >= s.rejoin_after && now - s.last_rejoin >= s.rejoin_after)) {
+        s.last_rejoin = now;
+        BALLOT_TRY(s.send_control(encode(Join{s.round})));
+      }
+      continue;
+    }
+    BALLOT_ASSIGN_OR_RETURN(auto event, s.handle(*message));
+    if (event) return *std::move(event);
+  }
+}
+
+Result<NodeEvent> NodeSession::next_round() {
+  while (true) {
+    BALLOT_ASSIGN_OR_RETURN(auto event, poll());
+    if (event.kind == NodeEvent::Kind::kCompute || event.kind == NodeEvent::Kind::kFinished ||
+        event.kind == NodeEvent::Kind::kCrashed) {
+      return event;
+    }
+  }
+}
+
+Result<NodeEvent> NodeSession::await_decision() {
+  const std::uint64_t waiting_for = state_->round;
+  while (true) {
+    BALLOT_ASSIGN_OR_RETURN(auto event, poll());
+    if (event.kind != NodeEvent::Kind::kDecided || event.round > waiting_for) return event;
+  }
+}
+
+Result<std::optional<NodeEvent>> NodeSession::State::handle(transport::Message& message) {
+  if (message.from != kServerId) {
+    BALLOT_TRY(on_partition_signs(message));
+    return std::optional<NodeEvent>();
+  }
+  last_heard = Clock::now();
+  // Crash: silent while active. Without an end the node is gone for good; with one it comes back
+  // behind and rejoins through the state transfer.
+  if (message.type != MessageType::kControl && silent(message.round)) {
+    if (adversary->silence(message.round) == NodeAdversary::Silence::kForever) {
+      return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kCrashed, .round = round});
+    }
+    // Follow the round window, so that the first round start after the crash is accepted.
+    if (message.type == MessageType::kRoundStart) transport.set_round(message.round);
+    return std::optional<NodeEvent>();
+  }
+  switch (message.type) {
+    case MessageType::kStateTransfer: return on_state_transfer(message);
+    case MessageType::kRoundStart: return on_round_start(message);
+    case MessageType::kDecision: return on_decision(message);
+    case MessageType::kControl:
+      if (auto control = decode_control(message.payload); control.ok() && std::holds_alternative<Finish>(*control)) {
+        return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kFinished, .round = round});
+      }
+      return std::optional<NodeEvent>();
+    default:
+      return std::optional<NodeEvent>();
+  }
+}
+
+Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const transport::Message& message) {
+  auto checkpoint = decode_checkpoint(message.payload);
+  if (!checkpoint.ok() || !replica.restore_from(*checkpoint).ok()) return std::optional<NodeEvent>();
+  const bool moved = checkpoint->round != round;
+  round = checkpoint->round;
+  transport.reset_round(round);  // the server may have resumed from an older round
+  // The state of a round this node already voted in (the server found its vote on another model):
+  // that vote stands. Voting again would advance the worker momentum twice and send a second,
+  // different vote for the round — equivocation.
+  if (!voted(round)) last_vote.reset();
+  pending.active = false;
+  computing.reset();
+  early.clear();
+  ++stats.rejoins;
+  BALLOT_TRY(send_control(encode(Join{round})));
+  return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kStateInstalled, .round = round, .moved = moved});
+}
+
+Result<std::optional<NodeEvent>> NodeSession::State::on_round_start(const transport::Message& message) {
+  auto start = decode_round_start(message.payload);
+  if (!start.ok() || start->round != message.round || start->round < round) return std::optional<NodeEvent>();
+  started = true;
+  rejoin_after = std::max(options.join_retry, std::chrono::milliseconds(2 * std::uint64_t{start->deadline_ms}));
+  if (start->round > round || start->model_digest != replica.digest()) {
+    // Behind (restarted, or missed a decision) or diverged: ask for the current state.
+    BALLOT_TRY(send_control(encode(Join{round})));
+    return std::optional<NodeEvent>();
+  }
+  // A repeated start (the server answers every Join with the round's start) of a round in
+  // progress or already voted changes nothing: the vote goes out once. Computing it again would
+  // advance the worker momentum twice and make the node equivocate; re-sending it would reach the
+  // server after it decided, as a stale frame counted against this node.
+  if ((pending.active && pending.round == round) || voted(round) || computing) return std::optional<NodeEvent>();
+  computing = *start;
+  NodeEvent event{.kind = NodeEvent::Kind::kCompute, .round = round};
+  event.work.round = round;
+  event.work.deadline_ms = start->deadline_ms;
+  event.work.model_digest = start->model_digest;
+  if (exchange) {
+    event.work.kind = RoundWork::Kind::kPartitionSigns;
+    event.work.partitions = {static_cast<std::uint32_t>(index)};
+  } else {
+    event.work.kind = setup.sign_vote() ? RoundWork::Kind::kVote : RoundWork::Kind::kGradient;
+    event.work.partitions = row;
+  }
+  return std::optional<NodeEvent>(std::move(event));
+}
+
+Result<std::optional<NodeEvent>> NodeSession::State::on_decision(const transport::Message& message) {
+  if (message.round != round) return std::optional<NodeEvent>();
+  const std::size_t dimension = replica.dimension();
+  pending.active = false;  // decided without this node's vote: it would come too late
+  if (setup.sign_vote()) {
+    auto decision = decode_decision(message.payload, dimension);
+    if (!decision.ok() || decision->round != round) return std::optional<NodeEvent>();
+    replica.apply(round, decision->signs);
+  } else {
+    auto decision = decode_float_decision(message.payload, dimension);
+    if (!decision.ok() || decision->round != round) return std::optional<NodeEvent>();
+    replica.apply(round, std::span<const float>(decision->direction));
+  }
+  computing.reset();
+  ++round;
+  ++stats.rounds;
+  transport.set_round(round);
+  return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kDecided, .round = round});
+}
+
+// ---- submitting the computed message of a round
+
+Status NodeSession::submit_vote(double loss, BitVector signs) {
+  State& s = *state_;
+  if (!s.computing || s.computing->round != s.round) return {};  // overtaken: nothing to send
+  const RoundStart start = *std::exchange(s.computing, std::nullopt);
+  if (s.exchange || !s.setup.sign_vote()) return make_error(ErrorCode::kInvalidArgument, "this round takes no vote");
+  Vote vote{.round = start.round, .loss = loss, .model_digest = start.model_digest, .signs = std::move(signs)};
+  s.adversary->replace(MessageType::kVote, {start.round, &vote.model_digest, &vote.signs, nullptr});
+  return s.send_vote(start, encode(vote));
+}
+
+Status NodeSession::submit_gradient(double loss, std::vector<float> gradient) {
+  State& s = *state_;
+  if (!s.computing || s.computing->round != s.round) return {};
+  const RoundStart start = *std::exchange(s.computing, std::nullopt);
+  if (!s.codec) return make_error(ErrorCode::kInvalidArgument, "this round takes no gradient");
+  EncodedVote vote{.round = start.round, .loss = loss, .model_digest = start.model_digest};
+  s.adversary->replace(MessageType::kVote, {start.round, nullptr, nullptr, &gradient});
+  Rng rng = codec_rng(s.setup, start.round, s.index);
+  vote.bytes = s.codec->encode(gradient, s.replica.model().layout(), rng).bytes;
+  // The digest it claims is the last thing the adversary may change (after the codec's draw).
+  s.adversary->replace(MessageType::kVote, {start.round, &vote.model_digest, nullptr, nullptr});
+  return s.send_vote(start, encode(vote));
+}
+
+Status NodeSession::submit_partition_signs(double loss, BitVector signs) {
+  State& s = *state_;
+  if (!s.computing || s.computing->round != s.round) return {};
+  const RoundStart start = *std::exchange(s.computing, std::nullopt);
+  if (!s.exchange) return make_error(ErrorCode::kInvalidArgument, "this round takes no partition signs");
+  PartitionSigns own{.round = start.round, .loss = loss, .model_digest = start.model_digest, .signs = std::move(signs)};
+  auto payload = encode(own);
+  std::vector<transport::NodeId> receivers;
+  for (auto receiver : s.column) {
+    if (receiver != s.index) receivers.push_back(node_id(receiver));
+  }
+  // The envelope of its own input, as every receiver of the column will hold it.
+  BALLOT_ASSIGN_OR_RETURN(auto sealed, s.record->seal_once(MessageType::kPartitionSigns, start.round,
+                                                            std::make_shared<const std::vector<std::uint8_t>>(payload),
+                                                            [&](MessageType t, std::uint64_t r, auto p) {
+                                                              return s.transport.seal(t, r, std::move(p));
+                                                            }));
+  // It signed other signs for this round before (a restart or rewind lost the state it had):
+  // its input abstains rather than contradict what its column may already hold.
+  std::optional<transport::SignedEnvelope> envelope;
+  if (sealed) {
+    const auto& head = sealed->head;
+    if (head.size() == transport::kFrameHeaderSize + transport::kEnvelopeMetaSize) {
+      auto decoded = transport::decode_envelope(std::span<const std::uint8_t>(head).subspan(transport::kFrameHeaderSize));
+      if (decoded.ok()) envelope = *decoded;
+    }
+    if (!envelope) envelope.emplace();
+    BALLOT_ASSIGN_OR_RETURN(const bool sent, s.adversary->deliver(MessageType::kPartitionSigns, start.round,
+                                                                  start.deadline_ms, payload, std::move(*sealed),
+                                                                  receivers, s));
+    if (!sent) envelope.reset();  // nothing sent, nothing held
+  }
+  // Wait for the inputs of its row, within the round deadline so that the vote still counts.
+  const double fraction = std::clamp(s.options.exchange_input_fraction, 0.0, 1.0);
+  const auto wait = std::chrono::duration<double, std::milli>(fraction * static_cast<double>(start.deadline_ms));
+  s.pending = State::PendingVote{true, start.round, start, Clock::now() + std::chrono::duration_cast<Clock::duration>(wait), {}};
+  if (s.in_row(s.index) && envelope) {  // its own input is handled here, without the network
+    s.pending.inputs.push_back(State::Input{static_cast<std::uint32_t>(s.index), std::move(own), *envelope});
+  }
+  if (auto it = s.early.find(s.round); it != s.early.end()) {
+    for (auto& input : it->second) s.take_input(input);
+  }
+  s.early.erase(s.early.begin(), s.early.upper_bound(s.round));
+  return s.finish_exchange_vote();
+}
+
+Status NodeSession::State::send_vote(const RoundStart& start, std::vector<std::uint8_t> payload) {
+  last_vote = payload;
+  last_vote_round = start.round;
+  BALLOT_ASSIGN_OR_RETURN(auto sealed, record->seal_once(MessageType::kVote, start.round,
+                                                         std::make_shared<const std::vector<std::uint8_t>>(payload),
+                                                         [&](MessageType t, std::uint64_t r, auto p) {
+                                                           return transport.seal(t, r, std::move(p));
+                                                         }));
+  // It signed another vote for this round before: abstain.
+  if (sealed) {
+    auto delivered = adversary->deliver(MessageType::kVote, start.round, start.deadline_ms, *last_vote,
+                                        std::move(*sealed), {kServerId}, *this);
+    if (!delivered.ok()) return std::move(delivered).error();
+  }
+  ++stats.votes_sent;
+  return {};
+}
+
+// ---- exchange placement: the inputs of the node's row
+
+Status NodeSession::State::on_partition_signs(transport::Message& message) {
+  // Nodes talk to nodes only in exchange placement, and only to send partition signs.
+  if (!exchange || message.type != MessageType::kPartitionSigns || message.from > setup.options.nodes ||
+      !in_row(message.from - 1) || silent(message.round)) {
+    return {};
+  }
+  if (pending.active && message.round == pending.round) {
+    take_input(message);
+    return finish_exchange_vote();
+  }
+  if ((message.round == round || message.round == round + 1) && !voted(message.round)) {
+    // At most two per source and round (a second, different one is equivocation), so that a
+    // source repeating itself cannot crowd out the others' inputs.
+    auto& held = early[message.round];
+    const auto from_source = std::count_if(held.begin(), held.end(), [&](const transport::Message& other) {
+      return other.from == message.from;
+    });
+    if (from_source < 2) held.push_back(std::move(message));
+  }
+  return {};
+}
+
+void NodeSession::State::take_input(transport::Message& input) {
+  const std::size_t source = input.from - 1;
+  auto signs = decode_vote(input.payload, replica.dimension());
+  if (!signs.ok() || signs->round != input.round || signs->model_digest != pending.start.model_digest ||
+      !input.envelope) {
+    ++stats.inputs_rejected;
+    return;
+  }
+  std::size_t held_from_source = 0;
+  for (const auto& held : pending.inputs) {
+    if (held.source != source) continue;
+    if (held.envelope.header.payload_digest == input.envelope->header.payload_digest) return;  // a repeat
+    ++held_from_source;
+  }
+  if (held_from_source >= 2) return;  // already equivocating: two are enough to exclude it
+  pending.inputs.push_back(Input{static_cast<std::uint32_t>(source), std::move(*signs), *input.envelope});
+}
+
+bool NodeSession::State::inputs_complete() const {
+  return std::all_of(row.begin(), row.end(), [&](std::uint32_t source) {
+    return std::any_of(pending.inputs.begin(), pending.inputs.end(), [&](const Input& held) { return held.source == source; });
+  });
+}
+
+// Votes over the inputs held once all of the row arrived or the input deadline passed.
+Status NodeSession::State::finish_exchange_vote() {
+  if (!pending.active || (!inputs_complete() && Clock::now() < pending.deadline)) return {};
+  pending.active = false;
+  std::vector<coding::ExchangeInput> inputs;
+  for (const auto& input : pending.inputs) inputs.push_back({input.source, &input.signs.signs});
+  auto elected = coding::encode_exchange(setup.code, index, replica.dimension(), inputs);
+  stats.inputs_missing += elected.missing.size();
+  stats.inputs_rejected += elected.rejected.size();
+  AuditedVote vote{.vote = Vote{.round = pending.round, .model_digest = pending.start.model_digest,
+                                .signs = std::move(elected.vote)}};
+  double loss = 0;
+  for (auto source : elected.counted) {
+    // The counted input of each source is its only one (equivocating sources are not counted).
+    const auto it = std::find_if(pending.inputs.begin(), pending.inputs.end(),
+                                 [&](const Input& held) { return held.source == source; });
+    loss += it->signs.loss;
+    vote.inputs.push_back(it->envelope);
+  }
+  vote.vote.loss = elected.counted.empty() ? 0.0 : loss / static_cast<double>(elected.counted.size());
+  adversary->replace(MessageType::kVote, {round, &vote.vote.model_digest, &vote.vote.signs, nullptr});
+  return send_vote(pending.start, encode(vote));
+}
+
+}  // namespace ballot::runtime

@@ -1,0 +1,161 @@
+// The node side of one run's round protocol (DESIGN.md, docs/protocol.md) as a session: a state
+// machine with one handler per message, driven by its caller. The caller computes; the session
+// speaks the protocol (Join and rejoin, round starts, the exchange placement's inputs, the signed
+// record, decisions, state transfers, forwarded evidence). Node::run (runtime/roles.h) drives it
+// with the C++ worker; the simulator runs Node::run on threads; the API is what a Python trainer
+// (ballot.torch, not bound yet) is to drive.
+//
+//   session.start();                                   // Join
+//   while (true) {
+//     auto event = session.poll();                     // or next_round() / await_decision()
+//     kCompute:  compute event.work's partitions on the replica, then submit_vote /
+//                submit_gradient / submit_partition_signs (exactly one, for event.work.round)
+//     kDecided:  the session applied the decision of round event.round − 1 to the replica
+//     kStateInstalled: a state transfer replaced the replica's model (round event.round)
+//     kFinished, kCrashed: the run is over for this node
+//   }
+//
+// The replica is the caller's and the session's: the session reads its digest, applies decisions
+// to it and installs transferred states; the caller computes on it between kCompute and submit.
+// Byzantine behaviour enters at one seam, NodeAdversary: consulted when a message is about to be
+// built and sent, never inside the honest path. Not thread-safe: one caller thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/bit_vector.h"
+#include "core/result.h"
+#include "runtime/quarantine.h"
+#include "runtime/training.h"
+#include "transport/transport.h"
+
+namespace ballot::coding {
+class Codec;
+}
+
+namespace ballot::runtime {
+
+inline constexpr transport::NodeId kServerId = 0;
+inline transport::NodeId node_id(std::size_t node_index) { return static_cast<transport::NodeId>(node_index + 1); }
+
+// What the caller computes for a round.
+struct RoundWork {
+  enum class Kind {
+    kVote,            // the sign path's vote over its row of G: submit_vote
+    kGradient,        // the gradient path: submit_gradient (the session encodes it)
+    kPartitionSigns,  // exchange placement: its own partition's signs, submit_partition_signs
+  };
+  Kind kind = Kind::kVote;
+  std::uint64_t round = 0;
+  std::uint32_t deadline_ms = 0;
+  transport::Digest model_digest{};     // the model it is computed on (the replica's)
+  std::vector<std::uint32_t> partitions;  // the batches to compute (TrainingSetup::sampler)
+};
+
+struct NodeEvent {
+  enum class Kind { kCompute, kDecided, kStateInstalled, kFinished, kCrashed };
+  Kind kind = Kind::kFinished;
+  std::uint64_t round = 0;  // the round the replica is in after the event (kCompute: the work's)
+  bool moved = false;       // kStateInstalled: the node was in another round before
+  RoundWork work;           // kCompute
+};
+
+// What a Byzantine node sends instead of the honest message (runtime/node_attacks.h has the one
+// of the run's attack spec). Every hook has the honest default.
+class NodeAdversary {
+ public:
+  // What a hook may do with the network: seal a payload, send a sealed frame.
+  class Link {
+   public:
+    virtual ~Link() = default;
+    virtual transport::OutboundFrame seal(transport::MessageType type, std::uint64_t round,
+                                          std::vector<std::uint8_t> payload) = 0;
+    virtual Status send(transport::NodeId to, transport::OutboundFrame frame) = 0;  // peer failures tolerated
+  };
+  // A message's content before it is encoded: signs or gradient, with or without the digest.
+  struct Content {
+    std::uint64_t round = 0;
+    transport::Digest* model_digest = nullptr;  // the digest the message claims
+    BitVector* signs = nullptr;                 // a vote (either placement)
+    std::vector<float>* gradient = nullptr;     // the gradient path's gradient, before the codec
+  };
+  enum class Silence { kNone, kRound, kForever };
+
+  virtual ~NodeAdversary() = default;
+  // Whether the node ignores the messages of `round` (a crash); kForever ends its run.
+  virtual Silence silence(std::uint64_t /*round*/) { return Silence::kNone; }
+  // Replaces the content of the node's vote (`type` kVote) before it is encoded; on the gradient
+  // path it is called twice, with the gradient before the codec and with the digest after it.
+  virtual void replace(transport::MessageType /*type*/, Content /*content*/) {}
+  // Sends the sealed honest frame of `type` (kVote, kPartitionSigns) for `round` to `receivers`,
+  // or what the node sends instead. The honest message `payload` is there to be altered. Returns
+  // whether the honest message went out (false: withheld; an own exchange input is then dropped).
+  virtual Result<bool> deliver(transport::MessageType type, std::uint64_t round, std::uint32_t deadline_ms,
+                               const std::vector<std::uint8_t>& payload, transport::OutboundFrame honest,
+                               const std::vector<transport::NodeId>& receivers, Link& link);
+};
+
+struct NodeSessionOptions {
+  std::chrono::milliseconds idle_timeout{300000};  // nothing from the server this long: kTimeout
+  std::chrono::milliseconds join_retry{1000};      // re-send Join while no round has started
+  // Exchange placement: the share of the round deadline to wait for the inputs of its row.
+  double exchange_input_fraction = 0.5;
+  std::shared_ptr<Quarantine> evidence;            // proofs to forward to the server (may be null)
+  std::shared_ptr<NodeAdversary> adversary;        // null: honest
+  // The signed record (runtime/signed_record.h): its file (empty: in memory), the registry to
+  // check it against (null: unchecked) and how many rounds it keeps.
+  std::filesystem::path record_path;
+  std::shared_ptr<const transport::Registry> registry;
+  std::uint64_t record_rounds = 164;
+};
+
+struct NodeSessionStats {
+  std::uint64_t rounds = 0;          // decisions applied
+  std::uint64_t votes_sent = 0;
+  std::uint64_t inputs_missing = 0;  // exchange: inputs of its row that abstained
+  std::uint64_t inputs_rejected = 0; // exchange: inputs not counted
+  std::uint64_t rejoins = 0;         // state transfers installed
+  std::uint64_t abstained = 0;       // messages not sent: another was signed for that round
+  std::uint64_t send_failures = 0;   // sends to an unreachable peer (skipped)
+};
+
+class NodeSession {
+ public:
+  NodeSession(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport, Replica& replica,
+              NodeSessionOptions options = {});
+  ~NodeSession();
+  NodeSession(const NodeSession&) = delete;
+  NodeSession& operator=(const NodeSession&) = delete;
+
+  // Opens the signed record and sends the first Join.
+  Status start();
+  // Handles messages until the next event. kTimeout after idle_timeout without the server.
+  Result<NodeEvent> poll();
+  // poll() until work to compute (kCompute) or the end (kFinished, kCrashed); the kDecided and
+  // kStateInstalled events on the way pass unseen (a caller with per-round state uses poll()).
+  Result<NodeEvent> next_round();
+  // poll() until the decision of the submitted round is applied (kDecided), or the round was
+  // overtaken (kStateInstalled, kCompute of another round, kFinished, kCrashed).
+  Result<NodeEvent> await_decision();
+
+  // The computed message of the round of the last kCompute event, of that work's kind (another
+  // kind: kInvalidArgument). A round overtaken meanwhile (decided, state transferred) sends nothing.
+  Status submit_vote(double loss, BitVector signs);
+  Status submit_gradient(double loss, std::vector<float> gradient);
+  Status submit_partition_signs(double loss, BitVector signs);
+
+  std::uint64_t round() const noexcept;  // the next round the replica will apply
+  const NodeSessionStats& stats() const noexcept;
+  coding::Codec* codec() noexcept;  // the gradient path's codec (its error-feedback memory); else null
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ballot::runtime

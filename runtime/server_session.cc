@@ -1,0 +1,403 @@
+#include "runtime/server_session.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "coding/codec_registry.h"
+#include "robust/registry.h"
+#include "runtime/checkpoint.h"
+#include "runtime/messages.h"
+
+namespace ballot::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using transport::MessageType;
+
+// A send that fails because one node is unreachable (a crashed node whose queue filled up) must
+// not stop the server: the protocol recovers through deadlines and Join. Only a closed transport
+// (kUnavailable) ends the run.
+Status tolerate_peer_failure(Status status, std::uint64_t& failures) {
+  if (status.ok() || status.error().code != ErrorCode::kUnavailable) {
+    if (!status.ok()) ++failures;
+    return {};
+  }
+  return status;
+}
+
+}  // namespace
+
+struct ServerSession::State {
+  struct Received {  // what the server holds from node i in a round
+    double loss = 0;
+    BitVector signs;              // sign path
+    std::vector<float> gradient;  // gradient path, decoded
+  };
+
+  State(const TrainingSetup& s, transport::Transport& t, Replica& r, ServerSessionOptions o)
+      : setup(s), transport(t), replica(r), options(std::move(o)), n(s.options.nodes),
+        quorum(s.options.nodes - s.options.byzantine),
+        exchange(s.options.placement == Placement::kExchange && s.sign_vote()), votes(n), state_sent(n) {
+    for (std::size_t i = 0; i < n; ++i) nodes.push_back(node_id(i));
+  }
+
+  bool quarantined(transport::NodeId id) const { return options.quarantine && options.quarantine->is_quarantined(id); }
+  Status tolerate(Status status) { return tolerate_peer_failure(std::move(status), send_failures); }
+  std::vector<std::uint8_t> state_payload() const {
+    Checkpoint checkpoint;
+    checkpoint.round = round;
+    replica.save_to(checkpoint);
+    return encode_checkpoint(checkpoint);
+  }
+  Status send_state_and_start(transport::NodeId to, bool with_state) {
+    if (with_state) BALLOT_TRY(tolerate(transport.send(to, MessageType::kStateTransfer, round, state_payload())));
+    return tolerate(transport.send(to, MessageType::kRoundStart, round, encode(start)));
+  }
+
+  Status handle(transport::Message& message);
+  Status on_control(const transport::Message& message);
+  Status on_vote(transport::Message& message);
+  bool accept_evidence(const transport::EquivocationProof& proof) const;
+  bool inputs_valid(std::size_t voter, const std::vector<transport::SignedEnvelope>& inputs) const;
+  void audit_inputs(const std::vector<transport::SignedEnvelope>& inputs);
+
+  const TrainingSetup& setup;
+  transport::Transport& transport;
+  Replica& replica;
+  ServerSessionOptions options;
+  const std::size_t n;
+  const std::size_t quorum;
+  const bool exchange;
+  std::vector<transport::NodeId> nodes;
+  // The gradient path's rule and the codec that validates and decodes what nodes send.
+  std::unique_ptr<robust::Aggregator> aggregator;
+  std::unique_ptr<coding::Codec> codec;
+  std::size_t max_codec_bytes = 0;
+  std::uint64_t send_failures = 0;
+  std::deque<transport::Message> held;  // arrived while waiting for the Joins: handled first
+
+  // ---- the round being run
+  std::uint64_t round = 0;
+  RoundStart start;
+  Clock::time_point started;
+  RoundReport report;
+  std::vector<std::optional<Received>> votes;
+  std::size_t received = 0;
+  // Nodes sent the state this round: one transfer per node and round, so that a node that keeps
+  // voting on another model cannot make the server send the model again and again.
+  std::vector<bool> state_sent;
+  // Exchange: the first input envelope counted for each author this round (from any vote), and
+  // the authors already proven to equivocate this round.
+  std::map<transport::NodeId, transport::SignedEnvelope> counted_inputs;
+  std::set<transport::NodeId> equivocators;
+};
+
+ServerSession::ServerSession(const TrainingSetup& setup, transport::Transport& transport, Replica& replica,
+                             ServerSessionOptions options)
+    : state_(std::make_unique<State>(setup, transport, replica, std::move(options))) {}
+
+ServerSession::~ServerSession() = default;
+
+RoundReport& ServerSession::report() noexcept { return state_->report; }
+
+Status ServerSession::begin(std::uint64_t first_round) {
+  State& s = *state_;
+  if (first_round > 0) {
+    // Resumed: nodes still running may be ahead of the checkpoint (or behind it); give everyone
+    // this state. Each node installs it, rewinds its round window and answers with a Join.
+    s.round = first_round;
+    s.transport.set_round(first_round);
+    BALLOT_TRY(s.tolerate(s.transport.broadcast(s.nodes, MessageType::kStateTransfer, first_round, s.state_payload())));
+  }
+  // Every node gets up to join_wait to connect and send its Join, so that a node whose process
+  // came up a moment after the server's is not counted missing in the first round, nor its vote
+  // late. Everything else that arrives meanwhile is handed to the first round, in order.
+  std::vector<bool> joined(s.n);
+  const auto waiting = [&] {
+    for (std::size_t i = 0; i < s.n; ++i) {
+      if (!joined[i] && !s.quarantined(node_id(i))) return true;  // a quarantined node's messages are dropped unread
+    }
+    return false;
+  };
+  const auto until = Clock::now() + (s.options.join_wait.count() > 0 ? s.options.join_wait : s.options.round_deadline);
+  while (waiting()) {
+    const auto now = Clock::now();
+    if (now >= until) break;
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+    auto message = s.transport.receive(std::min(wait, std::chrono::milliseconds(200)) + std::chrono::milliseconds(1));
+    if (!message.ok()) {
+      if (message.error().code == ErrorCode::kTimeout) continue;
+      return std::move(message).error();
+    }
+    if (message->from != kServerId && message->from <= s.n && message->type == MessageType::kControl) {
+      auto control = decode_control(message->payload);
+      if (control.ok() && std::holds_alternative<Join>(*control)) joined[message->from - 1] = true;
+      // Forwarded evidence is checked at once (it may quarantine a node not to wait for); one
+      // that does not check goes on to the first round, which counts it against its sender.
+      if (control.ok() && std::holds_alternative<Evidence>(*control) &&
+          s.accept_evidence(std::get<Evidence>(*control).proof)) {
+        continue;
+      }
+    }
+    // Bounded like the inbox it was taken from: a few messages per node are all an honest
+    // cluster sends before its first round (Joins, a vote of the run before a restart).
+    if (s.held.size() >= 16 * s.n) continue;
+    s.held.push_back(std::move(*message));
+  }
+  if (!s.setup.sign_vote()) {
+    BALLOT_ASSIGN_OR_RETURN(s.aggregator, robust::make_aggregator(s.setup.options.rule));
+    BALLOT_ASSIGN_OR_RETURN(s.codec, coding::make_codec(s.setup.options.codec));
+    s.max_codec_bytes = s.codec->wire_size(s.replica.model().layout());
+  }
+  return {};
+}
+
+Status ServerSession::open_round(std::uint64_t round) {
+  State& s = *state_;
+  s.started = Clock::now();
+  s.round = round;
+  s.transport.set_round(round);
+  s.report = RoundReport{};
+  s.report.round = round;
+  s.report.send_failures = s.send_failures;
+  s.report.fp32_bytes = s.replica.dimension() * sizeof(float);
+  s.start = RoundStart{round, static_cast<std::uint32_t>(s.options.round_deadline.count()), s.replica.digest()};
+  std::fill(s.votes.begin(), s.votes.end(), std::nullopt);
+  std::fill(s.state_sent.begin(), s.state_sent.end(), false);
+  s.received = 0;
+  s.counted_inputs.clear();
+  s.equivocators.clear();
+  return s.tolerate(s.transport.broadcast(s.nodes, MessageType::kRoundStart, round, encode(s.start)));
+}
+
+Status ServerSession::collect() {
+  State& s = *state_;
+  const auto deadline = s.started + s.options.round_deadline;
+  const auto give_up = deadline + s.options.quorum_timeout;
+  // Every node has voted, or is quarantined (its votes would be dropped unread anyway).
+  const auto all_in = [&] {
+    for (std::size_t i = 0; i < s.n; ++i) {
+      if (!s.votes[i] && !s.quarantined(node_id(i))) return false;
+    }
+    return true;
+  };
+  while (!all_in()) {
+    const auto now = Clock::now();
+    if (now >= deadline && s.received >= s.quorum) break;
+    if (now >= give_up) {
+      return make_error(ErrorCode::kTimeout, "round " + std::to_string(s.round) + ": only " +
+                                                 std::to_string(s.received) + " of the quorum of " +
+                                                 std::to_string(s.quorum) + " votes arrived");
+    }
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>((now < deadline ? deadline : give_up) - now);
+    Result<transport::Message> message = make_error(ErrorCode::kTimeout, "");
+    if (!s.held.empty()) {
+      message = std::move(s.held.front());
+      s.held.pop_front();
+    } else {
+      message = s.transport.receive(std::min(wait, std::chrono::milliseconds(200)) + std::chrono::milliseconds(1));
+    }
+    if (!message.ok()) {
+      if (message.error().code == ErrorCode::kTimeout) continue;
+      return std::move(message).error();
+    }
+    BALLOT_TRY(s.handle(*message));
+  }
+  return {};
+}
+
+Status ServerSession::State::handle(transport::Message& message) {
+  if (message.from == kServerId || message.from > n || quarantined(message.from)) {
+    ++report.rejected_messages;
+    return {};
+  }
+  if (message.type == MessageType::kControl) return on_control(message);
+  if (message.type == MessageType::kVote && message.round < round) {
+    // A vote for a round already decided (sent before the deadline, read after it): late, not
+    // malformed. A replay of an old frame is the transport's to catch (sequence window).
+    ++report.late_votes;
+    if (options.quarantine) options.quarantine->report_late(message.from);
+    return {};
+  }
+  if (message.type != MessageType::kVote || message.round != round) {
+    ++report.rejected_messages;
+    return {};
+  }
+  return on_vote(message);
+}
+
+Status ServerSession::State::on_control(const transport::Message& message) {
+  auto control = decode_control(message.payload);
+  if (control.ok() && std::holds_alternative<Evidence>(*control)) {
+    // A node's verifier caught a peer equivocating: checkable here without the payloads.
+    if (!accept_evidence(std::get<Evidence>(*control).proof)) {
+      ++report.rejected_messages;
+      if (options.quarantine) options.quarantine->report(message.from);
+    }
+    return {};
+  }
+  if (!control.ok() || !std::holds_alternative<Join>(*control)) {
+    ++report.rejected_messages;
+    return {};
+  }
+  // A (re)starting node: a node at another round (behind, or ahead of a resumed server) gets the
+  // state before this round; every joining node gets this round's start (it may have connected
+  // after the broadcast).
+  return send_state_and_start(message.from, std::get<Join>(*control).round != round);
+}
+
+Status ServerSession::State::on_vote(transport::Message& message) {
+  const std::size_t index = message.from - 1;
+  const std::size_t dimension = replica.dimension();
+  // Decode and validate: any failure drops the message and counts against the sender.
+  std::optional<Received> accepted;
+  transport::Digest vote_digest{};
+  if (exchange) {
+    if (auto vote = decode_audited_vote(message.payload, dimension, n);
+        vote.ok() && vote->vote.round == round && inputs_valid(index, vote->inputs)) {
+      audit_inputs(vote->inputs);
+      vote_digest = vote->vote.model_digest;
+      accepted = Received{vote->vote.loss, std::move(vote->vote.signs), {}};
+    }
+  } else if (setup.sign_vote()) {
+    if (auto vote = decode_vote(message.payload, dimension); vote.ok() && vote->round == round) {
+      vote_digest = vote->model_digest;
+      accepted = Received{vote->loss, std::move(vote->signs), {}};
+    }
+  } else if (auto vote = decode_encoded_vote(message.payload, max_codec_bytes); vote.ok() && vote->round == round) {
+    if (auto gradient = codec->decode(vote->bytes, replica.model().layout()); gradient.ok()) {
+      vote_digest = vote->model_digest;
+      accepted = Received{vote->loss, {}, std::move(*gradient)};
+    }
+  }
+  if (!accepted) {
+    ++report.rejected_messages;
+    if (options.quarantine) options.quarantine->report(message.from);
+    return {};
+  }
+  if (vote_digest != start.model_digest) {
+    // A node that restarted, paused or missed a decision is out of sync and gets the state (once
+    // per round: one that keeps voting on another model costs one transfer a round). Stale state
+    // is lateness, not evidence (runtime/quarantine.h).
+    if (options.quarantine) options.quarantine->report_late(message.from);
+    report.out_of_sync.push_back(index);
+    if (!state_sent[index]) {
+      state_sent[index] = true;
+      BALLOT_TRY(send_state_and_start(message.from, true));
+    }
+    return {};
+  }
+  report.bytes_per_vote = message.payload.size();
+  if (!votes[index]) ++received;
+  votes[index] = std::move(accepted);
+  return {};
+}
+
+Result<std::vector<std::uint8_t>> ServerSession::decide() {
+  State& s = *state_;
+  RoundReport& report = s.report;
+  report.vote_wait_seconds = std::chrono::duration<double>(Clock::now() - s.started).count();
+  std::vector<const BitVector*> counted;
+  std::vector<std::span<const float>> gradients;
+  double loss = 0;
+  for (std::size_t i = 0; i < s.n; ++i) {
+    if (s.votes[i]) {
+      counted.push_back(&s.votes[i]->signs);
+      gradients.emplace_back(s.votes[i]->gradient);
+      loss += s.votes[i]->loss;
+    } else {
+      report.missing.push_back(i);
+    }
+  }
+  report.votes = counted.size();
+  if (s.options.quarantine) {
+    for (auto id : s.options.quarantine->quarantined()) {
+      if (id != kServerId && id <= s.n) report.quarantined.push_back(id - 1);
+    }
+  }
+  report.mean_loss = counted.empty() ? 0.0 : loss / static_cast<double>(counted.size());
+  if (s.setup.sign_vote()) {
+    Decision decision{s.round, runtime::decide(counted, s.replica.dimension())};
+    s.replica.apply(s.round, decision.signs);
+    return encode(decision);
+  }
+  BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
+  // check() passed for n − b and n inputs at setup, so this fails only on a bug of ours.
+  BALLOT_ASSIGN_OR_RETURN(auto aggregated, s.aggregator->aggregate(inputs));
+  if (s.options.quarantine) {
+    for (auto row : aggregated.report.non_finite) {
+      std::size_t seen = 0;  // map the row back to its node index
+      for (std::size_t i = 0; i < s.n; ++i) {
+        if (s.votes[i] && seen++ == row) s.options.quarantine->report(node_id(i));
+      }
+    }
+  }
+  FloatDecision decision{s.round, std::move(aggregated.value)};
+  s.replica.apply(s.round, std::span<const float>(decision.direction));
+  return encode(decision);
+}
+
+Status ServerSession::send_decision(std::vector<std::uint8_t> decision) {
+  State& s = *state_;
+  return s.tolerate(s.transport.broadcast(s.nodes, MessageType::kDecision, s.round, std::move(decision)));
+}
+
+void ServerSession::finish(std::uint64_t rounds) {
+  State& s = *state_;
+  s.transport.set_round(rounds);
+  (void)s.transport.broadcast(s.nodes, MessageType::kControl, rounds, encode(Finish{rounds}));
+}
+
+bool ServerSession::State::accept_evidence(const transport::EquivocationProof& proof) const {
+  const auto author = proof.first.header.sender;
+  if (!options.registry || proof.first.header.job != setup.options.job || author == kServerId || author > n ||
+      !transport::check_equivocation_proof(proof, *options.registry).ok()) {
+    return false;
+  }
+  if (options.quarantine && !options.quarantine->is_quarantined(author)) options.quarantine->on_equivocation(proof);
+  return true;
+}
+
+// Exchange placement: whether every input envelope of `voter`'s vote is a valid one for this
+// round (job, round, author in the voter's row of G, author's signature when the registry is
+// known).
+bool ServerSession::State::inputs_valid(std::size_t voter, const std::vector<transport::SignedEnvelope>& inputs) const {
+  for (const auto& envelope : inputs) {
+    const auto& h = envelope.header;
+    // decode_audited_vote already checked the type and that authors are strictly ascending.
+    if (h.job != setup.options.job || h.round != round || h.role != transport::Role::kNode) return false;
+    if (h.sender == kServerId || h.sender > n || !setup.code.get(voter, h.sender - 1)) return false;
+    if (options.registry) {
+      const auto* entry = options.registry->find(h.sender);
+      if (entry == nullptr || entry->role != transport::Role::kNode ||
+          !transport::verify_envelope_signature(envelope, entry->key)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Compares each author's counted digest with the other votes' of this round.
+void ServerSession::State::audit_inputs(const std::vector<transport::SignedEnvelope>& inputs) {
+  for (const auto& envelope : inputs) {
+    const auto author = envelope.header.sender;
+    const auto [it, first] = counted_inputs.emplace(author, envelope);
+    if (first || it->second.header.payload_digest == envelope.header.payload_digest) continue;
+    // Two voters counted different signed inputs of one author in this round: the author sent
+    // different signs to different receivers. Once per author and round.
+    if (!equivocators.insert(author).second || !options.quarantine) continue;
+    if (options.quarantine->is_quarantined(author)) continue;  // proven (or excluded) already
+    transport::EquivocationProof proof{it->second, envelope};
+    if (options.registry && transport::check_equivocation_proof(proof, *options.registry).ok()) {
+      options.quarantine->on_equivocation(proof);
+    } else {
+      options.quarantine->report(author);
+    }
+  }
+}
+
+}  // namespace ballot::runtime

@@ -1,0 +1,92 @@
+// The server side of one run's round protocol (DESIGN.md, docs/protocol.md) as a session: one
+// handler per message, driven round by round by its caller (Server::run, runtime/roles.h).
+//
+//   session.begin(first_round);          // a resumed run's state to every node; wait for Joins
+//   for each round r:
+//     session.open_round(r);             // RoundStart{r} to every node
+//     session.collect();                 // votes until all n, or ≥ n − b after the deadline
+//     auto decision = session.decide();  // the majority (or robust rule) of the counted votes,
+//                                        // applied to the replica; the round's report filled
+//     … evaluate, report, checkpoint …
+//     session.send_decision(decision);
+//   session.finish(rounds);              // Finish to every node
+//
+// Between open_round and decide the session answers on its own: a Join gets the state (when the
+// node is at another round) and the round's start; a vote on another model gets the state once
+// per round; forwarded evidence is checked and its author quarantined; malformed, late or
+// out-of-round messages are counted and dropped. No payload is trusted. Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/result.h"
+#include "runtime/node_session.h"
+#include "runtime/quarantine.h"
+#include "runtime/training.h"
+#include "transport/transport.h"
+
+namespace ballot::runtime {
+
+// What the server knows after each round, for progress displays and metrics.
+struct RoundReport {
+  std::uint64_t round = 0;
+  std::size_t votes = 0;                 // counted votes
+  std::vector<std::size_t> missing;      // node indices without a counted vote
+  double mean_loss = 0.0;                // mean of the counted nodes' batch losses
+  bool evaluated = false;
+  Evaluation test;                       // when evaluated
+  double seconds = 0.0;                  // wall time of the round
+  double vote_wait_seconds = 0.0;        // of which waiting for votes (compute + transport)
+  std::uint64_t bytes_per_vote = 0;      // payload bytes of one vote
+  std::uint64_t fp32_bytes = 0;          // what an fp32 gradient would have been
+  std::uint64_t rejected_messages = 0;   // dropped this round (malformed, wrong round, wrong model)
+  std::uint64_t late_votes = 0;          // votes for a round already decided (ignored, no blame)
+  std::vector<std::size_t> out_of_sync;  // nodes whose vote was on another model (sent the state)
+  std::uint64_t send_failures = 0;       // sends to unreachable nodes so far (skipped, not fatal)
+  std::vector<std::size_t> quarantined;  // node indices whose votes are no longer counted
+};
+
+struct ServerSessionOptions {
+  std::chrono::milliseconds round_deadline{3000};    // after it, n − b votes suffice
+  std::chrono::milliseconds quorum_timeout{120000};  // no quorum for this long: kTimeout
+  std::chrono::milliseconds join_wait{0};            // for every node's Join before round one (0: one deadline)
+  std::shared_ptr<Quarantine> quarantine;            // null: no quarantine
+  std::shared_ptr<const transport::Registry> registry;  // to check signatures of relayed inputs and proofs
+};
+
+class ServerSession {
+ public:
+  ServerSession(const TrainingSetup& setup, transport::Transport& transport, Replica& replica,
+                ServerSessionOptions options);
+  ~ServerSession();
+  ServerSession(const ServerSession&) = delete;
+  ServerSession& operator=(const ServerSession&) = delete;
+
+  // Before the first round (`first_round` > 0: resumed from a checkpoint, the replica holds its
+  // state): sends that state to every node, then waits for their Joins (ServerSessionOptions).
+  Status begin(std::uint64_t first_round);
+  // Starts `round`: its RoundStart to every node; the round's report starts empty.
+  Status open_round(std::uint64_t round);
+  // Handles messages until every node that is not quarantined voted, or the deadline passed with
+  // a quorum (n − b). kTimeout when no quorum came within the deadline plus quorum_timeout.
+  Status collect();
+  // Decides the round over the counted votes, applies it to the replica and returns the
+  // decision's payload (Decision or FloatDecision) for send_decision.
+  Result<std::vector<std::uint8_t>> decide();
+  Status send_decision(std::vector<std::uint8_t> decision);
+  // Finish{rounds} to every node (best effort: a node that is gone does not matter any more).
+  void finish(std::uint64_t rounds);
+
+  // The report of the round being run: collect() counts what it dropped, decide() fills the votes,
+  // missing, quarantined and mean loss; the caller adds timing and evaluation.
+  RoundReport& report() noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ballot::runtime

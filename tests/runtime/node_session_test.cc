@@ -1,0 +1,257 @@
+// The node session driven by hand over the in-memory transport: the test plays the server (and,
+// for the seam, the adversary) and checks what the node sends at each step.
+#include "runtime/node_session.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "coding/codec.h"
+#include "runtime/checkpoint.h"
+#include "runtime/messages.h"
+#include "transport/memory_transport.h"
+
+namespace ballot::runtime {
+namespace {
+
+using transport::MessageType;
+using namespace std::chrono_literals;
+
+struct SessionHarness {
+  TrainingSetup setup;
+  std::shared_ptr<transport::MemoryNetwork> network = transport::MemoryNetwork::create();
+  std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;  // 0: the server
+  Replica replica;
+
+  explicit SessionHarness(std::string rule = "vote", Placement placement = Placement::kReplicated)
+      : setup(make(std::move(rule), placement)), replica(Replica::create(setup).value()) {
+    transport::Registry registry;
+    std::vector<transport::LocalIdentity> identities;
+    for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
+      auto key = transport::SigningKey::generate().value();
+      const auto role = id == 0 ? transport::Role::kServer : transport::Role::kNode;
+      EXPECT_TRUE(registry.add(id, role, key.verify_key()).ok());
+      identities.push_back({id, role, key});
+    }
+    transport::TransportOptions options;
+    options.job = setup.options.job;
+    for (auto& identity : identities) endpoints.push_back(network->attach(identity, registry, options).value());
+  }
+
+  static TrainingSetup make(std::string rule, Placement placement) {
+    TrainingOptions options;
+    options.placement = placement;
+    options.nodes = 3;
+    options.byzantine = 1;
+    options.code = placement == Placement::kExchange ? "bernoulli:r=3" : "identity";
+    options.model = "mlp:hidden=4";
+    options.data = "synthetic:examples=200,features=8,classes=2";
+    options.rounds = 5;
+    options.eval_every = 0;
+    options.partition_size = 4;
+    options.rule = std::move(rule);
+    
+    auto data = load_training_data(options).value();
+    return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
+  }
+
+  transport::Transport& server() { return *endpoints[0]; }
+  // The next message the server gets from node 0 of `type` (others are skipped).
+  transport::Message expect(MessageType type) {
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      auto message = server().receive(500ms);
+      if (!message.ok()) break;
+      if (message->type == type) return std::move(*message);
+    }
+    ADD_FAILURE() << "no " << transport::message_type_name(type) << " arrived";
+    return {};
+  }
+  void start_round(std::uint64_t round) {
+    ASSERT_TRUE(server().send(node_id(0), MessageType::kRoundStart, round,
+                              encode(RoundStart{round, 3000, replica.digest()})).ok());
+  }
+};
+
+TEST(NodeSessionTest, DrivesOneRoundByHand) {
+  SessionHarness h;
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica);
+  ASSERT_TRUE(session.start().ok());
+  auto join = decode_control(h.expect(MessageType::kControl).payload);
+  ASSERT_TRUE(join.ok() && std::holds_alternative<Join>(*join));
+
+  h.start_round(0);
+  auto event = session.next_round();
+  ASSERT_TRUE(event.ok()) << event.error().to_string();
+  ASSERT_EQ(event->kind, NodeEvent::Kind::kCompute);
+  EXPECT_EQ(event->work.kind, RoundWork::Kind::kVote);
+  EXPECT_EQ(event->work.round, 0u);
+  EXPECT_EQ(event->work.partitions, std::vector<std::uint32_t>{0});  // its row of the identity code
+  EXPECT_EQ(event->work.model_digest, h.replica.digest());
+
+  NodeWorker worker(h.setup, 0);
+  BitVector signs;
+  const double loss = worker.vote(h.replica, 0, signs);
+  ASSERT_TRUE(session.submit_vote(loss, signs).ok());
+  auto vote = decode_vote(h.expect(MessageType::kVote).payload, h.replica.dimension());
+  ASSERT_TRUE(vote.ok());
+  EXPECT_EQ(vote->round, 0u);
+  EXPECT_EQ(vote->signs, signs);
+  EXPECT_EQ(vote->model_digest, h.replica.digest());
+
+  // A repeated round start (the server answers every Join with one) asks for nothing new.
+  h.start_round(0);
+  const BitVector decided(h.replica.dimension(), true);
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
+  auto applied = session.await_decision();
+  ASSERT_TRUE(applied.ok());
+  EXPECT_EQ(applied->kind, NodeEvent::Kind::kDecided);
+  EXPECT_EQ(applied->round, 1u);
+  EXPECT_EQ(session.round(), 1u);
+  EXPECT_EQ(session.stats().votes_sent, 1u);
+
+  h.server().set_round(1);
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kControl, 1, encode(Finish{1})).ok());
+  auto finished = session.next_round();
+  ASSERT_TRUE(finished.ok());
+  EXPECT_EQ(finished->kind, NodeEvent::Kind::kFinished);
+}
+
+TEST(NodeSessionTest, AStartOnAnotherModelAsksForTheStateAndInstallsIt) {
+  SessionHarness h;
+  Replica node_replica = Replica::create(h.setup).value();
+  NodeSession session(h.setup, 1, *h.endpoints[2], node_replica);
+  ASSERT_TRUE(session.start().ok());
+  // The server's model moved on: its round start names another digest.
+  const BitVector decided(h.replica.dimension(), true);
+  h.replica.apply(0, decided);
+  ASSERT_TRUE(h.server().send(node_id(1), MessageType::kRoundStart, 0, encode(RoundStart{0, 3000, h.replica.digest()})).ok());
+  Checkpoint state;
+  state.round = 1;
+  h.replica.save_to(state);
+  ASSERT_TRUE(h.server().send(node_id(1), MessageType::kStateTransfer, 0, encode_checkpoint(state)).ok());
+  auto event = session.poll();
+  ASSERT_TRUE(event.ok());
+  EXPECT_EQ(event->kind, NodeEvent::Kind::kStateInstalled);
+  EXPECT_TRUE(event->moved);
+  EXPECT_EQ(event->round, 1u);
+  EXPECT_EQ(node_replica.digest(), h.replica.digest());
+  EXPECT_EQ(session.stats().rejoins, 1u);
+}
+
+TEST(NodeSessionTest, TheGradientPathEncodesTheSubmittedGradient) {
+  SessionHarness h("mean");
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica);
+  ASSERT_TRUE(session.start().ok());
+  h.start_round(0);
+  auto event = session.next_round();
+  ASSERT_TRUE(event.ok());
+  ASSERT_EQ(event->work.kind, RoundWork::Kind::kGradient);
+  std::vector<float> gradient(h.replica.dimension(), 0.25f);
+  ASSERT_TRUE(session.submit_gradient(1.5, gradient).ok());
+  auto vote = decode_encoded_vote(h.expect(MessageType::kVote).payload, 1 << 20);
+  ASSERT_TRUE(vote.ok());
+  EXPECT_EQ(vote->loss, 1.5);
+  auto decoded = session.codec()->decode(vote->bytes, h.replica.model().layout());
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(*decoded, gradient);
+}
+
+// The one Byzantine seam: what the node sends instead of its honest message.
+class InvertingAdversary : public NodeAdversary {
+ public:
+  void replace(MessageType type, Content content) override {
+    if (type == MessageType::kVote && content.signs != nullptr) content.signs->flip();
+  }
+  Result<bool> deliver(MessageType type, std::uint64_t round, std::uint32_t deadline_ms,
+                       const std::vector<std::uint8_t>& payload, transport::OutboundFrame honest,
+                       const std::vector<transport::NodeId>& receivers, Link& link) override {
+    ++delivered;
+    if (withhold) return false;
+    return NodeAdversary::deliver(type, round, deadline_ms, payload, std::move(honest), receivers, link);
+  }
+  int delivered = 0;
+  bool withhold = false;
+};
+
+TEST(NodeSessionTest, TheAdversarySeamReplacesAndWithholdsTheVote) {
+  SessionHarness h;
+  auto adversary = std::make_shared<InvertingAdversary>();
+  NodeSessionOptions options;
+  options.adversary = adversary;
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica, options);
+  ASSERT_TRUE(session.start().ok());
+  h.start_round(0);
+  ASSERT_EQ(session.next_round()->kind, NodeEvent::Kind::kCompute);
+  BitVector honest(h.replica.dimension(), false);
+  honest.set(1, true);
+  ASSERT_TRUE(session.submit_vote(0.5, honest).ok());
+  auto vote = decode_vote(h.expect(MessageType::kVote).payload, h.replica.dimension());
+  ASSERT_TRUE(vote.ok());
+  BitVector inverted = honest;
+  inverted.flip();
+  EXPECT_EQ(vote->signs, inverted);
+  EXPECT_EQ(adversary->delivered, 1);
+
+  // Next round the adversary withholds: nothing reaches the server.
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0,
+                              encode(Decision{0, BitVector(h.replica.dimension(), true)})).ok());
+  ASSERT_EQ(session.await_decision()->kind, NodeEvent::Kind::kDecided);
+  h.replica.apply(0, BitVector(h.replica.dimension(), true));  // the server's replica, in step
+  adversary->withhold = true;
+  h.server().set_round(1);
+  h.start_round(1);
+  auto event = session.next_round();
+  ASSERT_TRUE(event.ok());
+  ASSERT_EQ(event->kind, NodeEvent::Kind::kCompute);
+  ASSERT_TRUE(session.submit_vote(0.5, honest).ok());
+  EXPECT_EQ(adversary->delivered, 2);
+  for (auto message = h.server().receive(200ms); message.ok(); message = h.server().receive(200ms)) {
+    EXPECT_NE(message->type, MessageType::kVote);
+  }
+}
+
+TEST(NodeSessionTest, ExchangeVotesOverTheInputsOfItsRow) {
+  SessionHarness h("vote", Placement::kExchange);
+  const auto row = h.setup.code.row(0);
+  ASSERT_GT(row.size(), 1u) << "the test needs peers in node 0's row";
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica);
+  ASSERT_TRUE(session.start().ok());
+  h.start_round(0);
+  auto event = session.next_round();
+  ASSERT_TRUE(event.ok());
+  ASSERT_EQ(event->work.kind, RoundWork::Kind::kPartitionSigns);
+  EXPECT_EQ(event->work.partitions, std::vector<std::uint32_t>{0});
+  // The peers of its row send their partition signs (before or after its own: both are held).
+  for (auto source : row) {
+    if (source == 0) continue;
+    Vote signs{0, 0.25, h.replica.digest(), BitVector(h.replica.dimension(), true)};
+    ASSERT_TRUE(h.endpoints[source + 1]->send(node_id(0), MessageType::kPartitionSigns, 0, encode(signs)).ok());
+  }
+  ASSERT_TRUE(session.submit_partition_signs(0.5, BitVector(h.replica.dimension(), true)).ok());
+  // The vote goes out once every input arrived, while the session handles messages.
+  Result<NodeEvent> decided = make_error(ErrorCode::kInternal, "not run");
+  std::thread node([&] { decided = session.await_decision(); });
+  auto vote = decode_audited_vote(h.expect(MessageType::kVote).payload, h.replica.dimension(), 3);
+  ASSERT_TRUE(vote.ok()) << vote.error().to_string();
+  EXPECT_EQ(vote->inputs.size(), row.size());  // its own input and each peer's, with their envelopes
+  EXPECT_EQ(vote->vote.signs, BitVector(h.replica.dimension(), true));
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0,
+                              encode(Decision{0, BitVector(h.replica.dimension(), true)})).ok());
+  node.join();
+  ASSERT_TRUE(decided.ok());
+  EXPECT_EQ(decided->kind, NodeEvent::Kind::kDecided);
+  EXPECT_EQ(session.stats().inputs_missing, 0u);
+}
+
+TEST(NodeSessionTest, ASubmissionForAnotherKindOfRoundIsAnError) {
+  SessionHarness h;
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica);
+  ASSERT_TRUE(session.start().ok());
+  h.start_round(0);
+  ASSERT_EQ(session.next_round()->kind, NodeEvent::Kind::kCompute);
+  EXPECT_EQ(session.submit_gradient(0, std::vector<float>(h.replica.dimension())).error().code,
+            ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ballot::runtime

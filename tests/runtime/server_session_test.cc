@@ -1,0 +1,135 @@
+// The server session driven round by round, with the nodes played by hand over the in-memory
+// transport.
+#include "runtime/server_session.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/checkpoint.h"
+#include "runtime/messages.h"
+#include "transport/memory_transport.h"
+
+namespace ballot::runtime {
+namespace {
+
+using transport::MessageType;
+using namespace std::chrono_literals;
+
+struct ServerHarness {
+  TrainingSetup setup;
+  std::shared_ptr<transport::MemoryNetwork> network = transport::MemoryNetwork::create();
+  std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;  // 0: the server
+  Replica replica;
+
+  ServerHarness() : setup(make()), replica(Replica::create(setup).value()) {
+    transport::Registry registry;
+    std::vector<transport::LocalIdentity> identities;
+    for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
+      auto key = transport::SigningKey::generate().value();
+      const auto role = id == 0 ? transport::Role::kServer : transport::Role::kNode;
+      EXPECT_TRUE(registry.add(id, role, key.verify_key()).ok());
+      identities.push_back({id, role, key});
+    }
+    transport::TransportOptions options;
+    options.job = setup.options.job;
+    for (auto& identity : identities) endpoints.push_back(network->attach(identity, registry, options).value());
+  }
+
+  static TrainingSetup make() {
+    TrainingOptions options;
+    options.nodes = 3;
+    options.byzantine = 1;
+    options.code = "identity";
+    options.model = "mlp:hidden=4";
+    options.data = "synthetic:examples=200,features=8,classes=2";
+    options.rounds = 5;
+    options.eval_every = 0;
+    options.partition_size = 4;
+    auto data = load_training_data(options).value();
+    return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
+  }
+
+  ServerSessionOptions options(std::chrono::milliseconds deadline = 2000ms) {
+    ServerSessionOptions o;
+    o.round_deadline = deadline;
+    o.quorum_timeout = 2000ms;
+    o.join_wait = 1ms;
+    return o;
+  }
+  transport::Transport& node(std::size_t i) { return *endpoints[i + 1]; }
+  void vote(std::size_t i, std::uint64_t round, const transport::Digest& digest, bool sign) {
+    ASSERT_TRUE(node(i).send(kServerId, MessageType::kVote, round,
+                             encode(Vote{round, 0.5, digest, BitVector(replica.dimension(), sign)})).ok());
+  }
+  // The next message node i gets of `type` (others are skipped).
+  std::optional<transport::Message> next(std::size_t i, MessageType type) {
+    for (auto message = node(i).receive(500ms); message.ok(); message = node(i).receive(500ms)) {
+      if (message->type == type) return std::move(*message);
+    }
+    return std::nullopt;
+  }
+};
+
+TEST(ServerSessionTest, DecidesTheMajorityOfTheVotes) {
+  ServerHarness h;
+  ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options());
+  ASSERT_TRUE(session.begin(0).ok());
+  const auto digest = h.replica.digest();
+  ASSERT_TRUE(session.open_round(0).ok());
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto start = h.next(i, MessageType::kRoundStart);
+    ASSERT_TRUE(start);
+    EXPECT_EQ(decode_round_start(start->payload)->model_digest, digest);
+  }
+  h.vote(0, 0, digest, true);
+  h.vote(1, 0, digest, true);
+  h.vote(2, 0, digest, false);
+  ASSERT_TRUE(session.collect().ok());
+  auto payload = session.decide();
+  ASSERT_TRUE(payload.ok());
+  auto decision = decode_decision(*payload, h.replica.dimension());
+  ASSERT_TRUE(decision.ok());
+  EXPECT_EQ(decision->signs, BitVector(h.replica.dimension(), true));
+  EXPECT_EQ(session.report().votes, 3u);
+  EXPECT_TRUE(session.report().missing.empty());
+  EXPECT_NE(h.replica.digest(), digest);  // applied
+  ASSERT_TRUE(session.send_decision(*payload).ok());
+  auto sent = h.next(0, MessageType::kDecision);
+  ASSERT_TRUE(sent);
+  EXPECT_EQ(sent->payload, *payload);
+}
+
+TEST(ServerSessionTest, AVoteOnAnotherModelGetsTheStateAndAMalformedOneIsDropped) {
+  ServerHarness h;
+  ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(200ms));
+  ASSERT_TRUE(session.begin(0).ok());
+  const auto digest = h.replica.digest();
+  ASSERT_TRUE(session.open_round(0).ok());
+  h.vote(0, 0, digest, true);
+  transport::Digest other = digest;
+  other[0] ^= 1;
+  h.vote(1, 0, other, true);
+  ASSERT_TRUE(h.node(2).send(kServerId, MessageType::kControl, 0, {1, 2, 3}).ok());  // no such control message
+  h.vote(2, 0, digest, false);
+  ASSERT_TRUE(session.collect().ok());  // the deadline passes with the quorum of two
+  ASSERT_TRUE(session.decide().ok());
+  EXPECT_EQ(session.report().votes, 2u);
+  EXPECT_EQ(session.report().out_of_sync, std::vector<std::size_t>{1});
+  EXPECT_EQ(session.report().rejected_messages, 1u);
+  auto state = h.next(1, MessageType::kStateTransfer);
+  ASSERT_TRUE(state);
+  EXPECT_EQ(decode_checkpoint(state->payload)->round, 0u);
+}
+
+TEST(ServerSessionTest, NoQuorumIsATimeout) {
+  ServerHarness h;
+  auto options = h.options(50ms);
+  options.quorum_timeout = 100ms;
+  ServerSession session(h.setup, *h.endpoints[0], h.replica, options);
+  ASSERT_TRUE(session.begin(0).ok());
+  ASSERT_TRUE(session.open_round(0).ok());
+  h.vote(0, 0, h.replica.digest(), true);
+  EXPECT_EQ(session.collect().error().code, ErrorCode::kTimeout);
+}
+
+}  // namespace
+}  // namespace ballot::runtime
