@@ -64,8 +64,8 @@ std::vector<CorpusSeed> message_seeds(const transport::SigningKey& key) {
     out.push_back({"vote_" + std::to_string(d), encode(Vote{12, 0.75, digest(5), signs(d)})});
   }
   AuditedVote audited{Vote{12, 0.5, digest(7), signs(65)}, {}};
-  audited.inputs.push_back(envelope(key, transport::MessageType::kGradient, 12, 500, 40));
-  audited.inputs.push_back(envelope(key, transport::MessageType::kGradient, 12, 501, 41));
+  audited.inputs.push_back(envelope(key, transport::MessageType::kPartitionSigns, 12, 500, 40));
+  audited.inputs.push_back(envelope(key, transport::MessageType::kPartitionSigns, 12, 501, 41));
   out.push_back({"audited_vote_65", encode(audited)});
   out.push_back({"audited_vote_0_inputs", encode(AuditedVote{Vote{3, 1.0, digest(9), signs(130)}, {}})});
   out.push_back({"decision_64", encode(Decision{12, signs(64)})});
@@ -99,7 +99,7 @@ std::vector<CorpusSeed> signed_record_seeds(const transport::SigningKey& key) {
   out.push_back({"empty", encode_signed_record({})});
   const std::vector<transport::SignedEnvelope> entries{
       envelope(key, transport::MessageType::kVote, 3, 700, 24),
-      envelope(key, transport::MessageType::kGradient, 3, 701, 300)};
+      envelope(key, transport::MessageType::kPartitionSigns, 3, 701, 300)};
   out.push_back({"vote_and_gradient", encode_signed_record(entries)});
   return out;
 }
