@@ -145,7 +145,7 @@ TEST_F(ProcessCluster, MatchesTheSimulatorBitForBit) {
   EXPECT_EQ(simulated->server.model_digest, digest);
 }
 
-// Issue 8: the same attacks run in the process cluster and in the simulators. The attackers
+// the same attacks run in the process cluster and in the simulators. The attackers
 // recompute the honest messages they need from the shared deterministic state, so the cluster,
 // the message simulator and the lockstep engine end with the same model.
 TEST_F(ProcessCluster, AttacksGiveTheSameModelAsTheSimulators) {
@@ -169,7 +169,7 @@ TEST_F(ProcessCluster, AttacksGiveTheSameModelAsTheSimulators) {
   EXPECT_EQ(lockstep->model_digest, digest);
 }
 
-// Issue 7: the exchange placement over real processes — nodes listen, dial each other and relay
+// the exchange placement over real processes — nodes listen, dial each other and relay
 // their signed partition signs — trains the replicated placement's model bit for bit.
 TEST_F(ProcessCluster, ExchangePlacementMatchesTheReplicatedModelBitForBit) {
   auto config = small_cluster(20);

@@ -91,7 +91,7 @@ TEST(Experiment, SameModelAsTheSimulatorUnderAttack) {
   }
 }
 
-// Issue 8's acceptance: with the deterministic code and b within its certified tolerance, the
+// with the deterministic code and b within its certified tolerance, the
 // final vote equals the attack-free vote in every round under every sign-domain attack, the
 // omniscient one included, whoever the attackers are.
 TEST(Experiment, CertifiedCodeKeepsEveryRoundsVoteUnderEverySignAttack) {

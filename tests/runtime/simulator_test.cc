@@ -16,7 +16,7 @@ using testing::setup_for;
 
 TrainingOptions small_run() { return testing::small_synthetic_run(5, "paper5", 60, 0); }
 
-// Issue 7: node state (the Signum momentum of each partition, the codec's error-feedback memory)
+// node state (the Signum momentum of each partition, the codec's error-feedback memory)
 // is saved with the server's checkpoint. A run stopped after round 10 and started again from the
 // files ends with the model of an undisturbed run, bit for bit; without the node state files it
 // does not (the momentum would restart from zero).
@@ -74,7 +74,7 @@ TEST(Simulator, ResumedRunWithNodeStateMatchesAnUndisturbedOne) {
   }
 }
 
-// Issue 7: the simulator runs hundreds of nodes (one thread each, real signed envelopes), and
+// the simulator runs hundreds of nodes (one thread each, real signed envelopes), and
 // the lockstep engine gives it the same model.
 TEST(Simulator, HundredsOfNodesAgreeWithTheLockstepEngine) {
   TrainingOptions options;
@@ -201,7 +201,7 @@ TEST(Simulator, CertifiedCodeMakesOneReverseAttackerInvisible) {
   EXPECT_NE(plain_run->server.model_digest, plain_attacked_run->server.model_digest);
 }
 
-// Issue 8: no protocol attack crashes the server or a node, and none costs more than the round
+// no protocol attack crashes the server or a node, and none costs more than the round
 // it hits (the server never waits past the deadline, and stops waiting for a quarantined node).
 TEST(Simulator, ProtocolAttacksCostAtMostTheRoundTheyHit) {
   const std::chrono::milliseconds deadline(300);
@@ -267,7 +267,7 @@ TEST(Simulator, ProtocolAttacksCostAtMostTheRoundTheyHit) {
   }
 }
 
-// Issue 7, exchange placement: node j computes only partition j (with its worker momentum) and
+// exchange placement: node j computes only partition j (with its worker momentum) and
 // relays its signed signs to column j; node i votes over what it received. Without faults every
 // input is what node i would have computed itself, so the model is bit-identical.
 TEST(Simulator, ExchangePlacementTrainsTheReplicatedModelBitForBit) {
