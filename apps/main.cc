@@ -47,11 +47,19 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
   command.add_option("-n,--nodes", t.nodes, "Number of nodes n")->capture_default_str()->check(whole_number_for<std::size_t>());
   command.add_option("-b,--byzantine", t.byzantine, "Fault budget b (quorum n-b after the deadline)")->capture_default_str()->check(whole_number_for<std::size_t>());
   command.add_option("--code", t.code, "Allocation matrix: identity | bernoulli:r=2 | deterministic[:b=B] | paper5 | file:path=P")->capture_default_str();
-  static const std::map<std::string, runtime::Placement> placements{{"replicated", runtime::Placement::kReplicated},
-                                                                     {"exchange", runtime::Placement::kExchange}};
-  command.add_option("--placement", t.placement,
-                     "Where G's inputs are computed: replicated (node i computes every partition of its row) | "
-                     "exchange (node j computes partition j and sends its signed signs to column j)")
+  static const auto placements = [] {
+    std::map<std::string, runtime::Placement> out;
+    for (const auto& entry : runtime::placement_table()) out.emplace(entry.name, entry.make);
+    return out;
+  }();
+  static const std::string placement_help = [] {
+    std::string out = "Where G's inputs are computed:";
+    for (const auto& entry : runtime::placement_table()) {
+      out += std::string(out.back() == ':' ? " " : " | ") + std::string(entry.name) + " (" + std::string(entry.summary) + ")";
+    }
+    return out;
+  }();
+  command.add_option("--placement", t.placement, placement_help)
       ->transform(CLI::CheckedTransformer(placements, CLI::ignore_case));
   command.add_option("--model", t.model, "Model: logreg | mlp:hidden=128 | cnn")->capture_default_str();
   command.add_option("--update", t.update, "Server update rule on the vote: heavyball:… | sign:wd=… | sgd:…")->capture_default_str();

@@ -151,7 +151,7 @@ int run_train(TrainCommand command) {
   if (auto status = config.training.validate(); !status.ok()) return fail(status.error());
   std::printf("ballot train: n = %zu nodes, b = %zu, code %s (%s placement), model %s, update %s, lr %s, %llu rounds, data %s\n",
               config.training.nodes, config.training.byzantine, config.training.code.c_str(),
-              config.training.placement == runtime::Placement::kExchange ? "exchange" : "replicated",
+              std::string(runtime::placement_name(config.training.placement)).c_str(),
               config.training.model.c_str(), config.training.update.c_str(), config.training.lr.c_str(),
               static_cast<unsigned long long>(config.training.rounds), config.training.data.c_str());
   if (config.training.attack != "none") {

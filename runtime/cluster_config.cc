@@ -109,13 +109,9 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     BALLOT_TRY(read(*training, "code", t.code));
     std::string placement = "replicated";
     BALLOT_TRY(read(*training, "placement", placement));
-    if (placement == "replicated") {
-      t.placement = Placement::kReplicated;
-    } else if (placement == "exchange") {
-      t.placement = Placement::kExchange;
-    } else {
-      return config_error("placement must be 'replicated' or 'exchange'");
-    }
+    auto parsed_placement = parse_placement(placement);
+    if (!parsed_placement.ok()) return config_error(parsed_placement.error().message);
+    t.placement = *parsed_placement;
     BALLOT_TRY(read(*training, "model", t.model));
     BALLOT_TRY(read(*training, "update", t.update));
     BALLOT_TRY(read(*training, "worker_momentum", t.worker_momentum));
@@ -199,7 +195,7 @@ std::string to_json(const ClusterConfig& config) {
       {"metrics", config.metrics.string()},
       {"training",
        {{"nodes", t.nodes}, {"byzantine", t.byzantine}, {"code", t.code},
-        {"placement", t.placement == Placement::kReplicated ? "replicated" : "exchange"},
+        {"placement", std::string(placement_name(t.placement))},
         {"model", t.model}, {"update", t.update}, {"worker_momentum", t.worker_momentum}, {"lr", t.lr},
         {"partition_size", t.partition_size}, {"rounds", t.rounds}, {"seed", t.seed}, {"job", t.job},
         {"data", t.data}, {"eval_every", t.eval_every}, {"eval_examples", t.eval_examples},

@@ -17,6 +17,31 @@
 #include "robust/registry.h"
 
 namespace ballot::runtime {
+
+std::span<const PlacementEntry> placement_table() {
+  static const PlacementEntry table[] = {
+      {"replicated", "", "replicated", "node i computes every partition of its row of G (Sohn et al. 2020)",
+       Placement::kReplicated},
+      {"exchange", "", "exchange",
+       "node j computes partition j and sends its signed signs to the nodes of column j, which vote over them",
+       Placement::kExchange},
+  };
+  return table;
+}
+
+Result<Placement> parse_placement(std::string_view name) {
+  const auto table = placement_table();
+  if (const auto* entry = find_entry(table, name)) return entry->make;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown placement '" + std::string(name) + "' (known: " + joined_names(table) + ")");
+}
+
+std::string_view placement_name(Placement placement) {
+  for (const auto& entry : placement_table())
+    if (entry.make == placement) return entry.name;
+  return "unknown";
+}
+
 namespace {
 
 Error bad_option(const std::string& what) { return make_error(ErrorCode::kInvalidArgument, what); }

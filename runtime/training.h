@@ -36,12 +36,20 @@
 #include "learning/dataset.h"
 #include "learning/model.h"
 #include "learning/optimizer.h"
+#include "core/registry.h"
 #include "runtime/checkpoint.h"
 #include "transport/crypto.h"
 
 namespace ballot::runtime {
 
 enum class Placement : std::uint8_t { kReplicated, kExchange };
+
+// The placements, one table line each (core/registry.h): `make` is the placement itself. The
+// command line, the cluster file and the docs' list read this table.
+using PlacementEntry = TableEntry<Placement>;
+std::span<const PlacementEntry> placement_table();
+Result<Placement> parse_placement(std::string_view name);  // kInvalidArgument naming the known ones
+std::string_view placement_name(Placement placement);
 
 struct TrainingOptions {
   std::size_t nodes = 7;                   // n

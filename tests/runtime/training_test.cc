@@ -119,5 +119,20 @@ TEST(Decide, MajorityWithTiesToPlusOneAndEmptyIsPlusOne) {
   EXPECT_EQ(decide({}, 70).count_ones(), 70u);
 }
 
+TEST(Placements, TheTableParsesAndNamesEveryPlacement) {
+  const auto table = placement_table();
+  ASSERT_EQ(table.size(), 2u);
+  for (const auto& entry : table) {
+    EXPECT_EQ(parse_placement(entry.name).value(), entry.make);
+    EXPECT_EQ(placement_name(entry.make), entry.name);
+    EXPECT_EQ(parse_placement(entry.example).value(), entry.make);
+    EXPECT_FALSE(entry.summary.empty());
+  }
+  const auto unknown = parse_placement("everywhere");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(unknown.error().message.find("known: replicated, exchange"), std::string::npos) << unknown.error().message;
+}
+
 }  // namespace
 }  // namespace ballot::runtime
