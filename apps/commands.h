@@ -16,11 +16,11 @@ class App;
 namespace ballot::apps {
 
 struct TrainCommand {
-  runtime::ClusterConfig config;       // training options from flags / --config
-  std::string work_dir;                // "" = a fresh temporary directory, removed at the end
-  bool simulate = false;               // in-process simulator instead of processes over TLS
-  bool lockstep = false;               // the lockstep experiment engine (runtime/experiment.h)
-  std::string program;                 // path of this executable (for spawning roles)
+  runtime::ClusterConfig config;  // training options from flags / --config
+  std::string work_dir;           // "" = a fresh temporary directory, removed at the end
+  bool simulate = false;          // in-process simulator instead of processes over TLS
+  bool lockstep = false;          // the lockstep experiment engine (runtime/experiment.h)
+  std::string program;            // path of this executable (for spawning roles)
 };
 
 int run_info();
@@ -34,9 +34,9 @@ struct CodeCommand {
   std::string spec = "deterministic:b=1";  // coding/allocation_matrix.h spec
   std::size_t nodes = 7;
   std::vector<std::size_t> byzantine_counts;  // Monte Carlo rows; empty = 0..(n-1)/2
-  double q = 0.9;                  // probability that a partition's sign is right
-  std::string attack = "reverse";  // reverse | directional | random | opposite
-  bool abstain_ties = false;       // the reference script's tie arithmetic
+  double q = 0.9;                             // probability that a partition's sign is right
+  std::string attack = "reverse";             // reverse | directional | random | opposite
+  bool abstain_ties = false;                  // the reference script's tie arithmetic
   std::uint64_t trials = 1 << 16;
   std::uint64_t seed = 1;
   std::optional<std::size_t> search_b;  // instead: minimum-redundancy search for (n, b)

@@ -1,7 +1,6 @@
 // `ballot evaluate`: a grid of attacks × defences × numbers of Byzantine nodes × seeds on the
 // lockstep engine (evaluation/), with results.json, report.md and SVG plots in --out.
 #include <CLI/CLI.hpp>
-
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -116,7 +115,8 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
     std::vector<std::uint64_t> nodes, byzantine;
     for (const auto& s : grid.settings) {
       if (std::find(nodes.begin(), nodes.end(), s.nodes) == nodes.end()) nodes.push_back(s.nodes);
-      if (std::find(byzantine.begin(), byzantine.end(), s.byzantine) == byzantine.end()) byzantine.push_back(s.byzantine);
+      if (std::find(byzantine.begin(), byzantine.end(), s.byzantine) == byzantine.end())
+        byzantine.push_back(s.byzantine);
     }
     if (c.nodes) {
       BALLOT_ASSIGN_OR_RETURN(nodes, parse_numbers("--nodes", *c.nodes));
@@ -124,7 +124,8 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
     if (c.byzantine) {
       BALLOT_ASSIGN_OR_RETURN(byzantine, parse_numbers("--byzantine", *c.byzantine));
     }
-    if (nodes.empty() || byzantine.empty()) return bad_flag("give both --nodes and --byzantine (or a grid that has settings)");
+    if (nodes.empty() || byzantine.empty())
+      return bad_flag("give both --nodes and --byzantine (or a grid that has settings)");
     grid.settings.clear();
     for (auto n : nodes) {
       for (auto b : byzantine) grid.settings.push_back({n, b});
@@ -161,7 +162,9 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
     const bool empty = error.message.find("no setting") != std::string::npos ||
                        error.message.find("no defence") != std::string::npos ||
                        error.message.find("nothing to run") != std::string::npos;
-    if (empty && !c.preset && !c.grid_file) error.message += " (start from --preset paper or --grid FILE, or give --attacks, --defences, --nodes and --byzantine)";
+    if (empty && !c.preset && !c.grid_file)
+      error.message +=
+          " (start from --preset paper or --grid FILE, or give --attacks, --defences, --nodes and --byzantine)";
     return error;
   }
   return grid;
@@ -192,29 +195,39 @@ void add_evaluate_options(CLI::App& command, EvaluateCommand& c) {
   command.add_option("--nodes", c.nodes, "Numbers of nodes n, comma-separated (crossed with --byzantine)");
   command.add_option("--byzantine", c.byzantine, "Numbers of Byzantine nodes b, comma-separated");
   command.add_option("--seeds", c.seeds, "Seeds, comma-separated (default 1)");
-  command.add_option("--byzantine-nodes", c.attacker_choice, "Which nodes attack: random (from the seed) | worst (for G) | 0,3");
-  command.add_option("--rounds", c.rounds, "Training rounds per cell (paper preset: 500)")->check(whole_number_for<std::uint64_t>());
+  command.add_option("--byzantine-nodes", c.attacker_choice,
+                     "Which nodes attack: random (from the seed) | worst (for G) | 0,3");
+  command.add_option("--rounds", c.rounds, "Training rounds per cell (paper preset: 500)")
+      ->check(whole_number_for<std::uint64_t>());
   command.add_option("--target", c.target, "Test accuracy for the 'rounds to target' table (default 0.8)");
   command.add_option("--data", c.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]");
   command.add_option("--model", c.model, "Model: logreg | mlp:hidden=128 | cnn");
-  command.add_option("--lr", c.lr,
-                     "Learning-rate schedule for every defence (default: each update rule's own, learning/optimizer.h)");
+  command.add_option(
+      "--lr", c.lr, "Learning-rate schedule for every defence (default: each update rule's own, learning/optimizer.h)");
   command.add_option("--update", c.update, "Update rule on the vote / aggregate (a defence may set its own)");
   command.add_option("--worker-momentum", c.worker_momentum, "Signum momentum at the nodes (0 = signSGD)");
-  command.add_option("--partition-size", c.partition_size, "Examples per partition")->check(whole_number_for<std::size_t>());
-  command.add_option("--eval-every", c.eval_every, "Rounds between test evaluations (the accuracy curve)")->check(whole_number_for<std::uint64_t>());
-  command.add_option("--eval-examples", c.eval_examples, "Test examples per evaluation")->check(whole_number_for<std::size_t>());
+  command.add_option("--partition-size", c.partition_size, "Examples per partition")
+      ->check(whole_number_for<std::size_t>());
+  command.add_option("--eval-every", c.eval_every, "Rounds between test evaluations (the accuracy curve)")
+      ->check(whole_number_for<std::uint64_t>());
+  command.add_option("--eval-examples", c.eval_examples, "Test examples per evaluation")
+      ->check(whole_number_for<std::size_t>());
   command.add_flag("--no-baseline", c.no_baseline, "Do not run the attack-free cells");
   command.add_flag("--tune-lr", c.tune_lr,
                    "Before the grid, sweep each defence's learning rate on its attack-free cell (held-out data) and "
                    "use the best");
-  command.add_option("--tune-lr-factors", c.tune_lr_factors,
-                     "Multiples of the untuned learning rate the sweep tries (default 0.1,0.3,1,3,10); implies --tune-lr");
-  command.add_option("--tune-lr-rounds", c.tune_lr_rounds, "Rounds of each sweep run (default: --rounds); implies --tune-lr");
-  command.add_option("--protocol-deadline-ms", c.protocol_deadline_ms,
-                     "Round deadline of the cells with protocol attacks, which run in the message simulator (default 300)")
+  command.add_option(
+      "--tune-lr-factors", c.tune_lr_factors,
+      "Multiples of the untuned learning rate the sweep tries (default 0.1,0.3,1,3,10); implies --tune-lr");
+  command.add_option("--tune-lr-rounds", c.tune_lr_rounds,
+                     "Rounds of each sweep run (default: --rounds); implies --tune-lr");
+  command
+      .add_option("--protocol-deadline-ms", c.protocol_deadline_ms,
+                  "Round deadline of the cells with protocol attacks, which run in the message simulator (default 300)")
       ->check(whole_number_for<std::uint32_t>(1));
-  command.add_option("-j,--jobs", c.jobs, "Cells run in parallel (threads)")->capture_default_str()->check(whole_number_for<std::size_t>());
+  command.add_option("-j,--jobs", c.jobs, "Cells run in parallel (threads)")
+      ->capture_default_str()
+      ->check(whole_number_for<std::size_t>());
   command.add_option("-o,--out", c.out, "Output directory: results.json, report.md, figures/")->capture_default_str();
   command.add_option("--title", c.title, "Title of report.md");
 }
@@ -234,14 +247,17 @@ int run_evaluate(const EvaluateCommand& command) {
   // The progress bar counts the learning-rate sweep's cells too.
   const auto [all_cells, work] = evaluation::grid_work(*grid);
   const std::size_t sweep_cells = all_cells - to_run;
-  std::printf("ballot evaluate: %zu attack(s)%s x %zu defence(s) x %zu setting(s) x %zu seed(s): %zu cells to run "
-              "(%zu not applicable), %llu rounds each, %zu jobs, data %s\n",
-              grid->attacks.size(), grid->baseline ? " + no attack" : "", grid->defences.size(), grid->settings.size(),
-              grid->seeds.size(), to_run, not_applicable, static_cast<unsigned long long>(grid->base.rounds),
-              command.jobs, grid->base.data.c_str());
+  std::printf(
+      "ballot evaluate: %zu attack(s)%s x %zu defence(s) x %zu setting(s) x %zu seed(s): %zu cells to run "
+      "(%zu not applicable), %llu rounds each, %zu jobs, data %s\n",
+      grid->attacks.size(), grid->baseline ? " + no attack" : "", grid->defences.size(), grid->settings.size(),
+      grid->seeds.size(), to_run, not_applicable, static_cast<unsigned long long>(grid->base.rounds), command.jobs,
+      grid->base.data.c_str());
   if (sweep_cells > 0) {
-    std::printf("ballot evaluate: first a learning-rate sweep of %zu cells (factors of each defence's rate on its "
-                "attack-free cell, scored on held-out training examples)\n", sweep_cells);
+    std::printf(
+        "ballot evaluate: first a learning-rate sweep of %zu cells (factors of each defence's rate on its "
+        "attack-free cell, scored on held-out training examples)\n",
+        sweep_cells);
   }
   std::fflush(stdout);
 

@@ -15,14 +15,16 @@ int fail(const Error& error) {
 
 int run_keys_init(const std::string& dir, const std::string& ca_dir) {
   if (auto status = transport::init_ca(ca_dir, dir); !status.ok()) return fail(status.error());
-  std::printf("created %s and %s (keep %s with the operator, off the training machines)\n"
-              "and %s (every machine gets it)\n",
-              transport::ca_key_path(ca_dir).c_str(), transport::ca_cert_path(ca_dir).c_str(), ca_dir.c_str(),
-              transport::ca_cert_path(dir).c_str());
+  std::printf(
+      "created %s and %s (keep %s with the operator, off the training machines)\n"
+      "and %s (every machine gets it)\n",
+      transport::ca_key_path(ca_dir).c_str(), transport::ca_cert_path(ca_dir).c_str(), ca_dir.c_str(),
+      transport::ca_cert_path(dir).c_str());
   return 0;
 }
 
-int run_keys_issue(const std::string& dir, const std::string& ca_dir, std::uint32_t node, const std::string& role_text) {
+int run_keys_issue(const std::string& dir, const std::string& ca_dir, std::uint32_t node,
+                   const std::string& role_text) {
   auto role = transport::parse_role(role_text);
   if (!role.ok()) return fail(role.error());
   auto files = transport::issue_node(ca_dir, dir, node, *role);

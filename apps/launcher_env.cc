@@ -20,8 +20,8 @@ std::optional<LaunchRank> launch_rank_from_environment() {
   static constexpr struct {
     const char* rank;
     const char* size;
-  } kLaunchers[] = {{"SLURM_PROCID", "SLURM_NTASKS"}, {"RANK", "WORLD_SIZE"},
-                    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}};
+  } kLaunchers[] = {
+      {"SLURM_PROCID", "SLURM_NTASKS"}, {"RANK", "WORLD_SIZE"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}};
   for (const auto& launcher : kLaunchers) {
     if (const auto rank = number(launcher.rank)) {
       LaunchRank result;

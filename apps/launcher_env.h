@@ -9,8 +9,8 @@ namespace ballot::apps {
 
 struct LaunchRank {
   int rank = 0;
-  int world_size = 0;           // 0 when the launcher does not say
-  std::string source;           // "SLURM_PROCID", "RANK" or "OMPI_COMM_WORLD_RANK"
+  int world_size = 0;                      // 0 when the launcher does not say
+  std::string source;                      // "SLURM_PROCID", "RANK" or "OMPI_COMM_WORLD_RANK"
   std::optional<std::string> master_addr;  // MASTER_ADDR (torchrun-style), if set
   std::optional<int> master_port;          // MASTER_PORT, if set and numeric
 };

@@ -1,6 +1,5 @@
 // ballot — the command-line program. It parses options (CLI11) and calls one subcommand.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -44,9 +43,16 @@ std::string listed(const Table& table, bool examples = true) {
 
 // The training flags shared by `train`; each overrides the config file's value when given.
 void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime::ClusterConfig& config) {
-  command.add_option("-n,--nodes", t.nodes, "Number of nodes n")->capture_default_str()->check(whole_number_for<std::size_t>());
-  command.add_option("-b,--byzantine", t.byzantine, "Fault budget b (quorum n-b after the deadline)")->capture_default_str()->check(whole_number_for<std::size_t>());
-  command.add_option("--code", t.code, "Allocation matrix: identity | bernoulli:r=2 | deterministic[:b=B] | paper5 | file:path=P")->capture_default_str();
+  command.add_option("-n,--nodes", t.nodes, "Number of nodes n")
+      ->capture_default_str()
+      ->check(whole_number_for<std::size_t>());
+  command.add_option("-b,--byzantine", t.byzantine, "Fault budget b (quorum n-b after the deadline)")
+      ->capture_default_str()
+      ->check(whole_number_for<std::size_t>());
+  command
+      .add_option("--code", t.code,
+                  "Allocation matrix: identity | bernoulli:r=2 | deterministic[:b=B] | paper5 | file:path=P")
+      ->capture_default_str();
   static const auto placements = [] {
     std::map<std::string, runtime::Placement> out;
     for (const auto& entry : runtime::placement_table()) out.emplace(entry.name, entry.make);
@@ -55,31 +61,66 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
   static const std::string placement_help = [] {
     std::string out = "Where G's inputs are computed:";
     for (const auto& entry : runtime::placement_table()) {
-      out += std::string(out.back() == ':' ? " " : " | ") + std::string(entry.name) + " (" + std::string(entry.summary) + ")";
+      out += std::string(out.back() == ':' ? " " : " | ") + std::string(entry.name) + " (" +
+             std::string(entry.summary) + ")";
     }
     return out;
   }();
   command.add_option("--placement", t.placement, placement_help)
       ->transform(CLI::CheckedTransformer(placements, CLI::ignore_case));
   command.add_option("--model", t.model, "Model: logreg | mlp:hidden=128 | cnn")->capture_default_str();
-  command.add_option("--update", t.update, "Server update rule on the vote: heavyball:… | sign:wd=… | sgd:…")->capture_default_str();
-  command.add_option("--worker-momentum", t.worker_momentum, "Signum momentum at the nodes (0 = signSGD)")->capture_default_str();
-  command.add_option("--lr", t.lr, "Learning-rate schedule, e.g. 'constant:lr=0.002 > cosine:rounds=600'")->capture_default_str();
-  command.add_option("--partition-size", t.partition_size, "Examples per partition (global batch = n x this)")->capture_default_str()->check(whole_number_for<decltype(t.partition_size)>());
-  command.add_option("--rounds", t.rounds, "Training rounds")->capture_default_str()->check(whole_number_for<decltype(t.rounds)>());
-  command.add_option("--seed", t.seed, "Seed of everything random in the run")->capture_default_str()->check(whole_number_for<decltype(t.seed)>());
+  command.add_option("--update", t.update, "Server update rule on the vote: heavyball:… | sign:wd=… | sgd:…")
+      ->capture_default_str();
+  command.add_option("--worker-momentum", t.worker_momentum, "Signum momentum at the nodes (0 = signSGD)")
+      ->capture_default_str();
+  command.add_option("--lr", t.lr, "Learning-rate schedule, e.g. 'constant:lr=0.002 > cosine:rounds=600'")
+      ->capture_default_str();
+  command.add_option("--partition-size", t.partition_size, "Examples per partition (global batch = n x this)")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(t.partition_size)>());
+  command.add_option("--rounds", t.rounds, "Training rounds")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(t.rounds)>());
+  command.add_option("--seed", t.seed, "Seed of everything random in the run")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(t.seed)>());
   command.add_option("--data", t.data, "fashion-mnist[:dir=D] | mnist:dir=D | synthetic[:…]")->capture_default_str();
-  command.add_option("--attack", t.attack,
-                     "What the Byzantine nodes do (docs/attacks.md): " + listed(attacks::attack_table()) +
-                         "; join domains with '+', limit rounds with from=,until=")->capture_default_str();
-  command.add_option("--attackers", t.attackers, "Number of Byzantine nodes (default with --attack: b; with --rule other than vote and no --attack, they flip their gradients' signs)")->capture_default_str()->check(whole_number_for<decltype(t.attackers)>());
-  command.add_option("--byzantine-nodes", t.attacker_choice, "Which nodes attack: random (from the seed) | worst (for G) | a list 0,3,5")->capture_default_str();
-  command.add_option("--rule", t.rule, "vote (1-bit election path) | a robust rule (docs/robust.md): " + listed(robust::rule_table(), false) +
-                         ", after pre-aggregators: " + listed(robust::pre_aggregator_table(), false) + ", e.g. 'nnm:f=1 > krum:f=1'")->capture_default_str();
-  command.add_option("--codec", t.codec, "Gradient codec when --rule is not vote (docs/codecs.md; ef=1 adds error feedback): " + listed(coding::codec_table()))->capture_default_str();
-  command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")->capture_default_str()->check(whole_number_for<decltype(t.eval_every)>());
-  command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")->capture_default_str()->check(whole_number_for<decltype(config.round_deadline_ms)>(1));
-  command.add_option("--checkpoint-every", config.checkpoint_every, "Rounds between server checkpoints")->capture_default_str()->check(whole_number_for<decltype(config.checkpoint_every)>());
+  command
+      .add_option("--attack", t.attack,
+                  "What the Byzantine nodes do (docs/attacks.md): " + listed(attacks::attack_table()) +
+                      "; join domains with '+', limit rounds with from=,until=")
+      ->capture_default_str();
+  command
+      .add_option("--attackers", t.attackers,
+                  "Number of Byzantine nodes (default with --attack: b; with --rule other than vote and no --attack, "
+                  "they flip their gradients' signs)")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(t.attackers)>());
+  command
+      .add_option("--byzantine-nodes", t.attacker_choice,
+                  "Which nodes attack: random (from the seed) | worst (for G) | a list 0,3,5")
+      ->capture_default_str();
+  command
+      .add_option(
+          "--rule", t.rule,
+          "vote (1-bit election path) | a robust rule (docs/robust.md): " + listed(robust::rule_table(), false) +
+              ", after pre-aggregators: " + listed(robust::pre_aggregator_table(), false) +
+              ", e.g. 'nnm:f=1 > krum:f=1'")
+      ->capture_default_str();
+  command
+      .add_option("--codec", t.codec,
+                  "Gradient codec when --rule is not vote (docs/codecs.md; ef=1 adds error feedback): " +
+                      listed(coding::codec_table()))
+      ->capture_default_str();
+  command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(t.eval_every)>());
+  command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(config.round_deadline_ms)>(1));
+  command.add_option("--checkpoint-every", config.checkpoint_every, "Rounds between server checkpoints")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(config.checkpoint_every)>());
   command.add_option("--metrics", config.metrics, "Metrics file (JSON lines); default: in the work directory");
 }
 
@@ -112,8 +153,8 @@ int main(int argc, char** argv) {
     }
     train.config = *loaded;
   }
-  auto* train_cmd = app.add_subcommand(
-      "train", "Train on a local cluster (server + n node processes over mutual TLS on loopback)");
+  auto* train_cmd =
+      app.add_subcommand("train", "Train on a local cluster (server + n node processes over mutual TLS on loopback)");
   train_cmd->add_option("--config", config_file, "Cluster config JSON to start from (flags override it)");
   train_cmd->add_option("--work-dir", train.work_dir, "Keep keys, logs, metrics and checkpoints here");
   train_cmd->add_flag("--simulate", train.simulate, "Run in-process over the in-memory transport instead");
@@ -127,7 +168,8 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
   auto* node_cmd = app.add_subcommand("node", "Run one node of a cluster");
   node_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
-  node_cmd->add_option("--index", node_index, "Node index i (row i of G; node id i+1)")->check(whole_number_for<std::size_t>());
+  node_cmd->add_option("--index", node_index, "Node index i (row i of G; node id i+1)")
+      ->check(whole_number_for<std::size_t>());
   auto* launch_cmd = app.add_subcommand(
       "launch", "Run the role given by the launcher's rank (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)");
   launch_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
@@ -137,18 +179,27 @@ int main(int argc, char** argv) {
       "code", "Report on an election code: matrix, redundancy, certified tolerance, Monte Carlo errors");
   code_cmd->add_option("spec", code.spec, "identity | bernoulli:r=2 | deterministic:b=B | paper5 | file:path=P")
       ->capture_default_str();
-  code_cmd->add_option("-n,--nodes", code.nodes, "Number of nodes n")->capture_default_str()->check(whole_number_for<std::size_t>());
-  code_cmd->add_option("-b,--byzantine", code.byzantine_counts, "Rows b of the Monte Carlo table")->check(whole_number_for<std::size_t>());
+  code_cmd->add_option("-n,--nodes", code.nodes, "Number of nodes n")
+      ->capture_default_str()
+      ->check(whole_number_for<std::size_t>());
+  code_cmd->add_option("-b,--byzantine", code.byzantine_counts, "Rows b of the Monte Carlo table")
+      ->check(whole_number_for<std::size_t>());
   code_cmd->add_option("--q", code.q, "Probability that a partition's sign is correct")->capture_default_str();
   code_cmd->add_option("--attack", code.attack, "reverse | directional | random | opposite")->capture_default_str();
   code_cmd->add_flag("--abstain-ties", code.abstain_ties, "Ties abstain (the reference script's arithmetic)");
-  code_cmd->add_option("--trials", code.trials, "Monte Carlo trials per cell")->capture_default_str()->check(whole_number_for<decltype(code.trials)>());
-  code_cmd->add_option("--seed", code.seed, "Seed")->capture_default_str()->check(whole_number_for<decltype(code.seed)>());
-  code_cmd->add_option("--search", code.search_b, "Instead: the minimum-redundancy code tolerating this b (n <= 9)")->check(whole_number_for<std::size_t>());
+  code_cmd->add_option("--trials", code.trials, "Monte Carlo trials per cell")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(code.trials)>());
+  code_cmd->add_option("--seed", code.seed, "Seed")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(code.seed)>());
+  code_cmd->add_option("--search", code.search_b, "Instead: the minimum-redundancy code tolerating this b (n <= 9)")
+      ->check(whole_number_for<std::size_t>());
 
   EvaluateCommand evaluate;
   auto* evaluate_cmd = app.add_subcommand(
-      "evaluate", "Security evaluation: a grid of attacks x defences x Byzantine counts x seeds, with report and plots");
+      "evaluate",
+      "Security evaluation: a grid of attacks x defences x Byzantine counts x seeds, with report and plots");
   add_evaluate_options(*evaluate_cmd, evaluate);
 
   auto* keys = app.add_subcommand("keys", "Manage the cluster PKI");
@@ -159,10 +210,15 @@ int main(int argc, char** argv) {
   std::string issue_role = "node";
   std::string show_path = "keys";
   auto* keys_init = keys->add_subcommand("init", "Create the cluster CA");
-  keys_init->add_option("--dir", keys_dir, "Key directory: what the machines receive (ca.crt, node certificates and keys)")->capture_default_str();
-  keys_init->add_option("--ca-dir", ca_dir, "CA directory: the CA key, which stays with the operator (default: ca beside --dir)");
+  keys_init
+      ->add_option("--dir", keys_dir, "Key directory: what the machines receive (ca.crt, node certificates and keys)")
+      ->capture_default_str();
+  keys_init->add_option("--ca-dir", ca_dir,
+                        "CA directory: the CA key, which stays with the operator (default: ca beside --dir)");
   auto* keys_issue = keys->add_subcommand("issue", "Issue a node certificate and key");
-  keys_issue->add_option("node-id", issue_id, "Node id (0 = server)")->required()->check(whole_number_for<std::uint32_t>());
+  keys_issue->add_option("node-id", issue_id, "Node id (0 = server)")
+      ->required()
+      ->check(whole_number_for<std::uint32_t>());
   keys_issue->add_option("--role", issue_role, "server | node")->capture_default_str();
   keys_issue->add_option("--dir", keys_dir, "Key directory")->capture_default_str();
   keys_issue->add_option("--ca-dir", ca_dir, "CA directory (from keys init; default: ca beside --dir)");
@@ -208,7 +264,8 @@ int main(int argc, char** argv) {
   if (launch_cmd->parsed()) return run_launch_command(cluster_file);
   if (code_cmd->parsed()) return run_code(code);
   if (evaluate_cmd->parsed()) return run_evaluate(evaluate);
-  if ((keys_init->parsed() && keys_init->count("--ca-dir") == 0) || (keys_issue->parsed() && keys_issue->count("--ca-dir") == 0)) {
+  if ((keys_init->parsed() && keys_init->count("--ca-dir") == 0) ||
+      (keys_issue->parsed() && keys_issue->count("--ca-dir") == 0)) {
     // "ca" beside the key directory ("keys/" names the directory "keys").
     std::filesystem::path dir = keys_dir;
     while (!dir.empty() && !dir.has_filename() && dir.parent_path() != dir) dir = dir.parent_path();

@@ -4,9 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "apps/commands.h"
 #include "apps/launcher_env.h"
@@ -95,11 +94,13 @@ class Progress {
       accuracy = text;
     }
     const double ratio = report.bytes_per_vote ? static_cast<double>(report.fp32_bytes) / report.bytes_per_vote : 0;
-    std::printf("round %5llu/%llu  loss %.4f  test acc %s  votes %zu  missing %-6s  quarantined %-4s  up %s/node (fp32 %s, %.1fx)  %.3f s/round\n",
-                static_cast<unsigned long long>(report.round + 1), static_cast<unsigned long long>(rounds_),
-                report.mean_loss, accuracy.c_str(), report.votes, missing.c_str(), list(report.quarantined).c_str(),
-                human_bytes(static_cast<double>(report.bytes_per_vote)).c_str(),
-                human_bytes(static_cast<double>(report.fp32_bytes)).c_str(), ratio, report.seconds);
+    std::printf(
+        "round %5llu/%llu  loss %.4f  test acc %s  votes %zu  missing %-6s  quarantined %-4s  up %s/node (fp32 %s, "
+        "%.1fx)  %.3f s/round\n",
+        static_cast<unsigned long long>(report.round + 1), static_cast<unsigned long long>(rounds_), report.mean_loss,
+        accuracy.c_str(), report.votes, missing.c_str(), list(report.quarantined).c_str(),
+        human_bytes(static_cast<double>(report.bytes_per_vote)).c_str(),
+        human_bytes(static_cast<double>(report.fp32_bytes)).c_str(), ratio, report.seconds);
     std::fflush(stdout);
   }
 
@@ -136,10 +137,11 @@ void print_summary(const runtime::TrainingSummary& summary) {
     }
     return text;
   };
-  std::printf("defences: %llu messages rejected by the server, %llu votes on another model, misbehaviour events {%s}, "
-              "quarantined {%s}, %zu equivocation proofs\n",
-              static_cast<unsigned long long>(d.rejected_messages), static_cast<unsigned long long>(d.out_of_sync_votes),
-              events.c_str(), quarantined.c_str(), d.equivocation_proofs);
+  std::printf(
+      "defences: %llu messages rejected by the server, %llu votes on another model, misbehaviour events {%s}, "
+      "quarantined {%s}, %zu equivocation proofs\n",
+      static_cast<unsigned long long>(d.rejected_messages), static_cast<unsigned long long>(d.out_of_sync_votes),
+      events.c_str(), quarantined.c_str(), d.equivocation_proofs);
   std::printf("lateness (counted, never quarantined): {%s}; second sessions refused for a live node id: {%s}\n",
               per_node(d.late).c_str(), per_node(d.duplicate_sessions).c_str());
 }
@@ -149,11 +151,13 @@ void print_summary(const runtime::TrainingSummary& summary) {
 int run_train(TrainCommand command) {
   auto& config = command.config;
   if (auto status = config.training.validate(); !status.ok()) return fail(status.error());
-  std::printf("ballot train: n = %zu nodes, b = %zu, code %s (%s placement), model %s, update %s, lr %s, %llu rounds, data %s\n",
-              config.training.nodes, config.training.byzantine, config.training.code.c_str(),
-              std::string(runtime::placement_name(config.training.placement)).c_str(),
-              config.training.model.c_str(), config.training.update.c_str(), config.training.lr.c_str(),
-              static_cast<unsigned long long>(config.training.rounds), config.training.data.c_str());
+  std::printf(
+      "ballot train: n = %zu nodes, b = %zu, code %s (%s placement), model %s, update %s, lr %s, %llu rounds, data "
+      "%s\n",
+      config.training.nodes, config.training.byzantine, config.training.code.c_str(),
+      std::string(runtime::placement_name(config.training.placement)).c_str(), config.training.model.c_str(),
+      config.training.update.c_str(), config.training.lr.c_str(),
+      static_cast<unsigned long long>(config.training.rounds), config.training.data.c_str());
   if (config.training.attack != "none") {
     auto code = runtime::make_code(config.training);
     if (!code.ok()) return fail(code.error());
@@ -166,13 +170,15 @@ int run_train(TrainCommand command) {
     }
     if (!chosen->empty()) {
       std::printf("adversary: node%s %s (%s) do%s '%s'\n", chosen->size() > 1 ? "s" : "", who.c_str(),
-                  config.training.attacker_choice.c_str(), chosen->size() > 1 ? "" : "es", config.training.attack.c_str());
+                  config.training.attacker_choice.c_str(), chosen->size() > 1 ? "" : "es",
+                  config.training.attack.c_str());
     }
   }
   if (command.lockstep) {
     auto data = runtime::load_training_data(config.training);
     if (!data.ok()) return fail(data.error());
-    auto setup = runtime::make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(*data)));
+    auto setup =
+        runtime::make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(*data)));
     if (!setup.ok()) return fail(setup.error());
     std::ofstream metrics;
     if (!config.metrics.empty()) metrics.open(config.metrics, std::ios::app);
@@ -182,23 +188,25 @@ int run_train(TrainCommand command) {
       if (!round.evaluated) return;
       std::printf("round %5llu/%llu  loss %.4f  test acc %5.1f%%  votes %zu  coordinates changed by the attack %zu\n",
                   static_cast<unsigned long long>(round.round + 1),
-                  static_cast<unsigned long long>(config.training.rounds), round.mean_loss,
-                  100.0 * round.test.accuracy, round.votes, round.changed_coordinates);
+                  static_cast<unsigned long long>(config.training.rounds), round.mean_loss, 100.0 * round.test.accuracy,
+                  round.votes, round.changed_coordinates);
       std::fflush(stdout);
     };
     auto result = runtime::run_experiment(*setup, options);
     if (!result.ok()) return fail(result.error());
-    std::printf("\ndone: %zu rounds in %.1f s; test accuracy %.2f%%, test loss %.4f; the attack changed the decision in "
-                "%llu rounds\n",
-                result->rounds.size(), result->seconds, 100.0 * result->test.accuracy, result->test.loss,
-                static_cast<unsigned long long>(result->rounds_changed));
+    std::printf(
+        "\ndone: %zu rounds in %.1f s; test accuracy %.2f%%, test loss %.4f; the attack changed the decision in "
+        "%llu rounds\n",
+        result->rounds.size(), result->seconds, 100.0 * result->test.accuracy, result->test.loss,
+        static_cast<unsigned long long>(result->rounds_changed));
     std::printf("model digest: %s\n", transport::to_hex(result->model_digest).c_str());
     return 0;
   }
   if (command.simulate) {
     auto data = runtime::load_training_data(config.training);
     if (!data.ok()) return fail(data.error());
-    auto setup = runtime::make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(*data)));
+    auto setup =
+        runtime::make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(*data)));
     if (!setup.ok()) return fail(setup.error());
     Progress progress(config.training.rounds, config.metrics);
     runtime::SimulationOptions options;
@@ -222,9 +230,10 @@ int run_train(TrainCommand command) {
   if (config.node_state.empty()) config.node_state = work_dir;
   auto cluster = runtime::LocalCluster::prepare(config, command.program, work_dir);
   if (!cluster.ok()) return fail(cluster.error());
-  std::printf("local cluster: 1 server + %zu node processes on 127.0.0.1:%u, mutual TLS 1.3, Ed25519-signed messages\n"
-              "work directory: %s (keys, cluster.json, logs, metrics.jsonl)\n",
-              config.training.nodes, cluster->config().server_port, work_dir.c_str());
+  std::printf(
+      "local cluster: 1 server + %zu node processes on 127.0.0.1:%u, mutual TLS 1.3, Ed25519-signed messages\n"
+      "work directory: %s (keys, cluster.json, logs, metrics.jsonl)\n",
+      config.training.nodes, cluster->config().server_port, work_dir.c_str());
   std::fflush(stdout);
   if (auto status = cluster->start_server(/*show_output=*/true); !status.ok()) return fail(status.error());
   if (auto status = cluster->start_all_nodes(); !status.ok()) return fail(status.error());
@@ -258,9 +267,10 @@ int serve(const runtime::ClusterConfig& config) {
 int work(const runtime::ClusterConfig& config, std::size_t index) {
   auto summary = runtime::run_node(config, index);
   if (!summary.ok()) return fail(summary.error());
-  std::printf("node %zu: %llu rounds, %llu votes, %llu state transfers, %llu messages withheld (signed differently before)\n",
-              index, static_cast<unsigned long long>(summary->rounds), static_cast<unsigned long long>(summary->votes_sent),
-              static_cast<unsigned long long>(summary->rejoins), static_cast<unsigned long long>(summary->abstained));
+  std::printf(
+      "node %zu: %llu rounds, %llu votes, %llu state transfers, %llu messages withheld (signed differently before)\n",
+      index, static_cast<unsigned long long>(summary->rounds), static_cast<unsigned long long>(summary->votes_sent),
+      static_cast<unsigned long long>(summary->rejoins), static_cast<unsigned long long>(summary->abstained));
   if (config.training.placement == runtime::Placement::kExchange) {
     std::printf("node %zu: exchange inputs: %llu missing (abstained), %llu rejected\n", index,
                 static_cast<unsigned long long>(summary->inputs_missing),
@@ -280,7 +290,8 @@ int run_server_command(const std::string& cluster_file) {
 int run_node_command(const std::string& cluster_file, std::optional<std::size_t> index) {
   auto config = runtime::load_cluster_config(cluster_file);
   if (!config.ok()) return fail(config.error());
-  if (!index) return fail(make_error(ErrorCode::kInvalidArgument, "give --index (or use `ballot launch` under a launcher)"));
+  if (!index)
+    return fail(make_error(ErrorCode::kInvalidArgument, "give --index (or use `ballot launch` under a launcher)"));
   return work(*config, *index);
 }
 

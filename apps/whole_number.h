@@ -4,7 +4,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -20,7 +19,8 @@ inline CLI::Validator whole_number(std::uint64_t max, std::uint64_t min = 0) {
         const auto parsed = std::from_chars(text.data(), end, value);
         const bool digits = !text.empty() && text[0] >= '0' && text[0] <= '9';
         if (!digits || parsed.ec != std::errc() || parsed.ptr != end || value < min || value > max) {
-          return "must be a whole number in [" + std::to_string(min) + ", " + std::to_string(max) + "], not '" + text + "'";
+          return "must be a whole number in [" + std::to_string(min) + ", " + std::to_string(max) + "], not '" + text +
+                 "'";
         }
         return {};
       },

@@ -105,58 +105,69 @@ constexpr AttackProperties protocol(AttackKind kind) { return {kind, Domain::kPr
 constexpr AttackEntry kKinds[] = {
     {"none", "", "none", "honest behaviour", &no_options, {AttackKind::kNone, Domain::kNone}},
     {"sign_flip", "", "sign_flip", "-g_own (Bernstein et al. 2019)", &no_options, gradient(AttackKind::kSignFlip)},
-    {"scaled", "factor", "scaled:factor=-4",
-     "factor * g_own (Bernstein et al. 2019)", &scaled_options, gradient(AttackKind::kScaled)},
-    {"gaussian", "sigma", "gaussian:sigma=50",
-     "N(0, sigma^2) per coordinate (Blanchard et al. 2017)", &gaussian_options, gradient(AttackKind::kGaussian)},
+    {"scaled", "factor", "scaled:factor=-4", "factor * g_own (Bernstein et al. 2019)", &scaled_options,
+     gradient(AttackKind::kScaled)},
+    {"gaussian", "sigma", "gaussian:sigma=50", "N(0, sigma^2) per coordinate (Blanchard et al. 2017)",
+     &gaussian_options, gradient(AttackKind::kGaussian)},
     {"zero", "", "zero", "the zero vector", &no_options, gradient(AttackKind::kZero)},
-    {"alie", "z", "alie:z=1.5",
-     "mean - z * std, A Little Is Enough (Baruch et al., NeurIPS 2019)", &alie_options, gradient(AttackKind::kAlie)},
-    {"ipm", "eps", "ipm:eps=0.5",
-     "-eps * mean, inner-product manipulation (Xie et al., UAI 2019)", &ipm_options, gradient(AttackKind::kIpm)},
-    {"mimic", "target", "mimic:target=2",
-     "an honest worker's vector (Karimireddy et al., ICLR 2022)", &mimic_options, gradient(AttackKind::kMimic)},
-    {"reverse", "", "reverse",
-     "the reversed signs (Sohn et al., NeurIPS 2020)", &no_options, sign(AttackKind::kReverse)},
-    {"random", "", "random",
-     "uniform random signs (Sohn et al., NeurIPS 2020)", &no_options, sign(AttackKind::kRandomSign)},
-    {"directional", "sign", "directional:sign=-1",
-     "all +1 or all -1 (Sohn et al., NeurIPS 2020)", &directional_options, sign(AttackKind::kDirectional)},
-    {"omniscient", "", "omniscient",
-     "code-aware worst-case signs (ALGORITHMS.md 3, 6)", &no_options, sign(AttackKind::kOmniscient)},
-    {"label_flip", "", "label_flip",
-     "trains on flipped labels (Biggio et al., ACML 2011)", &no_options, {AttackKind::kLabelFlip, Domain::kData}},
+    {"alie", "z", "alie:z=1.5", "mean - z * std, A Little Is Enough (Baruch et al., NeurIPS 2019)", &alie_options,
+     gradient(AttackKind::kAlie)},
+    {"ipm", "eps", "ipm:eps=0.5", "-eps * mean, inner-product manipulation (Xie et al., UAI 2019)", &ipm_options,
+     gradient(AttackKind::kIpm)},
+    {"mimic", "target", "mimic:target=2", "an honest worker's vector (Karimireddy et al., ICLR 2022)", &mimic_options,
+     gradient(AttackKind::kMimic)},
+    {"reverse", "", "reverse", "the reversed signs (Sohn et al., NeurIPS 2020)", &no_options,
+     sign(AttackKind::kReverse)},
+    {"random", "", "random", "uniform random signs (Sohn et al., NeurIPS 2020)", &no_options,
+     sign(AttackKind::kRandomSign)},
+    {"directional", "sign", "directional:sign=-1", "all +1 or all -1 (Sohn et al., NeurIPS 2020)", &directional_options,
+     sign(AttackKind::kDirectional)},
+    {"omniscient", "", "omniscient", "code-aware worst-case signs (ALGORITHMS.md 3, 6)", &no_options,
+     sign(AttackKind::kOmniscient)},
+    {"label_flip",
+     "",
+     "label_flip",
+     "trains on flipped labels (Biggio et al., ACML 2011)",
+     &no_options,
+     {AttackKind::kLabelFlip, Domain::kData}},
     {"crash", "", "crash", "stops sending", &no_options, protocol(AttackKind::kCrash)},
-    {"omission", "p", "omission:p=0.5",
-     "skips a send with probability p", &omission_options, protocol(AttackKind::kOmission)},
+    {"omission", "p", "omission:p=0.5", "skips a send with probability p", &omission_options,
+     protocol(AttackKind::kOmission)},
     {"delay", "ms", "delay:ms=50", "sends its vote ms milliseconds late", &delay_options, protocol(AttackKind::kDelay)},
-    {"equivocation", "", "equivocation",
-     "different votes to different receivers", &no_options, protocol(AttackKind::kEquivocation)},
+    {"equivocation", "", "equivocation", "different votes to different receivers", &no_options,
+     protocol(AttackKind::kEquivocation)},
     {"replay", "", "replay", "resends a frame of an earlier round", &no_options, protocol(AttackKind::kReplay)},
-    {"forged_signature", "", "forged_signature",
-     "a frame with one signature bit flipped", &no_options, protocol(AttackKind::kForgedSignature)},
+    {"forged_signature", "", "forged_signature", "a frame with one signature bit flipped", &no_options,
+     protocol(AttackKind::kForgedSignature)},
     {"malformed", "", "malformed", "a frame with a bad header", &no_options, protocol(AttackKind::kMalformedFrame)},
-    {"oversized", "", "oversized",
-     "a header announcing more than the limit", &no_options, protocol(AttackKind::kOversizedFrame)},
-    {"wrong_digest", "", "wrong_digest",
-     "a vote whose digest does not match", &no_options, protocol(AttackKind::kWrongDigest)},
+    {"oversized", "", "oversized", "a header announcing more than the limit", &no_options,
+     protocol(AttackKind::kOversizedFrame)},
+    {"wrong_digest", "", "wrong_digest", "a vote whose digest does not match", &no_options,
+     protocol(AttackKind::kWrongDigest)},
 };
 static_assert(std::size(kKinds) == kAttackKindCount);
-static_assert([] {
-  for (std::size_t k = 0; k < std::size(kKinds); ++k)
-    if (static_cast<std::size_t>(kKinds[k].properties.kind) != k) return false;
-  return true;
-}(), "kKinds must be in AttackKind order");
+static_assert(
+    [] {
+      for (std::size_t k = 0; k < std::size(kKinds); ++k)
+        if (static_cast<std::size_t>(kKinds[k].properties.kind) != k) return false;
+      return true;
+    }(),
+    "kKinds must be in AttackKind order");
 
 }  // namespace
 
 std::string_view domain_name(Domain domain) noexcept {
   switch (domain) {
-    case Domain::kNone: return "none";
-    case Domain::kGradient: return "gradient";
-    case Domain::kSign: return "sign";
-    case Domain::kData: return "data";
-    case Domain::kProtocol: return "protocol";
+    case Domain::kNone:
+      return "none";
+    case Domain::kGradient:
+      return "gradient";
+    case Domain::kSign:
+      return "sign";
+    case Domain::kData:
+      return "data";
+    case Domain::kProtocol:
+      return "protocol";
   }
   return "none";
 }
@@ -198,7 +209,8 @@ Result<Behaviour> Behaviour::parse(std::string_view text) {
   if (auto status = spec.check_known(key_set(entry->keys, {"from", "until"})); !status.ok())
     return bad(text, status.error().message);
   BALLOT_TRY(entry->make(spec, text, b));
-  BALLOT_ASSIGN_OR_RETURN(b.first_round, get_unsigned(spec, text, "from", 0, std::numeric_limits<std::uint64_t>::max()));
+  BALLOT_ASSIGN_OR_RETURN(b.first_round,
+                          get_unsigned(spec, text, "from", 0, std::numeric_limits<std::uint64_t>::max()));
   BALLOT_ASSIGN_OR_RETURN(b.last_round, get_unsigned(spec, text, "until", std::numeric_limits<std::uint64_t>::max(),
                                                      std::numeric_limits<std::uint64_t>::max()));
   if (b.first_round > b.last_round) return bad(text, "from must not exceed until");
@@ -273,8 +285,7 @@ Result<AttackSpec> AttackSpec::parse(std::string_view text) {
   if (parts.size() == 1 && parts[0].find_first_not_of(" \t\n") == std::string_view::npos) return out;
   std::array<bool, 5> seen{};
   for (const std::string_view part : parts) {
-    if (part.find_first_not_of(" \t\n") == std::string_view::npos)
-      return bad(text, "empty behaviour around '+'");
+    if (part.find_first_not_of(" \t\n") == std::string_view::npos) return bad(text, "empty behaviour around '+'");
     BALLOT_ASSIGN_OR_RETURN(Behaviour b, Behaviour::parse(part));
     if (b.kind == AttackKind::kNone) {
       if (parts.size() > 1) return bad(text, "'none' cannot be combined with other attacks");

@@ -36,14 +36,30 @@ enum class Domain : std::uint8_t { kNone, kGradient, kSign, kData, kProtocol };
 enum class AttackKind : std::uint8_t {
   kNone,
   // gradient domain
-  kSignFlip, kScaled, kGaussian, kZero, kAlie, kIpm, kMimic,
+  kSignFlip,
+  kScaled,
+  kGaussian,
+  kZero,
+  kAlie,
+  kIpm,
+  kMimic,
   // sign domain
-  kReverse, kRandomSign, kDirectional, kOmniscient,
+  kReverse,
+  kRandomSign,
+  kDirectional,
+  kOmniscient,
   // data domain
   kLabelFlip,
   // protocol domain
-  kCrash, kOmission, kDelay, kEquivocation, kReplay, kForgedSignature, kMalformedFrame,
-  kOversizedFrame, kWrongDigest,
+  kCrash,
+  kOmission,
+  kDelay,
+  kEquivocation,
+  kReplay,
+  kForgedSignature,
+  kMalformedFrame,
+  kOversizedFrame,
+  kWrongDigest,
 };
 inline constexpr std::size_t kAttackKindCount = 22;
 
@@ -57,15 +73,16 @@ Domain domain_of(AttackKind kind) noexcept;
 struct Behaviour {
   AttackKind kind = AttackKind::kNone;
 
-  double factor = -10;          // scaled: λ; the vector sent is λ·g_own (−10: a large reversed step)
-  double sigma = 200;           // gaussian: σ of N(0, σ²I) (the common choice in the literature)
+  double factor = -10;  // scaled: λ; the vector sent is λ·g_own (−10: a large reversed step)
+  double sigma = 200;   // gaussian: σ of N(0, σ²I) (the common choice in the literature)
   double z = std::numeric_limits<double>::quiet_NaN();  // alie: NaN = z(n, m) of ALGORITHMS.md §6
-  double epsilon = 0.1;         // ipm: ε (0.1 against median/Krum; > 1 to break the mean)
-  std::size_t target = 0;       // mimic: which honest worker (index among the honest ones, mod their count)
-  bool direction = true;        // directional: true = all +1
-  double probability = 1.0;     // omission: drop probability per round, in [0, 1]
-  std::uint32_t delay_ms = 0;   // delay: how long past the round start to send (0 = the runtime's choice, 2× the deadline)
-  std::uint64_t first_round = 0;                                       // schedule: active for
+  double epsilon = 0.1;                                 // ipm: ε (0.1 against median/Krum; > 1 to break the mean)
+  std::size_t target = 0;    // mimic: which honest worker (index among the honest ones, mod their count)
+  bool direction = true;     // directional: true = all +1
+  double probability = 1.0;  // omission: drop probability per round, in [0, 1]
+  std::uint32_t delay_ms =
+      0;  // delay: how long past the round start to send (0 = the runtime's choice, 2× the deadline)
+  std::uint64_t first_round = 0;                                         // schedule: active for
   std::uint64_t last_round = std::numeric_limits<std::uint64_t>::max();  // first_round ≤ r ≤ last_round
 
   Domain domain() const noexcept { return domain_of(kind); }

@@ -72,8 +72,8 @@ Result<std::vector<SharedVector>> MemoryCollusion::gather(std::uint64_t round, s
     return members == 0 || (it != rounds_.end() && it->second.size() >= members);
   };
   if (!changed_.wait_for(lock, timeout, enough))
-    return make_error(ErrorCode::kTimeout, "collusion: fewer than " + std::to_string(members) +
-                                               " vectors for round " + std::to_string(round));
+    return make_error(ErrorCode::kTimeout, "collusion: fewer than " + std::to_string(members) + " vectors for round " +
+                                               std::to_string(round));
   std::vector<SharedVector> out;
   const auto it = rounds_.find(round);
   if (it != rounds_.end())
@@ -93,9 +93,10 @@ Result<std::unique_ptr<DirectoryCollusion>> DirectoryCollusion::open(const std::
   std::error_code ec;
   fs::create_directories(directory, ec);
   if (ec || !fs::is_directory(directory))
-    return make_error(ErrorCode::kIo, "collusion directory " + directory + ": " +
-                                          (ec ? ec.message() : std::string("not a directory")));
-  return std::unique_ptr<DirectoryCollusion>(new DirectoryCollusion(directory, std::max(poll, std::chrono::milliseconds(1))));
+    return make_error(ErrorCode::kIo,
+                      "collusion directory " + directory + ": " + (ec ? ec.message() : std::string("not a directory")));
+  return std::unique_ptr<DirectoryCollusion>(
+      new DirectoryCollusion(directory, std::max(poll, std::chrono::milliseconds(1))));
 }
 
 std::vector<std::uint8_t> DirectoryCollusion::encode(std::span<const float> values) {

@@ -69,8 +69,8 @@ class DirectoryCollusion final : public CollusionChannel {
   static constexpr std::uint64_t kMaxValues = std::uint64_t{1} << 28;
 
   // Creates `directory` if needed (kIo if it cannot).
-  static Result<std::unique_ptr<DirectoryCollusion>> open(const std::string& directory,
-                                                          std::chrono::milliseconds poll = std::chrono::milliseconds(2));
+  static Result<std::unique_ptr<DirectoryCollusion>> open(
+      const std::string& directory, std::chrono::milliseconds poll = std::chrono::milliseconds(2));
 
   Status publish(std::uint64_t round, std::size_t member, std::span<const float> values) override;
   Result<std::vector<SharedVector>> gather(std::uint64_t round, std::size_t members,

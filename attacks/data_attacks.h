@@ -15,6 +15,8 @@ namespace ballot::attacks {
 
 // In place. Labels ≥ classes (which a validated Dataset never holds) are left unchanged.
 void flip_labels(std::span<std::uint8_t> labels, std::size_t classes);
-inline void flip_labels(Batch& batch, std::size_t classes) { flip_labels(std::span<std::uint8_t>(batch.labels), classes); }
+inline void flip_labels(Batch& batch, std::size_t classes) {
+  flip_labels(std::span<std::uint8_t>(batch.labels), classes);
+}
 
 }  // namespace ballot::attacks

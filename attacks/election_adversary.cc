@@ -36,7 +36,8 @@ double progress_of(const std::vector<Group>& groups, std::uint64_t coalition) {
   for (const Group& grp : groups) {
     const int remaining = std::popcount(grp.correct & ~coalition);
     const int margin = std::popcount(grp.correct) - grp.need + 1;  // removals needed to flip
-    if (remaining < grp.need) score += static_cast<double>(grp.count);
+    if (remaining < grp.need)
+      score += static_cast<double>(grp.count);
     else if (margin > 0)
       score += static_cast<double>(grp.count) * std::popcount(grp.correct & coalition) / (margin + 1.0);
   }
@@ -55,9 +56,8 @@ std::uint64_t binomial(std::size_t n, std::size_t k) {
 
 }  // namespace
 
-OmniscientAttack plan_omniscient_attack(const AllocationMatrix& g,
-                                        std::span<const BitVector> partition_signs, std::size_t b,
-                                        const OmniscientOptions& options) {
+OmniscientAttack plan_omniscient_attack(const AllocationMatrix& g, std::span<const BitVector> partition_signs,
+                                        std::size_t b, const OmniscientOptions& options) {
   const std::size_t n = g.n();
   BALLOT_ENFORCE_LE(n, std::size_t{64});
   BALLOT_ENFORCE_LE(b, n);
@@ -151,9 +151,8 @@ OmniscientAttack plan_omniscient_attack(const AllocationMatrix& g,
 Result<CounterExample> smallest_breaking_coalition(const AllocationMatrix& g, ThreatModel model) {
   BALLOT_ASSIGN_OR_RETURN(const auto profile, coding::max_tolerated_b(g, model));
   if (!profile.breaking)
-    return make_error(ErrorCode::kNotFound,
-                      std::string("no coalition smaller than n/2 breaks this code under ") +
-                          coding::threat_model_name(model));
+    return make_error(ErrorCode::kNotFound, std::string("no coalition smaller than n/2 breaks this code under ") +
+                                                coding::threat_model_name(model));
   return *profile.breaking;
 }
 

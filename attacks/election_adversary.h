@@ -1,5 +1,5 @@
-// The omniscient adversary of election coding (moved here from coding/: only the attacks use it) (DESIGN.md: Byzantine nodes
-// may be omniscient and colluding even where the paper's theory assumes they are not).
+// The omniscient adversary of election coding (moved here from coding/: only the attacks use it) (DESIGN.md: Byzantine
+// nodes may be omniscient and colluding even where the paper's theory assumes they are not).
 //
 // plan_omniscient_attack: knows G and every partition sign (replicated placement, threat model
 // (a) of tolerance.h) and picks the coalition of b nodes and their votes that make the most
@@ -43,12 +43,12 @@ struct OmniscientAttack {
   bool exhaustive = false;               // the coalition is optimal (all subsets tried)
 };
 
-OmniscientAttack plan_omniscient_attack(const coding::AllocationMatrix& g,
-                                        std::span<const BitVector> partition_signs, std::size_t b,
-                                        const OmniscientOptions& options = {});
+OmniscientAttack plan_omniscient_attack(const coding::AllocationMatrix& g, std::span<const BitVector> partition_signs,
+                                        std::size_t b, const OmniscientOptions& options = {});
 
 // The smallest coalition that breaks G under `model`, with its sign pattern. kNotFound under (b)
 // when no coalition smaller than n/2 breaks validity; errors of max_tolerated_b otherwise.
-Result<coding::CounterExample> smallest_breaking_coalition(const coding::AllocationMatrix& g, coding::ThreatModel model);
+Result<coding::CounterExample> smallest_breaking_coalition(const coding::AllocationMatrix& g,
+                                                           coding::ThreatModel model);
 
 }  // namespace ballot::attacks

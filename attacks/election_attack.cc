@@ -63,14 +63,12 @@ std::size_t differing(const BitVector& a, const BitVector& b) {
 
 }  // namespace
 
-std::vector<BitVector> omniscient_votes(const coding::AllocationMatrix& g,
-                                        std::span<const BitVector> partition_signs,
+std::vector<BitVector> omniscient_votes(const coding::AllocationMatrix& g, std::span<const BitVector> partition_signs,
                                         std::span<const std::size_t> coalition) {
   return attack(g, partition_signs, coalition).messages;
 }
 
-ElectionOutcome run_omniscient_election(const coding::AllocationMatrix& g,
-                                        std::span<const BitVector> partition_signs,
+ElectionOutcome run_omniscient_election(const coding::AllocationMatrix& g, std::span<const BitVector> partition_signs,
                                         std::span<const std::size_t> coalition) {
   Election e = attack(g, partition_signs, coalition);
   // Decode what the nodes actually send (members' messages), not the all −μ shortcut.

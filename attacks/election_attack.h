@@ -33,8 +33,7 @@ namespace ballot::attacks {
 
 // One vote per coalition member, in the order of `coalition`. Preconditions (BALLOT_ENFORCE):
 // partition_signs.size() == g.n(), all of one size d; coalition entries < n and distinct.
-std::vector<BitVector> omniscient_votes(const coding::AllocationMatrix& g,
-                                        std::span<const BitVector> partition_signs,
+std::vector<BitVector> omniscient_votes(const coding::AllocationMatrix& g, std::span<const BitVector> partition_signs,
                                         std::span<const std::size_t> coalition);
 
 // The replicated election with `coalition` sending omniscient_votes: every node's vote (honest or
@@ -46,8 +45,7 @@ struct ElectionOutcome {
   std::size_t errors = 0;   // coordinates where attacked_vote ≠ μ
   std::size_t flipped = 0;  // coordinates where attacked_vote ≠ honest_vote
 };
-ElectionOutcome run_omniscient_election(const coding::AllocationMatrix& g,
-                                        std::span<const BitVector> partition_signs,
+ElectionOutcome run_omniscient_election(const coding::AllocationMatrix& g, std::span<const BitVector> partition_signs,
                                         std::span<const std::size_t> coalition);
 
 }  // namespace ballot::attacks

@@ -25,10 +25,10 @@ double normal_quantile(double p) {
   if (p == 0) return -std::numeric_limits<double>::infinity();
   if (p == 1) return std::numeric_limits<double>::infinity();
   // Acklam's rational approximations (relative error < 1.15e-9) on three regions.
-  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
                                  1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                                 6.680131188771972e+01,  -1.328068155288572e+01};
+                                 6.680131188771972e+01, -1.328068155288572e+01};
   static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
                                  -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
   static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
@@ -76,8 +76,8 @@ void honest_moments(const robust::InputMatrix& rows, std::vector<double>& mean, 
   // coordinates so that the accumulators of a block (2 × kBlock doubles = 64 KiB) stay in L2
   // while every row streams through it; unblocked, the 16·d bytes of accumulators would be
   // re-read and re-written from memory once per row. A row's chunk spans 4 pages, so the
-  // hardware prefetcher has a run to follow (1024-coordinate chunks, one page, measured slower). The per-coordinate updates are independent,
-  // so the inner loops vectorise (this file is built with -O3; no reassociation, so the result
+  // hardware prefetcher has a run to follow (1024-coordinate chunks, one page, measured slower). The per-coordinate
+  // updates are independent, so the inner loops vectorise (this file is built with -O3; no reassociation, so the result
   // is the same as the plain loop's).
   constexpr std::size_t kBlock = 4096;
   double* const mu_all = mean.data();

@@ -66,12 +66,18 @@ OutboundFrame malformed_with(MalformedKind kind, std::uint64_t value) {
 
 std::string_view malformed_kind_name(MalformedKind kind) noexcept {
   switch (kind) {
-    case MalformedKind::kBadMagic: return "bad-magic";
-    case MalformedKind::kBadVersion: return "bad-version";
-    case MalformedKind::kUnknownType: return "unknown-type";
-    case MalformedKind::kUnknownFlags: return "unknown-flags";
-    case MalformedKind::kBadMetaLength: return "bad-meta-length";
-    case MalformedKind::kNonZeroReserved: return "non-zero-reserved";
+    case MalformedKind::kBadMagic:
+      return "bad-magic";
+    case MalformedKind::kBadVersion:
+      return "bad-version";
+    case MalformedKind::kUnknownType:
+      return "unknown-type";
+    case MalformedKind::kUnknownFlags:
+      return "unknown-flags";
+    case MalformedKind::kBadMetaLength:
+      return "bad-meta-length";
+    case MalformedKind::kNonZeroReserved:
+      return "non-zero-reserved";
   }
   return "unknown";
 }

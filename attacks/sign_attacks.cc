@@ -39,10 +39,18 @@ Result<SignAttack> SignAttack::parse(std::string_view text) {
 Behaviour SignAttack::behaviour() const {
   Behaviour b;
   switch (kind) {
-    case SignAttackKind::kNone: b.kind = AttackKind::kNone; break;
-    case SignAttackKind::kReverse: b.kind = AttackKind::kReverse; break;
-    case SignAttackKind::kRandom: b.kind = AttackKind::kRandomSign; break;
-    case SignAttackKind::kDirectional: b.kind = AttackKind::kDirectional; break;
+    case SignAttackKind::kNone:
+      b.kind = AttackKind::kNone;
+      break;
+    case SignAttackKind::kReverse:
+      b.kind = AttackKind::kReverse;
+      break;
+    case SignAttackKind::kRandom:
+      b.kind = AttackKind::kRandomSign;
+      break;
+    case SignAttackKind::kDirectional:
+      b.kind = AttackKind::kDirectional;
+      break;
   }
   b.direction = direction;
   return b;
@@ -52,10 +60,18 @@ Result<SignAttack> SignAttack::from_behaviour(const Behaviour& behaviour) {
   SignAttack attack;
   attack.direction = behaviour.direction;
   switch (behaviour.kind) {
-    case AttackKind::kNone: attack.kind = SignAttackKind::kNone; return attack;
-    case AttackKind::kReverse: attack.kind = SignAttackKind::kReverse; return attack;
-    case AttackKind::kRandomSign: attack.kind = SignAttackKind::kRandom; return attack;
-    case AttackKind::kDirectional: attack.kind = SignAttackKind::kDirectional; return attack;
+    case AttackKind::kNone:
+      attack.kind = SignAttackKind::kNone;
+      return attack;
+    case AttackKind::kReverse:
+      attack.kind = SignAttackKind::kReverse;
+      return attack;
+    case AttackKind::kRandomSign:
+      attack.kind = SignAttackKind::kRandom;
+      return attack;
+    case AttackKind::kDirectional:
+      attack.kind = SignAttackKind::kDirectional;
+      return attack;
     default:
       return make_error(ErrorCode::kInvalidArgument,
                         "attack '" + std::string(attack_kind_name(behaviour.kind)) + "' is not a simple sign attack");
@@ -64,10 +80,14 @@ Result<SignAttack> SignAttack::from_behaviour(const Behaviour& behaviour) {
 
 std::string SignAttack::spec() const {
   switch (kind) {
-    case SignAttackKind::kNone: return "none";
-    case SignAttackKind::kReverse: return "reverse";
-    case SignAttackKind::kRandom: return "random";
-    case SignAttackKind::kDirectional: return direction ? "directional:sign=+1" : "directional:sign=-1";
+    case SignAttackKind::kNone:
+      return "none";
+    case SignAttackKind::kReverse:
+      return "reverse";
+    case SignAttackKind::kRandom:
+      return "random";
+    case SignAttackKind::kDirectional:
+      return direction ? "directional:sign=+1" : "directional:sign=-1";
   }
   return "none";
 }
@@ -92,8 +112,7 @@ void corrupt_vote(const SignAttack& attack, std::uint64_t seed, std::uint64_t ro
   }
 }
 
-void corrupt_vote(const Behaviour& attack, std::uint64_t seed, std::uint64_t round, std::size_t node,
-                  BitVector& vote) {
+void corrupt_vote(const Behaviour& attack, std::uint64_t seed, std::uint64_t round, std::size_t node, BitVector& vote) {
   auto sign = SignAttack::from_behaviour(attack);
   BALLOT_ENFORCE(sign.ok());
   corrupt_vote(*sign, seed, round, node, vote);

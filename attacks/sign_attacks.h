@@ -42,12 +42,10 @@ struct SignAttack {
 
 // Replaces `vote` (the honest vote of round `round`) by what the attacker sends. Random draws
 // come from Rng(seed, stream_id({round, node, purpose})): reproducible. O(d).
-void corrupt_vote(const SignAttack& attack, std::uint64_t seed, std::uint64_t round, std::size_t node,
-                  BitVector& vote);
+void corrupt_vote(const SignAttack& attack, std::uint64_t seed, std::uint64_t round, std::size_t node, BitVector& vote);
 // The same for a Behaviour of kind kNone, kReverse, kRandomSign or kDirectional (other kinds are a
 // precondition failure, BALLOT_ENFORCE); the schedule is the caller's to check (Behaviour::active).
 // Identical output to the SignAttack overload for the same kind.
-void corrupt_vote(const Behaviour& attack, std::uint64_t seed, std::uint64_t round, std::size_t node,
-                  BitVector& vote);
+void corrupt_vote(const Behaviour& attack, std::uint64_t seed, std::uint64_t round, std::size_t node, BitVector& vote);
 
 }  // namespace ballot::attacks

@@ -52,8 +52,8 @@ std::vector<BitVector> adversarial_patterns(std::size_t n, std::size_t samples) 
 
 Result<std::vector<std::size_t>> choose_byzantine(std::size_t n, std::size_t count, std::uint64_t seed) {
   if (count > n) {
-    return make_error(ErrorCode::kInvalidArgument, "cannot choose " + std::to_string(count) +
-                                                       " Byzantine nodes among " + std::to_string(n));
+    return make_error(ErrorCode::kInvalidArgument,
+                      "cannot choose " + std::to_string(count) + " Byzantine nodes among " + std::to_string(n));
   }
   std::vector<std::size_t> indices(n);
   std::iota(indices.begin(), indices.end(), std::size_t{0});
@@ -78,8 +78,8 @@ Result<std::vector<std::size_t>> parse_indices(std::string_view list, std::size_
                         "node list '" + std::string(list) + "': '" + std::string(item) + "' is not a node index");
     if (value >= n)
       return make_error(ErrorCode::kInvalidArgument, "node list '" + std::string(list) + "': node " +
-                                                         std::to_string(value) + " is out of range (n = " +
-                                                         std::to_string(n) + ")");
+                                                         std::to_string(value) +
+                                                         " is out of range (n = " + std::to_string(n) + ")");
     if (std::find(out.begin(), out.end(), value) != out.end())
       return make_error(ErrorCode::kInvalidArgument,
                         "node list '" + std::string(list) + "': node " + std::to_string(value) + " appears twice");
@@ -135,8 +135,8 @@ Result<std::vector<std::size_t>> select_byzantine(std::string_view selector, std
   if (how == "random") return choose_byzantine(n, count, seed);
   if (how == "worst") {
     if (count > n)
-      return make_error(ErrorCode::kInvalidArgument, "cannot choose " + std::to_string(count) +
-                                                         " Byzantine nodes among " + std::to_string(n));
+      return make_error(ErrorCode::kInvalidArgument,
+                        "cannot choose " + std::to_string(count) + " Byzantine nodes among " + std::to_string(n));
     if (g == nullptr) {  // G = I: every coalition of `count` is as bad as any other
       std::vector<std::size_t> first(count);
       std::iota(first.begin(), first.end(), std::size_t{0});

@@ -127,16 +127,23 @@ void register_benchmarks() {
   for (auto isa : ballot::kernels::supported_isas()) {
     for (auto d : kPackSizes) {
       benchmark::RegisterBenchmark("pack_signs", BM_PackSigns)
-          ->Args({d, static_cast<std::int64_t>(isa)})->Unit(benchmark::kMillisecond)->UseRealTime();
+          ->Args({d, static_cast<std::int64_t>(isa)})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
     }
   }
   for (auto n : kVoteInputs) {
     for (auto isa : ballot::kernels::supported_isas()) {
       benchmark::RegisterBenchmark("majority_vote", BM_MajorityVote)
-          ->Args({n, kVoteD, static_cast<std::int64_t>(isa)})->Unit(benchmark::kMillisecond)->UseRealTime();
+          ->Args({n, kVoteD, static_cast<std::int64_t>(isa)})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
     }
     benchmark::RegisterBenchmark("majority_vote_reference", BM_MajorityVoteReference)
-        ->Args({n, kVoteD})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+        ->Args({n, kVoteD})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(1);
   }
 }
 
@@ -148,13 +155,18 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     for (const auto& run : runs) {
       if (run.error_occurred) continue;
       seconds_[run.benchmark_name()] = run.GetAdjustedRealTime() / 1e3;  // ms -> s
-      rates_[run.benchmark_name()] = run.counters.count("bytes_per_second")
-                                         ? static_cast<double>(run.counters.at("bytes_per_second"))
-                                         : 0.0;
+      rates_[run.benchmark_name()] =
+          run.counters.count("bytes_per_second") ? static_cast<double>(run.counters.at("bytes_per_second")) : 0.0;
     }
   }
-  double seconds(const std::string& name) const { auto it = seconds_.find(name); return it == seconds_.end() ? 0 : it->second; }
-  double rate(const std::string& name) const { auto it = rates_.find(name); return it == rates_.end() ? 0 : it->second; }
+  double seconds(const std::string& name) const {
+    auto it = seconds_.find(name);
+    return it == seconds_.end() ? 0 : it->second;
+  }
+  double rate(const std::string& name) const {
+    auto it = rates_.find(name);
+    return it == rates_.end() ? 0 : it->second;
+  }
 
  private:
   std::map<std::string, double> seconds_, rates_;
@@ -163,28 +175,30 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 void print_summary(const SummaryReporter& report) {
   const Isa best = ballot::kernels::supported_isas().back();
   const std::string isa = std::to_string(static_cast<int>(best));
-  std::printf("\nSummary (best ISA: %s; read bandwidth of one core: %.2f GB/s over 1 GiB, "
-              "%.2f GB/s over 64 MiB)\n",
-              std::string(ballot::kernels::isa_name(best)).c_str(), g_read_bandwidth / 1e9,
-              g_cached_read_bandwidth / 1e9);
+  std::printf(
+      "\nSummary (best ISA: %s; read bandwidth of one core: %.2f GB/s over 1 GiB, "
+      "%.2f GB/s over 64 MiB)\n",
+      std::string(ballot::kernels::isa_name(best)).c_str(), g_read_bandwidth / 1e9, g_cached_read_bandwidth / 1e9);
   std::printf("%-44s %12s %12s %10s\n", "measure", "value", "target", "met");
   for (auto d : kPackSizes) {
     const std::string name = "pack_signs/" + std::to_string(d) + "/" + isa + "/real_time";
     const double fraction = report.rate(name) / g_read_bandwidth;
     const std::string label = "pack d=2^" + std::to_string(__builtin_ctzll(d));
-    std::printf("%-44s %11.0f%% %11s %10s\n", (label + " of read bw").c_str(), 100 * fraction,
-                ">= 85%", fraction >= 0.85 ? "yes" : "no");
+    std::printf("%-44s %11.0f%% %11s %10s\n", (label + " of read bw").c_str(), 100 * fraction, ">= 85%",
+                fraction >= 0.85 ? "yes" : "no");
     std::printf("%-44s %11.0f%% %11s %10s\n", (label + " of 64 MiB read bw").c_str(),
                 100 * report.rate(name) / g_cached_read_bandwidth, "-", "-");
   }
   for (auto n : kVoteInputs) {
-    const std::string fast = "majority_vote/" + std::to_string(n) + "/" + std::to_string(kVoteD) + "/" + isa + "/real_time";
-    const std::string slow = "majority_vote_reference/" + std::to_string(n) + "/" + std::to_string(kVoteD) + "/iterations:1/real_time";
+    const std::string fast =
+        "majority_vote/" + std::to_string(n) + "/" + std::to_string(kVoteD) + "/" + isa + "/real_time";
+    const std::string slow =
+        "majority_vote_reference/" + std::to_string(n) + "/" + std::to_string(kVoteD) + "/iterations:1/real_time";
     const double speedup = report.seconds(fast) > 0 ? report.seconds(slow) / report.seconds(fast) : 0;
     const double fraction = report.rate(fast) / g_read_bandwidth;
     const bool target = n == 15;
-    std::printf("%-44s %11.1fx %11s %10s\n", ("vote n=" + std::to_string(n) + " speed-up vs reference").c_str(), speedup,
-                target ? ">= 30x" : "-", target ? (speedup >= 30 ? "yes" : "no") : "-");
+    std::printf("%-44s %11.1fx %11s %10s\n", ("vote n=" + std::to_string(n) + " speed-up vs reference").c_str(),
+                speedup, target ? ">= 30x" : "-", target ? (speedup >= 30 ? "yes" : "no") : "-");
     std::printf("%-44s %11.0f%% %11s %10s\n", ("vote n=" + std::to_string(n) + " input read, of read bw").c_str(),
                 100 * fraction, target ? ">= 60%" : "-", target ? (fraction >= 0.6 ? "yes" : "no") : "-");
     std::printf("%-44s %11.0f%% %11s %10s\n", ("vote n=" + std::to_string(n) + " of 64 MiB read bw").c_str(),

@@ -31,8 +31,8 @@ double now_seconds(bool cpu_time) {
 
 }  // namespace
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) std::uint64_t sum_words(
-    const std::uint64_t* words, std::size_t count) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) std::uint64_t sum_words(const std::uint64_t* words,
+                                                                                     std::size_t count) {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < count; ++i) total += words[i];
   return total;

@@ -44,8 +44,8 @@ std::string AllocationAnalysis::summary() const {
   std::snprintf(line, sizeof line,
                 "n = %zu, ones = %zu, r = %.2f; nodes per partition %u..%u; full rows %zu; "
                 "empty rows %zu, empty columns %zu; components %zu",
-                n, ones, redundancy, min_column_degree, max_column_degree, full_rows,
-                empty_rows.size(), empty_columns.size(), num_components);
+                n, ones, redundancy, min_column_degree, max_column_degree, full_rows, empty_rows.size(),
+                empty_columns.size(), num_components);
   return line;
 }
 

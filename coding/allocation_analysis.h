@@ -20,7 +20,7 @@ namespace ballot::coding {
 struct AllocationAnalysis {
   std::size_t n = 0;
   std::size_t ones = 0;
-  double redundancy = 0;                  // ones / n
+  double redundancy = 0;                     // ones / n
   std::vector<std::uint32_t> row_degree;     // partitions per node
   std::vector<std::uint32_t> column_degree;  // nodes per partition (its replication)
   std::vector<std::uint32_t> empty_rows;     // nodes with no partition

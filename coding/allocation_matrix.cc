@@ -18,8 +18,7 @@ constexpr std::uint64_t kPurposeBernoulliCode = 0xB0C0DE;
 constexpr std::size_t kMaxFileBytes = std::size_t{64} << 20;
 
 Error malformed(std::size_t line, const std::string& what) {
-  return make_error(ErrorCode::kMalformed,
-                    "allocation matrix, line " + std::to_string(line) + ": " + what);
+  return make_error(ErrorCode::kMalformed, "allocation matrix, line " + std::to_string(line) + ": " + what);
 }
 
 }  // namespace
@@ -38,8 +37,7 @@ AllocationMatrix AllocationMatrix::identity(std::size_t n) {
 Result<AllocationMatrix> AllocationMatrix::bernoulli(std::size_t n, double r, std::uint64_t seed) {
   if (n == 0 || n > kMaxNodes)
     return make_error(ErrorCode::kInvalidArgument,
-                      "bernoulli code: n = " + std::to_string(n) + " is not in [1, " +
-                          std::to_string(kMaxNodes) + "]");
+                      "bernoulli code: n = " + std::to_string(n) + " is not in [1, " + std::to_string(kMaxNodes) + "]");
   if (!(r > 0.0) || !(r <= static_cast<double>(n)))
     return make_error(ErrorCode::kInvalidArgument,
                       "bernoulli code: redundancy r = " + std::to_string(r) + " is not in (0, n]");
@@ -58,9 +56,8 @@ Result<AllocationMatrix> AllocationMatrix::bernoulli(std::size_t n, double r, st
     }
     if (every_row_nonempty) return g;
   }
-  return make_error(ErrorCode::kPrecondition,
-                    "bernoulli code: no draw without an empty row in " +
-                        std::to_string(kMaxBernoulliAttempts) + " attempts (r too small)");
+  return make_error(ErrorCode::kPrecondition, "bernoulli code: no draw without an empty row in " +
+                                                  std::to_string(kMaxBernoulliAttempts) + " attempts (r too small)");
 }
 
 AllocationMatrix AllocationMatrix::paper_n5() {
@@ -70,13 +67,11 @@ AllocationMatrix AllocationMatrix::paper_n5() {
 
 Result<AllocationMatrix> AllocationMatrix::deterministic(std::size_t n, std::size_t b) {
   if (n == 0 || n > kMaxNodes || n % 2 == 0)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "deterministic code: n = " + std::to_string(n) + " must be odd and at most " +
-                          std::to_string(kMaxNodes));
+    return make_error(ErrorCode::kInvalidArgument, "deterministic code: n = " + std::to_string(n) +
+                                                       " must be odd and at most " + std::to_string(kMaxNodes));
   if (2 * b + 1 > n)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "deterministic code: needs 2b + 1 <= n (n = " + std::to_string(n) +
-                          ", b = " + std::to_string(b) + ")");
+    return make_error(ErrorCode::kInvalidArgument, "deterministic code: needs 2b + 1 <= n (n = " + std::to_string(n) +
+                                                       ", b = " + std::to_string(b) + ")");
   const std::size_t pairs = (n - 2 * b - 1) / 2;  // L / 2
   AllocationMatrix g(n);
   for (std::size_t k = 0; k < pairs; ++k) {
@@ -89,26 +84,23 @@ Result<AllocationMatrix> AllocationMatrix::deterministic(std::size_t n, std::siz
   return g;
 }
 
-Result<AllocationMatrix> AllocationMatrix::from_rows(
-    std::size_t n, const std::vector<std::vector<std::uint32_t>>& rows) {
+Result<AllocationMatrix> AllocationMatrix::from_rows(std::size_t n,
+                                                     const std::vector<std::vector<std::uint32_t>>& rows) {
   if (n > kMaxNodes)
-    return make_error(ErrorCode::kInvalidArgument, "allocation matrix: n = " + std::to_string(n) +
-                                                       " exceeds " + std::to_string(kMaxNodes));
+    return make_error(ErrorCode::kInvalidArgument,
+                      "allocation matrix: n = " + std::to_string(n) + " exceeds " + std::to_string(kMaxNodes));
   if (rows.size() != n)
     return make_error(ErrorCode::kInvalidArgument,
-                      "allocation matrix: " + std::to_string(rows.size()) + " rows for n = " +
-                          std::to_string(n));
+                      "allocation matrix: " + std::to_string(rows.size()) + " rows for n = " + std::to_string(n));
   AllocationMatrix g(n);
   for (std::size_t i = 0; i < n; ++i) {
     for (const std::uint32_t j : rows[i]) {
       if (j >= n)
-        return make_error(ErrorCode::kInvalidArgument,
-                          "allocation matrix: row " + std::to_string(i) + " names partition " +
-                              std::to_string(j) + " >= n");
+        return make_error(ErrorCode::kInvalidArgument, "allocation matrix: row " + std::to_string(i) +
+                                                           " names partition " + std::to_string(j) + " >= n");
       if (g.get(i, j))
-        return make_error(ErrorCode::kInvalidArgument, "allocation matrix: row " +
-                                                           std::to_string(i) + " repeats partition " +
-                                                           std::to_string(j));
+        return make_error(ErrorCode::kInvalidArgument,
+                          "allocation matrix: row " + std::to_string(i) + " repeats partition " + std::to_string(j));
       g.set(i, j, true);
     }
   }
@@ -136,10 +128,10 @@ Result<AllocationMatrix> AllocationMatrix::parse(std::string_view text) {
         row.push_back(ch == '1');
       } else if (ch != ' ' && ch != '\t' && ch != ',' && ch != '\r') {
         const unsigned code = static_cast<unsigned char>(ch);
-        std::string shown = (code >= 0x20 && code < 0x7f) ? std::string("'") + ch + "'"
-                                                           : "byte " + std::to_string(code);
-        return malformed(line_number, "unexpected " + shown + " at column " +
-                                          std::to_string(c + 1) + " (expected 0 or 1)");
+        std::string shown =
+            (code >= 0x20 && code < 0x7f) ? std::string("'") + ch + "'" : "byte " + std::to_string(code);
+        return malformed(line_number,
+                         "unexpected " + shown + " at column " + std::to_string(c + 1) + " (expected 0 or 1)");
       }
     }
     if (row.empty()) continue;
@@ -148,20 +140,18 @@ Result<AllocationMatrix> AllocationMatrix::parse(std::string_view text) {
       first_row_line = line_number;
     } else if (row.size() != width) {
       return malformed(line_number, std::to_string(row.size()) + " entries, but the row on line " +
-                                        std::to_string(first_row_line) + " has " +
-                                        std::to_string(width));
+                                        std::to_string(first_row_line) + " has " + std::to_string(width));
     }
     if (rows.size() == width)
-      return malformed(line_number, "more rows than the " + std::to_string(width) +
-                                        " entries per row (the matrix must be square)");
+      return malformed(line_number,
+                       "more rows than the " + std::to_string(width) + " entries per row (the matrix must be square)");
     rows.push_back(std::move(row));
     if (end == text.size()) break;
   }
   if (rows.empty()) return malformed(line_number, "no rows (empty matrix)");
   if (rows.size() != width)
-    return make_error(ErrorCode::kMalformed,
-                      "allocation matrix: " + std::to_string(rows.size()) + " rows of " +
-                          std::to_string(width) + " entries (the matrix must be square)");
+    return make_error(ErrorCode::kMalformed, "allocation matrix: " + std::to_string(rows.size()) + " rows of " +
+                                                 std::to_string(width) + " entries (the matrix must be square)");
   AllocationMatrix g(width);
   for (std::size_t i = 0; i < width; ++i)
     for (std::size_t j = 0; j < width; ++j) g.set(i, j, rows[i][j]);
@@ -177,8 +167,7 @@ Result<AllocationMatrix> AllocationMatrix::load(const std::string& path) {
     text.append(buffer, static_cast<std::size_t>(in.gcount()));
     if (text.size() > kMaxFileBytes)
       return make_error(ErrorCode::kLimitExceeded,
-                        "allocation matrix: '" + path + "' exceeds " +
-                            std::to_string(kMaxFileBytes) + " bytes");
+                        "allocation matrix: '" + path + "' exceeds " + std::to_string(kMaxFileBytes) + " bytes");
   }
   if (in.bad()) return make_error(ErrorCode::kIo, "allocation matrix: cannot read '" + path + "'");
   auto g = parse(text);
@@ -191,8 +180,8 @@ Result<AllocationMatrix> AllocationMatrix::load(const std::string& path) {
 }
 
 std::string AllocationMatrix::to_text() const {
-  std::string text = "# Ballot allocation matrix: n = " + std::to_string(n_) +
-                     ", ones = " + std::to_string(ones()) + "\n";
+  std::string text =
+      "# Ballot allocation matrix: n = " + std::to_string(n_) + ", ones = " + std::to_string(ones()) + "\n";
   text.reserve(text.size() + n_ * (2 * n_ + 1));
   for (std::size_t i = 0; i < n_; ++i) {
     for (std::size_t j = 0; j < n_; ++j) {
@@ -280,9 +269,9 @@ Result<AllocationMatrix> make_allocation_matrix(const Spec& spec, std::size_t n,
   const std::string& name = spec.name();
   const auto check_n = [&]() -> Status {
     if (n == 0 || n > AllocationMatrix::kMaxNodes)
-      return make_error(ErrorCode::kInvalidArgument,
-                        "code '" + spec.to_string() + "': n = " + std::to_string(n) +
-                            " is not in [1, " + std::to_string(AllocationMatrix::kMaxNodes) + "]");
+      return make_error(ErrorCode::kInvalidArgument, "code '" + spec.to_string() + "': n = " + std::to_string(n) +
+                                                         " is not in [1, " +
+                                                         std::to_string(AllocationMatrix::kMaxNodes) + "]");
     return {};
   };
   if (name == "identity") {
@@ -306,8 +295,7 @@ Result<AllocationMatrix> make_allocation_matrix(const Spec& spec, std::size_t n,
   if (name == "deterministic") {
     BALLOT_TRY(spec.check_known({"b"}));
     BALLOT_ASSIGN_OR_RETURN(const std::int64_t b, spec.get_int("b", 1));
-    if (b < 0)
-      return make_error(ErrorCode::kInvalidArgument, "code 'deterministic': b must be >= 0");
+    if (b < 0) return make_error(ErrorCode::kInvalidArgument, "code 'deterministic': b must be >= 0");
     return AllocationMatrix::deterministic(n, static_cast<std::size_t>(b));
   }
   if (name == "file") {
@@ -316,14 +304,12 @@ Result<AllocationMatrix> make_allocation_matrix(const Spec& spec, std::size_t n,
     if (path.empty()) return make_error(ErrorCode::kInvalidArgument, "code 'file' needs path=");
     BALLOT_ASSIGN_OR_RETURN(auto g, AllocationMatrix::load(path));
     if (n != 0 && g.n() != n)
-      return make_error(ErrorCode::kInvalidArgument,
-                        "code file '" + path + "' has n = " + std::to_string(g.n()) +
-                            ", expected " + std::to_string(n));
+      return make_error(ErrorCode::kInvalidArgument, "code file '" + path + "' has n = " + std::to_string(g.n()) +
+                                                         ", expected " + std::to_string(n));
     return g;
   }
   return make_error(ErrorCode::kInvalidArgument,
-                    "unknown code '" + name +
-                        "' (known: identity, bernoulli, paper5, deterministic, file)");
+                    "unknown code '" + name + "' (known: identity, bernoulli, paper5, deterministic, file)");
 }
 
 }  // namespace ballot::coding

@@ -53,8 +53,7 @@ class AllocationMatrix {
   // for every odd n (tolerance.h, structural_bound, proves it). Reproduces paper_n5() at (5, 1).
   static Result<AllocationMatrix> deterministic(std::size_t n, std::size_t b);
   // rows[i] lists the partitions of node i (any order; duplicates and indices ≥ n are errors).
-  static Result<AllocationMatrix> from_rows(std::size_t n,
-                                            const std::vector<std::vector<std::uint32_t>>& rows);
+  static Result<AllocationMatrix> from_rows(std::size_t n, const std::vector<std::vector<std::uint32_t>>& rows);
 
   // Text I/O (format above). load() reads at most 64 MiB.
   static Result<AllocationMatrix> parse(std::string_view text);

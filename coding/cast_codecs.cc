@@ -68,9 +68,12 @@ std::size_t value_bytes(FloatFormat format) { return format == FloatFormat::kFp3
 
 CodecId CastCodec::id() const noexcept {
   switch (format_) {
-    case FloatFormat::kFp32: return CodecId::kFp32;
-    case FloatFormat::kFp16: return CodecId::kFp16;
-    case FloatFormat::kBf16: return CodecId::kBf16;
+    case FloatFormat::kFp32:
+      return CodecId::kFp32;
+    case FloatFormat::kFp16:
+      return CodecId::kFp16;
+    case FloatFormat::kBf16:
+      return CodecId::kBf16;
   }
   return CodecId::kFp32;
 }
@@ -81,8 +84,7 @@ std::size_t CastCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + value_bytes(format_) * layout.total_size();
 }
 
-EncodedGradient CastCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                  Rng&) {
+EncodedGradient CastCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng&) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   EncodedGradient out;
   write_header(out.bytes, id(), Granularity::kModel, 0, layout, value_bytes(format_) * gradient.size());
@@ -112,8 +114,7 @@ Status CastCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
   BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
   BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), 0, layout));
   ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
-  BALLOT_ASSIGN_OR_RETURN(const auto values,
-                          reader.take(header.d, value_bytes(format_), "values"));
+  BALLOT_ASSIGN_OR_RETURN(const auto values, reader.take(header.d, value_bytes(format_), "values"));
   BALLOT_TRY(reader.expect_end());
   const std::uint8_t* src = values.data();
   float* acc = accumulator.data();

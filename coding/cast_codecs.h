@@ -21,10 +21,9 @@ class CastCodec final : public Codec {
   CodecId id() const noexcept override;
   std::string spec() const override;
   Granularity granularity() const noexcept override { return Granularity::kModel; }
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 

@@ -29,15 +29,16 @@ void append_matrix(std::string& out, const AllocationMatrix& g) {
   }
 }
 
-void append_tolerance(std::string& out, const AllocationMatrix& g, ThreatModel model,
-                      const char* label) {
+void append_tolerance(std::string& out, const AllocationMatrix& g, ThreatModel model, const char* label) {
   const auto profile = max_tolerated_b(g, model);
   if (!profile.ok()) {
     append(out, "  %-44s not certified (%s)\n", label, profile.error().message.c_str());
     return;
   }
-  if (profile->max_b < 0) append(out, "  %-44s none (wrong even without attack)\n", label);
-  else append(out, "  %-44s b = %d\n", label, profile->max_b);
+  if (profile->max_b < 0)
+    append(out, "  %-44s none (wrong even without attack)\n", label);
+  else
+    append(out, "  %-44s b = %d\n", label, profile->max_b);
   if (profile->breaking)
     append(out, "    smallest breaking coalition: %s\n", profile->breaking->to_string(g.n()).c_str());
 }
@@ -59,14 +60,11 @@ Result<std::string> code_report(const AllocationMatrix& g, const CodeReportOptio
     append(out, "tolerance (exhaustive over all 2^%zu sign patterns):\n", n);
   else
     out += "tolerance (n beyond the exhaustive certificate):\n";
-  append_tolerance(out, g, ThreatModel::kVotesOnly,
-                   "replicated / exchange, honest sources (a):");
-  append_tolerance(out, g, ThreatModel::kVotesAndSources,
-                   "exchange, Byzantine sources, validity (b):");
+  append_tolerance(out, g, ThreatModel::kVotesOnly, "replicated / exchange, honest sources (a):");
+  append_tolerance(out, g, ThreatModel::kVotesAndSources, "exchange, Byzantine sources, validity (b):");
   const auto bound = structural_bound(g);
   append(out, "  %-44s b = %d (%zu full rows, %zu singleton/complement pairs)\n",
-         "structural guarantee (any n):",
-         bound.guaranteed_b, bound.full_rows, bound.pairs);
+         "structural guarantee (any n):", bound.guaranteed_b, bound.full_rows, bound.pairs);
   out += "  note: under (b) plain majority (G = I) is already valid for every b < n/2.\n";
 
   std::vector<std::size_t> counts = options.byzantine_counts;
@@ -89,8 +87,8 @@ Result<std::string> code_report(const AllocationMatrix& g, const CodeReportOptio
     mc.seed = options.seed;
     BALLOT_ASSIGN_OR_RETURN(const auto coded, estimate_error(g, mc));
     BALLOT_ASSIGN_OR_RETURN(const auto plain, estimate_error(identity, mc));
-    append(out, "  %4zu   %.4f ± %.4f      %.4f ± %.4f\n", b, coded.error, coded.standard_error,
-           plain.error, plain.standard_error);
+    append(out, "  %4zu   %.4f ± %.4f      %.4f ± %.4f\n", b, coded.error, coded.standard_error, plain.error,
+           plain.standard_error);
   }
   return out;
 }
@@ -107,14 +105,13 @@ Result<std::string> code_search_report(std::size_t n, std::size_t b) {
   BALLOT_ASSIGN_OR_RETURN(const auto result, find_minimum_redundancy_code(n, b));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string out;
-  append(out, "minimum-redundancy code for n = %zu, b = %zu: %zu ones, r = %.3f (%s)\n", n, b,
-         result.ones, static_cast<double>(result.ones) / static_cast<double>(n),
+  append(out, "minimum-redundancy code for n = %zu, b = %zu: %zu ones, r = %.3f (%s)\n", n, b, result.ones,
+         static_cast<double>(result.ones) / static_cast<double>(n),
          result.proven_optimal ? "proven optimal" : "best found, search stopped");
   if (result.construction_ones != 0)
     append(out, "general construction: %zu ones, r = %.3f\n", result.construction_ones,
            static_cast<double>(result.construction_ones) / static_cast<double>(n));
-  append(out, "search: %llu nodes visited in %.3f s\n",
-         static_cast<unsigned long long>(result.visits), seconds);
+  append(out, "search: %llu nodes visited in %.3f s\n", static_cast<unsigned long long>(result.visits), seconds);
   append_matrix(out, result.matrix);
   return out;
 }

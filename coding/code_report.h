@@ -36,8 +36,7 @@ Result<std::string> code_report(const AllocationMatrix& g, const CodeReportOptio
 // Report of a code named by a Spec string ("paper5", "deterministic:b=2", "bernoulli:r=2",
 // "identity", "file:path=G.txt"; see make_allocation_matrix) for n nodes; the Bernoulli draw uses
 // options.seed. Errors: spec parsing and construction errors.
-Result<std::string> code_report(std::string_view spec, std::size_t n,
-                                const CodeReportOptions& options = {});
+Result<std::string> code_report(std::string_view spec, std::size_t n, const CodeReportOptions& options = {});
 
 // The minimum-redundancy search for (n, b), n ≤ 9: the optimal matrix, its r beside the general
 // construction's, whether optimality is proven, the search effort and time.

@@ -17,8 +17,11 @@ struct Cell {
 class Search {
  public:
   Search(std::size_t n, std::size_t b, const CodeSearchOptions& options)
-      : n_(n), patterns_(std::size_t{1} << n), words_((patterns_ + 63) / 64),
-        threshold_(static_cast<int>(n / 2 + 1 + b)), options_(options) {
+      : n_(n),
+        patterns_(std::size_t{1} << n),
+        words_((patterns_ + 63) / 64),
+        threshold_(static_cast<int>(n / 2 + 1 + b)),
+        options_(options) {
     // C_S for every subset S: bit u set iff the majority of S (ties and empty → +1) equals μ(u).
     correct_.assign((std::size_t{1} << n) * words_, 0);
     for (std::uint64_t s = 0; s < (std::uint64_t{1} << n); ++s) {
@@ -86,8 +89,7 @@ class Search {
         std::vector<Cell> next;
         for (std::size_t k = 0; k < cells.size(); ++k) {
           if (take[k] > 0) next.push_back({cells[k].start, take[k]});
-          if (take[k] < cells[k].length)
-            next.push_back({cells[k].start + take[k], cells[k].length - take[k]});
+          if (take[k] < cells[k].length) next.push_back({cells[k].start + take[k], cells[k].length - take[k]});
         }
         rows_.push_back(row);
         dfs(size, cost + size, next);
@@ -100,8 +102,8 @@ class Search {
 
   // Enumerates the rows of `size` that take the first take[k] columns of each cell k.
   template <typename Visit>
-  void choose(const std::vector<Cell>& cells, std::vector<std::uint32_t>& take, std::size_t k,
-              std::size_t remaining, std::uint64_t row, Visit&& visit) {
+  void choose(const std::vector<Cell>& cells, std::vector<std::uint32_t>& take, std::size_t k, std::size_t remaining,
+              std::uint64_t row, Visit&& visit) {
     if (k == cells.size()) {
       if (remaining == 0) visit(row);
       return;
@@ -150,16 +152,13 @@ class Search {
 
 }  // namespace
 
-Result<CodeSearchResult> find_minimum_redundancy_code(std::size_t n, std::size_t b,
-                                                      const CodeSearchOptions& options) {
+Result<CodeSearchResult> find_minimum_redundancy_code(std::size_t n, std::size_t b, const CodeSearchOptions& options) {
   if (n == 0 || n > kMaxSearchNodes)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "code search: n = " + std::to_string(n) + " is not in [1, " +
-                          std::to_string(kMaxSearchNodes) + "]");
+    return make_error(ErrorCode::kInvalidArgument, "code search: n = " + std::to_string(n) + " is not in [1, " +
+                                                       std::to_string(kMaxSearchNodes) + "]");
   if (2 * b + 1 > n)
     return make_error(ErrorCode::kInvalidArgument,
-                      "code search: needs 2b + 1 <= n (n = " + std::to_string(n) + ", b = " +
-                          std::to_string(b) + ")");
+                      "code search: needs 2b + 1 <= n (n = " + std::to_string(n) + ", b = " + std::to_string(b) + ")");
   CodeSearchResult result;
   Search search(n, b, options);
   // Incumbent: the general construction for odd n, else n full rows (always b-tolerant for

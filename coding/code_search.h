@@ -34,10 +34,10 @@ struct CodeSearchOptions {
 };
 
 struct CodeSearchResult {
-  AllocationMatrix matrix;         // rows sorted by size, smallest first
+  AllocationMatrix matrix;  // rows sorted by size, smallest first
   std::size_t ones = 0;
   bool proven_optimal = false;
-  std::uint64_t visits = 0;        // search nodes visited
+  std::uint64_t visits = 0;           // search nodes visited
   std::size_t construction_ones = 0;  // the general construction's ones (0 for even n)
 };
 

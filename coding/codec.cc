@@ -13,8 +13,7 @@ const char* codec_id_name(CodecId id) noexcept {
   return entry != nullptr ? entry->name.data() : "unknown";  // table names are string literals
 }
 
-Result<std::vector<float>> Codec::decode(std::span<const std::uint8_t> bytes,
-                                         const GradientLayout& layout) const {
+Result<std::vector<float>> Codec::decode(std::span<const std::uint8_t> bytes, const GradientLayout& layout) const {
   std::vector<float> out(layout.total_size(), 0.0f);
   BALLOT_TRY(decode_add(bytes, layout, out, 1.0f));
   return out;
@@ -22,9 +21,8 @@ Result<std::vector<float>> Codec::decode(std::span<const std::uint8_t> bytes,
 
 Status Codec::load_state(std::span<const std::uint8_t> state, const GradientLayout&) {
   if (!state.empty()) {
-    return make_error(ErrorCode::kMalformed,
-                      std::string("codec ") + codec_id_name(id()) + " is stateless but got " +
-                          std::to_string(state.size()) + " bytes of state");
+    return make_error(ErrorCode::kMalformed, std::string("codec ") + codec_id_name(id()) + " is stateless but got " +
+                                                 std::to_string(state.size()) + " bytes of state");
   }
   return {};
 }

@@ -78,8 +78,7 @@ class Codec {
   virtual Granularity granularity() const noexcept = 0;
 
   // gradient.size() == layout.total_size(). O(d) for every codec (top-k: expected O(d) selection).
-  virtual EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                                 Rng& rng) = 0;
+  virtual EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) = 0;
 
   // accumulator[i] += weight * decoded[i]. accumulator.size() == layout.total_size() (caller
   // invariant). On error the accumulator is unchanged.
@@ -87,8 +86,7 @@ class Codec {
                             std::span<float> accumulator, float weight = 1.0f) const = 0;
 
   // The decoded gradient (zeros, then decode_add).
-  Result<std::vector<float>> decode(std::span<const std::uint8_t> bytes,
-                                    const GradientLayout& layout) const;
+  Result<std::vector<float>> decode(std::span<const std::uint8_t> bytes, const GradientLayout& layout) const;
 
   // Bytes of encode()'s output for `layout`: exact when exact_wire_size(), otherwise the largest
   // possible size (data-dependent codecs: threshold sparsification, Elias-coded QSGD).

@@ -104,7 +104,8 @@ Made make_dgc(const Spec& spec) {
   if (!(momentum >= 0.0 && momentum < 1.0)) return invalid(spec, "momentum must be in [0, 1)");
   if (!(clip >= 0.0 && std::isfinite(clip))) return invalid(spec, "clip must be finite and >= 0");
   if (warmup < 0) return invalid(spec, "warmup must be >= 0 rounds");
-  if (!(options.warmup_start > 0.0 && options.warmup_start <= 1.0)) return invalid(spec, "warmup_start must be in (0, 1]");
+  if (!(options.warmup_start > 0.0 && options.warmup_start <= 1.0))
+    return invalid(spec, "warmup_start must be in (0, 1]");
   if (!(options.sample > 0.0 && options.sample <= 1.0)) return invalid(spec, "sample must be in (0, 1]");
   options.momentum = static_cast<float>(momentum);
   options.clip = static_cast<float>(clip);
@@ -121,29 +122,38 @@ const CodecEntry kCodecs[] = {
     {"fp16", "", "fp16", "IEEE binary16, round to nearest even", &make_cast<FloatFormat::kFp16>, id(CodecId::kFp16)},
     {"bf16", "", "bf16", "bfloat16, round to nearest even", &make_cast<FloatFormat::kBf16>, id(CodecId::kBf16)},
     {"sign", "", "sign", "sign(g) (Bernstein et al., ICML 2018)", &make_sign, id(CodecId::kSign)},
-    {"scaled_sign", "granularity", "scaled_sign",
-     "(|g|_1/d) sign(g) (Karimireddy et al., ICML 2019)",
+    {"scaled_sign", "granularity", "scaled_sign", "(|g|_1/d) sign(g) (Karimireddy et al., ICML 2019)",
      &make_scaled_sign<SignKind::kScaledSign>, id(CodecId::kScaledSign)},
-    {"signum", "beta", "signum",
-     "sign of the momentum (Bernstein et al., ICML 2018)", &make_signum, id(CodecId::kSignum)},
-    {"onebit", "granularity", "onebit",
+    {"signum", "beta", "signum", "sign of the momentum (Bernstein et al., ICML 2018)", &make_signum,
+     id(CodecId::kSignum)},
+    {"onebit",
+     "granularity",
+     "onebit",
      "1-bit SGD with error feedback (Seide et al., Interspeech 2014)",
-     &make_scaled_sign<SignKind::kOneBit>, {.id = CodecId::kOneBit, .error_feedback = true}},
-    {"topk", "k ratio granularity", "topk:ratio=0.05",
-     "the k largest |g_i| (Aji & Heafield, EMNLP 2017)", &make_sparse<TopKCodec>, id(CodecId::kTopK)},
-    {"randomk", "k ratio granularity", "randomk:ratio=0.1",
-     "k random coordinates, unbiased (Stich et al. 2018)", &make_sparse<RandomKCodec>, id(CodecId::kRandomK)},
-    {"gtopk", "k ratio granularity", "gtopk:ratio=0.05",
+     &make_scaled_sign<SignKind::kOneBit>,
+     {.id = CodecId::kOneBit, .error_feedback = true}},
+    {"topk", "k ratio granularity", "topk:ratio=0.05", "the k largest |g_i| (Aji & Heafield, EMNLP 2017)",
+     &make_sparse<TopKCodec>, id(CodecId::kTopK)},
+    {"randomk", "k ratio granularity", "randomk:ratio=0.1", "k random coordinates, unbiased (Stich et al. 2018)",
+     &make_sparse<RandomKCodec>, id(CodecId::kRandomK)},
+    {"gtopk",
+     "k ratio granularity",
+     "gtopk:ratio=0.05",
      "global top-k with its own residual (Shi et al., ICDCS 2019)",
-     &make_sparse<GlobalTopKCodec>, {.id = CodecId::kGlobalTopK, .own_residual = true}},
-    {"threshold", "tau", "threshold:tau=0.8",
-     "every |g_i| >= tau (Strom, Interspeech 2015)", &make_threshold, id(CodecId::kThreshold)},
-    {"qsgd", "s elias granularity", "qsgd:s=16",
-     "stochastic s-level quantisation (Alistarh et al., NeurIPS 2017)", &make_qsgd, id(CodecId::kQsgd)},
-    {"terngrad", "clip granularity", "terngrad",
-     "stochastic ternary {-s, 0, s} (Wen et al., NeurIPS 2017)", &make_terngrad, id(CodecId::kTernGrad)},
-    {"dgc", "ratio momentum clip warmup warmup_start sample granularity", "dgc:ratio=0.05",
-     "deep gradient compression (Lin et al., ICLR 2018)", &make_dgc, {.id = CodecId::kDgc, .own_residual = true}},
+     &make_sparse<GlobalTopKCodec>,
+     {.id = CodecId::kGlobalTopK, .own_residual = true}},
+    {"threshold", "tau", "threshold:tau=0.8", "every |g_i| >= tau (Strom, Interspeech 2015)", &make_threshold,
+     id(CodecId::kThreshold)},
+    {"qsgd", "s elias granularity", "qsgd:s=16", "stochastic s-level quantisation (Alistarh et al., NeurIPS 2017)",
+     &make_qsgd, id(CodecId::kQsgd)},
+    {"terngrad", "clip granularity", "terngrad", "stochastic ternary {-s, 0, s} (Wen et al., NeurIPS 2017)",
+     &make_terngrad, id(CodecId::kTernGrad)},
+    {"dgc",
+     "ratio momentum clip warmup warmup_start sample granularity",
+     "dgc:ratio=0.05",
+     "deep gradient compression (Lin et al., ICLR 2018)",
+     &make_dgc,
+     {.id = CodecId::kDgc, .own_residual = true}},
 };
 
 }  // namespace

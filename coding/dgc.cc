@@ -84,9 +84,9 @@ EncodedGradient DgcCodec::encode(std::span<const float> gradient, const Gradient
     if (n < kExactBelow) {
       detail::select_top_k(v, n, budgets[s], indices);
     } else {
-      const double wanted = std::max(options_.sample * static_cast<double>(n),
-                                     kExpectedAboveInSample * static_cast<double>(n) /
-                                         static_cast<double>(std::max<std::size_t>(budgets[s], 1)));
+      const double wanted = std::max(
+          options_.sample * static_cast<double>(n),
+          kExpectedAboveInSample * static_cast<double>(n) / static_cast<double>(std::max<std::size_t>(budgets[s], 1)));
       const std::size_t samples = static_cast<std::size_t>(std::min(std::ceil(wanted), static_cast<double>(n)));
       detail::select_by_sampled_threshold(v, n, budgets[s], samples, rng, indices);
     }

@@ -55,10 +55,9 @@ class DgcCodec final : public Codec {
   Granularity granularity() const noexcept override { return options_.granularity; }
   const DgcOptions& options() const noexcept { return options_; }
 
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   // Upper bound: every segment at its largest budget of the schedule.
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
@@ -72,9 +71,9 @@ class DgcCodec final : public Codec {
   Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout) override;
   void reset_state() override;
 
-  std::span<const float> momentum() const noexcept { return momentum_; }     // u
-  std::span<const float> velocity() const noexcept { return velocity_; }     // v
-  std::uint64_t rounds() const noexcept { return rounds_; }                  // t
+  std::span<const float> momentum() const noexcept { return momentum_; }  // u
+  std::span<const float> velocity() const noexcept { return velocity_; }  // v
+  std::uint64_t rounds() const noexcept { return rounds_; }               // t
 
  private:
   DgcOptions options_;

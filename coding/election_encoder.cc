@@ -9,16 +9,20 @@ namespace ballot::coding {
 
 const char* input_rejection_name(InputRejection reason) noexcept {
   switch (reason) {
-    case InputRejection::kNotInRow: return "not-in-row";
-    case InputRejection::kWrongSize: return "wrong-size";
-    case InputRejection::kEquivocation: return "equivocation";
-    case InputRejection::kNull: return "null";
+    case InputRejection::kNotInRow:
+      return "not-in-row";
+    case InputRejection::kWrongSize:
+      return "wrong-size";
+    case InputRejection::kEquivocation:
+      return "equivocation";
+    case InputRejection::kNull:
+      return "null";
   }
   return "?";
 }
 
-void encode_replicated(const AllocationMatrix& g, std::size_t node,
-                       std::span<const BitVector> partition_signs, BitVector& vote) {
+void encode_replicated(const AllocationMatrix& g, std::size_t node, std::span<const BitVector> partition_signs,
+                       BitVector& vote) {
   BALLOT_ENFORCE_LT(node, g.n());
   BALLOT_ENFORCE_EQ(partition_signs.size(), g.n());
   std::vector<const BitVector*> inputs;

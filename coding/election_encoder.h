@@ -30,13 +30,13 @@ namespace ballot::coding {
 // Replicated placement: partition_signs[j] is sign(g_j) for every partition j (only the ones in
 // row `node` are read; all must have one size). Preconditions (BALLOT_ENFORCE): node < n,
 // partition_signs.size() == n.
-void encode_replicated(const AllocationMatrix& g, std::size_t node,
-                       std::span<const BitVector> partition_signs, BitVector& vote);
+void encode_replicated(const AllocationMatrix& g, std::size_t node, std::span<const BitVector> partition_signs,
+                       BitVector& vote);
 
 // One input received by a node in exchange placement (already authenticated by the transport).
 struct ExchangeInput {
-  std::uint32_t source = 0;             // the partition / node that produced it
-  const BitVector* signs = nullptr;     // null = announced but unusable (e.g. bad signature)
+  std::uint32_t source = 0;          // the partition / node that produced it
+  const BitVector* signs = nullptr;  // null = announced but unusable (e.g. bad signature)
 };
 
 enum class InputRejection : std::uint8_t {

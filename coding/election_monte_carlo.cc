@@ -19,7 +19,7 @@ using kernels::planes_for;
 
 constexpr std::uint64_t kPurposeMonteCarlo = 0x4D0C4E;
 constexpr int kProbabilityBits = 20;  // q to within 1e-6: far below Monte Carlo noise
-constexpr int kMaxPlanes = 16;  // counters up to 2 * AllocationMatrix::kMaxNodes < 2^16
+constexpr int kMaxPlanes = 16;        // counters up to 2 * AllocationMatrix::kMaxNodes < 2^16
 
 // 64 independent bits, each 1 with probability ⌊q·2^32⌋ / 2^32: consume the binary digits of q
 // from the least significant, x ← digit ? (x | r) : (x & r) with a fresh uniform word r, so that
@@ -40,8 +40,7 @@ Status check(std::size_t n, const MonteCarloOptions& o) {
   if (o.b > n)
     return make_error(ErrorCode::kInvalidArgument,
                       "monte carlo: b = " + std::to_string(o.b) + " exceeds n = " + std::to_string(n));
-  if (!(o.q >= 0.0 && o.q <= 1.0))
-    return make_error(ErrorCode::kInvalidArgument, "monte carlo: q must be in [0, 1]");
+  if (!(o.q >= 0.0 && o.q <= 1.0)) return make_error(ErrorCode::kInvalidArgument, "monte carlo: q must be in [0, 1]");
   if (o.trials == 0) return make_error(ErrorCode::kInvalidArgument, "monte carlo: trials must be > 0");
   return {};
 }
@@ -87,10 +86,21 @@ Result<MonteCarloEstimate> run(std::size_t n, const MonteCarloOptions& o, CodeFo
       std::swap(order[k], order[pick]);
       const std::uint32_t i = order[k];
       switch (o.attack) {
-        case ElectionAttack::kReverse: std::swap(plus[i], minus[i]); break;
-        case ElectionAttack::kDirectional: plus[i] = ~std::uint64_t{0}; minus[i] = 0; break;
-        case ElectionAttack::kRandom: plus[i] = rng.next_u64(); minus[i] = ~plus[i]; break;
-        case ElectionAttack::kOpposite: plus[i] = ~truth; minus[i] = truth; break;
+        case ElectionAttack::kReverse:
+          std::swap(plus[i], minus[i]);
+          break;
+        case ElectionAttack::kDirectional:
+          plus[i] = ~std::uint64_t{0};
+          minus[i] = 0;
+          break;
+        case ElectionAttack::kRandom:
+          plus[i] = rng.next_u64();
+          minus[i] = ~plus[i];
+          break;
+        case ElectionAttack::kOpposite:
+          plus[i] = ~truth;
+          minus[i] = truth;
+          break;
       }
     }
     // Decoder: X = #plus + #(not minus) = n + (P − M); P > M ⇔ X ≥ n + 1, P < M ⇔ X < n.
@@ -119,32 +129,33 @@ Result<MonteCarloEstimate> run(std::size_t n, const MonteCarloOptions& o, CodeFo
 
 const char* election_attack_name(ElectionAttack attack) noexcept {
   switch (attack) {
-    case ElectionAttack::kReverse: return "reverse";
-    case ElectionAttack::kDirectional: return "directional";
-    case ElectionAttack::kRandom: return "random";
-    case ElectionAttack::kOpposite: return "opposite";
+    case ElectionAttack::kReverse:
+      return "reverse";
+    case ElectionAttack::kDirectional:
+      return "directional";
+    case ElectionAttack::kRandom:
+      return "random";
+    case ElectionAttack::kOpposite:
+      return "opposite";
   }
   return "?";
 }
 
 Result<ElectionAttack> parse_election_attack(const std::string& name) {
-  for (const auto a : {ElectionAttack::kReverse, ElectionAttack::kDirectional,
-                       ElectionAttack::kRandom, ElectionAttack::kOpposite})
+  for (const auto a :
+       {ElectionAttack::kReverse, ElectionAttack::kDirectional, ElectionAttack::kRandom, ElectionAttack::kOpposite})
     if (name == election_attack_name(a)) return a;
   return make_error(ErrorCode::kInvalidArgument,
                     "unknown attack '" + name + "' (known: reverse, directional, random, opposite)");
 }
 
-const char* tie_rule_name(TieRule rule) noexcept {
-  return rule == TieRule::kPlusOne ? "ties+1" : "ties-abstain";
-}
+const char* tie_rule_name(TieRule rule) noexcept { return rule == TieRule::kPlusOne ? "ties+1" : "ties-abstain"; }
 
 Result<MonteCarloEstimate> estimate_error(const AllocationMatrix& g, const MonteCarloOptions& options) {
   return run(g.n(), options, [&g](Rng&) -> Result<const AllocationMatrix*> { return &g; });
 }
 
-Result<MonteCarloEstimate> estimate_error_bernoulli(std::size_t n, double r,
-                                                    const MonteCarloOptions& options) {
+Result<MonteCarloEstimate> estimate_error_bernoulli(std::size_t n, double r, const MonteCarloOptions& options) {
   std::optional<AllocationMatrix> current;
   return run(n, options, [&](Rng& rng) -> Result<const AllocationMatrix*> {
     BALLOT_ASSIGN_OR_RETURN(auto g, AllocationMatrix::bernoulli(n, r, rng.next_u64()));

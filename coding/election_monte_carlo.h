@@ -41,8 +41,8 @@ enum class TieRule : std::uint8_t { kPlusOne, kAbstain };
 const char* tie_rule_name(TieRule rule) noexcept;
 
 struct MonteCarloOptions {
-  std::size_t b = 0;                    // Byzantine nodes per trial
-  double q = 0.9;                       // P(partition sign = true sign)
+  std::size_t b = 0;  // Byzantine nodes per trial
+  double q = 0.9;     // P(partition sign = true sign)
   ElectionAttack attack = ElectionAttack::kReverse;
   TieRule ties = TieRule::kPlusOne;
   std::uint64_t trials = std::uint64_t{1} << 16;
@@ -52,15 +52,14 @@ struct MonteCarloOptions {
 struct MonteCarloEstimate {
   std::uint64_t trials = 0;
   std::uint64_t errors = 0;
-  double error = 0;           // errors / trials
-  double standard_error = 0;  // sqrt(p(1−p)/trials)
-  double mean_redundancy = 0; // r of the code(s) used
+  double error = 0;            // errors / trials
+  double standard_error = 0;   // sqrt(p(1−p)/trials)
+  double mean_redundancy = 0;  // r of the code(s) used
 };
 
 // Fixed code. Errors (kInvalidArgument): n = 0, b > n, q outside [0, 1], trials = 0.
 Result<MonteCarloEstimate> estimate_error(const AllocationMatrix& g, const MonteCarloOptions& options);
 // Bernoulli(r) ensemble, one draw per 64 trials; also the errors of AllocationMatrix::bernoulli.
-Result<MonteCarloEstimate> estimate_error_bernoulli(std::size_t n, double r,
-                                                    const MonteCarloOptions& options);
+Result<MonteCarloEstimate> estimate_error_bernoulli(std::size_t n, double r, const MonteCarloOptions& options);
 
 }  // namespace ballot::coding

@@ -15,14 +15,13 @@ std::string ErrorFeedback::spec() const {
   return text;
 }
 
-EncodedGradient ErrorFeedback::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                      Rng& rng) {
+EncodedGradient ErrorFeedback::encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   const std::size_t d = gradient.size();
   if (memory_.size() != d) memory_.assign(d, 0.0f);
   corrected_.resize(d);
   for (std::size_t i = 0; i < d; ++i) corrected_[i] = gradient[i] + memory_[i];  // p = g + e
-  EncodedGradient out = inner_->encode(corrected_, layout, rng);                  // Δ = C(p)
+  EncodedGradient out = inner_->encode(corrected_, layout, rng);                 // Δ = C(p)
   // e = p - Δ, with Δ exactly as every receiver decodes it.
   memory_.swap(corrected_);
   const Status status = inner_->decode_add(out.bytes, layout, memory_, -1.0f);
@@ -31,9 +30,7 @@ EncodedGradient ErrorFeedback::encode(std::span<const float> gradient, const Gra
   return out;
 }
 
-std::vector<std::uint8_t> ErrorFeedback::save_state() const {
-  return write_state(id(), memory_, inner_->save_state());
-}
+std::vector<std::uint8_t> ErrorFeedback::save_state() const { return write_state(id(), memory_, inner_->save_state()); }
 
 Status ErrorFeedback::load_state(std::span<const std::uint8_t> state, const GradientLayout& layout) {
   BALLOT_ASSIGN_OR_RETURN(StateView view, read_state(state, id(), layout));

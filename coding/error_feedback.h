@@ -23,10 +23,9 @@ class ErrorFeedback final : public Codec {
   CodecId id() const noexcept override { return inner_->id(); }
   std::string spec() const override;  // the inner spec with ",ef=1"
   Granularity granularity() const noexcept override { return inner_->granularity(); }
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override {
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override {
     return inner_->decode_add(bytes, layout, accumulator, weight);
   }
   std::size_t wire_size(const GradientLayout& layout) const override { return inner_->wire_size(layout); }

@@ -18,9 +18,8 @@ std::size_t total(std::span<const std::size_t> counts) {
 }
 
 // Top-k of `dense` per segment, as a sparse message.
-EncodedGradient sparse_top_k(std::span<const float> dense, const GradientLayout& layout,
-                             const SparseOptions& options, std::uint8_t flags,
-                             std::vector<std::size_t>* global_indices) {
+EncodedGradient sparse_top_k(std::span<const float> dense, const GradientLayout& layout, const SparseOptions& options,
+                             std::uint8_t flags, std::vector<std::size_t>* global_indices) {
   const auto segments = segments_of(layout, options.granularity);
   const auto budgets = detail::sparse_budgets(segments, options.k, options.ratio);
   std::vector<std::uint32_t> indices;
@@ -37,8 +36,7 @@ EncodedGradient sparse_top_k(std::span<const float> dense, const GradientLayout&
       if (global_indices != nullptr) global_indices->push_back(global);
     }
   }
-  return detail::write_sparse(CodecId::kGlobalTopK, options.granularity, flags, layout, budgets,
-                              indices, values);
+  return detail::write_sparse(CodecId::kGlobalTopK, options.granularity, flags, layout, budgets, indices, values);
 }
 
 }  // namespace
@@ -55,8 +53,7 @@ std::size_t GlobalTopKCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + 4 * segments.size() + 8 * total(budgets);
 }
 
-EncodedGradient GlobalTopKCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                        Rng&) {
+EncodedGradient GlobalTopKCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng&) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   if (residual_.size() != gradient.size()) residual_.assign(gradient.size(), 0.0f);
   // Shi et al. 2019, Alg. 2: accumulate the residual, select locally, keep the rest.
@@ -79,8 +76,7 @@ Status GlobalTopKCodec::decode_add(std::span<const std::uint8_t> bytes, const Gr
   return {};
 }
 
-Status GlobalTopKCodec::accept_global(std::span<const std::uint8_t> global,
-                                      const GradientLayout& layout) {
+Status GlobalTopKCodec::accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout) {
   BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(global, id(), kGlobalFlag, layout));
   if (!(view.header.flags & kGlobalFlag)) {
     return malformed("accept_global() got a worker message, not the aggregator's global set");
@@ -130,8 +126,7 @@ void GlobalTopKCodec::reset_state() {
 }
 
 Result<EncodedGradient> global_topk_reduce(std::span<const std::span<const std::uint8_t>> messages,
-                                           const GradientLayout& layout,
-                                           const GlobalTopKReduceOptions& options) {
+                                           const GradientLayout& layout, const GlobalTopKReduceOptions& options) {
   std::vector<float> sum(layout.total_size(), 0.0f);
   for (std::size_t m = 0; m < messages.size(); ++m) {
     auto view = detail::read_sparse(messages[m], CodecId::kGlobalTopK, 0, layout);

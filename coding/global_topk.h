@@ -28,11 +28,10 @@ class GlobalTopKCodec final : public Codec {
   const SparseOptions& options() const noexcept { return options_; }
 
   // The local top-k of gradient + residual. Afterwards the residual holds everything not sent.
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
   // Decodes a worker message or the aggregator's global message.
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 
@@ -55,15 +54,14 @@ class GlobalTopKCodec final : public Codec {
 };
 
 struct GlobalTopKReduceOptions {
-  SparseOptions budget;   // k of the global set (and its granularity)
-  bool average = false;   // send the mean over the messages instead of the sum
+  SparseOptions budget;  // k of the global set (and its granularity)
+  bool average = false;  // send the mean over the messages instead of the sum
 };
 
 // The aggregator side: validates every worker message (gtopk format, for `layout`), sums them and
 // returns the global message. An invalid message is an error naming its position (the caller
 // decides whether to drop that worker and retry).
 Result<EncodedGradient> global_topk_reduce(std::span<const std::span<const std::uint8_t>> messages,
-                                           const GradientLayout& layout,
-                                           const GlobalTopKReduceOptions& options);
+                                           const GradientLayout& layout, const GlobalTopKReduceOptions& options);
 
 }  // namespace ballot::coding

@@ -47,8 +47,7 @@ std::size_t QsgdCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + 4 + 4 * S + 8 + 8 * BitVector::words_for(d * max_elias_bits(options_.s));
 }
 
-EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                  Rng& rng) {
+EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   const std::size_t d = gradient.size();
   const auto segments = segments_of(layout, options_.granularity);
@@ -61,8 +60,9 @@ EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const Gradien
     // s/norm overflows float when the whole segment is subnormal (norm < s/FLT_MAX): clamp it, so
     // that an exact zero stays level 0 (0·inf would be NaN). The levels of such a segment lose
     // precision, in values below 1e-37 that decode to at most its subnormal norm.
-    inverse[k] = norm > 0 ? static_cast<float>(std::min(s / norm, static_cast<double>(std::numeric_limits<float>::max())))
-                          : 0.0f;
+    inverse[k] = norm > 0
+                     ? static_cast<float>(std::min(s / norm, static_cast<double>(std::numeric_limits<float>::max())))
+                     : 0.0f;
   }
   const detail::RoundingStream random(rng, d);
   EncodedGradient out;
@@ -208,8 +208,8 @@ Status QsgdCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
     const std::size_t end = std::min(d, begin + detail::kBlock), n = end - begin;
     std::fill(level.begin(), level.begin() + static_cast<std::ptrdiff_t>(n), 0.0f);
     for (int p = 0; p < planes; ++p) {
-      detail::unpack_block(streams.data() + stream_bytes * (1 + static_cast<std::size_t>(p)) + begin / 8,
-                           scratch, std::span<float>(bit.data(), n));
+      detail::unpack_block(streams.data() + stream_bytes * (1 + static_cast<std::size_t>(p)) + begin / 8, scratch,
+                           std::span<float>(bit.data(), n));
       detail::add_plane(bit.data(), n, static_cast<float>(1u << p), level.data());
     }
     detail::unpack_block(streams.data() + begin / 8, scratch, std::span<float>(sign.data(), n));
@@ -226,8 +226,7 @@ Status QsgdCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
 // ---- TernGrad -------------------------------------------------------------------------------
 
 std::string TernGradCodec::spec() const {
-  return "terngrad:clip=" + std::to_string(options_.clip) +
-         ",granularity=" + granularity_name(options_.granularity);
+  return "terngrad:clip=" + std::to_string(options_.clip) + ",granularity=" + granularity_name(options_.granularity);
 }
 
 std::size_t TernGradCodec::wire_size(const GradientLayout& layout) const {
@@ -235,8 +234,7 @@ std::size_t TernGradCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + 4 * S + 2 * detail::sign_bytes(layout.total_size());
 }
 
-EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                      Rng& rng) {
+EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   const std::size_t d = gradient.size();
   const auto segments = segments_of(layout, options_.granularity);
@@ -262,7 +260,7 @@ EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const Gra
       const double mean = moments.sum / static_cast<double>(n);
       const double variance = std::max(0.0, moments.sum_squares / static_cast<double>(n) - mean * mean);
       const float cut = static_cast<float>(options_.clip * std::sqrt(variance));
-      if (cut > 0) limit = cut;  // σ = 0 (a constant segment): nothing to clip
+      if (cut > 0) limit = cut;          // σ = 0 (a constant segment): nothing to clip
       if (scale > limit) scale = limit;  // NaN scale stays NaN
     } else {
       scale = detail::max_abs(x, n);
@@ -272,8 +270,8 @@ EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const Gra
     // non-finite scale keeps every coordinate so that the decoded values are non-finite too.
     const bool finite = std::isfinite(scale);
     const float inv = finite && scale > 0 ? 1.0f / scale : 0.0f;
-    detail::terngrad_quantize(random, gradient.data(), segments[k].offset, segments[k].offset + n, limit, inv,
-                              !finite, signs, mask);
+    detail::terngrad_quantize(random, gradient.data(), segments[k].offset, segments[k].offset + n, limit, inv, !finite,
+                              signs, mask);
   }
   return out;
 }

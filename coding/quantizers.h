@@ -41,10 +41,9 @@ class QsgdCodec final : public Codec {
   CodecId id() const noexcept override { return CodecId::kQsgd; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return options_.granularity; }
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
   bool exact_wire_size() const noexcept override { return !options_.elias; }
@@ -65,10 +64,9 @@ class TernGradCodec final : public Codec {
   CodecId id() const noexcept override { return CodecId::kTernGrad; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return options_.granularity; }
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 

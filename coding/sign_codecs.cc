@@ -12,22 +12,24 @@ namespace {
 
 std::size_t scales_per_segment(SignKind kind) {
   switch (kind) {
-    case SignKind::kSign: return 0;
-    case SignKind::kScaledSign: return 1;
-    case SignKind::kOneBit: return 2;
+    case SignKind::kSign:
+      return 0;
+    case SignKind::kScaledSign:
+      return 1;
+    case SignKind::kOneBit:
+      return 2;
   }
   return 0;
 }
 
-using detail::SplitSums;
 using detail::split_sums;
+using detail::SplitSums;
 
 // Writes header + scale placeholders + packed signs of `values`; `on_piece(s, lo, hi)` is called
 // for each block piece while the block is hot in cache (to accumulate the scales).
 template <typename OnPiece>
-EncodedGradient encode_signs(CodecId id, Granularity granularity, std::size_t num_scales,
-                             std::span<const float> values, const GradientLayout& layout,
-                             std::span<const Segment> segments, OnPiece&& on_piece) {
+EncodedGradient encode_signs(CodecId id, Granularity granularity, std::size_t num_scales, std::span<const float> values,
+                             const GradientLayout& layout, std::span<const Segment> segments, OnPiece&& on_piece) {
   EncodedGradient out;
   const std::size_t d = values.size();
   const std::size_t payload = 4 * num_scales + detail::sign_bytes(d);
@@ -49,9 +51,12 @@ EncodedGradient encode_signs(CodecId id, Granularity granularity, std::size_t nu
 
 CodecId SignCodec::id() const noexcept {
   switch (kind_) {
-    case SignKind::kSign: return CodecId::kSign;
-    case SignKind::kScaledSign: return CodecId::kScaledSign;
-    case SignKind::kOneBit: return CodecId::kOneBit;
+    case SignKind::kSign:
+      return CodecId::kSign;
+    case SignKind::kScaledSign:
+      return CodecId::kScaledSign;
+    case SignKind::kOneBit:
+      return CodecId::kOneBit;
   }
   return CodecId::kSign;
 }
@@ -64,12 +69,10 @@ std::string SignCodec::spec() const {
 
 std::size_t SignCodec::wire_size(const GradientLayout& layout) const {
   const std::size_t segments = granularity_ == Granularity::kModel ? 1 : layout.num_layers();
-  return kHeaderBytes + 4 * scales_per_segment(kind_) * segments +
-         detail::sign_bytes(layout.total_size());
+  return kHeaderBytes + 4 * scales_per_segment(kind_) * segments + detail::sign_bytes(layout.total_size());
 }
 
-EncodedGradient SignCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                  Rng&) {
+EncodedGradient SignCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng&) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   // Plain sign carries no scale, so its granularity is irrelevant: always "model" on the wire.
   const Granularity granularity = kind_ == SignKind::kSign ? Granularity::kModel : granularity_;
@@ -77,39 +80,34 @@ EncodedGradient SignCodec::encode(std::span<const float> gradient, const Gradien
   const std::size_t per_segment = scales_per_segment(kind_);
   const std::size_t num_scales = per_segment * segments.size();
   if (kind_ == SignKind::kSign) {
-    return encode_signs(id(), granularity, 0, gradient, layout, segments,
-                        [](std::size_t, std::size_t, std::size_t) {});
+    return encode_signs(id(), granularity, 0, gradient, layout, segments, [](std::size_t, std::size_t, std::size_t) {});
   }
   if (kind_ == SignKind::kScaledSign) {
     std::vector<double> l1(segments.size(), 0.0);
-    EncodedGradient out = encode_signs(
-        id(), granularity, num_scales, gradient, layout, segments,
-        [&](std::size_t s, std::size_t lo, std::size_t hi) {
-          l1[s] += detail::sum_abs(gradient.data() + lo, hi - lo);
-        });
+    EncodedGradient out = encode_signs(id(), granularity, num_scales, gradient, layout, segments,
+                                       [&](std::size_t s, std::size_t lo, std::size_t hi) {
+                                         l1[s] += detail::sum_abs(gradient.data() + lo, hi - lo);
+                                       });
     // Karimireddy et al. 2019, Alg. 1: C(v) = (‖v‖₁ / d) · sign(v), d of the segment.
     for (std::size_t s = 0; s < segments.size(); ++s) {
-      const float scale = segments[s].size == 0 ? 0.0f
-                                                : static_cast<float>(l1[s] / segments[s].size);
+      const float scale = segments[s].size == 0 ? 0.0f : static_cast<float>(l1[s] / segments[s].size);
       std::memcpy(out.bytes.data() + kHeaderBytes + 4 * s, &scale, 4);
     }
     return out;
   }
   std::vector<SplitSums> sums(segments.size());
-  EncodedGradient out = encode_signs(
-      id(), granularity, num_scales, gradient, layout, segments,
-      [&](std::size_t s, std::size_t lo, std::size_t hi) {
-        const SplitSums piece = split_sums(gradient.data() + lo, hi - lo);
-        sums[s].positive += piece.positive;
-        sums[s].negative += piece.negative;
-        sums[s].negatives += piece.negatives;
-      });
+  EncodedGradient out = encode_signs(id(), granularity, num_scales, gradient, layout, segments,
+                                     [&](std::size_t s, std::size_t lo, std::size_t hi) {
+                                       const SplitSums piece = split_sums(gradient.data() + lo, hi - lo);
+                                       sums[s].positive += piece.positive;
+                                       sums[s].negative += piece.negative;
+                                       sums[s].negatives += piece.negatives;
+                                     });
   // Seide et al. 2014: reconstruct each bit by the mean of the values it stands for.
   for (std::size_t s = 0; s < segments.size(); ++s) {
     const double positives = static_cast<double>(segments[s].size) - sums[s].negatives;
     const float a = positives > 0 ? static_cast<float>(sums[s].positive / positives) : 0.0f;
-    const float b = sums[s].negatives > 0 ? static_cast<float>(sums[s].negative / sums[s].negatives)
-                                          : 0.0f;
+    const float b = sums[s].negatives > 0 ? static_cast<float>(sums[s].negative / sums[s].negatives) : 0.0f;
     std::memcpy(out.bytes.data() + kHeaderBytes + 8 * s, &a, 4);
     std::memcpy(out.bytes.data() + kHeaderBytes + 8 * s + 4, &b, 4);
   }
@@ -119,9 +117,8 @@ EncodedGradient SignCodec::encode(std::span<const float> gradient, const Gradien
 namespace {
 
 // Shared decoder of the sign wire formats: validates everything, then accumulates block by block.
-Status decode_signs(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight, CodecId id,
-                    std::size_t per_segment) {
+Status decode_signs(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight, CodecId id, std::size_t per_segment) {
   BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
   BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id, 0, layout));
   if (per_segment == 0 && header.granularity != Granularity::kModel) {
@@ -129,8 +126,7 @@ Status decode_signs(std::span<const std::uint8_t> bytes, const GradientLayout& l
   }
   const auto segments = segments_of(layout, header.granularity);
   ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
-  BALLOT_ASSIGN_OR_RETURN(const auto scale_bytes,
-                          reader.take(per_segment * segments.size(), 4, "scales"));
+  BALLOT_ASSIGN_OR_RETURN(const auto scale_bytes, reader.take(per_segment * segments.size(), 4, "scales"));
   const std::size_t d = layout.total_size();
   BALLOT_ASSIGN_OR_RETURN(const auto words, reader.take(detail::sign_bytes(d), 1, "signs"));
   BALLOT_TRY(reader.expect_end());
@@ -174,8 +170,7 @@ std::size_t SignumCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + detail::sign_bytes(layout.total_size());
 }
 
-EncodedGradient SignumCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                    Rng&) {
+EncodedGradient SignumCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng&) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   if (momentum_.size() != gradient.size()) momentum_.assign(gradient.size(), 0.0f);
   // Bernstein et al. 2018, Alg. 3 (Signum): m <- β m + (1 - β) g (kernels/momentum.h, the same
@@ -191,8 +186,8 @@ EncodedGradient SignumCodec::encode(std::span<const float> gradient, const Gradi
   BitVector scratch;
   for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
     const std::size_t end = std::min(d, begin + detail::kBlock);
-    kernels::signum_momentum(std::span<float>(m + begin, end - begin),
-                             std::span<const float>(g + begin, end - begin), factors);
+    kernels::signum_momentum(std::span<float>(m + begin, end - begin), std::span<const float>(g + begin, end - begin),
+                             factors);
     detail::pack_block(std::span<const float>(m + begin, end - begin), scratch,
                        out.bytes.data() + kHeaderBytes + begin / 8);
   }
@@ -204,9 +199,7 @@ Status SignumCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradie
   return decode_signs(bytes, layout, accumulator, weight, id(), 0);
 }
 
-std::vector<std::uint8_t> SignumCodec::save_state() const {
-  return write_state(id(), momentum_);
-}
+std::vector<std::uint8_t> SignumCodec::save_state() const { return write_state(id(), momentum_); }
 
 Status SignumCodec::load_state(std::span<const std::uint8_t> state, const GradientLayout& layout) {
   BALLOT_ASSIGN_OR_RETURN(StateView view, read_state(state, id(), layout));

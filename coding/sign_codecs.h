@@ -29,10 +29,9 @@ class SignCodec final : public Codec {
   CodecId id() const noexcept override;
   std::string spec() const override;
   Granularity granularity() const noexcept override { return granularity_; }
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 
@@ -53,10 +52,9 @@ class SignumCodec final : public Codec {
   CodecId id() const noexcept override { return CodecId::kSignum; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return Granularity::kModel; }
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 

@@ -49,8 +49,7 @@ std::size_t TopKCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + 4 * segments.size() + 8 * total(budgets);
 }
 
-EncodedGradient TopKCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                  Rng&) {
+EncodedGradient TopKCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng&) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   const auto segments = segments_of(layout, options_.granularity);
   const auto budgets = detail::sparse_budgets(segments, options_.k, options_.ratio);
@@ -79,16 +78,13 @@ Status TopKCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
 
 // ---- threshold ------------------------------------------------------------------------------
 
-std::string ThresholdCodec::spec() const {
-  return "threshold:tau=" + std::to_string(options_.tau);
-}
+std::string ThresholdCodec::spec() const { return "threshold:tau=" + std::to_string(options_.tau); }
 
 std::size_t ThresholdCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + 4 + 8 * layout.total_size();
 }
 
-EncodedGradient ThresholdCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                       Rng&) {
+EncodedGradient ThresholdCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng&) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   std::vector<std::uint32_t> indices;
   detail::select_above(gradient.data(), gradient.size(), options_.tau, indices);
@@ -116,14 +112,12 @@ std::size_t RandomKCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + 4 * segments.size() + 24 + 4 * total(budgets);
 }
 
-EncodedGradient RandomKCodec::encode(std::span<const float> gradient, const GradientLayout& layout,
-                                     Rng& rng) {
+EncodedGradient RandomKCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   const auto segments = segments_of(layout, options_.granularity);
   const auto budgets = detail::sparse_budgets(segments, options_.k, options_.ratio);
   EncodedGradient out;
-  write_header(out.bytes, id(), options_.granularity, 0, layout,
-               4 * segments.size() + 24 + 4 * total(budgets));
+  write_header(out.bytes, id(), options_.granularity, 0, layout, 4 * segments.size() + 24 + 4 * total(budgets));
   for (std::size_t c : budgets) append_pod<std::uint32_t>(out.bytes, static_cast<std::uint32_t>(c));
   append_pod<std::uint64_t>(out.bytes, rng.seed());
   append_pod<std::uint64_t>(out.bytes, rng.stream());
@@ -135,9 +129,9 @@ EncodedGradient RandomKCodec::encode(std::span<const float> gradient, const Grad
     indices.clear();
     random_subset(rng, segments[s].size, budgets[s], indices);
     // Unbiased: each coordinate is kept with probability k/n, so scale by n/k.
-    const float scale = budgets[s] == 0 ? 0.0f
-                                        : static_cast<float>(static_cast<double>(segments[s].size) /
-                                                             static_cast<double>(budgets[s]));
+    const float scale =
+        budgets[s] == 0 ? 0.0f
+                        : static_cast<float>(static_cast<double>(segments[s].size) / static_cast<double>(budgets[s]));
     for (std::uint32_t i : indices) values.push_back(scale * gradient[segments[s].offset + i]);
   }
   append_pods<float>(out.bytes, values);

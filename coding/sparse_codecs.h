@@ -20,8 +20,8 @@
 namespace ballot::coding {
 
 struct SparseOptions {
-  std::size_t k = 0;     // a count when > 0
-  double ratio = 0.01;   // otherwise this fraction of each segment
+  std::size_t k = 0;    // a count when > 0
+  double ratio = 0.01;  // otherwise this fraction of each segment
   Granularity granularity = Granularity::kModel;
 };
 
@@ -32,10 +32,9 @@ class TopKCodec final : public Codec {
   CodecId id() const noexcept override { return CodecId::kTopK; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return options_.granularity; }
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 
@@ -50,10 +49,9 @@ class RandomKCodec final : public Codec {
   CodecId id() const noexcept override { return CodecId::kRandomK; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return options_.granularity; }
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 
@@ -72,10 +70,9 @@ class ThresholdCodec final : public Codec {
   CodecId id() const noexcept override { return CodecId::kThreshold; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return Granularity::kModel; }
-  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout,
-                         Rng& rng) override;
-  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
-                    std::span<float> accumulator, float weight = 1.0f) const override;
+  EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
+  Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
+                    float weight = 1.0f) const override;
   // Upper bound (every coordinate kept): 24 + 4 + 8d.
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;

@@ -16,22 +16,21 @@ using kernels::bitsliced_greater_equal;
 
 // Lane constants: bit k of kLane[j] is bit j of k, i.e. the sign of partition j < 6 in pattern
 // 64w + k.
-constexpr std::uint64_t kLane[6] = {0xAAAAAAAAAAAAAAAAull, 0xCCCCCCCCCCCCCCCCull,
-                                    0xF0F0F0F0F0F0F0F0ull, 0xFF00FF00FF00FF00ull,
-                                    0xFFFF0000FFFF0000ull, 0xFFFFFFFF00000000ull};
+constexpr std::uint64_t kLane[6] = {0xAAAAAAAAAAAAAAAAull, 0xCCCCCCCCCCCCCCCCull, 0xF0F0F0F0F0F0F0F0ull,
+                                    0xFF00FF00FF00FF00ull, 0xFFFF0000FFFF0000ull, 0xFFFFFFFF00000000ull};
 constexpr int kPlanes = 5;  // counters up to 31 >= kMaxCertifiedNodes
 
 // Everything a pass over the patterns needs, precomputed once per matrix.
 struct PatternSpace {
   std::size_t n = 0;
-  int low_bits = 0;            // min(n, 6): partitions that vary inside a word
-  std::uint64_t num_words = 0;  // 2^(n-6), or 1 when n <= 6
-  std::uint64_t valid = 0;      // valid lanes (all 64 unless n < 6)
-  std::vector<std::uint64_t> rows;        // row masks
-  std::vector<std::uint64_t> high;        // row bits >= 6, shifted down by 6
+  int low_bits = 0;                                    // min(n, 6): partitions that vary inside a word
+  std::uint64_t num_words = 0;                         // 2^(n-6), or 1 when n <= 6
+  std::uint64_t valid = 0;                             // valid lanes (all 64 unless n < 6)
+  std::vector<std::uint64_t> rows;                     // row masks
+  std::vector<std::uint64_t> high;                     // row bits >= 6, shifted down by 6
   std::vector<std::vector<std::uint64_t>> vote_table;  // [node][h]: lanes voting +1
-  std::vector<std::uint64_t> mu_table;      // [h]: lanes where μ = +1
-  std::vector<std::uint64_t> strict_table;  // [h]: lanes where the partition majority is strict
+  std::vector<std::uint64_t> mu_table;                 // [h]: lanes where μ = +1
+  std::vector<std::uint64_t> strict_table;             // [h]: lanes where the partition majority is strict
 
   explicit PatternSpace(const AllocationMatrix& g) : n(g.n()) {
     low_bits = static_cast<int>(std::min<std::size_t>(n, 6));
@@ -42,8 +41,7 @@ struct PatternSpace {
     const auto lanes_where = [&](std::uint64_t low_mask, auto predicate) {
       std::uint64_t word = 0;
       for (std::size_t k = 0; k < lanes; ++k)
-        if (predicate(static_cast<std::size_t>(std::popcount(low_mask & k))))
-          word |= std::uint64_t{1} << k;
+        if (predicate(static_cast<std::size_t>(std::popcount(low_mask & k)))) word |= std::uint64_t{1} << k;
       return word;
     };
     const std::size_t high_count = n - static_cast<std::size_t>(low_bits);
@@ -97,8 +95,7 @@ std::size_t lane_count(const std::uint64_t* planes, int lane) {
 
 // Builds the counter-example for `pattern`: the Byzantine set is the first `size` nodes that
 // vote the target honestly (under (b): among those whose own partition has sign −target).
-CounterExample make_counter_example(const PatternSpace& s, std::uint64_t pattern, ThreatModel model,
-                                    std::size_t size) {
+CounterExample make_counter_example(const PatternSpace& s, std::uint64_t pattern, ThreatModel model, std::size_t size) {
   const PatternVotes votes = evaluate(s, pattern);
   CounterExample ce;
   ce.pattern = pattern;
@@ -107,8 +104,7 @@ CounterExample make_counter_example(const PatternSpace& s, std::uint64_t pattern
   for (std::size_t i = 0; i < s.n; ++i) {
     if (votes.vote[i] != votes.mu) continue;
     ++correct;
-    const bool eligible = model == ThreatModel::kVotesOnly ||
-                          (((pattern >> i) & 1u) ? 1 : -1) != votes.mu;
+    const bool eligible = model == ThreatModel::kVotesOnly || (((pattern >> i) & 1u) ? 1 : -1) != votes.mu;
     if (eligible && ce.byzantine.size() < size) ce.byzantine.push_back(static_cast<std::uint32_t>(i));
   }
   ce.correct_votes = correct - ce.byzantine.size();
@@ -143,10 +139,9 @@ void count_word(const PatternSpace& s, std::uint64_t w, WordCounts& out) {
 
 Status check_size(const AllocationMatrix& g) {
   if (g.n() == 0 || g.n() > kMaxCertifiedNodes)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "tolerance certificate: n = " + std::to_string(g.n()) +
-                          " is not in [1, " + std::to_string(kMaxCertifiedNodes) +
-                          "] (use the Monte Carlo estimate or structural_bound beyond)");
+    return make_error(ErrorCode::kInvalidArgument, "tolerance certificate: n = " + std::to_string(g.n()) +
+                                                       " is not in [1, " + std::to_string(kMaxCertifiedNodes) +
+                                                       "] (use the Monte Carlo estimate or structural_bound beyond)");
   return {};
 }
 
@@ -157,8 +152,10 @@ std::size_t votes_needed(std::size_t n) { return n / 2 + 1; }
 
 const char* threat_model_name(ThreatModel model) noexcept {
   switch (model) {
-    case ThreatModel::kVotesOnly: return "votes-only (a)";
-    case ThreatModel::kVotesAndSources: return "votes+sources (b)";
+    case ThreatModel::kVotesOnly:
+      return "votes-only (a)";
+    case ThreatModel::kVotesAndSources:
+      return "votes+sources (b)";
   }
   return "?";
 }
@@ -266,8 +263,10 @@ StructuralBound structural_bound(const AllocationMatrix& g) {
   std::vector<std::size_t> size(n);
   for (std::size_t i = 0; i < n; ++i) {
     size[i] = g.row_size(i);
-    if (size[i] == n) ++bound.full_rows;
-    else if (size[i] == 1) singles.push_back(i);
+    if (size[i] == n)
+      ++bound.full_rows;
+    else if (size[i] == 1)
+      singles.push_back(i);
     if (size[i] + 2 >= n && size[i] < n) complements.push_back(i);
   }
   // Bipartite graph singleton rows {p} -- rows R with p ∉ R and |R| >= n − 2; a maximum

@@ -58,9 +58,9 @@ struct CounterExample {
   // Bit j = 1 iff partition j's sign is +1. Under (b) the bits of the Byzantine partitions are the
   // input the adversary feeds to every node of their columns (−target).
   std::uint64_t pattern = 0;
-  int target = 1;                         // μ(pattern) under (a); τ under (b). ±1
-  std::vector<std::uint32_t> byzantine;   // the coalition, ascending node ids
-  std::size_t correct_votes = 0;          // final votes equal to target after the attack
+  int target = 1;                        // μ(pattern) under (a); τ under (b). ±1
+  std::vector<std::uint32_t> byzantine;  // the coalition, ascending node ids
+  std::size_t correct_votes = 0;         // final votes equal to target after the attack
 
   std::string to_string(std::size_t n) const;  // "u = +-+++ target +1 byzantine {2} correct 2/5"
 };

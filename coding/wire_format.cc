@@ -18,8 +18,8 @@ std::uint32_t layout_digest(const GradientLayout& layout) noexcept {
   return hash;
 }
 
-void write_header(std::vector<std::uint8_t>& out, CodecId codec, Granularity granularity,
-                  std::uint8_t flags, const GradientLayout& layout, std::size_t payload_reserve) {
+void write_header(std::vector<std::uint8_t>& out, CodecId codec, Granularity granularity, std::uint8_t flags,
+                  const GradientLayout& layout, std::size_t payload_reserve) {
   BALLOT_ENFORCE_LE(layout.num_layers(), std::size_t{UINT32_MAX});
   out.clear();
   out.reserve(kHeaderBytes + payload_reserve);
@@ -36,15 +36,13 @@ void write_header(std::vector<std::uint8_t>& out, CodecId codec, Granularity gra
   append_pod<std::uint32_t>(out, layout_digest(layout));
 }
 
-Error malformed(const std::string& message) {
-  return make_error(ErrorCode::kMalformed, message);
-}
+Error malformed(const std::string& message) { return make_error(ErrorCode::kMalformed, message); }
 
-Result<WireHeader> read_header(std::span<const std::uint8_t> bytes, CodecId expected,
-                               std::uint8_t allowed_flags, const GradientLayout& layout) {
+Result<WireHeader> read_header(std::span<const std::uint8_t> bytes, CodecId expected, std::uint8_t allowed_flags,
+                               const GradientLayout& layout) {
   if (bytes.size() < kHeaderBytes) {
-    return malformed("encoded gradient of " + std::to_string(bytes.size()) +
-                     " bytes is shorter than the " + std::to_string(kHeaderBytes) + "-byte header");
+    return malformed("encoded gradient of " + std::to_string(bytes.size()) + " bytes is shorter than the " +
+                     std::to_string(kHeaderBytes) + "-byte header");
   }
   if (bytes[0] != 'B' || bytes[1] != 'G') return malformed("bad magic in encoded gradient");
   if (bytes[2] != kWireVersion) {
@@ -53,15 +51,14 @@ Result<WireHeader> read_header(std::span<const std::uint8_t> bytes, CodecId expe
   WireHeader header;
   header.codec = static_cast<CodecId>(bytes[3]);
   if (header.codec != expected) {
-    return malformed(std::string("encoded gradient is codec id ") + std::to_string(bytes[3]) +
-                     ", expected " + codec_id_name(expected));
+    return malformed(std::string("encoded gradient is codec id ") + std::to_string(bytes[3]) + ", expected " +
+                     codec_id_name(expected));
   }
   if (bytes[4] > 1) return malformed("bad granularity " + std::to_string(bytes[4]));
   header.granularity = static_cast<Granularity>(bytes[4]);
   header.flags = bytes[5];
   if ((header.flags & ~allowed_flags) != 0) {
-    return malformed("unknown flags " + std::to_string(header.flags) + " for " +
-                     codec_id_name(expected));
+    return malformed("unknown flags " + std::to_string(header.flags) + " for " + codec_id_name(expected));
   }
   if (bytes[6] != 0 || bytes[7] != 0) return malformed("reserved header bytes are not zero");
   header.d = load_pod<std::uint64_t>(bytes.data() + 8);
@@ -72,8 +69,8 @@ Result<WireHeader> read_header(std::span<const std::uint8_t> bytes, CodecId expe
                      std::to_string(layout.total_size()));
   }
   if (header.num_layers != layout.num_layers() || header.layout_digest != layout_digest(layout)) {
-    return malformed("encoded gradient was made for a different layout (" +
-                     std::to_string(header.num_layers) + " layers)");
+    return malformed("encoded gradient was made for a different layout (" + std::to_string(header.num_layers) +
+                     " layers)");
   }
   return header;
 }
@@ -99,16 +96,15 @@ std::vector<std::uint8_t> write_state(CodecId codec, std::span<const float> memo
   return out;
 }
 
-Result<StateView> read_state(std::span<const std::uint8_t> bytes, CodecId codec,
-                             const GradientLayout& layout) {
+Result<StateView> read_state(std::span<const std::uint8_t> bytes, CodecId codec, const GradientLayout& layout) {
   ByteReader reader(bytes, "codec state");
   BALLOT_ASSIGN_OR_RETURN(const auto magic, reader.take(8, 1, "state header"));
   if (magic[0] != 'B' || magic[1] != 'S' || magic[2] != kWireVersion) {
     return malformed("bad codec state magic or version");
   }
   if (magic[3] != static_cast<std::uint8_t>(codec)) {
-    return malformed(std::string("codec state is for codec id ") + std::to_string(magic[3]) +
-                     ", expected " + codec_id_name(codec));
+    return malformed(std::string("codec state is for codec id ") + std::to_string(magic[3]) + ", expected " +
+                     codec_id_name(codec));
   }
   if (magic[4] != 0 || magic[5] != 0 || magic[6] != 0 || magic[7] != 0) {
     return malformed("reserved codec state bytes are not zero");

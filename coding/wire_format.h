@@ -46,13 +46,13 @@ struct WireHeader {
 std::uint32_t layout_digest(const GradientLayout& layout) noexcept;
 
 // Starts an encoding: `out` becomes the header, with `payload_reserve` more bytes reserved.
-void write_header(std::vector<std::uint8_t>& out, CodecId codec, Granularity granularity,
-                  std::uint8_t flags, const GradientLayout& layout, std::size_t payload_reserve);
+void write_header(std::vector<std::uint8_t>& out, CodecId codec, Granularity granularity, std::uint8_t flags,
+                  const GradientLayout& layout, std::size_t payload_reserve);
 
 // Parses and checks the header against the expected codec, the allowed flag bits and the layout.
 // Returns the header; the payload starts at kHeaderBytes.
-Result<WireHeader> read_header(std::span<const std::uint8_t> bytes, CodecId expected,
-                               std::uint8_t allowed_flags, const GradientLayout& layout);
+Result<WireHeader> read_header(std::span<const std::uint8_t> bytes, CodecId expected, std::uint8_t allowed_flags,
+                               const GradientLayout& layout);
 
 // The coordinate ranges a codec works on: one for the whole model, one per layer otherwise.
 struct Segment {
@@ -86,12 +86,11 @@ Error malformed(const std::string& message);
 std::vector<std::uint8_t> write_state(CodecId codec, std::span<const float> memory,
                                       std::span<const std::uint8_t> inner = {});
 struct StateView {
-  std::vector<float> memory;             // empty when the saved codec had no state yet
-  std::span<const std::uint8_t> inner;   // the wrapped codec's state blob
+  std::vector<float> memory;            // empty when the saved codec had no state yet
+  std::span<const std::uint8_t> inner;  // the wrapped codec's state blob
 };
 // Validates a state blob against the codec and the layout (d must be 0 or layout.total_size()).
-Result<StateView> read_state(std::span<const std::uint8_t> bytes, CodecId codec,
-                             const GradientLayout& layout);
+Result<StateView> read_state(std::span<const std::uint8_t> bytes, CodecId codec, const GradientLayout& layout);
 
 template <typename T>
 inline T load_pod(const std::uint8_t* at) {

@@ -23,13 +23,13 @@ struct AlignedAllocator {
   AlignedAllocator(const AlignedAllocator<U, Alignment>&) noexcept {}  // NOLINT: implicit
 
   T* allocate(std::size_t count) {
-    return static_cast<T*>(::operator new(count * sizeof(T), std::align_val_t{Alignment}));
+    return static_cast<T*>(::operator new (count * sizeof(T), std::align_val_t{Alignment}));
   }
-  void deallocate(T* pointer, std::size_t) noexcept {
-    ::operator delete(pointer, std::align_val_t{Alignment});
-  }
+  void deallocate(T* pointer, std::size_t) noexcept { ::operator delete (pointer, std::align_val_t{Alignment}); }
   template <typename U>
-  bool operator==(const AlignedAllocator<U, Alignment>&) const noexcept { return true; }
+  bool operator==(const AlignedAllocator<U, Alignment>&) const noexcept {
+    return true;
+  }
 };
 
 // A cache-line aligned std::vector.

@@ -12,10 +12,9 @@ BitVector::BitVector(std::size_t size, bool value) { resize(size, value); }
 
 Result<BitVector> BitVector::from_words(std::size_t size, std::span<const std::uint64_t> words) {
   if (words.size() != words_for(size)) {
-    return make_error(ErrorCode::kMalformed,
-                      "sign vector of " + std::to_string(size) + " coordinates needs " +
-                          std::to_string(words_for(size)) + " words, got " +
-                          std::to_string(words.size()));
+    return make_error(ErrorCode::kMalformed, "sign vector of " + std::to_string(size) + " coordinates needs " +
+                                                 std::to_string(words_for(size)) + " words, got " +
+                                                 std::to_string(words.size()));
   }
   BitVector out;
   out.size_ = size;
@@ -71,9 +70,7 @@ void BitVector::clear_padding() noexcept {
   if (!words_.empty()) words_.back() &= last_word_mask();
 }
 
-bool BitVector::padding_is_clear() const noexcept {
-  return words_.empty() || (words_.back() & ~last_word_mask()) == 0;
-}
+bool BitVector::padding_is_clear() const noexcept { return words_.empty() || (words_.back() & ~last_word_mask()) == 0; }
 
 std::size_t BitVector::count_ones() const noexcept {
   std::size_t total = 0;

@@ -107,8 +107,7 @@ class ByteReader {
   // The bytes must be consumed exactly: trailing bytes are an error too.
   Status expect_end() const {
     if (remaining() == 0) return {};
-    return make_error(ErrorCode::kMalformed,
-                      std::to_string(remaining()) + " trailing bytes after the " + context_);
+    return make_error(ErrorCode::kMalformed, std::to_string(remaining()) + " trailing bytes after the " + context_);
   }
   // A kMalformed error about this input: "<context>: <why>".
   Error malformed(const std::string& why) const {
@@ -117,8 +116,8 @@ class ByteReader {
 
  private:
   Error truncated(const char* field) const {
-    return make_error(ErrorCode::kMalformed, std::string(context_) + " truncated while reading " + field +
-                                                 " at byte " + std::to_string(pos_));
+    return make_error(ErrorCode::kMalformed,
+                      std::string(context_) + " truncated while reading " + field + " at byte " + std::to_string(pos_));
   }
   std::span<const std::uint8_t> bytes_;
   const char* context_;

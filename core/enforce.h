@@ -16,12 +16,10 @@ class EnforceError : public std::logic_error {
 };
 
 namespace detail {
-[[noreturn]] void enforce_failed(const char* file, int line, const char* expression,
-                                 const std::string& detail);
+[[noreturn]] void enforce_failed(const char* file, int line, const char* expression, const std::string& detail);
 
 template <typename A, typename B>
-[[noreturn]] void enforce_compare_failed(const char* file, int line, const char* expression,
-                                         const A& a, const B& b) {
+[[noreturn]] void enforce_compare_failed(const char* file, int line, const char* expression, const A& a, const B& b) {
   std::ostringstream out;
   out << "left = " << a << ", right = " << b;
   enforce_failed(file, line, expression, out.str());
@@ -29,19 +27,17 @@ template <typename A, typename B>
 }  // namespace detail
 }  // namespace ballot
 
-#define BALLOT_ENFORCE(cond, ...)                                                         \
-  do {                                                                                    \
-    if (!(cond)) ::ballot::detail::enforce_failed(__FILE__, __LINE__, #cond,              \
-                                                  ::std::string{__VA_ARGS__});            \
+#define BALLOT_ENFORCE(cond, ...)                                                                         \
+  do {                                                                                                    \
+    if (!(cond)) ::ballot::detail::enforce_failed(__FILE__, __LINE__, #cond, ::std::string{__VA_ARGS__}); \
   } while (false)
 
-#define BALLOT_ENFORCE_OP_(a, b, op)                                                      \
-  do {                                                                                    \
-    const auto& ballot_a_ = (a);                                                          \
-    const auto& ballot_b_ = (b);                                                          \
-    if (!(ballot_a_ op ballot_b_))                                                        \
-      ::ballot::detail::enforce_compare_failed(__FILE__, __LINE__, #a " " #op " " #b,     \
-                                               ballot_a_, ballot_b_);                     \
+#define BALLOT_ENFORCE_OP_(a, b, op)                                                                         \
+  do {                                                                                                       \
+    const auto& ballot_a_ = (a);                                                                             \
+    const auto& ballot_b_ = (b);                                                                             \
+    if (!(ballot_a_ op ballot_b_))                                                                           \
+      ::ballot::detail::enforce_compare_failed(__FILE__, __LINE__, #a " " #op " " #b, ballot_a_, ballot_b_); \
   } while (false)
 
 #define BALLOT_ENFORCE_EQ(a, b) BALLOT_ENFORCE_OP_(a, b, ==)

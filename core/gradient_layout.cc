@@ -10,8 +10,7 @@ GradientLayout GradientLayout::whole(std::size_t size, std::string name) {
   return layout;
 }
 
-Result<GradientLayout> GradientLayout::from_sizes(
-    const std::vector<std::pair<std::string, std::size_t>>& layers) {
+Result<GradientLayout> GradientLayout::from_sizes(const std::vector<std::pair<std::string, std::size_t>>& layers) {
   GradientLayout layout;
   for (const auto& [name, size] : layers) {
     if (name.empty()) return make_error(ErrorCode::kInvalidArgument, "layer name is empty");

@@ -31,8 +31,7 @@ class GradientLayout {
   static GradientLayout whole(std::size_t size, std::string name = "model");
 
   // Builds a layout from (name, size) pairs; names must be non-empty and unique.
-  static Result<GradientLayout> from_sizes(
-      const std::vector<std::pair<std::string, std::size_t>>& layers);
+  static Result<GradientLayout> from_sizes(const std::vector<std::pair<std::string, std::size_t>>& layers);
 
   // Appends a layer after the last one and returns its index. The name must be non-empty and new
   // (a duplicate is a caller bug: BALLOT_ENFORCE).

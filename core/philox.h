@@ -15,8 +15,7 @@ struct PhiloxBlock {
 };
 
 namespace detail {
-BALLOT_HOST_DEVICE inline void philox_mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi,
-                                              std::uint32_t& lo) {
+BALLOT_HOST_DEVICE inline void philox_mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
   const std::uint64_t product = static_cast<std::uint64_t>(a) * b;
   hi = static_cast<std::uint32_t>(product >> 32);
   lo = static_cast<std::uint32_t>(product);
@@ -24,8 +23,7 @@ BALLOT_HOST_DEVICE inline void philox_mulhilo(std::uint32_t a, std::uint32_t b, 
 }  // namespace detail
 
 // counter: 128 bits as four 32-bit words (word 0 least significant); key: 64 bits.
-BALLOT_HOST_DEVICE inline PhiloxBlock philox4x32_10(PhiloxBlock counter, std::uint32_t key0,
-                                                   std::uint32_t key1) {
+BALLOT_HOST_DEVICE inline PhiloxBlock philox4x32_10(PhiloxBlock counter, std::uint32_t key0, std::uint32_t key1) {
   constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
   constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
   std::uint32_t* c = counter.v;

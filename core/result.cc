@@ -6,17 +6,28 @@ namespace ballot {
 
 const char* error_code_name(ErrorCode code) noexcept {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kPrecondition: return "precondition";
-    case ErrorCode::kMalformed: return "malformed";
-    case ErrorCode::kLimitExceeded: return "limit exceeded";
-    case ErrorCode::kAuthentication: return "authentication";
-    case ErrorCode::kReplay: return "replay";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kIo: return "i/o";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kPrecondition:
+      return "precondition";
+    case ErrorCode::kMalformed:
+      return "malformed";
+    case ErrorCode::kLimitExceeded:
+      return "limit exceeded";
+    case ErrorCode::kAuthentication:
+      return "authentication";
+    case ErrorCode::kReplay:
+      return "replay";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kIo:
+      return "i/o";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

@@ -17,17 +17,17 @@ namespace ballot {
 
 // Stable codes: tools and tests branch on them, people read the message.
 enum class ErrorCode : std::uint8_t {
-  kInvalidArgument,   // a caller- or user-supplied value is out of its documented domain
-  kPrecondition,      // a documented bound does not hold (e.g. Krum needs n >= 2f + 3)
-  kMalformed,         // bytes that do not parse: truncated, bad magic, bad length, bad index
-  kLimitExceeded,     // a length or count above a configured limit
-  kAuthentication,    // a bad signature, certificate or identity
-  kReplay,            // an old round or an already-seen sequence number
-  kTimeout,           // a deadline passed
-  kIo,                // the operating system or the network failed
-  kNotFound,          // a file, key or peer that should exist does not
-  kUnavailable,       // a feature not built in (e.g. CUDA) or no device present
-  kInternal,          // a bug of ours, reported instead of crashing a long-running process
+  kInvalidArgument,  // a caller- or user-supplied value is out of its documented domain
+  kPrecondition,     // a documented bound does not hold (e.g. Krum needs n >= 2f + 3)
+  kMalformed,        // bytes that do not parse: truncated, bad magic, bad length, bad index
+  kLimitExceeded,    // a length or count above a configured limit
+  kAuthentication,   // a bad signature, certificate or identity
+  kReplay,           // an old round or an already-seen sequence number
+  kTimeout,          // a deadline passed
+  kIo,               // the operating system or the network failed
+  kNotFound,         // a file, key or peer that should exist does not
+  kUnavailable,      // a feature not built in (e.g. CUDA) or no device present
+  kInternal,         // a bug of ours, reported instead of crashing a long-running process
 };
 
 // A short lowercase name for the code ("malformed"), for logs and reports.
@@ -42,8 +42,7 @@ struct Error {
   std::string to_string() const;
 };
 
-inline Error make_error(ErrorCode code, std::string message,
-                        std::optional<std::uint32_t> peer = std::nullopt) {
+inline Error make_error(ErrorCode code, std::string message, std::optional<std::uint32_t> peer = std::nullopt) {
   return Error{code, std::move(message), peer};
 }
 
@@ -54,22 +53,37 @@ class [[nodiscard]] Result {
  public:
   static_assert(!std::is_same_v<std::remove_cv_t<T>, Error>, "Result<Error> is ambiguous");
 
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit
   Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit
 
   bool ok() const noexcept { return state_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
 
-  T& value() & { check_value(); return std::get<0>(state_); }
-  const T& value() const& { check_value(); return std::get<0>(state_); }
-  T&& value() && { check_value(); return std::get<0>(std::move(state_)); }
+  T& value() & {
+    check_value();
+    return std::get<0>(state_);
+  }
+  const T& value() const& {
+    check_value();
+    return std::get<0>(state_);
+  }
+  T&& value() && {
+    check_value();
+    return std::get<0>(std::move(state_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
-  const Error& error() const& { check_error(); return std::get<1>(state_); }
-  Error&& error() && { check_error(); return std::get<1>(std::move(state_)); }
+  const Error& error() const& {
+    check_error();
+    return std::get<1>(state_);
+  }
+  Error&& error() && {
+    check_error();
+    return std::get<1>(std::move(state_));
+  }
 
   template <typename U>
   T value_or(U&& fallback) const& {
@@ -117,18 +131,17 @@ void Result<T>::check_error() const {
 }  // namespace ballot
 
 // Propagates an error: `BALLOT_TRY(status_expr);` returns the Error from the enclosing function.
-#define BALLOT_TRY(expr)                                 \
-  do {                                                   \
-    auto ballot_try_result_ = (expr);                    \
-    if (!ballot_try_result_.ok())                        \
-      return std::move(ballot_try_result_).error();      \
+#define BALLOT_TRY(expr)                                                        \
+  do {                                                                          \
+    auto ballot_try_result_ = (expr);                                           \
+    if (!ballot_try_result_.ok()) return std::move(ballot_try_result_).error(); \
   } while (false)
 
 #define BALLOT_CONCAT_INNER_(a, b) a##b
 #define BALLOT_CONCAT_(a, b) BALLOT_CONCAT_INNER_(a, b)
 // `BALLOT_ASSIGN_OR_RETURN(auto x, result_expr);` binds the value or returns the Error.
-#define BALLOT_ASSIGN_OR_RETURN(lhs, expr)                                          \
-  auto BALLOT_CONCAT_(ballot_result_, __LINE__) = (expr);                           \
-  if (!BALLOT_CONCAT_(ballot_result_, __LINE__).ok())                               \
-    return std::move(BALLOT_CONCAT_(ballot_result_, __LINE__)).error();             \
+#define BALLOT_ASSIGN_OR_RETURN(lhs, expr)                              \
+  auto BALLOT_CONCAT_(ballot_result_, __LINE__) = (expr);               \
+  if (!BALLOT_CONCAT_(ballot_result_, __LINE__).ok())                   \
+    return std::move(BALLOT_CONCAT_(ballot_result_, __LINE__)).error(); \
   lhs = std::move(BALLOT_CONCAT_(ballot_result_, __LINE__)).value()

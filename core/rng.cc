@@ -34,9 +34,7 @@ std::uint64_t Rng::next_u64() noexcept {
 
 float Rng::uniform_float() noexcept { return philox_unit_float(next_u32()); }
 
-double Rng::uniform_double() noexcept {
-  return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0);
-}
+double Rng::uniform_double() noexcept { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
 
 std::uint64_t Rng::uniform_int(std::uint64_t bound) noexcept {
   // Lemire, "Fast random integer generation in an interval" (2019), 64-bit version.

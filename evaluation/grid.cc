@@ -5,10 +5,9 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "attacks/attack_spec.h"
 #include "attacks/targets.h"
@@ -43,7 +42,8 @@ Status check_attack(const std::string& attack) {
 // "deterministic" alone means deterministic:b=<b> (runtime/training.h).
 Result<Spec> code_spec_for(const std::string& code, std::size_t byzantine) {
   BALLOT_ASSIGN_OR_RETURN(Spec spec, Spec::parse(code));
-  if (spec.name() == "deterministic" && !spec.has("b")) return Spec::parse("deterministic:b=" + std::to_string(byzantine));
+  if (spec.name() == "deterministic" && !spec.has("b"))
+    return Spec::parse("deterministic:b=" + std::to_string(byzantine));
   return spec;
 }
 
@@ -88,8 +88,10 @@ Status read_array(const Json& root, const char* key, std::vector<T>& out) {
   for (std::size_t i = 0; i < it->size(); ++i) {
     const Json& entry = (*it)[i];
     const bool ok = [&] {
-      if constexpr (std::is_same_v<T, std::string>) return entry.is_string();
-      else return entry.is_number_unsigned() || (entry.is_number_integer() && entry.template get<std::int64_t>() >= 0);
+      if constexpr (std::is_same_v<T, std::string>)
+        return entry.is_string();
+      else
+        return entry.is_number_unsigned() || (entry.is_number_integer() && entry.template get<std::int64_t>() >= 0);
     }();
     if (!ok) {
       return grid_error(std::string(key) + "[" + std::to_string(i) + "]: expected " +
@@ -161,8 +163,10 @@ Status parse_tuning(const Json& value, std::optional<LrTuning>& out) {
       }
     } else if (key == "rounds" || key == "holdout") {
       if (!entry.is_number_unsigned()) return grid_error("tune_lr: '" + key + "' must be a non-negative integer");
-      if (key == "rounds") tuning.rounds = entry.get<std::uint64_t>();
-      else tuning.holdout = entry.get<std::size_t>();
+      if (key == "rounds")
+        tuning.rounds = entry.get<std::uint64_t>();
+      else
+        tuning.holdout = entry.get<std::size_t>();
     } else {
       return grid_error("tune_lr: unknown key '" + key + "'");
     }
@@ -173,7 +177,9 @@ Status parse_tuning(const Json& value, std::optional<LrTuning>& out) {
 
 }  // namespace
 
-std::string defence_update(const Grid& grid, const Defence& defence) { return defence.update.value_or(grid.base.update); }
+std::string defence_update(const Grid& grid, const Defence& defence) {
+  return defence.update.value_or(grid.base.update);
+}
 
 Result<std::string> defence_lr(const Grid& grid, const Defence& defence) {
   if (defence.lr) return *defence.lr;
@@ -239,9 +245,8 @@ std::vector<std::string> split_list(std::string_view text) {
     // "key=value" right after a comma continues the previous spec's options.
     const auto eq = piece.find('=');
     const bool continuation = !entries.empty() && eq != std::string::npos && eq > 0 &&
-                              std::all_of(piece.begin(), piece.begin() + static_cast<std::ptrdiff_t>(eq), [](unsigned char c) {
-                                return std::isalnum(c) || c == '_';
-                              });
+                              std::all_of(piece.begin(), piece.begin() + static_cast<std::ptrdiff_t>(eq),
+                                          [](unsigned char c) { return std::isalnum(c) || c == '_'; });
     if (continuation) {
       entries.back() += "," + piece;
     } else if (!piece.empty()) {
@@ -271,7 +276,8 @@ Status Grid::validate() const {
   std::set<std::string> seen_attacks;
   for (std::size_t i = 0; i < attacks.size(); ++i) {
     const std::string where = "attacks[" + std::to_string(i) + "] '" + attacks[i] + "'";
-    if (attacks::AttackSpec::parse(attacks[i]).ok() && attacks::AttackSpec::parse(attacks[i])->none()) return grid_error(where + ": the attack-free run is the baseline (\"baseline\": true)");
+    if (attacks::AttackSpec::parse(attacks[i]).ok() && attacks::AttackSpec::parse(attacks[i])->none())
+      return grid_error(where + ": the attack-free run is the baseline (\"baseline\": true)");
     if (auto status = check_attack(attacks[i]); !status.ok()) return grid_error(where + ": " + status.error().message);
     if (!seen_attacks.insert(attacks[i]).second) return grid_error(where + ": listed twice");
   }
@@ -290,11 +296,14 @@ Status Grid::validate() const {
     }
     if (auto spec = Spec::parse(d.code); !spec.ok()) return grid_error(where + ": code: " + spec.error().message);
     if (d.rule != "vote") {
-      if (auto rule = robust::make_aggregator(d.rule); !rule.ok()) return grid_error(where + ": rule: " + rule.error().message);
-      if (auto codec = coding::make_codec(d.codec); !codec.ok()) return grid_error(where + ": codec: " + codec.error().message);
+      if (auto rule = robust::make_aggregator(d.rule); !rule.ok())
+        return grid_error(where + ": rule: " + rule.error().message);
+      if (auto codec = coding::make_codec(d.codec); !codec.ok())
+        return grid_error(where + ": codec: " + codec.error().message);
     } else {
       if (d.codec != Defence{}.codec) {
-        return grid_error(where + ": codec '" + d.codec + "' applies to the gradient path only (rule 'vote' sends 1-bit signs)");
+        return grid_error(where + ": codec '" + d.codec +
+                          "' applies to the gradient path only (rule 'vote' sends 1-bit signs)");
       }
       // A code that builds for no setting of the grid is a typo, not an inapplicable defence.
       std::optional<std::string> first_reason;
@@ -313,7 +322,8 @@ Status Grid::validate() const {
       if (!builds) return grid_error(where + ": code: " + first_reason.value_or("does not build"));
     }
     if (d.update) {
-      if (auto update = Spec::parse(*d.update); !update.ok()) return grid_error(where + ": update: " + update.error().message);
+      if (auto update = Spec::parse(*d.update); !update.ok())
+        return grid_error(where + ": update: " + update.error().message);
     }
     if (d.lr) {
       if (auto lr = LrSchedule::parse(*d.lr); !lr.ok()) return grid_error(where + ": lr: " + lr.error().message);
@@ -361,16 +371,26 @@ Result<Grid> parse_grid(std::string_view json_text, Grid grid) {
   const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return grid_error("not valid JSON");
   if (!root.is_object()) return grid_error("the top level must be an object");
-  static const std::set<std::string> known = {"base", "attacks", "defences", "settings", "nodes", "byzantine",
-                                              "seeds", "attacker_choice", "target_accuracy", "baseline",
-                                              "protocol_deadline_ms", "tune_lr"};
+  static const std::set<std::string> known = {"base",
+                                              "attacks",
+                                              "defences",
+                                              "settings",
+                                              "nodes",
+                                              "byzantine",
+                                              "seeds",
+                                              "attacker_choice",
+                                              "target_accuracy",
+                                              "baseline",
+                                              "protocol_deadline_ms",
+                                              "tune_lr"};
   for (const auto& [key, value] : root.items()) {
     if (known.count(key) == 0) return grid_error("unknown key '" + key + "'");
   }
   if (const auto base = root.find("base"); base != root.end()) {
     if (!base->is_object()) return grid_error("'base' must be an object");
     // Dimensions of the grid are not base options.
-    for (const char* key : {"nodes", "byzantine", "code", "rule", "codec", "seed", "attack", "attackers", "attacker_choice"}) {
+    for (const char* key :
+         {"nodes", "byzantine", "code", "rule", "codec", "seed", "attack", "attackers", "attacker_choice"}) {
       if (base->contains(key)) return grid_error(std::string("base: '") + key + "' is set by the grid, not the base");
     }
     // The base uses the cluster config's "training" syntax; start from the defaults' values.

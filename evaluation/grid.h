@@ -90,7 +90,7 @@ inline constexpr std::uint32_t kMaxProtocolDeadlineMs = 600000;
 // defence's lr for the whole grid.
 struct LrTuning {
   std::vector<double> factors = {0.1, 0.3, 1.0, 3.0, 10.0};
-  std::uint64_t rounds = 0;      // 0: the grid's rounds (the accuracy compared is at those rounds)
+  std::uint64_t rounds = 0;  // 0: the grid's rounds (the accuracy compared is at those rounds)
   // Training examples held out to score the candidates; 0: a sixth of the training set (10000
   // of Fashion-MNIST's 60000, as many as its test set).
   std::size_t holdout = 0;
@@ -98,13 +98,13 @@ struct LrTuning {
 };
 
 struct Grid {
-  runtime::TrainingOptions base;        // everything the grid does not vary
-  std::vector<std::string> attacks;     // without "none": the baseline is `baseline`
+  runtime::TrainingOptions base;     // everything the grid does not vary
+  std::vector<std::string> attacks;  // without "none": the baseline is `baseline`
   std::vector<Defence> defences;
   std::vector<Setting> settings;
   std::vector<std::uint64_t> seeds = {1};
   std::string attacker_choice = "random";
-  double target_accuracy = 0.8;         // for "rounds to target"
+  double target_accuracy = 0.8;  // for "rounds to target"
   bool baseline = true;
   // Round deadline of the cells that run in the message simulator (protocol-domain attacks,
   // evaluation/runner.h): after it the server decides with n − b votes. Each round an absent or
@@ -114,7 +114,7 @@ struct Grid {
   // (default_lr_schedule over base.rounds) and base.lr is not used; false: base.lr for every
   // such defence (set when the user gives a learning rate for the whole grid).
   bool lr_per_update = true;
-  std::optional<LrTuning> tune_lr;      // set: sweep the learning rates first
+  std::optional<LrTuning> tune_lr;  // set: sweep the learning rates first
 
   // Checks every entry (attack and defence specs parse, names unique, settings have b < n/2 —
   // a setting the runtime cannot run at all — target in (0, 1], no duplicates, base options
@@ -142,10 +142,10 @@ inline constexpr std::uint64_t kPaperPresetRounds = 500;
 Grid paper_preset(std::uint64_t rounds = kPaperPresetRounds);
 
 struct Cell {
-  std::size_t index = 0;          // position in expand()'s output
+  std::size_t index = 0;  // position in expand()'s output
   Setting setting;
-  std::size_t defence = 0;        // index into Grid::defences
-  std::string attack;             // "none" for the baseline
+  std::size_t defence = 0;  // index into Grid::defences
+  std::string attack;       // "none" for the baseline
   std::uint64_t seed = 0;
   runtime::TrainingOptions options;
   // Set when the defence does not apply to the setting (e.g. the deterministic code needs odd n;

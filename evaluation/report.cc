@@ -5,10 +5,9 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
-
-#include <nlohmann/json.hpp>
 
 #include "core/spec.h"
 #include "learning/optimizer.h"
@@ -48,10 +47,14 @@ std::string setting_file(Setting s) { return "n" + std::to_string(s.nodes) + "_b
 // A cell of a table when nothing finished: why, briefly (the reasons are listed below the tables).
 std::string missing(const Aggregate& a) {
   switch (a.first_status) {
-    case CellStatus::kNotApplicable: return "n/a";
-    case CellStatus::kFailed: return "failed";
-    case CellStatus::kCancelled: return "cancelled";
-    case CellStatus::kDone: break;
+    case CellStatus::kNotApplicable:
+      return "n/a";
+    case CellStatus::kFailed:
+      return "failed";
+    case CellStatus::kCancelled:
+      return "cancelled";
+    case CellStatus::kDone:
+      break;
   }
   return "-";
 }
@@ -62,7 +65,8 @@ std::string percent_stats(const Stats& s, int decimals = 1) {
   return text;
 }
 
-const Aggregate* find(std::span<const Aggregate> aggregates, Setting s, std::size_t defence, const std::string& attack) {
+const Aggregate* find(std::span<const Aggregate> aggregates, Setting s, std::size_t defence,
+                      const std::string& attack) {
   for (const auto& a : aggregates) {
     if (a.setting == s && a.defence == defence && a.attack == attack) return &a;
   }
@@ -156,7 +160,8 @@ std::vector<Aggregate> aggregate(const GridResult& result) {
         events.push_back(static_cast<double>(d.misbehaviour_events));
         quarantined.push_back(static_cast<double>(d.quarantined_byzantine));
         proofs.push_back(static_cast<double>(d.equivocation_proofs));
-        missing_per_round.push_back(r.rounds ? static_cast<double>(d.missing_votes) / static_cast<double>(r.rounds) : 0.0);
+        missing_per_round.push_back(r.rounds ? static_cast<double>(d.missing_votes) / static_cast<double>(r.rounds)
+                                             : 0.0);
         slowest.push_back(d.slowest_round_seconds);
       }
       redundancy.push_back(r.redundancy);
@@ -298,7 +303,8 @@ std::vector<Figure> make_figures(const GridResult& result, std::span<const Aggre
           Series series = defence_series(d);
           for (const auto& s : settings) {
             const Aggregate* a = find(aggregates, s, d, attack);
-            if (a != nullptr && a->done > 0) series.points.emplace_back(static_cast<double>(s.byzantine), 100.0 * a->accuracy.mean);
+            if (a != nullptr && a->done > 0)
+              series.points.emplace_back(static_cast<double>(s.byzantine), 100.0 * a->accuracy.mean);
           }
           if (!series.points.empty()) plot.series.push_back(std::move(series));
         }
@@ -430,7 +436,11 @@ std::string results_json(const GridResult& result) {
   for (const auto& sweep : result.tuning) {
     Json candidates = Json::array();
     for (const auto& c : sweep.candidates) {
-      Json entry = {{"factor", c.factor}, {"lr", c.schedule}, {"status", c.done ? "done" : c.reason.empty() ? "failed" : c.reason}};
+      Json entry = {{"factor", c.factor},
+                    {"lr", c.schedule},
+                    {"status", c.done             ? "done"
+                               : c.reason.empty() ? "failed"
+                                                  : c.reason}};
       if (c.done) entry["holdout_accuracy"] = c.accuracy;
       candidates.push_back(std::move(entry));
     }
@@ -464,20 +474,27 @@ std::string defences_table(const Grid& grid, std::span<const Aggregate> aggregat
   std::string rows;
   for (const auto& a : aggregates) {
     if (a.setting != setting || a.simulated == 0) continue;
-    rows += table_row({md(grid.defences[a.defence].name), md(attack_label(a.attack)),
-                       percent_stats(a.accuracy) + (a.done < a.seeds ? "*" : ""), stat(a.rejected_messages, 1),
-                       stat(a.misbehaviour_events, 1), stat(a.quarantined_byzantine, 1) + " of " + std::to_string(setting.byzantine),
-                       stat(a.equivocation_proofs, 1), stat(a.missing_votes_per_round, 2), stat(a.slowest_round_seconds, 2)});
+    rows += table_row(
+        {md(grid.defences[a.defence].name), md(attack_label(a.attack)),
+         percent_stats(a.accuracy) + (a.done < a.seeds ? "*" : ""), stat(a.rejected_messages, 1),
+         stat(a.misbehaviour_events, 1), stat(a.quarantined_byzantine, 1) + " of " + std::to_string(setting.byzantine),
+         stat(a.equivocation_proofs, 1), stat(a.missing_votes_per_round, 2), stat(a.slowest_round_seconds, 2)});
   }
   if (rows.empty()) return "";
-  const std::vector<std::string> head = {"defence", "attack", "final accuracy (%)", "messages rejected by the server",
-                                         "misbehaviour events", "Byzantine nodes quarantined", "equivocation proofs",
-                                         "votes missing per round", "slowest round (s)"};
+  const std::vector<std::string> head = {"defence",
+                                         "attack",
+                                         "final accuracy (%)",
+                                         "messages rejected by the server",
+                                         "misbehaviour events",
+                                         "Byzantine nodes quarantined",
+                                         "equivocation proofs",
+                                         "votes missing per round",
+                                         "slowest round (s)"};
   return "\nProtocol attacks, run in the message simulator (real signed envelopes, verifier and quarantine; round "
-         "deadline " + std::to_string(grid.protocol_deadline_ms) + " ms) — what the defences did, mean over seeds:\n\n" +
+         "deadline " +
+         std::to_string(grid.protocol_deadline_ms) + " ms) — what the defences did, mean over seeds:\n\n" +
          table_row(head) + table_rule(head.size()) + rows;
 }
-
 
 // What a defence's cells run with, read from the cells themselves (after tuning).
 struct DefenceSetup {
@@ -507,7 +524,8 @@ std::string server_momentum(const std::string& update) {
   if (!spec.ok()) return "?";
   double value = 0.0;
   if (spec->name() == "sgd" || spec->name() == "heavyball") {
-    value = spec->get_double("momentum", spec->name() == "heavyball" ? kHeavyBallVoteOptions.momentum : 0.0).value_or(0.0);
+    value =
+        spec->get_double("momentum", spec->name() == "heavyball" ? kHeavyBallVoteOptions.momentum : 0.0).value_or(0.0);
   } else if (spec->name() == "signum") {
     value = spec->get_double("beta", 0.9).value_or(0.0);
   }
@@ -535,8 +553,17 @@ std::string defence_setup(const GridResult& result) {
   std::string text =
       "Per defence (bytes: message payload per node and round, without envelope and TLS; up = node to server, "
       "down = server to each node):\n\n";
-  const std::vector<std::string> head = {"defence", "path", "code", "rule", "codec", "update rule", "learning rate",
-                                         "lr from", "momentum at the nodes", "momentum in the update", "bytes up",
+  const std::vector<std::string> head = {"defence",
+                                         "path",
+                                         "code",
+                                         "rule",
+                                         "codec",
+                                         "update rule",
+                                         "learning rate",
+                                         "lr from",
+                                         "momentum at the nodes",
+                                         "momentum in the update",
+                                         "bytes up",
                                          "bytes down"};
   text += table_row(head) + table_rule(head.size());
   for (std::size_t d = 0; d < grid.defences.size(); ++d) {
@@ -547,13 +574,8 @@ std::string defence_setup(const GridResult& result) {
     const bool vote = o.rule == "vote";
     const std::string& update = o.update;
     std::vector<std::string> row = {
-        md(defence.name),
-        vote ? "sign vote" : "gradient",
-        vote ? "`" + md(o.code) + "`" : "–",
-        "`" + md(o.rule) + "`",
-        vote ? "1-bit signs" : "`" + md(o.codec) + "`",
-        "`" + md(update) + "`",
-        "`" + md(o.lr) + "`",
+        md(defence.name), vote ? "sign vote" : "gradient", vote ? "`" + md(o.code) + "`" : "–", "`" + md(o.rule) + "`",
+        vote ? "1-bit signs" : "`" + md(o.codec) + "`", "`" + md(update) + "`", "`" + md(o.lr) + "`",
         lr_origin(result, d),
         // The worker momentum feeds the signs; the gradient path sends raw gradients.
         vote && o.worker_momentum > 0.0 ? fixed(o.worker_momentum, 2) + " (per partition)" : "none",
@@ -571,8 +593,10 @@ std::string tuning_section(const GridResult& result) {
   const LrSweep& first = result.tuning.front();
   std::string text = "### Learning-rate sweep\n\nBefore the grid, each defence trained its attack-free cell (" +
                      setting_label(first.setting) + ", seed " + std::to_string(first.seed) + ", " +
-                     std::to_string(first.rounds) + " rounds) at multiples of its untuned rate, on the training set "
-                     "without its last " + std::to_string(first.holdout) +
+                     std::to_string(first.rounds) +
+                     " rounds) at multiples of its untuned rate, on the training set "
+                     "without its last " +
+                     std::to_string(first.holdout) +
                      " examples; those held-out examples scored it (the test set was not used to choose). "
                      "Held-out accuracy (%), the chosen rate in bold:\n\n";
   std::vector<std::string> head = {"defence", "untuned lr"};
@@ -592,7 +616,8 @@ std::string tuning_section(const GridResult& result) {
       if (sweep.chosen && *sweep.chosen == k) cell = "**" + cell + "**";
       row.push_back(cell);
     }
-    row.push_back(sweep.chosen ? "`" + md(grid.defences[sweep.defence].lr.value_or(sweep.untuned)) + "`" : "none finished");
+    row.push_back(sweep.chosen ? "`" + md(grid.defences[sweep.defence].lr.value_or(sweep.untuned)) + "`"
+                               : "none finished");
     text += table_row(row);
     if (sweep.at_edge) edges += (edges.empty() ? "" : ", ") + md(grid.defences[sweep.defence].name);
   }
@@ -609,9 +634,10 @@ std::string fairness_section(const GridResult& result, std::span<const Aggregate
   const Grid& grid = result.grid;
   if (!grid.baseline) return "";
   constexpr double kTolerance = 0.02;
-  std::string text = "### Attack-free accuracy\n\nA comparison under attack is fair when every defence trains about "
-                     "as well without one. Final test accuracy (%) without attack, and the gap to the best defence "
-                     "of the setting (points):\n\n";
+  std::string text =
+      "### Attack-free accuracy\n\nA comparison under attack is fair when every defence trains about "
+      "as well without one. Final test accuracy (%) without attack, and the gap to the best defence "
+      "of the setting (points):\n\n";
   std::vector<std::string> head = {"defence"};
   for (const auto& s : grid.settings) head.push_back(setting_label(s));
   text += table_row(head) + table_rule(head.size());
@@ -632,7 +658,8 @@ std::string fairness_section(const GridResult& result, std::span<const Aggregate
       }
       const double gap = best - a->accuracy.mean;
       // Only the best itself is "best": a gap below the table's precision shows as −0.0.
-      row.push_back(fixed(100.0 * a->accuracy.mean, 1) + " (" + (gap > 0.0 ? "−" + fixed(100.0 * gap, 1) : "best") + ")");
+      row.push_back(fixed(100.0 * a->accuracy.mean, 1) + " (" + (gap > 0.0 ? "−" + fixed(100.0 * gap, 1) : "best") +
+                    ")");
       if (gap > kTolerance) {
         behind[d].push_back(setting_label(s));
         largest_gap[d] = std::max(largest_gap[d], gap);
@@ -640,9 +667,11 @@ std::string fairness_section(const GridResult& result, std::span<const Aggregate
     }
     text += table_row(row);
   }
-  if (behind.empty()) return text + "\nEvery defence is within 2 points of the best one without attack in every setting.\n\n";
-  text += "\n**More than 2 points behind the best defence without any attack** — their results under attack carry "
-          "this gap too:\n\n";
+  if (behind.empty())
+    return text + "\nEvery defence is within 2 points of the best one without attack in every setting.\n\n";
+  text +=
+      "\n**More than 2 points behind the best defence without any attack** — their results under attack carry "
+      "this gap too:\n\n";
   for (const auto& [d, settings] : behind) {
     std::string why;
     const LrSweep* sweep = nullptr;
@@ -651,11 +680,14 @@ std::string fairness_section(const GridResult& result, std::span<const Aggregate
     }
     const auto& o = *setup_of(result, d).options;
     if (sweep != nullptr && sweep->at_edge) {
-      why = "its learning rate was tuned, but the best was at the edge of the sweep: a better one may lie outside "
-            "it (widen --tune-lr-factors)";
+      why =
+          "its learning rate was tuned, but the best was at the edge of the sweep: a better one may lie outside "
+          "it (widen --tune-lr-factors)";
     } else if (sweep != nullptr) {
-      why = "its learning rate was tuned (`" + md(o.lr) + "`): at its best rate within the sweep, its rule and "
-            "update (`" + md(o.update) + "`) train slower than the best defence's in " + std::to_string(o.rounds) +
+      why = "its learning rate was tuned (`" + md(o.lr) +
+            "`): at its best rate within the sweep, its rule and "
+            "update (`" +
+            md(o.update) + "`) train slower than the best defence's in " + std::to_string(o.rounds) +
             " rounds — a gap of the method at this budget, not of the learning rate";
     } else {
       const std::string source = defence_lr_source(grid, grid.defences[d]);
@@ -667,8 +699,8 @@ std::string fairness_section(const GridResult& result, std::span<const Aggregate
     }
     std::string where;
     for (const auto& s : settings) where += (where.empty() ? "" : "; ") + s;
-    text += "- **" + md(grid.defences[d].name) + "** (up to " + fixed(100.0 * largest_gap[d], 1) + " points behind; " + where +
-            "): " + why + ".\n";
+    text += "- **" + md(grid.defences[d].name) + "** (up to " + fixed(100.0 * largest_gap[d], 1) + " points behind; " +
+            where + "): " + why + ".\n";
   }
   return text + "\n";
 }
@@ -690,20 +722,30 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
       continue;
     }
     switch (result.results[cell.index].status) {
-      case CellStatus::kDone: ++done; break;
-      case CellStatus::kNotApplicable: ++not_applicable; break;
-      case CellStatus::kFailed: ++failed; break;
-      case CellStatus::kCancelled: ++cancelled; break;
+      case CellStatus::kDone:
+        ++done;
+        break;
+      case CellStatus::kNotApplicable:
+        ++not_applicable;
+        break;
+      case CellStatus::kFailed:
+        ++failed;
+        break;
+      case CellStatus::kCancelled:
+        ++cancelled;
+        break;
     }
   }
   const auto& b = grid.base;
   md_text += "## Setup\n\n";
-  md_text += "- data `" + b.data + "`, model `" + b.model + "`, " + std::to_string(b.rounds) + " rounds, partition size " +
-             std::to_string(b.partition_size) + " (global batch n × " + std::to_string(b.partition_size) + ")\n";
+  md_text += "- data `" + b.data + "`, model `" + b.model + "`, " + std::to_string(b.rounds) +
+             " rounds, partition size " + std::to_string(b.partition_size) + " (global batch n × " +
+             std::to_string(b.partition_size) + ")\n";
   md_text += std::string("- learning rates: ") +
              (!result.tuning.empty() ? "tuned per defence (below)"
-              : grid.lr_per_update   ? "each update rule's default schedule (learning/optimizer.h), unless a defence sets its own"
-                                     : "`" + b.lr + "` for every defence that sets none") +
+              : grid.lr_per_update
+                  ? "each update rule's default schedule (learning/optimizer.h), unless a defence sets its own"
+                  : "`" + b.lr + "` for every defence that sets none") +
              "; what differs between defences is in the table below\n";
   md_text += "- test accuracy every " + std::to_string(b.eval_every) + " rounds on " + std::to_string(b.eval_examples) +
              " test examples; the final accuracy is on the whole test set\n";
@@ -738,8 +780,9 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
       for (const auto& attack : attacks) {
         const Aggregate* a = find(aggregates, setting, d, attack);
         if (a && a->done > 0 && row[1] == "-" && grid.defences[d].rule == "vote") row[1] = fixed(a->redundancy.mean, 2);
-        row.push_back(a == nullptr ? "-" : a->done > 0 ? percent_stats(a->accuracy) + (a->done < a->seeds ? "*" : "")
-                                                       : missing(*a));
+        row.push_back(a == nullptr  ? "-"
+                      : a->done > 0 ? percent_stats(a->accuracy) + (a->done < a->seeds ? "*" : "")
+                                    : missing(*a));
       }
       if (!grid.attacks.empty()) {
         const auto worst = worst_case(aggregates, setting, d);
@@ -749,7 +792,8 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
       }
       md_text += table_row(row);
     }
-    md_text += "\nRounds to " + target + " test accuracy (first evaluation at or above it; mean over the seeds that reached it):\n\n";
+    md_text += "\nRounds to " + target +
+               " test accuracy (first evaluation at or above it; mean over the seeds that reached it):\n\n";
     head = {"defence"};
     for (const auto& a : attacks) head.push_back(md(attack_label(a)));
     md_text += table_row(head) + table_rule(head.size());
@@ -765,7 +809,8 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
           row.push_back("never");
         } else {
           std::string text = fixed(a->rounds_to_target.mean, 0);
-          if (a->reached < a->done || a->done > 1) text += " (" + std::to_string(a->reached) + "/" + std::to_string(a->done) + ")";
+          if (a->reached < a->done || a->done > 1)
+            text += " (" + std::to_string(a->reached) + "/" + std::to_string(a->done) + ")";
           row.push_back(text);
         }
       }
@@ -780,7 +825,10 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
         std::vector<std::string> row = {md(grid.defences[d].name)};
         for (const auto& attack : grid.attacks) {
           const Aggregate* a = find(aggregates, setting, d, attack);
-          row.push_back(a == nullptr ? "-" : a->done == 0 ? missing(*a) : a->compared == 0 ? "n/a" : percent_stats(a->changed_fraction));
+          row.push_back(a == nullptr       ? "-"
+                        : a->done == 0     ? missing(*a)
+                        : a->compared == 0 ? "n/a"
+                                           : percent_stats(a->changed_fraction));
         }
         md_text += table_row(row);
       }
@@ -790,7 +838,10 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
         std::vector<std::string> row = {md(grid.defences[d].name)};
         for (const auto& attack : grid.attacks) {
           const Aggregate* a = find(aggregates, setting, d, attack);
-          row.push_back(a == nullptr ? "-" : a->done == 0 ? missing(*a) : a->compared == 0 ? "n/a" : percent_stats(a->changed_coordinates, 3));
+          row.push_back(a == nullptr       ? "-"
+                        : a->done == 0     ? missing(*a)
+                        : a->compared == 0 ? "n/a"
+                                           : percent_stats(a->changed_coordinates, 3));
         }
         md_text += table_row(row);
       }
@@ -805,9 +856,11 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
   }
 
   if (!grid.attacks.empty()) {
-    md_text += "## Worst case over attacks\n\nLowest final test accuracy (%) over the attacks, per defence and setting:\n\n";
+    md_text +=
+        "## Worst case over attacks\n\nLowest final test accuracy (%) over the attacks, per defence and setting:\n\n";
     std::vector<std::string> head = {"defence"};
-    for (const auto& s : grid.settings) head.push_back("n=" + std::to_string(s.nodes) + ", b=" + std::to_string(s.byzantine));
+    for (const auto& s : grid.settings)
+      head.push_back("n=" + std::to_string(s.nodes) + ", b=" + std::to_string(s.byzantine));
     md_text += table_row(head) + table_rule(head.size());
     for (std::size_t d = 0; d < grid.defences.size(); ++d) {
       std::vector<std::string> row = {md(grid.defences[d].name)};
@@ -831,11 +884,13 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
   for (const auto& a : aggregates) {
     if (a.done == a.seeds) continue;
     const std::string line = "- " + setting_label(a.setting) + ", " + md(grid.defences[a.defence].name) + ", " +
-                             md(attack_label(a.attack)) + ": " + cell_status_name(a.first_status) + " — " + a.reason + "\n";
+                             md(attack_label(a.attack)) + ": " + cell_status_name(a.first_status) + " — " + a.reason +
+                             "\n";
     if (seen.insert(line).second) notes += line;
   }
   if (!notes.empty()) {
-    md_text += "## Cells that did not finish\n\n`*` marks a mean over fewer seeds than the grid has. Reasons:\n\n" + notes + "\n";
+    md_text += "## Cells that did not finish\n\n`*` marks a mean over fewer seeds than the grid has. Reasons:\n\n" +
+               notes + "\n";
   }
   return md_text;
 }

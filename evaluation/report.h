@@ -35,23 +35,23 @@ Stats mean_sd(std::span<const double> values);
 struct Aggregate {
   Setting setting;
   std::size_t defence = 0;
-  std::string attack;             // "none" for the baseline
-  std::size_t seeds = 0;          // cells in the grid
-  std::size_t done = 0;           // of which finished
-  std::string reason;             // of the first cell not done (not applicable / failed / cancelled)
+  std::string attack;                           // "none" for the baseline
+  std::size_t seeds = 0;                        // cells in the grid
+  std::size_t done = 0;                         // of which finished
+  std::string reason;                           // of the first cell not done (not applicable / failed / cancelled)
   CellStatus first_status = CellStatus::kDone;  // status of that cell
-  std::size_t unfinished = 0;     // cells failed or cancelled (not applicable ones are not counted)
-  Stats accuracy;                 // final accuracy (fraction)
-  Stats rounds_to_target;         // over the finished cells that reached the target
+  std::size_t unfinished = 0;                   // cells failed or cancelled (not applicable ones are not counted)
+  Stats accuracy;                               // final accuracy (fraction)
+  Stats rounds_to_target;                       // over the finished cells that reached the target
   std::size_t reached = 0;
-  Stats changed_fraction;         // over the finished cells compared with the attack-free vote
-  Stats changed_coordinates;      // mean fraction of coordinates changed per round
-  std::size_t compared = 0;       // finished cells that were compared (lockstep engine)
+  Stats changed_fraction;     // over the finished cells compared with the attack-free vote
+  Stats changed_coordinates;  // mean fraction of coordinates changed per round
+  std::size_t compared = 0;   // finished cells that were compared (lockstep engine)
   // Protocol attacks (cells run in the message simulator): what the defences did, per cell.
-  std::size_t simulated = 0;      // finished cells run in the simulator
+  std::size_t simulated = 0;  // finished cells run in the simulator
   Stats rejected_messages;
   Stats misbehaviour_events;
-  Stats quarantined_byzantine;    // Byzantine nodes quarantined by the end
+  Stats quarantined_byzantine;  // Byzantine nodes quarantined by the end
   Stats equivocation_proofs;
   Stats missing_votes_per_round;
   Stats slowest_round_seconds;
@@ -63,15 +63,15 @@ struct Aggregate {
 std::vector<Aggregate> aggregate(const GridResult& result);
 
 struct WorstCase {
-  double accuracy = 0.0;    // lowest mean accuracy over the attacks that finished
-  std::string attack;       // the attack that achieved it
-  bool complete = true;     // every attack finished for every seed, or did not apply
+  double accuracy = 0.0;  // lowest mean accuracy over the attacks that finished
+  std::string attack;     // the attack that achieved it
+  bool complete = true;   // every attack finished for every seed, or did not apply
 };
 // None when no attack finished for (setting, defence) (or the grid has no attack).
 std::optional<WorstCase> worst_case(std::span<const Aggregate> aggregates, Setting setting, std::size_t defence);
 
 struct Figure {
-  std::string file;     // relative to the report's directory, e.g. "figures/accuracy_n5_b1.svg"
+  std::string file;  // relative to the report's directory, e.g. "figures/accuracy_n5_b1.svg"
   std::string caption;
   std::string svg;
 };
@@ -83,8 +83,8 @@ std::string results_json(const GridResult& result);
 
 struct ReportOptions {
   std::string title = "Security evaluation";
-  std::string command;      // the command line that made it, shown verbatim; empty: omitted
-  std::string preamble;     // Markdown put after the title (e.g. the setup explained); may be empty
+  std::string command;   // the command line that made it, shown verbatim; empty: omitted
+  std::string preamble;  // Markdown put after the title (e.g. the setup explained); may be empty
 };
 std::string markdown_report(const GridResult& result, std::span<const Aggregate> aggregates,
                             std::span<const Figure> figures, const ReportOptions& options = {});

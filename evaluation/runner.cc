@@ -38,9 +38,12 @@ std::string outcome(const CellResult& result) {
                     100.0 * result.final_accuracy, 100.0 * result.changed_fraction(),
                     100.0 * result.changed_coordinate_fraction(), result.seconds);
       return text;
-    case CellStatus::kNotApplicable: return "not applicable: " + result.reason;
-    case CellStatus::kFailed: return "failed: " + result.reason;
-    case CellStatus::kCancelled: return "cancelled";
+    case CellStatus::kNotApplicable:
+      return "not applicable: " + result.reason;
+    case CellStatus::kFailed:
+      return "failed: " + result.reason;
+    case CellStatus::kCancelled:
+      return "cancelled";
   }
   return "";
 }
@@ -83,7 +86,8 @@ CellResult run_in_simulator(const Grid& grid, const runtime::TrainingSetup& setu
     defences.slowest_round_seconds = std::max(defences.slowest_round_seconds, report.seconds);
     if (report.evaluated) {
       out.curve.push_back({report.round + 1, report.test.accuracy});
-      if (!out.rounds_to_target && report.test.accuracy >= grid.target_accuracy) out.rounds_to_target = report.round + 1;
+      if (!out.rounds_to_target && report.test.accuracy >= grid.target_accuracy)
+        out.rounds_to_target = report.round + 1;
     }
     if (options.progress) {
       options.progress->add_work(per_round);
@@ -186,10 +190,14 @@ CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<co
 
 const char* cell_status_name(CellStatus status) {
   switch (status) {
-    case CellStatus::kDone: return "done";
-    case CellStatus::kNotApplicable: return "not applicable";
-    case CellStatus::kFailed: return "failed";
-    case CellStatus::kCancelled: return "cancelled";
+    case CellStatus::kDone:
+      return "done";
+    case CellStatus::kNotApplicable:
+      return "not applicable";
+    case CellStatus::kFailed:
+      return "failed";
+    case CellStatus::kCancelled:
+      return "cancelled";
   }
   return "?";
 }
@@ -226,7 +234,8 @@ double cell_work(const Cell& cell) {
 namespace {
 
 // The cells of one grid (no tuning); the caller finishes the progress bar.
-GridResult run_cells(const Grid& grid, const std::shared_ptr<const TrainTestSplit>& data, const RunnerOptions& options) {
+GridResult run_cells(const Grid& grid, const std::shared_ptr<const TrainTestSplit>& data,
+                     const RunnerOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   GridResult out;
   out.grid = grid;
@@ -306,7 +315,8 @@ std::pair<std::size_t, double> grid_work(const Grid& grid) {
   return {cells, work};
 }
 
-Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSplit> data, const RunnerOptions& options) {
+Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSplit> data,
+                            const RunnerOptions& options) {
   BALLOT_TRY(grid.validate());
   if (data == nullptr) return make_error(ErrorCode::kInvalidArgument, "run_grid: no dataset");
   const auto start = std::chrono::steady_clock::now();

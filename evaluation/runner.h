@@ -57,19 +57,19 @@ struct CurvePoint {
 
 // What the transport, the server and the quarantine did in a simulator cell.
 struct DefenceOutcome {
-  std::uint64_t rejected_messages = 0;     // dropped by the server's own checks
-  std::uint64_t misbehaviour_events = 0;   // counted against nodes (transport and server), in total
-  std::size_t quarantined = 0;             // nodes quarantined by the end of the run
-  std::size_t quarantined_byzantine = 0;   // of which Byzantine
+  std::uint64_t rejected_messages = 0;    // dropped by the server's own checks
+  std::uint64_t misbehaviour_events = 0;  // counted against nodes (transport and server), in total
+  std::size_t quarantined = 0;            // nodes quarantined by the end of the run
+  std::size_t quarantined_byzantine = 0;  // of which Byzantine
   std::size_t equivocation_proofs = 0;
-  std::uint64_t missing_votes = 0;         // over all rounds: nodes without a counted vote
+  std::uint64_t missing_votes = 0;  // over all rounds: nodes without a counted vote
   double slowest_round_seconds = 0.0;
 };
 
 struct CellResult {
   CellStatus status = CellStatus::kCancelled;
-  std::string reason;                             // not applicable / failed: why
-  double final_accuracy = 0.0;                    // whole test set, after the last round run
+  std::string reason;           // not applicable / failed: why
+  double final_accuracy = 0.0;  // whole test set, after the last round run
   double final_loss = 0.0;
   std::vector<CurvePoint> curve;                  // round 0 (the initial model) first
   std::optional<std::uint64_t> rounds_to_target;  // first evaluation at ≥ target; none = never
@@ -85,20 +85,22 @@ struct CellResult {
   std::size_t download_bytes = 0;
   bool upload_exact = true;
   std::vector<std::size_t> byzantine_nodes;
-  double redundancy = 0.0;                        // r of the allocation matrix (vote path)
+  double redundancy = 0.0;  // r of the allocation matrix (vote path)
   double seconds = 0.0;
-  std::optional<DefenceOutcome> defences;         // set iff the cell ran in the message simulator
+  std::optional<DefenceOutcome> defences;  // set iff the cell ran in the message simulator
 
   // False for simulator cells: rounds_changed and changed_coordinates were not measured.
   bool compared_with_attack_free() const { return !defences.has_value(); }
   double changed_fraction() const { return rounds ? static_cast<double>(rounds_changed) / rounds : 0.0; }
   // Mean fraction of the d coordinates whose final vote the attack changed per round.
-  double changed_coordinate_fraction() const { return dimension ? changed_coordinates / static_cast<double>(dimension) : 0.0; }
+  double changed_coordinate_fraction() const {
+    return dimension ? changed_coordinates / static_cast<double>(dimension) : 0.0;
+  }
 };
 
 struct GridResult {
-  Grid grid;                        // as run: with the tuned learning rates when tuning ran
-  std::vector<LrSweep> tuning;      // the learning-rate sweeps (empty without Grid::tune_lr)
+  Grid grid;                    // as run: with the tuned learning rates when tuning ran
+  std::vector<LrSweep> tuning;  // the learning-rate sweeps (empty without Grid::tune_lr)
   std::vector<Cell> cells;
   std::vector<CellResult> results;  // one per cell, same order
   std::size_t jobs = 0;
@@ -107,9 +109,9 @@ struct GridResult {
 };
 
 struct RunnerOptions {
-  std::size_t jobs = 2;                // threads; clamped to [1, cells to run]
-  ProgressBar* progress = nullptr;     // null: silent
-  std::function<bool()> cancelled;     // polled between rounds; null: never
+  std::size_t jobs = 2;             // threads; clamped to [1, cells to run]
+  ProgressBar* progress = nullptr;  // null: silent
+  std::function<bool()> cancelled;  // polled between rounds; null: never
 };
 
 // The metrics of one finished engine run (used by run_grid; exposed for tests).

@@ -124,8 +124,9 @@ void draw_plot(std::string& out, const Plot& plot, Box box, const std::map<std::
 
   out += "<g class=\"panel\">\n";
   const auto title = fit(plot.title, 14, true, box.w - 16);
-  out += "<text x=\"" + num(box.x + box.w / 2) + "\" y=\"" + num(box.y + 18) + "\" text-anchor=\"middle\" font-size=\"" +
-         num(title.size) + "\" font-weight=\"bold\">" + xml_escape(title.text) + "</text>\n";
+  out += "<text x=\"" + num(box.x + box.w / 2) + "\" y=\"" + num(box.y + 18) +
+         "\" text-anchor=\"middle\" font-size=\"" + num(title.size) + "\" font-weight=\"bold\">" +
+         xml_escape(title.text) + "</text>\n";
   out += "<rect x=\"" + num(area.x) + "\" y=\"" + num(area.y) + "\" width=\"" + num(area.w) + "\" height=\"" +
          num(area.h) + "\" fill=\"none\" stroke=\"#444\" stroke-width=\"1\"/>\n";
   for (double t : xt) {
@@ -151,8 +152,8 @@ void draw_plot(std::string& out, const Plot& plot, Box box, const std::map<std::
   // The x label is centred under the frame but may use the whole panel width around that centre.
   const double x_room = 2.0 * std::min(area.x + area.w / 2 - box.x, box.x + box.w - (area.x + area.w / 2)) - 8.0;
   const auto x_label = fit(plot.x_label, 12, false, x_room);
-  out += "<text x=\"" + num(area.x + area.w / 2) + "\" y=\"" + num(box.y + box.h - 8) + "\" text-anchor=\"middle\" font-size=\"" +
-         num(x_label.size) + "\">" + xml_escape(x_label.text) + "</text>\n";
+  out += "<text x=\"" + num(area.x + area.w / 2) + "\" y=\"" + num(box.y + box.h - 8) +
+         "\" text-anchor=\"middle\" font-size=\"" + num(x_label.size) + "\">" + xml_escape(x_label.text) + "</text>\n";
   const double ly = area.y + area.h / 2, lx = box.x + 16;
   const auto y_label = fit(plot.y_label, 12, false, std::min(area.h + 40.0, box.h - 8.0));
   out += "<text x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" text-anchor=\"middle\" font-size=\"" + num(y_label.size) +
@@ -187,22 +188,24 @@ std::map<std::string, std::size_t> colour_map(const std::vector<Plot>& plots, st
   return colours;
 }
 
-void draw_legend(std::string& out, const std::vector<const Series*>& legend, const std::map<std::string, std::size_t>& colours,
-                 double x, double y) {
+void draw_legend(std::string& out, const std::vector<const Series*>& legend,
+                 const std::map<std::string, std::size_t>& colours, double x, double y) {
   out += "<g class=\"legend\">\n";
   for (std::size_t i = 0; i < legend.size(); ++i) {
     const double row = y + 18.0 * static_cast<double>(i);
     const auto colour = kPalette[legend[i]->colour.value_or(colours.at(legend[i]->label)) % kPaletteSize];
     out += "<line x1=\"" + num(x) + "\" y1=\"" + num(row) + "\" x2=\"" + num(x + 22) + "\" y2=\"" + num(row) +
-           "\" stroke=\"" + colour + "\" stroke-width=\"2\"" + (legend[i]->dashed ? " stroke-dasharray=\"6,3\"" : "") + "/>\n";
-    out += "<text x=\"" + num(x + 28) + "\" y=\"" + num(row + 4) + "\" font-size=\"12\">" + xml_escape(legend[i]->label) +
-           "</text>\n";
+           "\" stroke=\"" + colour + "\" stroke-width=\"2\"" + (legend[i]->dashed ? " stroke-dasharray=\"6,3\"" : "") +
+           "/>\n";
+    out += "<text x=\"" + num(x + 28) + "\" y=\"" + num(row + 4) + "\" font-size=\"12\">" +
+           xml_escape(legend[i]->label) + "</text>\n";
   }
   out += "</g>\n";
 }
 
 std::string header(double width, double height) {
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" +
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
+         "width=\"" +
          num(width) + "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
          "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
 }
@@ -262,11 +265,21 @@ std::string xml_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // Control characters are not allowed in XML 1.0 text.
         if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
@@ -286,7 +299,8 @@ std::string render_svg(const Plot& plot, int width, int height) {
 std::string render_figure(const std::vector<Plot>& panels, const FigureOptions& options) {
   std::vector<const Series*> legend;
   const auto colours = colour_map(panels, legend);
-  const std::size_t columns = std::max<std::size_t>(1, std::min(options.columns, std::max<std::size_t>(1, panels.size())));
+  const std::size_t columns =
+      std::max<std::size_t>(1, std::min(options.columns, std::max<std::size_t>(1, panels.size())));
   const std::size_t rows = (panels.size() + columns - 1) / columns;
   const double top = options.title.empty() ? 0.0 : 32.0;
   const double lw = legend_width(legend);
@@ -308,8 +322,8 @@ std::string render_figure(const std::vector<Plot>& panels, const FigureOptions& 
   for (std::size_t i = 0; i < panels.size(); ++i) {
     const double x = static_cast<double>(i % columns) * options.panel_width;
     const double y = top + static_cast<double>(i / columns) * options.panel_height;
-    draw_plot(out, panels[i], {x, y, static_cast<double>(options.panel_width), static_cast<double>(options.panel_height)},
-              colours);
+    draw_plot(out, panels[i],
+              {x, y, static_cast<double>(options.panel_width), static_cast<double>(options.panel_height)}, colours);
   }
   draw_legend(out, legend, colours, panels_width + 4.0, top + 40.0);
   out += "</svg>\n";
@@ -321,8 +335,7 @@ namespace {
 // A sequential scale from light yellow (low) to dark blue (high) (the ends of viridis, kept light
 // enough at the low end for black labels), by linear interpolation between five stops.
 std::string scale_colour(double t, bool& dark) {
-  static constexpr double stops[5][3] = {
-      {253, 231, 37}, {94, 201, 98}, {33, 145, 140}, {59, 82, 139}, {68, 1, 84}};
+  static constexpr double stops[5][3] = {{253, 231, 37}, {94, 201, 98}, {33, 145, 140}, {59, 82, 139}, {68, 1, 84}};
   t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0);
   const double pos = t * 4.0;
   const int k = std::min(3, static_cast<int>(pos));
@@ -395,10 +408,11 @@ std::string render_heat_maps(const std::vector<HeatMap>& maps, const std::string
         } else {
           std::snprintf(label, sizeof(label), "n/a");
         }
-        out += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(cell) + "\" height=\"" + num(kCellHeight) +
-               "\" fill=\"" + fill + "\" stroke=\"white\" stroke-width=\"1\"/>\n";
+        out += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(cell) + "\" height=\"" +
+               num(kCellHeight) + "\" fill=\"" + fill + "\" stroke=\"white\" stroke-width=\"1\"/>\n";
         out += "<text x=\"" + num(x + cell / 2) + "\" y=\"" + num(y + kCellHeight / 2 + 4) +
-               "\" text-anchor=\"middle\" font-size=\"12\" fill=\"" + (dark ? "white" : "black") + "\">" + label + "</text>\n";
+               "\" text-anchor=\"middle\" font-size=\"12\" fill=\"" + (dark ? "white" : "black") + "\">" + label +
+               "</text>\n";
       }
     }
     for (std::size_t c = 0; c < map.columns.size(); ++c) {
@@ -412,8 +426,9 @@ std::string render_heat_maps(const std::vector<HeatMap>& maps, const std::string
     if (!map.y_label.empty() && text_width(map.y_label, 12) <= table_height) {
       const FittedText y_label{map.y_label, 12.0};
       const double lx = kMargin + 8, ly = grid_top + table_height / 2;
-      out += "<text x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" text-anchor=\"middle\" font-size=\"" + num(y_label.size) +
-             "\" transform=\"rotate(-90 " + num(lx) + " " + num(ly) + ")\">" + xml_escape(y_label.text) + "</text>\n";
+      out += "<text x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" text-anchor=\"middle\" font-size=\"" +
+             num(y_label.size) + "\" transform=\"rotate(-90 " + num(lx) + " " + num(ly) + ")\">" +
+             xml_escape(y_label.text) + "</text>\n";
     }
     out += "</g>\n";
   }

@@ -43,9 +43,9 @@ struct Plot {
 };
 
 struct FigureOptions {
-  std::string title;             // above all panels; may be empty
-  std::size_t columns = 2;       // panels per row
-  int panel_width = 420;         // pixels
+  std::string title;        // above all panels; may be empty
+  std::size_t columns = 2;  // panels per row
+  int panel_width = 420;    // pixels
   int panel_height = 300;
 };
 
@@ -54,12 +54,12 @@ struct FigureOptions {
 // and labelled "n/a". Rows are drawn top to bottom.
 struct HeatMap {
   std::string title;
-  std::string x_label;                                 // under the column labels
-  std::string y_label;                                 // left of the row labels, where it fits
-  std::vector<std::string> rows, columns;              // labels
+  std::string x_label;                                     // under the column labels
+  std::string y_label;                                     // left of the row labels, where it fits
+  std::vector<std::string> rows, columns;                  // labels
   std::vector<std::vector<std::optional<double>>> values;  // [row][column]
   std::optional<double> min, max;
-  int decimals = 1;                                    // of the cell labels
+  int decimals = 1;  // of the cell labels
 };
 
 // The rendered width in pixels of `text` at `font_size` (an upper estimate for sans-serif).

@@ -16,9 +16,13 @@ std::string factor_text(double factor) {
   return text;
 }
 
-std::string candidate_name(const Defence& defence, double factor) { return defence.name + " @ lr×" + factor_text(factor); }
+std::string candidate_name(const Defence& defence, double factor) {
+  return defence.name + " @ lr×" + factor_text(factor);
+}
 
-std::uint64_t sweep_rounds(const Grid& grid) { return grid.tune_lr && grid.tune_lr->rounds > 0 ? grid.tune_lr->rounds : grid.base.rounds; }
+std::uint64_t sweep_rounds(const Grid& grid) {
+  return grid.tune_lr && grid.tune_lr->rounds > 0 ? grid.tune_lr->rounds : grid.base.rounds;
+}
 
 // The grid's learning-rate choice at the sweep's number of rounds (the default schedule's cosine
 // horizon follows the rounds; a base or defence schedule is the user's and stays as given).
@@ -107,7 +111,8 @@ Result<TrainTestSplit> holdout_split(const TrainTestSplit& data, std::size_t hol
   return out;
 }
 
-std::vector<LrSweep> choose_learning_rates(const Grid& grid, std::span<const Cell> cells, std::span<const CellResult> results) {
+std::vector<LrSweep> choose_learning_rates(const Grid& grid, std::span<const Cell> cells,
+                                           std::span<const CellResult> results) {
   std::vector<LrSweep> sweeps;
   if (!grid.tune_lr) return sweeps;
   const Grid at_rounds = at_sweep_rounds(grid);
@@ -135,7 +140,8 @@ std::vector<LrSweep> choose_learning_rates(const Grid& grid, std::span<const Cel
         if (cells[k].defence != t * factors.size() + i) continue;
         const CellResult& r = results[k];
         candidate.done = r.status == CellStatus::kDone;
-        candidate.reason = candidate.done ? "" : std::string(cell_status_name(r.status)) + (r.reason.empty() ? "" : ": " + r.reason);
+        candidate.reason =
+            candidate.done ? "" : std::string(cell_status_name(r.status)) + (r.reason.empty() ? "" : ": " + r.reason);
         candidate.accuracy = r.final_accuracy;
         if (candidate.done) break;
       }

@@ -31,16 +31,16 @@ struct CellResult;  // evaluation/runner.h
 
 struct LrCandidate {
   double factor = 1.0;
-  std::string schedule;            // the LrSchedule spec tried
-  bool done = false;               // false: the run failed or was cancelled (reason says why)
+  std::string schedule;  // the LrSchedule spec tried
+  bool done = false;     // false: the run failed or was cancelled (reason says why)
   std::string reason;
-  double accuracy = 0.0;           // on the held-out examples, after the sweep's rounds
+  double accuracy = 0.0;  // on the held-out examples, after the sweep's rounds
 };
 
 struct LrSweep {
-  std::size_t defence = 0;         // index into Grid::defences
-  std::string untuned;             // the schedule the defence had before the sweep
-  std::string source;              // where that came from: "default" (of the update rule) or "base"
+  std::size_t defence = 0;  // index into Grid::defences
+  std::string untuned;      // the schedule the defence had before the sweep
+  std::string source;       // where that came from: "default" (of the update rule) or "base"
   Setting setting;
   std::uint64_t seed = 0;
   std::uint64_t rounds = 0;

@@ -2,11 +2,12 @@
 // Five workers hold noisy estimates of the same gradient; each sends only the signs (1 bit per
 // coordinate), the server takes the coordinate-wise majority, and the vote agrees with the true
 // gradient's signs far more often than any single worker does.
+#include "kernels/majority_vote.h"
+
 #include <cstdio>
 #include <vector>
 
 #include "core/rng.h"
-#include "kernels/majority_vote.h"
 #include "kernels/sign_kernels.h"
 
 int main() {
@@ -35,7 +36,6 @@ int main() {
   const std::size_t vote_agree = ballot::kernels::agreement_count(vote, true_signs);
   std::printf("best single worker agrees on %.1f%% of signs, the majority vote on %.1f%%\n",
               100.0 * best_single / kDimensions, 100.0 * vote_agree / kDimensions);
-  std::printf("bytes sent per worker: %zu (fp32 would be %zu)\n", vote.num_words() * 8,
-              kDimensions * sizeof(float));
+  std::printf("bytes sent per worker: %zu (fp32 would be %zu)\n", vote.num_words() * 8, kDimensions * sizeof(float));
   return vote_agree > best_single ? 0 : 1;
 }

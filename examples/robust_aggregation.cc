@@ -48,8 +48,9 @@ int main() {
   std::vector<double> honest_mean;
   attacks::honest_moments(honest_rows, honest_mean, nullptr);
 
-  const std::vector<std::string> rules = {"mean", "median", "trimmed_mean:f=5", "krum:f=5",
-                                          "nnm:f=5 > krum:f=5", "centered_clipping:f=5,tau=10", "bulyan:f=4"};
+  const std::vector<std::string> rules = {
+      "mean",      "median", "trimmed_mean:f=5", "krum:f=5", "nnm:f=5 > krum:f=5", "centered_clipping:f=5,tau=10",
+      "bulyan:f=4"};
   bool robust_beats_mean = true;
   for (const char* attack_text : {"gaussian", "alie"}) {
     auto attack = attacks::Behaviour::parse(attack_text);

@@ -39,8 +39,8 @@ void pack_avx512(const float* values, std::size_t count, std::uint64_t* words) {
   if (count % 64 != 0) kScalarKernels.pack(values + 64 * full, count % 64, words + full);
 }
 
-void unpack_avx512(const std::uint64_t* words, std::size_t first_bit, std::size_t count,
-                   float negative, float positive, float* out) {
+void unpack_avx512(const std::uint64_t* words, std::size_t first_bit, std::size_t count, float negative, float positive,
+                   float* out) {
   // Scalar up to a 16-bit boundary, then 16 coordinates per mask.
   const std::size_t to_boundary = (16 - first_bit % 16) % 16;
   const std::size_t head = count < to_boundary ? count : to_boundary;
@@ -56,9 +56,9 @@ void unpack_avx512(const std::uint64_t* words, std::size_t first_bit, std::size_
   kScalarKernels.unpack(words, first_bit + done, count - done, negative, positive, out + done);
 }
 
-void vote_avx512(const std::uint64_t* const* inputs, const std::uint32_t* weights,
-                 std::size_t num_inputs, std::size_t word_begin, std::size_t word_end,
-                 std::uint64_t threshold, int planes, std::uint64_t* out) {
+void vote_avx512(const std::uint64_t* const* inputs, const std::uint32_t* weights, std::size_t num_inputs,
+                 std::size_t word_begin, std::size_t word_end, std::uint64_t threshold, int planes,
+                 std::uint64_t* out) {
   const std::size_t vector_end = word_begin + (word_end - word_begin) / 8 * 8;
   bitsliced_vote<Word8>(inputs, weights, num_inputs, word_begin, vector_end, threshold, planes, out);
   kScalarKernels.vote(inputs, weights, num_inputs, vector_end, word_end, threshold, planes, out);

@@ -26,8 +26,8 @@ void pack_scalar(const float* values, std::size_t count, std::uint64_t* words) {
   }
 }
 
-void unpack_scalar(const std::uint64_t* words, std::size_t first_bit, std::size_t count,
-                   float negative, float positive, float* out) {
+void unpack_scalar(const std::uint64_t* words, std::size_t first_bit, std::size_t count, float negative, float positive,
+                   float* out) {
   for (std::size_t i = 0; i < count; ++i) {
     const std::size_t bit = first_bit + i;
     out[i] = ((words[bit / 64] >> (bit % 64)) & 1u) ? positive : negative;
@@ -47,7 +47,7 @@ std::size_t agree_scalar(const std::uint64_t* a, const std::uint64_t* b, std::si
 
 }  // namespace
 
-const CpuKernels kScalarKernels{Isa::kScalar, &pack_scalar, &unpack_scalar,
-                                &bitsliced_vote<std::uint64_t>, &agree_scalar};
+const CpuKernels kScalarKernels{Isa::kScalar, &pack_scalar, &unpack_scalar, &bitsliced_vote<std::uint64_t>,
+                                &agree_scalar};
 
 }  // namespace ballot::kernels::detail

@@ -13,7 +13,8 @@ bool cpu_has(Isa isa) noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   // libgcc's feature detection also checks that the OS saves the wide registers (XCR0).
   switch (isa) {
-    case Isa::kScalar: return true;
+    case Isa::kScalar:
+      return true;
     // Every CPU with AVX2 has FMA and every one with AVX-512 BW/VL has DQ: asking for them costs
     // nothing and lets robust's FMA kernels use the same levels.
     case Isa::kAvx2:
@@ -46,9 +47,12 @@ std::atomic<Isa>& limit() noexcept {
 
 std::string_view isa_name(Isa isa) noexcept {
   switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
   }
   return "unknown";
 }
@@ -82,9 +86,12 @@ const CpuKernels* cpu_kernels(Isa isa) noexcept {
   static const bool has_avx2 = kAvx2Kernels != nullptr && cpu_has(Isa::kAvx2);
   static const bool has_avx512 = kAvx512Kernels != nullptr && cpu_has(Isa::kAvx512);
   switch (isa) {
-    case Isa::kScalar: return &kScalarKernels;
-    case Isa::kAvx2: return has_avx2 ? kAvx2Kernels : nullptr;
-    case Isa::kAvx512: return has_avx512 ? kAvx512Kernels : nullptr;
+    case Isa::kScalar:
+      return &kScalarKernels;
+    case Isa::kAvx2:
+      return has_avx2 ? kAvx2Kernels : nullptr;
+    case Isa::kAvx512:
+      return has_avx512 ? kAvx512Kernels : nullptr;
   }
   return nullptr;
 }

@@ -9,8 +9,8 @@
 namespace ballot::kernels {
 namespace {
 
-void vote(std::span<const BitVector* const> inputs, const std::uint32_t* weights,
-          std::uint64_t total_weight, BitVector& out) {
+void vote(std::span<const BitVector* const> inputs, const std::uint32_t* weights, std::uint64_t total_weight,
+          BitVector& out) {
   if (inputs.empty() || total_weight == 0) {
     out.fill(true);  // an empty vote gives +1 everywhere, like a tie
     return;
@@ -22,8 +22,8 @@ void vote(std::span<const BitVector* const> inputs, const std::uint32_t* weights
     words[i] = inputs[i]->data();
   }
   if (out.size() != size) out = BitVector(size);
-  detail::active_kernels().vote(words.data(), weights, inputs.size(), 0, out.num_words(),
-                                vote_threshold(total_weight), planes_for(total_weight), out.data());
+  detail::active_kernels().vote(words.data(), weights, inputs.size(), 0, out.num_words(), vote_threshold(total_weight),
+                                planes_for(total_weight), out.data());
   // Padding bits of the inputs are zero, so the padding of the vote is zero unless the threshold
   // is zero; clear it regardless.
   out.clear_padding();
@@ -41,8 +41,8 @@ void majority_vote(std::span<const BitVector> inputs, BitVector& out) {
   majority_vote(pointers, out);
 }
 
-void weighted_majority_vote(std::span<const BitVector* const> inputs,
-                            std::span<const std::uint32_t> weights, BitVector& out) {
+void weighted_majority_vote(std::span<const BitVector* const> inputs, std::span<const std::uint32_t> weights,
+                            BitVector& out) {
   BALLOT_ENFORCE_EQ(inputs.size(), weights.size());
   std::uint64_t total = 0;
   for (auto weight : weights) total += weight;

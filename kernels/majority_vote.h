@@ -24,7 +24,7 @@ void majority_vote(std::span<const BitVector* const> inputs, BitVector& out);
 void majority_vote(std::span<const BitVector> inputs, BitVector& out);
 
 // Input i counts weights[i] times (weights.size() == inputs.size(), total weight < 2^32).
-void weighted_majority_vote(std::span<const BitVector* const> inputs,
-                            std::span<const std::uint32_t> weights, BitVector& out);
+void weighted_majority_vote(std::span<const BitVector* const> inputs, std::span<const std::uint32_t> weights,
+                            BitVector& out);
 
 }  // namespace ballot::kernels

@@ -24,8 +24,7 @@ inline MomentumFactors momentum_factors(double beta) noexcept {
 }
 
 // momentum[i] ← keep·momentum[i] + mix·gradient[i]; sizes must match (BALLOT_ENFORCE).
-inline void signum_momentum(std::span<float> momentum, std::span<const float> gradient,
-                            MomentumFactors factors) {
+inline void signum_momentum(std::span<float> momentum, std::span<const float> gradient, MomentumFactors factors) {
   BALLOT_ENFORCE_EQ(momentum.size(), gradient.size());
   float* m = momentum.data();
   const float* g = gradient.data();

@@ -21,8 +21,8 @@ void unpack_signs(const BitVector& signs, std::span<float> out, float scale) {
   detail::active_kernels().unpack(signs.data(), 0, signs.size(), -scale, scale, out.data());
 }
 
-void unpack_signs(const BitVector& signs, const GradientLayout& layout,
-                  std::span<const float> layer_scales, std::span<float> out) {
+void unpack_signs(const BitVector& signs, const GradientLayout& layout, std::span<const float> layer_scales,
+                  std::span<float> out) {
   BALLOT_ENFORCE_EQ(signs.size(), out.size());
   BALLOT_ENFORCE_EQ(layout.total_size(), signs.size());
   BALLOT_ENFORCE_EQ(layer_scales.size(), layout.num_layers());

@@ -22,8 +22,8 @@ void unpack_signs(const BitVector& signs, std::span<float> out, float scale = 1.
 
 // Per-layer scales: out[i] = ±layer_scales[l] for i in layer l (e.g. EF-signSGD's ‖v‖₁/d per
 // layer). layout.total_size() == signs.size() == out.size(), one scale per layer.
-void unpack_signs(const BitVector& signs, const GradientLayout& layout,
-                  std::span<const float> layer_scales, std::span<float> out);
+void unpack_signs(const BitVector& signs, const GradientLayout& layout, std::span<const float> layer_scales,
+                  std::span<float> out);
 
 // Number of coordinates where a and b hold the same sign (sizes must match).
 std::size_t agreement_count(const BitVector& a, const BitVector& b);

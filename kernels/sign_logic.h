@@ -18,9 +18,7 @@ BALLOT_HOST_DEVICE inline bool sign_bit(float value) { return !(value < 0.0f); }
 
 // Vote threshold: output bit = 1 iff (total weight of 1-bits) >= threshold, with
 // threshold = ceil(total_weight / 2), so an exact tie goes to +1 and an empty vote gives +1.
-BALLOT_HOST_DEVICE inline std::uint64_t vote_threshold(std::uint64_t total_weight) {
-  return (total_weight + 1) / 2;
-}
+BALLOT_HOST_DEVICE inline std::uint64_t vote_threshold(std::uint64_t total_weight) { return (total_weight + 1) / 2; }
 
 // Bit-sliced counters: planes[k] holds bit k of 64 independent counters, one per bit position.
 // Adds the 1-bit values `x` (one per position) starting at plane `first_plane` (i.e. adds
@@ -38,8 +36,7 @@ BALLOT_HOST_DEVICE inline void bitsliced_add(Word* planes, int num_planes, int f
 
 // For every bit position, 1 iff the counter there is >= `threshold` (compared MSB first).
 template <typename Word>
-BALLOT_HOST_DEVICE inline Word bitsliced_greater_equal(const Word* planes, int num_planes,
-                                                       std::uint64_t threshold) {
+BALLOT_HOST_DEVICE inline Word bitsliced_greater_equal(const Word* planes, int num_planes, std::uint64_t threshold) {
   Word greater = Word{};
   Word equal = ~Word{};
   for (int k = num_planes - 1; k >= 0; --k) {

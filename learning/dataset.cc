@@ -84,8 +84,8 @@ Result<std::vector<std::uint8_t>> read_maybe_gzip(const std::string& path, std::
     return make_error(ErrorCode::kMalformed, "gzip file '" + path + "' is truncated or corrupt: " + message);
   }
   if (out.size() > cap) {
-    return make_error(ErrorCode::kLimitExceeded, "gzip file '" + path + "' inflates to more than " +
-                                                     std::to_string(cap) + " bytes");
+    return make_error(ErrorCode::kLimitExceeded,
+                      "gzip file '" + path + "' inflates to more than " + std::to_string(cap) + " bytes");
   }
   return out;
 }
@@ -137,8 +137,7 @@ Batch gather(const Dataset& data, std::span<const std::uint32_t> indices) {
 
 // ---- IDX ----------------------------------------------------------------------------------------
 
-Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view name,
-                           const IdxLimits& limits) {
+Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view name, const IdxLimits& limits) {
   if (bytes.size() < 4) {
     return make_error(ErrorCode::kMalformed, describe(name) + " is " + std::to_string(bytes.size()) +
                                                  " bytes long, shorter than the 4-byte magic");
@@ -153,9 +152,12 @@ Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view
   }
   BALLOT_ASSIGN_OR_RETURN(const auto type, in.read<std::uint8_t>("element type"));
   if (type != 0x08) {
-    return make_error(ErrorCode::kMalformed, describe(name) + " has element type 0x" +
-                                                 [&] { char b[8]; std::snprintf(b, sizeof b, "%02x", type); return std::string(b); }() +
-                                                 ", only unsigned bytes (0x08) are supported");
+    return make_error(
+        ErrorCode::kMalformed, describe(name) + " has element type 0x" + [&] {
+          char b[8];
+          std::snprintf(b, sizeof b, "%02x", type);
+          return std::string(b);
+        }() + ", only unsigned bytes (0x08) are supported");
   }
   BALLOT_ASSIGN_OR_RETURN(const std::size_t ndim, in.read<std::uint8_t>("dimension count"));
   if (ndim == 0 || ndim > limits.max_dims) {
@@ -165,7 +167,8 @@ Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view
   const std::size_t header = 4 + 4 * ndim;
   if (bytes.size() < header) {
     return make_error(ErrorCode::kMalformed, describe(name) + " is truncated inside its header (" +
-                                                 std::to_string(bytes.size()) + " of " + std::to_string(header) + " bytes)");
+                                                 std::to_string(bytes.size()) + " of " + std::to_string(header) +
+                                                 " bytes)");
   }
   IdxArray array;
   std::size_t count = 1;
@@ -175,17 +178,17 @@ Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view
     array.dims.push_back(dim);
     // Overflow-safe: count * dim <= max_bytes  <=>  dim <= max_bytes / count (count >= 1).
     if (dim != 0 && count > limits.max_bytes / dim) {
-      return make_error(ErrorCode::kLimitExceeded, describe(name) + " declares more than " +
-                                                       std::to_string(limits.max_bytes) + " elements");
+      return make_error(ErrorCode::kLimitExceeded,
+                        describe(name) + " declares more than " + std::to_string(limits.max_bytes) + " elements");
     }
     count *= dim;
   }
   const std::size_t payload = in.remaining();
   if (payload != count) {
-    return make_error(ErrorCode::kMalformed,
-                      describe(name) + (payload < count ? " is truncated" : " has trailing bytes") +
-                          ": the header declares " + std::to_string(count) + " data bytes, the file holds " +
-                          std::to_string(payload));
+    return make_error(ErrorCode::kMalformed, describe(name) +
+                                                 (payload < count ? " is truncated" : " has trailing bytes") +
+                                                 ": the header declares " + std::to_string(count) +
+                                                 " data bytes, the file holds " + std::to_string(payload));
   }
   BALLOT_ASSIGN_OR_RETURN(array.data, in.read_array<std::uint8_t>(count, "data"));
   BALLOT_TRY(in.expect_end());
@@ -331,8 +334,7 @@ PartitionSampler::PartitionSampler(PartitionOptions options, std::size_t dataset
   BALLOT_ENFORCE_LE(dataset_size, std::size_t{UINT32_MAX});
 }
 
-PartitionSampler::PartitionSampler(PartitionOptions options,
-                                   std::vector<std::vector<std::uint32_t>> shards)
+PartitionSampler::PartitionSampler(PartitionOptions options, std::vector<std::vector<std::uint32_t>> shards)
     : options_(options), shards_(std::move(shards)) {
   BALLOT_ENFORCE(!shards_.empty(), "a sampler needs at least one shard");
   for (const auto& s : shards_) BALLOT_ENFORCE(!s.empty(), "every shard must hold an example");
@@ -365,7 +367,8 @@ Result<std::vector<std::vector<std::uint32_t>>> split_iid(std::size_t num_exampl
   std::size_t at = 0;
   for (std::size_t i = 0; i < num_nodes; ++i) {
     const std::size_t len = base + (i < extra ? 1 : 0);
-    shards[i].assign(perm.begin() + static_cast<std::ptrdiff_t>(at), perm.begin() + static_cast<std::ptrdiff_t>(at + len));
+    shards[i].assign(perm.begin() + static_cast<std::ptrdiff_t>(at),
+                     perm.begin() + static_cast<std::ptrdiff_t>(at + len));
     std::sort(shards[i].begin(), shards[i].end());
     at += len;
   }
@@ -412,7 +415,8 @@ Result<std::vector<std::vector<std::uint32_t>>> split_dirichlet(std::span<const 
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] >= num_classes) {
       return make_error(ErrorCode::kInvalidArgument, "label " + std::to_string(labels[i]) + " of example " +
-                                                         std::to_string(i) + " is not below " + std::to_string(num_classes));
+                                                         std::to_string(i) + " is not below " +
+                                                         std::to_string(num_classes));
     }
     by_class[labels[i]].push_back(static_cast<std::uint32_t>(i));
   }
@@ -452,8 +456,8 @@ Result<std::vector<std::vector<std::uint32_t>>> split_dirichlet(std::span<const 
         at += sizes[i];
       }
     }
-    const bool ok = std::all_of(shards.begin(), shards.end(),
-                                [&](const auto& s) { return s.size() >= options.min_per_node; });
+    const bool ok =
+        std::all_of(shards.begin(), shards.end(), [&](const auto& s) { return s.size() >= options.min_per_node; });
     if (ok) {
       for (auto& s : shards) std::sort(s.begin(), s.end());
       return shards;

@@ -63,8 +63,7 @@ struct IdxLimits {
 // Parses an IDX image held in memory: magic 0x00 0x00 0x08 <ndim>, ndim big-endian uint32
 // dimensions, then exactly product(dims) bytes (trailing or missing bytes are kMalformed, an
 // oversized product kLimitExceeded). `name` is used in error messages. O(size).
-Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view name,
-                           const IdxLimits& limits = {});
+Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view name, const IdxLimits& limits = {});
 
 // Reads a file, gzip'd (detected by its magic 1f 8b) or plain, and parses it with parse_idx.
 // Errors name the file: kNotFound, kIo, kMalformed (bad magic, dimensions, truncated gzip or a
@@ -149,8 +148,7 @@ class PartitionSampler {
 
 // A random permutation of [0, num_examples) dealt into num_nodes shards whose sizes differ by at
 // most one. kInvalidArgument if num_nodes is 0 or exceeds num_examples.
-Result<std::vector<std::vector<std::uint32_t>>> split_iid(std::size_t num_examples,
-                                                          std::size_t num_nodes,
+Result<std::vector<std::vector<std::uint32_t>>> split_iid(std::size_t num_examples, std::size_t num_nodes,
                                                           std::uint64_t seed);
 
 // Label-skewed non-iid split (Hsu, Qi, Brown 2019): for each class c, proportions
@@ -165,9 +163,9 @@ struct DirichletOptions {
   std::size_t max_attempts = 1000;
   std::uint64_t seed = 1;
 };
-Result<std::vector<std::vector<std::uint32_t>>> split_dirichlet(
-    std::span<const std::uint8_t> labels, std::size_t num_classes, std::size_t num_nodes,
-    const DirichletOptions& options);
+Result<std::vector<std::vector<std::uint32_t>>> split_dirichlet(std::span<const std::uint8_t> labels,
+                                                                std::size_t num_classes, std::size_t num_nodes,
+                                                                const DirichletOptions& options);
 
 // Gamma(shape, 1) by Marsaglia & Tsang (2000), with the boost Gamma(a) = Gamma(a+1)·U^(1/a) for
 // a < 1. shape > 0. Exposed for tests of the Dirichlet draw.

@@ -1,7 +1,6 @@
 #include "learning/models.h"
 
 #include <Eigen/Core>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -49,8 +48,12 @@ class FlatModel : public Model {
   MatMap grad_mat(std::size_t offset, std::size_t rows, std::size_t cols) {
     return MatMap(grads_.data() + offset, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
   }
-  VecMap param_vec(std::size_t offset, std::size_t n) { return VecMap(params_.data() + offset, static_cast<Eigen::Index>(n)); }
-  VecMap grad_vec(std::size_t offset, std::size_t n) { return VecMap(grads_.data() + offset, static_cast<Eigen::Index>(n)); }
+  VecMap param_vec(std::size_t offset, std::size_t n) {
+    return VecMap(params_.data() + offset, static_cast<Eigen::Index>(n));
+  }
+  VecMap grad_vec(std::size_t offset, std::size_t n) {
+    return VecMap(grads_.data() + offset, static_cast<Eigen::Index>(n));
+  }
 
   GradientLayout layout_;
   std::vector<float> params_;
@@ -184,7 +187,8 @@ void im2col(const float* in, std::size_t batch, const ConvShape& s, RowMat& cols
           for (std::size_t kx = 0; kx < s.k; ++kx) {
             const long ix = static_cast<long>(x + kx) - pad;
             const bool inside = iy >= 0 && iy < static_cast<long>(s.h) && ix >= 0 && ix < static_cast<long>(s.w);
-            const float* px = inside ? image + (static_cast<std::size_t>(iy) * s.w + static_cast<std::size_t>(ix)) * s.c_in : nullptr;
+            const float* px =
+                inside ? image + (static_cast<std::size_t>(iy) * s.w + static_cast<std::size_t>(ix)) * s.c_in : nullptr;
             for (std::size_t ci = 0; ci < s.c_in; ++ci) out[(ci * s.k + ky) * s.k + kx] = inside ? px[ci] : 0.0f;
           }
         }
@@ -294,8 +298,8 @@ class Cnn final : public FlatModel {
   }
 
  private:
-  void conv_forward(const float* in, std::size_t batch, const ConvShape& s, RowMat& cols, std::size_t w,
-                    std::size_t b, RowMat& act) {
+  void conv_forward(const float* in, std::size_t batch, const ConvShape& s, RowMat& cols, std::size_t w, std::size_t b,
+                    RowMat& act) {
     im2col(in, batch, s, cols);
     act.resize(cols.rows(), static_cast<Eigen::Index>(s.c_out));
     act.noalias() = cols * param_mat(w, s.c_out, s.patch()).transpose();
@@ -405,7 +409,8 @@ Result<std::unique_ptr<Model>> make_mlp(const MlpOptions& options, std::uint64_t
   BALLOT_TRY(check_classes(options.num_classes));
   if (options.num_features == 0 || options.hidden.empty() ||
       std::any_of(options.hidden.begin(), options.hidden.end(), [](std::size_t h) { return h == 0; })) {
-    return make_error(ErrorCode::kInvalidArgument, "mlp needs num_features > 0 and at least one non-empty hidden layer");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "mlp needs num_features > 0 and at least one non-empty hidden layer");
   }
   return std::unique_ptr<Model>(
       std::make_unique<DenseNet>(options.num_features, options.hidden, options.num_classes, seed, false));
@@ -444,8 +449,8 @@ Result<std::unique_ptr<Model>> make_model(std::string_view text, const ModelShap
       for (char ch : part) ok = ok && ch >= '0' && ch <= '9';
       if (ok) value = std::stoul(part);
       if (!ok || value == 0) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "model spec '" + std::string(text) + "': hidden sizes must be positive integers joined by '/'");
+        return make_error(ErrorCode::kInvalidArgument, "model spec '" + std::string(text) +
+                                                           "': hidden sizes must be positive integers joined by '/'");
       }
       options.hidden.push_back(value);
       at = end + 1;
@@ -461,10 +466,16 @@ Result<std::unique_ptr<Model>> make_model(std::string_view text, const ModelShap
     BALLOT_ASSIGN_OR_RETURN(const auto c2, spec.get_int("c2", 16));
     BALLOT_ASSIGN_OR_RETURN(const auto k, spec.get_int("k", 5));
     if (c1 <= 0 || c2 <= 0 || k <= 0 || c1 > 4096 || c2 > 4096 || k > 31) {
-      return make_error(ErrorCode::kInvalidArgument, "model spec '" + std::string(text) + "': c1, c2 in 1..4096, k in 1..31");
+      return make_error(ErrorCode::kInvalidArgument,
+                        "model spec '" + std::string(text) + "': c1, c2 in 1..4096, k in 1..31");
     }
-    CnnOptions options{shape.rows, shape.cols, shape.channels, static_cast<std::size_t>(c1),
-                       static_cast<std::size_t>(c2), static_cast<std::size_t>(k), shape.num_classes};
+    CnnOptions options{shape.rows,
+                       shape.cols,
+                       shape.channels,
+                       static_cast<std::size_t>(c1),
+                       static_cast<std::size_t>(c2),
+                       static_cast<std::size_t>(k),
+                       shape.num_classes};
     return make_cnn(options, seed);
   }
   if (spec.name() == "synthetic") {
@@ -478,7 +489,8 @@ Result<std::unique_ptr<Model>> make_model(std::string_view text, const ModelShap
     return std::unique_ptr<Model>(
         std::make_unique<SyntheticGradient>(shape.num_features, shape.num_classes, static_cast<std::size_t>(d), seed));
   }
-  return make_error(ErrorCode::kInvalidArgument, "unknown model '" + spec.name() + "' (known: logreg, mlp, cnn, synthetic)");
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown model '" + spec.name() + "' (known: logreg, mlp, cnn, synthetic)");
 }
 
 }  // namespace ballot

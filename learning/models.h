@@ -49,8 +49,7 @@ struct CnnOptions {
 
 // Invalid options (zero sizes, more than 256 classes, an even kernel, an image under 4×4) are
 // kInvalidArgument.
-Result<std::unique_ptr<Model>> make_logistic_regression(const LogisticRegressionOptions& options,
-                                                        std::uint64_t seed);
+Result<std::unique_ptr<Model>> make_logistic_regression(const LogisticRegressionOptions& options, std::uint64_t seed);
 Result<std::unique_ptr<Model>> make_mlp(const MlpOptions& options, std::uint64_t seed);
 Result<std::unique_ptr<Model>> make_cnn(const CnnOptions& options, std::uint64_t seed);
 

@@ -1,8 +1,8 @@
 #include "learning/optimizer.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 #include <sstream>
 
@@ -25,11 +25,16 @@ enum class Rule : std::uint8_t { kSgd = 1, kSign = 2, kSignum = 3, kEfSign = 4, 
 
 const char* rule_name(Rule rule) {
   switch (rule) {
-    case Rule::kSgd: return "sgd";
-    case Rule::kSign: return "sign";
-    case Rule::kSignum: return "signum";
-    case Rule::kEfSign: return "ef_sign";
-    case Rule::kWorkerMomentum: return "worker momentum";
+    case Rule::kSgd:
+      return "sgd";
+    case Rule::kSign:
+      return "sign";
+    case Rule::kSignum:
+      return "signum";
+    case Rule::kEfSign:
+      return "ef_sign";
+    case Rule::kWorkerMomentum:
+      return "worker momentum";
   }
   return "?";
 }
@@ -51,7 +56,8 @@ Result<DecodedState> decode_state(std::span<const std::uint8_t> bytes, Rule rule
                                   std::size_t num_params) {
   const std::string what = std::string(rule_name(rule)) + " optimizer state";
   if (bytes.size() < kHeaderBytes) {
-    return make_error(ErrorCode::kMalformed, what + " is " + std::to_string(bytes.size()) + " bytes, shorter than its header");
+    return make_error(ErrorCode::kMalformed,
+                      what + " is " + std::to_string(bytes.size()) + " bytes, shorter than its header");
   }
   // The header is known to be there: its reads cannot fail, only its values can be wrong.
   ByteReader in(bytes, "optimizer state");
@@ -63,7 +69,8 @@ Result<DecodedState> decode_state(std::span<const std::uint8_t> bytes, Rule rule
   }
   BALLOT_ASSIGN_OR_RETURN(const auto stored_rule, in.read<std::uint8_t>("rule"));
   if (stored_rule != static_cast<std::uint8_t>(rule)) {
-    return make_error(ErrorCode::kMalformed, what + ": the bytes hold the state of rule " + std::to_string(stored_rule));
+    return make_error(ErrorCode::kMalformed,
+                      what + ": the bytes hold the state of rule " + std::to_string(stored_rule));
   }
   BALLOT_ASSIGN_OR_RETURN(const auto flags, in.read<std::uint8_t>("flags"));
   BALLOT_ASSIGN_OR_RETURN(const auto reserved, in.read<std::uint8_t>("reserved byte"));
@@ -121,9 +128,7 @@ class Sgd final : public Optimizer {
     run(x, lr, [&](std::size_t i) { return vote_at(vote, i); });
   }
 
-  std::vector<std::uint8_t> save_state() const override {
-    return encode_state(Rule::kSgd, started_ ? 1 : 0, buffer_);
-  }
+  std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kSgd, started_ ? 1 : 0, buffer_); }
   Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) override {
     BALLOT_ASSIGN_OR_RETURN(auto state, decode_state(bytes, Rule::kSgd, 1, num_params));
     if ((state.flags & 1) != 0 && state.values.empty() && o_.momentum != 0.0) {
@@ -294,7 +299,9 @@ void Optimizer::step_vote(std::span<float> params, const BitVector& vote, double
 }
 
 std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options) { return std::make_unique<Sgd>(options, false); }
-std::unique_ptr<Optimizer> make_sign_update(const SignOptions& options) { return std::make_unique<SignUpdate>(options); }
+std::unique_ptr<Optimizer> make_sign_update(const SignOptions& options) {
+  return std::make_unique<SignUpdate>(options);
+}
 std::unique_ptr<Optimizer> make_signum(const SignumOptions& options) { return std::make_unique<Signum>(options); }
 std::unique_ptr<Optimizer> make_ef_sign(const GradientLayout& layout) { return std::make_unique<EfSign>(layout); }
 
@@ -383,8 +390,8 @@ Result<std::string> default_lr_schedule(std::string_view update_spec, std::uint6
     std::snprintf(text, sizeof(text), "%.6g", v);
     return std::string(text);
   };
-  return "constant:lr=" + shortest(lr) + " > cosine:rounds=" + std::to_string(rounds) + ",min=" +
-         shortest(kDefaultCosineFloor);
+  return "constant:lr=" + shortest(lr) + " > cosine:rounds=" + std::to_string(rounds) +
+         ",min=" + shortest(kDefaultCosineFloor);
 }
 
 // ---- worker side --------------------------------------------------------------------------------
@@ -481,12 +488,14 @@ std::string LrSchedule::spec() const {
 Result<LrSchedule> LrSchedule::parse(std::string_view text) {
   BALLOT_ASSIGN_OR_RETURN(auto stages, Spec::parse_pipeline(text));
   if (stages.empty() || stages[0].name() != "constant") {
-    return make_error(ErrorCode::kInvalidArgument, "schedule '" + std::string(text) + "' must start with constant:lr=<lr>");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "schedule '" + std::string(text) + "' must start with constant:lr=<lr>");
   }
   BALLOT_TRY(stages[0].check_known({"lr"}));
   BALLOT_ASSIGN_OR_RETURN(const double lr, stages[0].get_double("lr", 0.01));
   if (!(lr > 0.0) || !std::isfinite(lr)) {
-    return make_error(ErrorCode::kInvalidArgument, "schedule '" + std::string(text) + "': lr must be positive and finite");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "schedule '" + std::string(text) + "': lr must be positive and finite");
   }
   LrSchedule schedule(lr);
   auto bad = [&](const std::string& why) {

@@ -1,7 +1,7 @@
 #include "robust/aggregator.h"
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <mutex>
 
 #include "core/enforce.h"

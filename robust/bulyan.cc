@@ -27,9 +27,9 @@ Result<AggregationResult> Bulyan::aggregate(const InputMatrix& inputs) {
     const auto scores = detail::krum_scores(distances, remaining, f);
     const std::size_t best = detail::argmin_finite(scores);
     if (best == static_cast<std::size_t>(-1))
-      return make_error(ErrorCode::kPrecondition,
-                        "bulyan: only " + std::to_string(selected.size()) + " usable inputs, theta = n - 2f = " +
-                            std::to_string(theta) + " needed (too many non-finite or overflowing inputs)");
+      return make_error(ErrorCode::kPrecondition, "bulyan: only " + std::to_string(selected.size()) +
+                                                      " usable inputs, theta = n - 2f = " + std::to_string(theta) +
+                                                      " needed (too many non-finite or overflowing inputs)");
     selected.push_back(remaining[best]);
     remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(best));
   }

@@ -15,9 +15,7 @@ Status Caf::check(std::size_t n, std::size_t f) {
   return {};
 }
 
-std::string Caf::spec() const {
-  return detail::with_threads("caf:f=" + std::to_string(options_.f), options_.threads);
-}
+std::string Caf::spec() const { return detail::with_threads("caf:f=" + std::to_string(options_.f), options_.threads); }
 
 Result<AggregationResult> Caf::aggregate(const InputMatrix& inputs) {
   BALLOT_TRY(check(inputs.n()));

@@ -89,8 +89,7 @@ Result<AggregationResult> CenteredClipping::aggregate(const InputMatrix& inputs)
 
   AggregationResult result;
   result.value = detail::weighted_sum(inputs, alpha, options_.threads);
-  if (beta != 0.0)
-    kern.axpy(static_cast<float>(beta), center.data(), result.value.data(), d);
+  if (beta != 0.0) kern.axpy(static_cast<float>(beta), center.data(), result.value.data(), d);
   result.report.iterations = options_.iterations;
   result.report.excluded = detail::complement(n, usable);
   result.report.non_finite = std::move(dist.non_finite);

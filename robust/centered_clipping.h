@@ -23,10 +23,10 @@ enum class ClippingStart { kZero, kMedian };
 
 struct CenteredClippingOptions {
   std::size_t f = 0;
-  double tau = 1.0;              // clipping radius τ > 0
-  std::size_t iterations = 3;    // L in the paper
+  double tau = 1.0;            // clipping radius τ > 0
+  std::size_t iterations = 3;  // L in the paper
   ClippingStart start = ClippingStart::kZero;
-  std::vector<float> center;     // when non-empty, v₀ (size d) and `start` is ignored
+  std::vector<float> center;  // when non-empty, v₀ (size d) and `start` is ignored
   std::size_t threads = 1;
 };
 
@@ -37,7 +37,7 @@ class CenteredClipping final : public Aggregator {
   explicit CenteredClipping(Options options) : options_(std::move(options)) {}
   static Status check(std::size_t n, std::size_t f);  // n ≥ 2f + 1
   std::string spec() const override;
-  Status check(std::size_t n) const override;          // also τ > 0
+  Status check(std::size_t n) const override;  // also τ > 0
   // A center of the wrong size is kInvalidArgument; a non-finite center is kInvalidArgument.
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;
   using Aggregator::aggregate;

@@ -11,8 +11,7 @@ using detail::CoordinateOp;
 using detail::CoordinatePlan;
 
 // Runs the coordinate engine; k non-finite inputs count against f (Byzantine by definition).
-Result<AggregationResult> run(const InputMatrix& inputs, std::size_t threads, CoordinateOp op,
-                              std::size_t f) {
+Result<AggregationResult> run(const InputMatrix& inputs, std::size_t threads, CoordinateOp op, std::size_t f) {
   auto plan = [op, f](std::size_t m, std::size_t k) -> Result<CoordinatePlan> {
     const std::size_t remaining = f - std::min(f, k);
     CoordinatePlan plan;

@@ -21,8 +21,8 @@ namespace ballot::robust {
 struct GeometricMedianOptions {
   std::size_t f = 0;
   std::size_t max_iterations = 100;
-  double nu = 1e-6;          // smoothing ν > 0: distances below ν count as ν
-  double tolerance = 1e-8;   // stop when (previous − objective) ≤ tolerance · objective
+  double nu = 1e-6;         // smoothing ν > 0: distances below ν count as ν
+  double tolerance = 1e-8;  // stop when (previous − objective) ≤ tolerance · objective
   std::size_t threads = 1;
 };
 
@@ -33,7 +33,7 @@ class GeometricMedian final : public Aggregator {
   explicit GeometricMedian(Options options) : options_(options) {}
   static Status check(std::size_t n, std::size_t f);  // n ≥ 2f + 1
   std::string spec() const override;
-  Status check(std::size_t n) const override;          // also validates ν > 0, tolerance ≥ 0
+  Status check(std::size_t n) const override;  // also validates ν > 0, tolerance ≥ 0
   // report.iterations: Weiszfeld steps taken; report.scores: the final weight of each input.
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;
   using Aggregator::aggregate;

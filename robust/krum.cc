@@ -63,7 +63,9 @@ Status Krum::check(std::size_t n, std::size_t f) {
   if (n < 2 * f + 3) return detail::precondition_error("krum", "n >= 2f + 3", n, f);
   return {};
 }
-std::string Krum::spec() const { return detail::with_threads("krum:f=" + std::to_string(options_.f), options_.threads); }
+std::string Krum::spec() const {
+  return detail::with_threads("krum:f=" + std::to_string(options_.f), options_.threads);
+}
 Result<AggregationResult> Krum::aggregate(const InputMatrix& inputs) {
   BALLOT_TRY(check(inputs.n()));
   Ranking r = rank_inputs(inputs, options_.f, options_.threads);
@@ -74,8 +76,8 @@ Result<AggregationResult> Krum::aggregate(const InputMatrix& inputs) {
 Status MultiKrum::check(std::size_t n, std::size_t f, std::size_t m) {
   if (n < 2 * f + 3) return detail::precondition_error("multi_krum", "n >= 2f + 3", n, f);
   if (m > n)
-    return make_error(ErrorCode::kPrecondition, "multi_krum: m = " + std::to_string(m) + " exceeds n = " +
-                                                    std::to_string(n));
+    return make_error(ErrorCode::kPrecondition,
+                      "multi_krum: m = " + std::to_string(m) + " exceeds n = " + std::to_string(n));
   return {};
 }
 std::string MultiKrum::spec() const {
@@ -87,7 +89,8 @@ Result<AggregationResult> MultiKrum::aggregate(const InputMatrix& inputs) {
   const std::size_t m = options_.m == 0 ? inputs.n() - options_.f : options_.m;
   Ranking r = rank_inputs(inputs, options_.f, options_.threads);
   if (r.finite < m) return no_finite_score("multi_krum", m, r.finite);
-  return selection_result(inputs, r, std::vector<std::size_t>(r.order.begin(), r.order.begin() + static_cast<std::ptrdiff_t>(m)),
+  return selection_result(inputs, r,
+                          std::vector<std::size_t>(r.order.begin(), r.order.begin() + static_cast<std::ptrdiff_t>(m)),
                           options_.threads);
 }
 

@@ -7,11 +7,11 @@
 // All pairwise distances come from one Gram matrix product (‖x‖² + ‖y‖² − 2x·y; register-blocked
 // kernels of ours — 4×4 rows up to 32 inputs, packed 5×5 above with AVX-512, Eigen's rank update
 // above 32 at the other ISA levels; float products accumulated in double per 4096 columns), so the
-// cost is n(n+1)/2·d multiply-adds at matrix-product speed plus one read of the selected inputs. Non-finite inputs (and inputs so large
-// that their squared norm overflows) are at +∞ from everything: they never get a finite score and
-// are never selected. Ties go to the lowest index. Deterministic for any thread count; the selection
-// is permutation-invariant except on exact score ties. Rounding note: the Gram form loses relative
-// precision when the inputs share a large common offset compared with their spread.
+// cost is n(n+1)/2·d multiply-adds at matrix-product speed plus one read of the selected inputs. Non-finite inputs (and
+// inputs so large that their squared norm overflows) are at +∞ from everything: they never get a finite score and are
+// never selected. Ties go to the lowest index. Deterministic for any thread count; the selection is
+// permutation-invariant except on exact score ties. Rounding note: the Gram form loses relative precision when the
+// inputs share a large common offset compared with their spread.
 #pragma once
 
 #include <cstddef>

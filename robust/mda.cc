@@ -45,15 +45,14 @@ Status MinimumDiameterAveraging::check(std::size_t n, std::size_t f) {
 }
 
 Status MinimumDiameterAveraging::check(std::size_t n) const {
-  if (!(options_.max_subsets >= 1))
-    return make_error(ErrorCode::kInvalidArgument, "mda: max_subsets must be >= 1");
+  if (!(options_.max_subsets >= 1)) return make_error(ErrorCode::kInvalidArgument, "mda: max_subsets must be >= 1");
   return check(n, options_.f);
 }
 
 std::string MinimumDiameterAveraging::spec() const {
-  return detail::with_threads("mda:f=" + std::to_string(options_.f) +
-                                  ",max_subsets=" + detail::format_double(options_.max_subsets),
-                              options_.threads);
+  return detail::with_threads(
+      "mda:f=" + std::to_string(options_.f) + ",max_subsets=" + detail::format_double(options_.max_subsets),
+      options_.threads);
 }
 
 Result<AggregationResult> MinimumDiameterAveraging::aggregate(const InputMatrix& inputs) {
@@ -63,8 +62,8 @@ Result<AggregationResult> MinimumDiameterAveraging::aggregate(const InputMatrix&
   const double worst = detail::binomial(n, options_.f);
   if (worst > options_.max_subsets)
     return make_error(ErrorCode::kLimitExceeded,
-                      "mda: C(" + std::to_string(n) + ", " + std::to_string(options_.f) + ") = " +
-                          detail::format_double(worst) + " subsets exceed max_subsets = " +
+                      "mda: C(" + std::to_string(n) + ", " + std::to_string(options_.f) +
+                          ") = " + detail::format_double(worst) + " subsets exceed max_subsets = " +
                           detail::format_double(options_.max_subsets) + "; use a smaller f or another rule");
   detail::Distances dist = detail::pairwise_distances(inputs, options_.threads);
   std::vector<std::size_t> pool;

@@ -25,8 +25,8 @@ Status Monna::check(std::size_t n) const {
 }
 
 std::string Monna::spec() const {
-  return detail::with_threads(
-      "monna:f=" + std::to_string(options_.f) + ",pivot=" + std::to_string(options_.pivot), options_.threads);
+  return detail::with_threads("monna:f=" + std::to_string(options_.f) + ",pivot=" + std::to_string(options_.pivot),
+                              options_.threads);
 }
 
 Result<AggregationResult> Monna::aggregate(const InputMatrix& inputs) {

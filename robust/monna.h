@@ -35,7 +35,7 @@ class Monna final : public Aggregator {
   explicit Monna(Options options) : options_(options) {}
   static Status check(std::size_t n, std::size_t f);  // n ≥ 2f + 1
   std::string spec() const override;
-  Status check(std::size_t n) const override;          // also pivot < n
+  Status check(std::size_t n) const override;  // also pivot < n
   // report.selected: the pivot's n − f nearest inputs; report.scores: squared distance of each
   // input to the pivot (+∞ for non-finite inputs).
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;

@@ -84,8 +84,7 @@ Result<PreAggregation> NearestNeighborMixing::apply(const InputMatrix& inputs) {
         std::memcpy(in.data() + a * width, inputs.row(usable[a]) + begin, width * sizeof(float));
       kern.mix(mixing.data(), u, in.data(), u, width, width, mixed.data(), width);
       for (std::size_t a = 0; a < u; ++a)
-        std::memcpy(out.output.values.data() + usable[a] * d + begin, mixed.data() + a * width,
-                    width * sizeof(float));
+        std::memcpy(out.output.values.data() + usable[a] * d + begin, mixed.data() + a * width, width * sizeof(float));
     }
   });
   return out;
@@ -141,7 +140,8 @@ Result<PreAggregation> Bucketing::apply(const InputMatrix& inputs) {
   // A non-finite input makes its bucket non-finite; name the inputs behind such buckets.
   for (std::size_t b = 0; b < buckets; ++b) {
     if (std::all_of(finite.begin() + static_cast<std::ptrdiff_t>(b * blocks),
-                    finite.begin() + static_cast<std::ptrdiff_t>((b + 1) * blocks), [](std::uint8_t f) { return f != 0; }))
+                    finite.begin() + static_cast<std::ptrdiff_t>((b + 1) * blocks),
+                    [](std::uint8_t f) { return f != 0; }))
       continue;
     for (std::size_t k = b * s; k < std::min(n, b * s + s); ++k)
       if (!kern.all_finite(inputs.row(perm[k]), d)) out.non_finite.push_back(perm[k]);

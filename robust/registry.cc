@@ -1,6 +1,5 @@
 #include "robust/registry.h"
 
-
 #include "core/enforce.h"
 #include "core/spec.h"
 #include "robust/arc.h"
@@ -22,8 +21,7 @@ Error bad(const Spec& spec, const std::string& what) {
   return make_error(ErrorCode::kInvalidArgument, "'" + spec.to_string() + "': " + what);
 }
 
-Result<std::size_t> get_count(const Spec& spec, const std::string& key, std::size_t fallback,
-                              std::size_t minimum = 0) {
+Result<std::size_t> get_count(const Spec& spec, const std::string& key, std::size_t fallback, std::size_t minimum = 0) {
   BALLOT_ASSIGN_OR_RETURN(const std::int64_t value, spec.get_int(key, static_cast<std::int64_t>(fallback)));
   if (value < static_cast<std::int64_t>(minimum))
     return bad(spec, "option '" + key + "' must be >= " + std::to_string(minimum) + ", got " + std::to_string(value));
@@ -75,8 +73,10 @@ Made make_centered_clipping(const Spec& spec) {
   BALLOT_ASSIGN_OR_RETURN(options.iterations, get_count(spec, "iterations", options.iterations));
   BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
   const std::string start = spec.get_string("start", "zero");
-  if (start == "median") options.start = ClippingStart::kMedian;
-  else if (start != "zero") return bad(spec, "start must be 'zero' or 'median', got '" + start + "'");
+  if (start == "median")
+    options.start = ClippingStart::kMedian;
+  else if (start != "zero")
+    return bad(spec, "start must be 'zero' or 'median', got '" + start + "'");
   if (!(options.tau > 0)) return bad(spec, "tau must be > 0");
   return std::unique_ptr<Aggregator>(std::make_unique<CenteredClipping>(options));
 }
@@ -139,24 +139,24 @@ MadePre make_arc(const Spec& spec) {
 const RuleEntry kRules[] = {
     {"mean", "", "mean", "(1/n) sum of the inputs; no defence", &make_mean},
     {"median", "f", "median", "coordinate-wise median (Yin et al., ICML 2018)", &f_rule<CoordinateMedian>},
-    {"trimmed_mean", "f", "trimmed_mean",
-     "coordinate-wise mean without the f largest and f smallest (Yin et al. 2018)", &f_rule<TrimmedMean>},
-    {"meamed", "f", "meamed",
-     "coordinate-wise mean of the n - f values nearest the median (Xie et al. 2018)", &f_rule<MeanAroundMedian>},
+    {"trimmed_mean", "f", "trimmed_mean", "coordinate-wise mean without the f largest and f smallest (Yin et al. 2018)",
+     &f_rule<TrimmedMean>},
+    {"meamed", "f", "meamed", "coordinate-wise mean of the n - f values nearest the median (Xie et al. 2018)",
+     &f_rule<MeanAroundMedian>},
     {"krum", "f", "krum", "the input nearest its n - f - 2 neighbours (Blanchard et al., NeurIPS 2017)", &f_rule<Krum>},
-    {"multi_krum", "f m", "multi_krum",
-     "mean of the m best-scored Krum inputs (Blanchard et al. 2017)", &make_multi_krum},
-    {"bulyan", "f", "bulyan",
-     "repeated Krum, then a trimmed coordinate-wise mean (El Mhamdi et al., ICML 2018)", &f_rule<Bulyan>},
+    {"multi_krum", "f m", "multi_krum", "mean of the m best-scored Krum inputs (Blanchard et al. 2017)",
+     &make_multi_krum},
+    {"bulyan", "f", "bulyan", "repeated Krum, then a trimmed coordinate-wise mean (El Mhamdi et al., ICML 2018)",
+     &f_rule<Bulyan>},
     {"geometric_median", "f max_iterations nu tolerance", "geometric_median",
      "smoothed Weiszfeld geometric median (Pillutla et al., RFA)", &make_geometric_median},
     {"centered_clipping", "f tau iterations start", "centered_clipping:tau=10,start=median,iterations=5",
      "iterative clipping around a centre (Karimireddy et al., ICML 2021)", &make_centered_clipping},
-    {"mda", "f max_subsets", "mda",
-     "mean of the n - f inputs of smallest diameter (El Mhamdi et al. 2018)", &subset_rule<MinimumDiameterAveraging>},
+    {"mda", "f max_subsets", "mda", "mean of the n - f inputs of smallest diameter (El Mhamdi et al. 2018)",
+     &subset_rule<MinimumDiameterAveraging>},
     {"caf", "f", "caf", "covariance-bound agnostic filter (Allouah et al., ICML 2025)", &f_rule<Caf>},
-    {"smea", "f max_subsets", "smea",
-     "mean of the n - f inputs of smallest top eigenvalue (Allouah et al., ICML 2023)", &subset_rule<Smea>},
+    {"smea", "f max_subsets", "smea", "mean of the n - f inputs of smallest top eigenvalue (Allouah et al., ICML 2023)",
+     &subset_rule<Smea>},
     {"monna", "f pivot", "monna:pivot=5",
      "mean of the n - f inputs nearest the trusted one (Farhadkhani et al., ICML 2023)", &make_monna},
 };
@@ -188,8 +188,8 @@ MadePre pre_from(const Spec& spec) {
   if (find_entry(rule_table(), spec.name()) != nullptr)
     return bad(spec, "'" + spec.name() + "' is a rule; only pre-aggregators (" + joined_names(pre_aggregator_table()) +
                          ") may precede the rule");
-  return bad(spec, "unknown pre-aggregator '" + spec.name() + "' (pre-aggregators: " +
-                       joined_names(pre_aggregator_table()) + ")");
+  return bad(spec, "unknown pre-aggregator '" + spec.name() +
+                       "' (pre-aggregators: " + joined_names(pre_aggregator_table()) + ")");
 }
 
 }  // namespace

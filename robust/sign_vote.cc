@@ -41,13 +41,12 @@ Result<BitVector> majority_vote(std::span<const BitVector> votes) {
   return majority_vote(std::span<const BitVector* const>(ptrs));
 }
 
-Result<BitVector> weighted_majority_vote(std::span<const BitVector> votes,
-                                         std::span<const std::uint32_t> weights) {
+Result<BitVector> weighted_majority_vote(std::span<const BitVector> votes, std::span<const std::uint32_t> weights) {
   const auto ptrs = pointers(votes);
   BALLOT_TRY(check_votes(ptrs));
   if (weights.size() != votes.size())
-    return make_error(ErrorCode::kInvalidArgument, std::to_string(weights.size()) + " weights for " +
-                                                       std::to_string(votes.size()) + " votes");
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::to_string(weights.size()) + " weights for " + std::to_string(votes.size()) + " votes");
   std::uint64_t total = 0;
   for (auto w : weights) total += w;
   if (total == 0) return make_error(ErrorCode::kInvalidArgument, "weighted vote with total weight 0");

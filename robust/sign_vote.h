@@ -23,7 +23,6 @@ Result<BitVector> majority_vote(std::span<const BitVector* const> votes);
 
 // Vote i counts weights[i] times. kInvalidArgument when weights.size() != votes.size(), when the
 // total weight is 0 or ≥ 2^32, or when sizes differ.
-Result<BitVector> weighted_majority_vote(std::span<const BitVector> votes,
-                                         std::span<const std::uint32_t> weights);
+Result<BitVector> weighted_majority_vote(std::span<const BitVector> votes, std::span<const std::uint32_t> weights);
 
 }  // namespace ballot::robust

@@ -58,15 +58,14 @@ Status Smea::check(std::size_t n, std::size_t f) {
 }
 
 Status Smea::check(std::size_t n) const {
-  if (!(options_.max_subsets >= 1))
-    return make_error(ErrorCode::kInvalidArgument, "smea: max_subsets must be >= 1");
+  if (!(options_.max_subsets >= 1)) return make_error(ErrorCode::kInvalidArgument, "smea: max_subsets must be >= 1");
   return check(n, options_.f);
 }
 
 std::string Smea::spec() const {
-  return detail::with_threads("smea:f=" + std::to_string(options_.f) +
-                                  ",max_subsets=" + detail::format_double(options_.max_subsets),
-                              options_.threads);
+  return detail::with_threads(
+      "smea:f=" + std::to_string(options_.f) + ",max_subsets=" + detail::format_double(options_.max_subsets),
+      options_.threads);
 }
 
 Result<AggregationResult> Smea::aggregate(const InputMatrix& inputs) {
@@ -77,8 +76,8 @@ Result<AggregationResult> Smea::aggregate(const InputMatrix& inputs) {
   const double worst = detail::binomial(n, options_.f);
   if (worst > options_.max_subsets || worst > 0x1p53)
     return make_error(ErrorCode::kLimitExceeded,
-                      "smea: C(" + std::to_string(n) + ", " + std::to_string(options_.f) + ") = " +
-                          detail::format_double(worst) + " subsets exceed max_subsets = " +
+                      "smea: C(" + std::to_string(n) + ", " + std::to_string(options_.f) +
+                          ") = " + detail::format_double(worst) + " subsets exceed max_subsets = " +
                           detail::format_double(options_.max_subsets) + "; use a smaller f or another rule");
   detail::Distances dist = detail::pairwise_distances(inputs, options_.threads);
   std::vector<std::size_t> pool;
@@ -98,7 +97,8 @@ Result<AggregationResult> Smea::aggregate(const InputMatrix& inputs) {
     std::uint64_t rank = 0;
     std::vector<std::size_t> subset;
   };
-  const std::size_t parts = static_cast<std::size_t>(std::min<std::uint64_t>(count, std::max<std::size_t>(1, options_.threads)));
+  const std::size_t parts =
+      static_cast<std::size_t>(std::min<std::uint64_t>(count, std::max<std::size_t>(1, options_.threads)));
   std::vector<Best> found(parts);
   const std::vector<double> unit(size, 1.0);
   detail::parallel_for(parts, options_.threads, [&](std::size_t part_begin, std::size_t part_end) {

@@ -34,7 +34,7 @@ class Smea final : public Aggregator {
   explicit Smea(Options options) : options_(options) {}
   static Status check(std::size_t n, std::size_t f);  // n ≥ 2f + 1
   std::string spec() const override;
-  Status check(std::size_t n) const override;          // also max_subsets ≥ 1
+  Status check(std::size_t n) const override;  // also max_subsets ≥ 1
   // report.selected: the chosen subset; report.scores: {λ_max of its covariance}.
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;
   using Aggregator::aggregate;

@@ -29,8 +29,7 @@ std::vector<std::size_t> honest_nodes(const TrainingSetup& setup) {
 
 }  // namespace
 
-HonestView::HonestView(const TrainingSetup& setup)
-    : setup_(&setup), worker_(NodeWorker::all_partitions(setup)) {}
+HonestView::HonestView(const TrainingSetup& setup) : setup_(&setup), worker_(NodeWorker::all_partitions(setup)) {}
 
 const RoundView& HonestView::compute(Replica& replica, std::uint64_t round) {
   const std::size_t n = setup_->options.nodes;
@@ -137,8 +136,8 @@ void byzantine_vote(const TrainingSetup& setup, const RoundView* view, std::size
   }
 }
 
-void byzantine_gradient(const TrainingSetup& setup, const RoundView* view, std::size_t node,
-                        std::uint64_t round, std::vector<float>& gradient) {
+void byzantine_gradient(const TrainingSetup& setup, const RoundView* view, std::size_t node, std::uint64_t round,
+                        std::vector<float>& gradient) {
   const auto* behaviour = setup.active(attacks::Domain::kGradient, round);
   if (behaviour == nullptr) return;
   BALLOT_ENFORCE(view != nullptr);

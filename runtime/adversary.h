@@ -1,10 +1,10 @@
 // The Byzantine side of a run: what an attacking node sends instead of its honest message.
 //
 // The attacks themselves are attacks/ (formulas, specs, targets); this file crafts a Byzantine
-// node's messages from them, and runtime/node_attacks.h applies them at the node session's seam. Omniscient attacks (ALIE, IPM, mimic, the code-aware election attack, …) need
-// the round's honest messages. The coalition gets them without any extra network channel: every
-// participant holds the same replica, and partition j of round r is a fixed batch, so a Byzantine
-// node can recompute every honest message bit for bit (HonestView). That is the strongest side
+// node's messages from them, and runtime/node_attacks.h applies them at the node session's seam. Omniscient attacks
+// (ALIE, IPM, mimic, the code-aware election attack, …) need the round's honest messages. The coalition gets them
+// without any extra network channel: every participant holds the same replica, and partition j of round r is a fixed
+// batch, so a Byzantine node can recompute every honest message bit for bit (HonestView). That is the strongest side
 // channel there is — the attackers know exactly what the honest nodes send, before they send it —
 // and it works the same in the process cluster (each attacker process recomputes) and in the
 // simulator (the attacking threads share one Coalition, so a round is computed once).
@@ -83,8 +83,8 @@ void byzantine_vote(const TrainingSetup& setup, const RoundView* view, std::size
                     BitVector& vote);
 
 // Gradient path: the same for the gradient `gradient` (own, replaced by the crafted vector).
-void byzantine_gradient(const TrainingSetup& setup, const RoundView* view, std::size_t node,
-                        std::uint64_t round, std::vector<float>& gradient);
+void byzantine_gradient(const TrainingSetup& setup, const RoundView* view, std::size_t node, std::uint64_t round,
+                        std::vector<float>& gradient);
 
 // Protocol domain. Whether Byzantine node `node` drops its vote of `round` under the omission
 // attack: a Bernoulli(p) draw from the run's seed, the same in every engine.

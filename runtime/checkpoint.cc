@@ -43,8 +43,8 @@ std::vector<std::uint8_t> encode_checkpoint(const Checkpoint& checkpoint) {
 
 Result<Checkpoint> decode_checkpoint(std::span<const std::uint8_t> bytes, const CheckpointLimits& limits) {
   if (bytes.size() > limits.max_total_bytes) {
-    return make_error(ErrorCode::kLimitExceeded, "checkpoint of " + std::to_string(bytes.size()) +
-                                                     " bytes exceeds the limit");
+    return make_error(ErrorCode::kLimitExceeded,
+                      "checkpoint of " + std::to_string(bytes.size()) + " bytes exceeds the limit");
   }
   // The digest covers everything before it: checked first, so the fields below come from a file
   // this program wrote (or one forged with intent; the reads stay bounded either way).

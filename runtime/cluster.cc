@@ -9,10 +9,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "core/enforce.h"
 #include "transport/pki.h"
@@ -59,8 +58,8 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   BALLOT_ASSIGN_OR_RETURN(auto credentials, transport::load_credentials(config.keys, kServerId));
   BALLOT_ASSIGN_OR_RETURN(auto registry, transport::load_registry(config.keys));
   BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(config.training));
-  BALLOT_ASSIGN_OR_RETURN(auto setup, make_training_setup(config.training,
-                                                          std::make_shared<const TrainTestSplit>(std::move(data))));
+  BALLOT_ASSIGN_OR_RETURN(
+      auto setup, make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(data))));
   auto tls = transport_options(config);
   tls.listen_host = config.server_host;
   tls.listen_port = config.server_port;
@@ -68,7 +67,8 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   if (!options.quarantine) options.quarantine = std::make_shared<Quarantine>();
   if (!options.registry) options.registry = std::make_shared<const transport::Registry>(registry);
   tls.transport.observer = options.quarantine;
-  BALLOT_ASSIGN_OR_RETURN(auto endpoint, transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
+  BALLOT_ASSIGN_OR_RETURN(auto endpoint,
+                          transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
   options.round_deadline = std::chrono::milliseconds(config.round_deadline_ms);
   options.checkpoint_path = config.checkpoint;
   options.checkpoint_every = config.checkpoint_every;
@@ -90,8 +90,8 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
   BALLOT_ASSIGN_OR_RETURN(auto credentials, transport::load_credentials(config.keys, node_id(node_index)));
   BALLOT_ASSIGN_OR_RETURN(auto registry, transport::load_registry(config.keys));
   BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(config.training));
-  BALLOT_ASSIGN_OR_RETURN(auto setup, make_training_setup(config.training,
-                                                          std::make_shared<const TrainTestSplit>(std::move(data))));
+  BALLOT_ASSIGN_OR_RETURN(
+      auto setup, make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(data))));
   auto tls = transport_options(config);
   tls.listen = false;
   tls.dial[kServerId] = transport::PeerAddress{config.server_host, config.server_port};
@@ -111,7 +111,8 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
   if (!options.registry) options.registry = std::make_shared<const transport::Registry>(registry);
   if (!options.evidence) options.evidence = std::make_shared<Quarantine>();
   tls.transport.observer = options.evidence;  // its equivocation proofs go to the server
-  BALLOT_ASSIGN_OR_RETURN(auto endpoint, transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
+  BALLOT_ASSIGN_OR_RETURN(auto endpoint,
+                          transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
   Node node(setup, node_index, *endpoint, options);
   auto summary = node.run();
   endpoint->close();
@@ -169,7 +170,8 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
       for (int attempt = 0; attempt < 100 && (address.port == 0 || taken.count(address.port) != 0); ++attempt) {
         BALLOT_ASSIGN_OR_RETURN(address.port, free_loopback_port());
       }
-      if (taken.count(address.port) != 0) return make_error(ErrorCode::kIo, "no free loopback port for node " + std::to_string(i));
+      if (taken.count(address.port) != 0)
+        return make_error(ErrorCode::kIo, "no free loopback port for node " + std::to_string(i));
       taken.insert(address.port);
       config.nodes.push_back(address);
     }
@@ -237,9 +239,9 @@ Status LocalCluster::start_server(bool show_output) {
 Status LocalCluster::start_node(std::size_t index) {
   if (index >= nodes_.size()) return make_error(ErrorCode::kInvalidArgument, "no node " + std::to_string(index));
   if (nodes_[index] > 0) kill_node(index);
-  BALLOT_ASSIGN_OR_RETURN(nodes_[index], spawn({"node", "--cluster", cluster_file_.string(), "--index",
-                                                std::to_string(index)},
-                                               work_dir_ / ("node-" + std::to_string(index) + ".log")));
+  BALLOT_ASSIGN_OR_RETURN(nodes_[index],
+                          spawn({"node", "--cluster", cluster_file_.string(), "--index", std::to_string(index)},
+                                work_dir_ / ("node-" + std::to_string(index) + ".log")));
   return {};
 }
 

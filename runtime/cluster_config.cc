@@ -2,11 +2,10 @@
 
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <type_traits>
-
-#include <nlohmann/json.hpp>
 
 namespace ballot::runtime {
 namespace {
@@ -65,8 +64,9 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return config_error("not valid JSON");
   if (!root.is_object()) return config_error("the top level must be an object");
-  BALLOT_TRY(check_keys(root, {"server", "nodes", "keys", "checkpoint", "checkpoint_every", "node_state", "round_deadline_ms",
-                               "metrics", "training"},
+  BALLOT_TRY(check_keys(root,
+                        {"server", "nodes", "keys", "checkpoint", "checkpoint_every", "node_state", "round_deadline_ms",
+                         "metrics", "training"},
                         "the top level"));
   ClusterConfig config;
   if (const auto server = root.find("server"); server != root.end()) {
@@ -99,10 +99,12 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   BALLOT_TRY(read_path(root, "metrics", config.metrics));
   if (const auto training = root.find("training"); training != root.end()) {
     if (!training->is_object()) return config_error("'training' must be an object");
-    BALLOT_TRY(check_keys(*training, {"nodes", "byzantine", "code", "placement", "model", "update",
-                                      "worker_momentum", "lr", "partition_size", "rounds", "seed", "job",
-                                      "data", "eval_every", "eval_examples", "attack", "attackers", "attacker_choice", "rule", "codec"},
-                          "'training'"));
+    BALLOT_TRY(check_keys(
+        *training,
+        {"nodes",          "byzantine",       "code", "placement", "model", "update",     "worker_momentum", "lr",
+         "partition_size", "rounds",          "seed", "job",       "data",  "eval_every", "eval_examples",   "attack",
+         "attackers",      "attacker_choice", "rule", "codec"},
+        "'training'"));
     auto& t = config.training;
     BALLOT_TRY(read(*training, "nodes", t.nodes));
     BALLOT_TRY(read(*training, "byzantine", t.byzantine));
@@ -136,8 +138,8 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
                         std::to_string(config.nodes.size()) + " entries, n = " + std::to_string(config.training.nodes));
   }
   if (!config.nodes.empty() && config.nodes.size() != config.training.nodes) {
-    return config_error("'nodes' has " + std::to_string(config.nodes.size()) + " entries, n = " +
-                        std::to_string(config.training.nodes));
+    return config_error("'nodes' has " + std::to_string(config.nodes.size()) +
+                        " entries, n = " + std::to_string(config.training.nodes));
   }
   BALLOT_TRY(config.training.validate());
   return config;
@@ -186,7 +188,8 @@ Result<ClusterConfig> load_cluster_config(const std::filesystem::path& file, Con
 std::string to_json(const ClusterConfig& config) {
   const auto& t = config.training;
   Json root = {
-      {"server", {{"host", config.server_host}, {"port", config.server_port}, {"io_threads", config.server_io_threads}}},
+      {"server",
+       {{"host", config.server_host}, {"port", config.server_port}, {"io_threads", config.server_io_threads}}},
       {"keys", config.keys.string()},
       {"checkpoint", config.checkpoint.string()},
       {"checkpoint_every", config.checkpoint_every},
@@ -194,12 +197,26 @@ std::string to_json(const ClusterConfig& config) {
       {"round_deadline_ms", config.round_deadline_ms},
       {"metrics", config.metrics.string()},
       {"training",
-       {{"nodes", t.nodes}, {"byzantine", t.byzantine}, {"code", t.code},
+       {{"nodes", t.nodes},
+        {"byzantine", t.byzantine},
+        {"code", t.code},
         {"placement", std::string(placement_name(t.placement))},
-        {"model", t.model}, {"update", t.update}, {"worker_momentum", t.worker_momentum}, {"lr", t.lr},
-        {"partition_size", t.partition_size}, {"rounds", t.rounds}, {"seed", t.seed}, {"job", t.job},
-        {"data", t.data}, {"eval_every", t.eval_every}, {"eval_examples", t.eval_examples},
-        {"attack", t.attack}, {"attackers", t.attackers}, {"attacker_choice", t.attacker_choice}, {"rule", t.rule}, {"codec", t.codec}}},
+        {"model", t.model},
+        {"update", t.update},
+        {"worker_momentum", t.worker_momentum},
+        {"lr", t.lr},
+        {"partition_size", t.partition_size},
+        {"rounds", t.rounds},
+        {"seed", t.seed},
+        {"job", t.job},
+        {"data", t.data},
+        {"eval_every", t.eval_every},
+        {"eval_examples", t.eval_examples},
+        {"attack", t.attack},
+        {"attackers", t.attackers},
+        {"attacker_choice", t.attacker_choice},
+        {"rule", t.rule},
+        {"codec", t.codec}}},
   };
   if (!config.nodes.empty()) {
     Json nodes = Json::array();

@@ -2,9 +2,8 @@
 
 #include <chrono>
 #include <memory>
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "coding/codec_registry.h"
 #include "robust/registry.h"
@@ -46,7 +45,8 @@ class Engine {
     data_attack_ = setup_.attack.find(attacks::Domain::kData) != nullptr;
     // Each attacker's content goes through the node session's seam (runtime/node_attacks.h), fed
     // by the engine's own view of the honest messages.
-    for (auto node : setup_.byzantine) adversaries_.emplace(node, make_node_adversary(setup_, node, replica_, coalition_));
+    for (auto node : setup_.byzantine)
+      adversaries_.emplace(node, make_node_adversary(setup_, node, replica_, coalition_));
     if (data_attack_) {
       for (auto node : setup_.byzantine) own_workers_.emplace(node, NodeWorker(setup_, node));
     }
@@ -194,10 +194,10 @@ class Engine {
   std::shared_ptr<Coalition> coalition_;  // the honest messages of each round (all of them, for the report)
   std::map<std::size_t, std::shared_ptr<NodeAdversary>> adversaries_;  // per Byzantine node
   bool data_attack_ = false;
-  std::map<std::size_t, NodeWorker> own_workers_;  // label-flipping attackers' own workers
+  std::map<std::size_t, NodeWorker> own_workers_;       // label-flipping attackers' own workers
   std::unique_ptr<robust::Aggregator> aggregators_[2];  // applied, attack-free reference
   std::unique_ptr<coding::Codec> server_codec_;
-  std::vector<std::unique_ptr<coding::Codec>> codecs_;             // per node (EF state)
+  std::vector<std::unique_ptr<coding::Codec>> codecs_;                   // per node (EF state)
   std::map<std::size_t, std::unique_ptr<coding::Codec>> shadow_codecs_;  // attackers' honest twins
 };
 
@@ -217,8 +217,8 @@ std::string experiment_json_line(const ExperimentRound& round) {
 
 Result<ExperimentResult> run_experiment(const TrainingSetup& setup, const ExperimentOptions& options) {
   const auto started = Clock::now();
-  if (setup.options.placement == Placement::kExchange &&
-      (setup.attack.find(attacks::Domain::kData) != nullptr || setup.attack.find(attacks::Domain::kProtocol) != nullptr)) {
+  if (setup.options.placement == Placement::kExchange && (setup.attack.find(attacks::Domain::kData) != nullptr ||
+                                                          setup.attack.find(attacks::Domain::kProtocol) != nullptr)) {
     // Those attacks change what a source sends to its column (flipped, absent or equivocating
     // partition signs), which this engine does not model; votes-only attacks it does.
     return make_error(ErrorCode::kUnavailable,

@@ -14,9 +14,7 @@ constexpr char kEvidenceTag[4] = {'P', 'R', 'U', 'F'};
 
 // The digest, the signs and the tagged control payloads over core/byte_io.h's reader and writer:
 // the reader bounds every read, so a peer's count never sizes an allocation unchecked.
-ByteWriter& put_digest(ByteWriter& writer, const transport::Digest& digest) {
-  return writer.put_bytes(digest);
-}
+ByteWriter& put_digest(ByteWriter& writer, const transport::Digest& digest) { return writer.put_bytes(digest); }
 
 ByteWriter& put_signs(ByteWriter& writer, const BitVector& signs) {
   writer.put<std::uint64_t>(signs.size());
@@ -170,8 +168,8 @@ Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std
   BALLOT_TRY(read_digest(reader, message.model_digest));
   BALLOT_ASSIGN_OR_RETURN(const auto length, reader.read<std::uint64_t>("length"));
   if (length > max_bytes) {
-    return make_error(ErrorCode::kLimitExceeded, "vote: " + std::to_string(length) +
-                                                     " codec bytes, at most " + std::to_string(max_bytes));
+    return make_error(ErrorCode::kLimitExceeded,
+                      "vote: " + std::to_string(length) + " codec bytes, at most " + std::to_string(max_bytes));
   }
   BALLOT_ASSIGN_OR_RETURN(auto payload, reader.take_bytes(static_cast<std::size_t>(length), "codec bytes"));
   message.bytes.assign(payload.begin(), payload.end());

@@ -36,7 +36,7 @@ namespace ballot::runtime {
 
 struct RoundStart {
   std::uint64_t round = 0;
-  std::uint32_t deadline_ms = 0;  // relative: clocks of different machines need not agree
+  std::uint32_t deadline_ms = 0;     // relative: clocks of different machines need not agree
   transport::Digest model_digest{};  // the server's model before this round
 };
 

@@ -16,12 +16,14 @@ SpecAdversary::SpecAdversary(const TrainingSetup& setup, std::size_t node_index,
     : setup_(setup), index_(node_index), replica_(replica), coalition_(std::move(coalition)) {
   // An omniscient attacker's view of the honest messages: shared with the other attackers of the
   // process when the caller gives one (the simulator), else its own.
-  if (!needs_honest_view(setup_)) coalition_.reset();
-  else if (!coalition_) coalition_ = std::make_shared<Coalition>(setup_);
+  if (!needs_honest_view(setup_))
+    coalition_.reset();
+  else if (!coalition_)
+    coalition_ = std::make_shared<Coalition>(setup_);
 }
 
-std::shared_ptr<NodeAdversary> make_node_adversary(const TrainingSetup& setup, std::size_t node_index,
-                                                   Replica& replica, std::shared_ptr<Coalition> coalition) {
+std::shared_ptr<NodeAdversary> make_node_adversary(const TrainingSetup& setup, std::size_t node_index, Replica& replica,
+                                                   std::shared_ptr<Coalition> coalition) {
   if (!setup.is_byzantine(node_index)) return nullptr;
   return std::make_shared<SpecAdversary>(setup, node_index, replica, std::move(coalition));
 }
@@ -93,7 +95,7 @@ Result<bool> SpecAdversary::deliver(MessageType type, std::uint64_t round, std::
     case AttackKind::kDelay:
       // Past the deadline by default: the vote arrives when the server has moved on.
       std::this_thread::sleep_for(attack->delay_ms != 0 ? std::chrono::milliseconds(attack->delay_ms)
-                                                         : 2 * std::chrono::milliseconds(deadline_ms));
+                                                        : 2 * std::chrono::milliseconds(deadline_ms));
       break;
     case AttackKind::kEquivocation: {
       // Exchange placement: the partition signs equivocate; the vote is one.

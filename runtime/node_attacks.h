@@ -38,7 +38,7 @@ class SpecAdversary final : public NodeAdversary {
 };
 
 // The node's adversary: a SpecAdversary when setup.is_byzantine(node_index), else null (honest).
-std::shared_ptr<NodeAdversary> make_node_adversary(const TrainingSetup& setup, std::size_t node_index,
-                                                   Replica& replica, std::shared_ptr<Coalition> coalition);
+std::shared_ptr<NodeAdversary> make_node_adversary(const TrainingSetup& setup, std::size_t node_index, Replica& replica,
+                                                   std::shared_ptr<Coalition> coalition);
 
 }  // namespace ballot::runtime

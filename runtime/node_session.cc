@@ -50,9 +50,15 @@ struct NodeSession::State final : NodeAdversary::Link {
   };
 
   State(const TrainingSetup& s, std::size_t i, transport::Transport& t, Replica& r, NodeSessionOptions o)
-      : setup(s), index(i), transport(t), replica(r), options(std::move(o)),
+      : setup(s),
+        index(i),
+        transport(t),
+        replica(r),
+        options(std::move(o)),
         exchange(s.options.placement == Placement::kExchange && s.sign_vote()),
-        row(s.code.row(i)), column(s.code.column(i)), adversary(options.adversary) {
+        row(s.code.row(i)),
+        column(s.code.column(i)),
+        adversary(options.adversary) {
     if (!adversary) adversary = std::make_shared<NodeAdversary>();
   }
 
@@ -98,8 +104,8 @@ struct NodeSession::State final : NodeAdversary::Link {
   std::unique_ptr<coding::Codec> codec;  // gradient path
   NodeSessionStats stats;
 
-  std::uint64_t round = 0;  // the next round the replica will apply
-  bool started = false;     // a round start was seen
+  std::uint64_t round = 0;              // the next round the replica will apply
+  bool started = false;                 // a round start was seen
   std::optional<RoundStart> computing;  // the round handed out by kCompute, not yet submitted
   std::optional<std::vector<std::uint8_t>> last_vote;
   std::uint64_t last_vote_round = 0;
@@ -148,7 +154,8 @@ Result<NodeEvent> NodeSession::poll() {
   while (true) {
     if (s.options.evidence) {
       const auto proofs = s.options.evidence->proofs();
-      for (; s.forwarded < proofs.size(); ++s.forwarded) BALLOT_TRY(s.send_control(encode(Evidence{proofs[s.forwarded]})));
+      for (; s.forwarded < proofs.size(); ++s.forwarded)
+        BALLOT_TRY(s.send_control(encode(Evidence{proofs[s.forwarded]})));
     }
     auto timeout = s.started ? std::min(s.options.idle_timeout, s.rejoin_after) : s.options.join_retry;
     if (s.pending.active) {
@@ -209,9 +216,12 @@ Result<std::optional<NodeEvent>> NodeSession::State::handle(transport::Message& 
     return std::optional<NodeEvent>();
   }
   switch (message.type) {
-    case MessageType::kStateTransfer: return on_state_transfer(message);
-    case MessageType::kRoundStart: return on_round_start(message);
-    case MessageType::kDecision: return on_decision(message);
+    case MessageType::kStateTransfer:
+      return on_state_transfer(message);
+    case MessageType::kRoundStart:
+      return on_round_start(message);
+    case MessageType::kDecision:
+      return on_decision(message);
     case MessageType::kControl:
       if (auto control = decode_control(message.payload); control.ok() && std::holds_alternative<Finish>(*control)) {
         return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kFinished, .round = round});
@@ -329,29 +339,31 @@ Status NodeSession::submit_partition_signs(double loss, BitVector signs) {
   }
   // The envelope of its own input, as every receiver of the column will hold it.
   BALLOT_ASSIGN_OR_RETURN(auto sealed, s.record->seal_once(MessageType::kPartitionSigns, start.round,
-                                                            std::make_shared<const std::vector<std::uint8_t>>(payload),
-                                                            [&](MessageType t, std::uint64_t r, auto p) {
-                                                              return s.transport.seal(t, r, std::move(p));
-                                                            }));
+                                                           std::make_shared<const std::vector<std::uint8_t>>(payload),
+                                                           [&](MessageType t, std::uint64_t r, auto p) {
+                                                             return s.transport.seal(t, r, std::move(p));
+                                                           }));
   // It signed other signs for this round before (a restart or rewind lost the state it had):
   // its input abstains rather than contradict what its column may already hold.
   std::optional<transport::SignedEnvelope> envelope;
   if (sealed) {
     const auto& head = sealed->head;
     if (head.size() == transport::kFrameHeaderSize + transport::kEnvelopeMetaSize) {
-      auto decoded = transport::decode_envelope(std::span<const std::uint8_t>(head).subspan(transport::kFrameHeaderSize));
+      auto decoded =
+          transport::decode_envelope(std::span<const std::uint8_t>(head).subspan(transport::kFrameHeaderSize));
       if (decoded.ok()) envelope = *decoded;
     }
     if (!envelope) envelope.emplace();
-    BALLOT_ASSIGN_OR_RETURN(const bool sent, s.adversary->deliver(MessageType::kPartitionSigns, start.round,
-                                                                  start.deadline_ms, payload, std::move(*sealed),
-                                                                  receivers, s));
+    BALLOT_ASSIGN_OR_RETURN(const bool sent,
+                            s.adversary->deliver(MessageType::kPartitionSigns, start.round, start.deadline_ms, payload,
+                                                 std::move(*sealed), receivers, s));
     if (!sent) envelope.reset();  // nothing sent, nothing held
   }
   // Wait for the inputs of its row, within the round deadline so that the vote still counts.
   const double fraction = std::clamp(s.options.exchange_input_fraction, 0.0, 1.0);
   const auto wait = std::chrono::duration<double, std::milli>(fraction * static_cast<double>(start.deadline_ms));
-  s.pending = State::PendingVote{true, start.round, start, Clock::now() + std::chrono::duration_cast<Clock::duration>(wait), {}};
+  s.pending = State::PendingVote{
+      true, start.round, start, Clock::now() + std::chrono::duration_cast<Clock::duration>(wait), {}};
   if (s.in_row(s.index) && envelope) {  // its own input is handled here, without the network
     s.pending.inputs.push_back(State::Input{static_cast<std::uint32_t>(s.index), std::move(own), *envelope});
   }
@@ -365,11 +377,10 @@ Status NodeSession::submit_partition_signs(double loss, BitVector signs) {
 Status NodeSession::State::send_vote(const RoundStart& start, std::vector<std::uint8_t> payload) {
   last_vote = payload;
   last_vote_round = start.round;
-  BALLOT_ASSIGN_OR_RETURN(auto sealed, record->seal_once(MessageType::kVote, start.round,
-                                                         std::make_shared<const std::vector<std::uint8_t>>(payload),
-                                                         [&](MessageType t, std::uint64_t r, auto p) {
-                                                           return transport.seal(t, r, std::move(p));
-                                                         }));
+  BALLOT_ASSIGN_OR_RETURN(
+      auto sealed,
+      record->seal_once(MessageType::kVote, start.round, std::make_shared<const std::vector<std::uint8_t>>(payload),
+                        [&](MessageType t, std::uint64_t r, auto p) { return transport.seal(t, r, std::move(p)); }));
   // It signed another vote for this round before: abstain.
   if (sealed) {
     auto delivered = adversary->deliver(MessageType::kVote, start.round, start.deadline_ms, *last_vote,
@@ -396,9 +407,8 @@ Status NodeSession::State::on_partition_signs(transport::Message& message) {
     // At most two per source and round (a second, different one is equivocation), so that a
     // source repeating itself cannot crowd out the others' inputs.
     auto& held = early[message.round];
-    const auto from_source = std::count_if(held.begin(), held.end(), [&](const transport::Message& other) {
-      return other.from == message.from;
-    });
+    const auto from_source = std::count_if(held.begin(), held.end(),
+                                           [&](const transport::Message& other) { return other.from == message.from; });
     if (from_source < 2) held.push_back(std::move(message));
   }
   return {};
@@ -424,7 +434,8 @@ void NodeSession::State::take_input(transport::Message& input) {
 
 bool NodeSession::State::inputs_complete() const {
   return std::all_of(row.begin(), row.end(), [&](std::uint32_t source) {
-    return std::any_of(pending.inputs.begin(), pending.inputs.end(), [&](const Input& held) { return held.source == source; });
+    return std::any_of(pending.inputs.begin(), pending.inputs.end(),
+                       [&](const Input& held) { return held.source == source; });
   });
 }
 
@@ -437,8 +448,9 @@ Status NodeSession::State::finish_exchange_vote() {
   auto elected = coding::encode_exchange(setup.code, index, replica.dimension(), inputs);
   stats.inputs_missing += elected.missing.size();
   stats.inputs_rejected += elected.rejected.size();
-  AuditedVote vote{.vote = Vote{.round = pending.round, .model_digest = pending.start.model_digest,
-                                .signs = std::move(elected.vote)}};
+  AuditedVote vote{
+      .vote =
+          Vote{.round = pending.round, .model_digest = pending.start.model_digest, .signs = std::move(elected.vote)}};
   double loss = 0;
   for (auto source : elected.counted) {
     // The counted input of each source is its only one (equivocating sources are not counted).

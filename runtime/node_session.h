@@ -53,7 +53,7 @@ struct RoundWork {
   Kind kind = Kind::kVote;
   std::uint64_t round = 0;
   std::uint32_t deadline_ms = 0;
-  transport::Digest model_digest{};     // the model it is computed on (the replica's)
+  transport::Digest model_digest{};       // the model it is computed on (the replica's)
   std::vector<std::uint32_t> partitions;  // the batches to compute (TrainingSetup::sampler)
 };
 
@@ -105,8 +105,8 @@ struct NodeSessionOptions {
   std::chrono::milliseconds join_retry{1000};      // re-send Join while no round has started
   // Exchange placement: the share of the round deadline to wait for the inputs of its row.
   double exchange_input_fraction = 0.5;
-  std::shared_ptr<Quarantine> evidence;            // proofs to forward to the server (may be null)
-  std::shared_ptr<NodeAdversary> adversary;        // null: honest
+  std::shared_ptr<Quarantine> evidence;      // proofs to forward to the server (may be null)
+  std::shared_ptr<NodeAdversary> adversary;  // null: honest
   // The signed record (runtime/signed_record.h): its file (empty: in memory), the registry to
   // check it against (null: unchecked) and how many rounds it keeps.
   std::filesystem::path record_path;
@@ -115,13 +115,13 @@ struct NodeSessionOptions {
 };
 
 struct NodeSessionStats {
-  std::uint64_t rounds = 0;          // decisions applied
+  std::uint64_t rounds = 0;  // decisions applied
   std::uint64_t votes_sent = 0;
-  std::uint64_t inputs_missing = 0;  // exchange: inputs of its row that abstained
-  std::uint64_t inputs_rejected = 0; // exchange: inputs not counted
-  std::uint64_t rejoins = 0;         // state transfers installed
-  std::uint64_t abstained = 0;       // messages not sent: another was signed for that round
-  std::uint64_t send_failures = 0;   // sends to an unreachable peer (skipped)
+  std::uint64_t inputs_missing = 0;   // exchange: inputs of its row that abstained
+  std::uint64_t inputs_rejected = 0;  // exchange: inputs not counted
+  std::uint64_t rejoins = 0;          // state transfers installed
+  std::uint64_t abstained = 0;        // messages not sent: another was signed for that round
+  std::uint64_t send_failures = 0;    // sends to an unreachable peer (skipped)
 };
 
 class NodeSession {

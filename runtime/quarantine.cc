@@ -8,11 +8,14 @@ Weight weight_of(transport::Misbehaviour kind) noexcept {
     case Misbehaviour::kStaleRound:
     case Misbehaviour::kFutureRound:
     case Misbehaviour::kTimeout:
-    case Misbehaviour::kTruncated: return Weight::kLateness;
+    case Misbehaviour::kTruncated:
+      return Weight::kLateness;
     case Misbehaviour::kHandshakeFailed:
     case Misbehaviour::kDuplicateSession:
-    case Misbehaviour::kEquivocation: return Weight::kNoBlame;  // equivocation arrives with its proof
-    default: return Weight::kEvidence;
+    case Misbehaviour::kEquivocation:
+      return Weight::kNoBlame;  // equivocation arrives with its proof
+    default:
+      return Weight::kEvidence;
   }
 }
 
@@ -34,9 +37,12 @@ void Quarantine::on_misbehaviour(const transport::MisbehaviourReport& report) {
     return;
   }
   switch (weight_of(report.kind)) {
-    case Weight::kEvidence: return count(*report.peer, 1);
-    case Weight::kLateness: return report_late(*report.peer);
-    case Weight::kNoBlame: return;
+    case Weight::kEvidence:
+      return count(*report.peer, 1);
+    case Weight::kLateness:
+      return report_late(*report.peer);
+    case Weight::kNoBlame:
+      return;
   }
 }
 

@@ -11,9 +11,7 @@ namespace ballot::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 }  // namespace
 
@@ -82,7 +80,8 @@ Result<TrainingSummary> Server::run() {
       if (const auto events = options_.quarantine->events(node_id(i)); events > 0) {
         summary.defences.misbehaviour.emplace_back(i, events);
       }
-      if (const auto late = options_.quarantine->late(node_id(i)); late > 0) summary.defences.late.emplace_back(i, late);
+      if (const auto late = options_.quarantine->late(node_id(i)); late > 0)
+        summary.defences.late.emplace_back(i, late);
       if (const auto duplicates = options_.quarantine->duplicate_sessions(node_id(i)); duplicates > 0) {
         summary.defences.duplicate_sessions.emplace_back(i, duplicates);
       }
@@ -94,8 +93,7 @@ Result<TrainingSummary> Server::run() {
   return summary;
 }
 
-Node::Node(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport,
-           NodeOptions options)
+Node::Node(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport, NodeOptions options)
     : setup_(setup), index_(node_index), transport_(transport), options_(std::move(options)) {}
 
 std::filesystem::path node_state_path(const std::filesystem::path& dir, std::size_t index) {
@@ -125,7 +123,8 @@ Result<NodeSummary> Node::run() {
   NodeSummary summary;
 
   // ---- node state: the last saved snapshot, from the file at start.
-  const auto state_path = options_.state_dir.empty() ? std::filesystem::path() : node_state_path(options_.state_dir, index_);
+  const auto state_path =
+      options_.state_dir.empty() ? std::filesystem::path() : node_state_path(options_.state_dir, index_);
   std::optional<Checkpoint> saved_state;
   if (!state_path.empty()) {
     if (auto loaded = load_checkpoint(state_path); loaded.ok()) {
@@ -148,7 +147,8 @@ Result<NodeSummary> Node::run() {
   const auto restore_node_state = [&](std::uint64_t at) -> Status {
     if (!saved_state || saved_state->round != at) return {};
     const auto& sections = saved_state->sections;
-    if (auto it = sections.find("worker"); it != sections.end()) BALLOT_TRY(worker.load_state(it->second, replica.dimension()));
+    if (auto it = sections.find("worker"); it != sections.end())
+      BALLOT_TRY(worker.load_state(it->second, replica.dimension()));
     if (auto it = sections.find("codec"); session.codec() && it != sections.end()) {
       BALLOT_TRY(session.codec()->load_state(it->second, replica.model().layout()));
     }

@@ -40,8 +40,8 @@
 
 #include "core/result.h"
 #include "runtime/node_session.h"
-#include "runtime/server_session.h"
 #include "runtime/quarantine.h"
+#include "runtime/server_session.h"
 #include "runtime/signed_record.h"
 #include "runtime/training.h"
 #include "transport/envelope.h"
@@ -52,14 +52,14 @@ namespace ballot::runtime {
 
 // What the defences did over the run: for reporting attacks by their effect.
 struct DefenceReport {
-  std::uint64_t rejected_messages = 0;          // dropped by the server's own checks
-  std::vector<std::size_t> quarantined;         // node indices
+  std::uint64_t rejected_messages = 0;                              // dropped by the server's own checks
+  std::vector<std::size_t> quarantined;                             // node indices
   std::vector<std::pair<std::size_t, std::uint64_t>> misbehaviour;  // node index, evidence events (> 0 only)
   std::vector<std::pair<std::size_t, std::uint64_t>> late;          // node index, lateness events (> 0 only)
   // node index, second sessions refused while its session was live (> 0 only; runtime/quarantine.h)
   std::vector<std::pair<std::size_t, std::uint64_t>> duplicate_sessions;
   std::size_t equivocation_proofs = 0;
-  std::uint64_t out_of_sync_votes = 0;          // votes on another model (answered with the state)
+  std::uint64_t out_of_sync_votes = 0;  // votes on another model (answered with the state)
 };
 
 struct TrainingSummary {
@@ -72,12 +72,12 @@ struct TrainingSummary {
 };
 
 struct ServerOptions {
-  std::chrono::milliseconds round_deadline{3000};  // after it, n − b votes suffice
+  std::chrono::milliseconds round_deadline{3000};    // after it, n − b votes suffice
   std::chrono::milliseconds quorum_timeout{120000};  // no quorum for this long: the run stops
   // Before its first round the server waits up to this long for every node's Join (0: one
   // round deadline).
   std::chrono::milliseconds join_wait{0};
-  std::filesystem::path checkpoint_path;            // empty: no checkpoints
+  std::filesystem::path checkpoint_path;  // empty: no checkpoints
   std::uint64_t checkpoint_every = 50;
   std::function<void(const RoundReport&)> on_round;  // called after every round
   // Shared with the transport as its misbehaviour observer; null: no quarantine.
@@ -136,21 +136,20 @@ std::filesystem::path node_state_path(const std::filesystem::path& dir, std::siz
 std::filesystem::path signed_record_path(const std::filesystem::path& dir, std::size_t index);
 
 struct NodeSummary {
-  std::uint64_t rounds = 0;          // rounds applied
+  std::uint64_t rounds = 0;  // rounds applied
   std::uint64_t votes_sent = 0;
-  std::uint64_t inputs_missing = 0;  // exchange: inputs of its row that abstained, over the run
-  std::uint64_t inputs_rejected = 0; // exchange: received inputs not counted (wrong round/model, equivocating)
-  std::uint64_t rejoins = 0;         // state transfers received
-  std::uint64_t states_restored = 0; // of which continued with the node's own saved state
-  std::uint64_t abstained = 0;       // messages not sent: another one was signed for that round before
-  bool crashed = false;              // stopped by the crash attack
+  std::uint64_t inputs_missing = 0;   // exchange: inputs of its row that abstained, over the run
+  std::uint64_t inputs_rejected = 0;  // exchange: received inputs not counted (wrong round/model, equivocating)
+  std::uint64_t rejoins = 0;          // state transfers received
+  std::uint64_t states_restored = 0;  // of which continued with the node's own saved state
+  std::uint64_t abstained = 0;        // messages not sent: another one was signed for that round before
+  bool crashed = false;               // stopped by the crash attack
   transport::Digest model_digest{};
 };
 
 class Node {
  public:
-  Node(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport,
-       NodeOptions options = {});
+  Node(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport, NodeOptions options = {});
   Result<NodeSummary> run();
 
  private:

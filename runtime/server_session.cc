@@ -38,9 +38,15 @@ struct ServerSession::State {
   };
 
   State(const TrainingSetup& s, transport::Transport& t, Replica& r, ServerSessionOptions o)
-      : setup(s), transport(t), replica(r), options(std::move(o)), n(s.options.nodes),
+      : setup(s),
+        transport(t),
+        replica(r),
+        options(std::move(o)),
+        n(s.options.nodes),
         quorum(s.options.nodes - s.options.byzantine),
-        exchange(s.options.placement == Placement::kExchange && s.sign_vote()), votes(n), state_sent(n) {
+        exchange(s.options.placement == Placement::kExchange && s.sign_vote()),
+        votes(n),
+        state_sent(n) {
     for (std::size_t i = 0; i < n; ++i) nodes.push_back(node_id(i));
   }
 
@@ -192,7 +198,8 @@ Status ServerSession::collect() {
                                                  std::to_string(s.received) + " of the quorum of " +
                                                  std::to_string(s.quorum) + " votes arrived");
     }
-    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>((now < deadline ? deadline : give_up) - now);
+    const auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>((now < deadline ? deadline : give_up) - now);
     Result<transport::Message> message = make_error(ErrorCode::kTimeout, "");
     if (!s.held.empty()) {
       message = std::move(s.held.front());

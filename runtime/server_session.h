@@ -33,9 +33,9 @@ namespace ballot::runtime {
 // What the server knows after each round, for progress displays and metrics.
 struct RoundReport {
   std::uint64_t round = 0;
-  std::size_t votes = 0;                 // counted votes
-  std::vector<std::size_t> missing;      // node indices without a counted vote
-  double mean_loss = 0.0;                // mean of the counted nodes' batch losses
+  std::size_t votes = 0;             // counted votes
+  std::vector<std::size_t> missing;  // node indices without a counted vote
+  double mean_loss = 0.0;            // mean of the counted nodes' batch losses
   bool evaluated = false;
   Evaluation test;                       // when evaluated
   double seconds = 0.0;                  // wall time of the round
@@ -50,10 +50,10 @@ struct RoundReport {
 };
 
 struct ServerSessionOptions {
-  std::chrono::milliseconds round_deadline{3000};    // after it, n − b votes suffice
-  std::chrono::milliseconds quorum_timeout{120000};  // no quorum for this long: kTimeout
-  std::chrono::milliseconds join_wait{0};            // for every node's Join before round one (0: one deadline)
-  std::shared_ptr<Quarantine> quarantine;            // null: no quarantine
+  std::chrono::milliseconds round_deadline{3000};       // after it, n − b votes suffice
+  std::chrono::milliseconds quorum_timeout{120000};     // no quorum for this long: kTimeout
+  std::chrono::milliseconds join_wait{0};               // for every node's Join before round one (0: one deadline)
+  std::shared_ptr<Quarantine> quarantine;               // null: no quarantine
   std::shared_ptr<const transport::Registry> registry;  // to check signatures of relayed inputs and proofs
 };
 

@@ -27,19 +27,23 @@ std::vector<std::uint8_t> encode_signed_record(std::span<const transport::Signed
 }
 
 Result<std::vector<transport::SignedEnvelope>> decode_signed_record(std::span<const std::uint8_t> bytes,
-                                                                   std::size_t max_entries) {
+                                                                    std::size_t max_entries) {
   ByteReader reader(bytes, "signed record");
   if (bytes.size() < kPrefixSize) return reader.malformed("shorter than its header");
   BALLOT_ASSIGN_OR_RETURN(const auto magic, reader.take_bytes(sizeof(kMagic), "magic"));
   if (std::memcmp(magic.data(), kMagic, sizeof(kMagic)) != 0) return reader.malformed("bad magic");
   BALLOT_ASSIGN_OR_RETURN(const auto version, reader.read<std::uint32_t>("version"));
   if (version != kSignedRecordVersion) {
-    return reader.malformed("version " + std::to_string(version) + ", expected " + std::to_string(kSignedRecordVersion));
+    return reader.malformed("version " + std::to_string(version) + ", expected " +
+                            std::to_string(kSignedRecordVersion));
   }
   BALLOT_ASSIGN_OR_RETURN(const std::size_t count, reader.read<std::uint32_t>("entry count"));
-  if (count > max_entries) return make_error(ErrorCode::kLimitExceeded, "signed record: more than " + std::to_string(max_entries) + " entries");
+  if (count > max_entries)
+    return make_error(ErrorCode::kLimitExceeded,
+                      "signed record: more than " + std::to_string(max_entries) + " entries");
   // count <= max_entries keeps the product far from overflow; compare before touching entries.
-  if (reader.remaining() != count * transport::kEnvelopeMetaSize) return reader.malformed("size does not match its entry count");
+  if (reader.remaining() != count * transport::kEnvelopeMetaSize)
+    return reader.malformed("size does not match its entry count");
   std::vector<transport::SignedEnvelope> entries;
   entries.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
@@ -76,7 +80,8 @@ Result<SignedRecord> SignedRecord::open(std::filesystem::path path, transport::N
   if (record.path_.empty()) return record;
   std::error_code ec;
   if (!std::filesystem::exists(record.path_, ec)) return record;
-  const auto where = " ('" + record.path_.string() + "'; it holds what this node signed: move it away only if this "
+  const auto where = " ('" + record.path_.string() +
+                     "'; it holds what this node signed: move it away only if this "
                      "node id never signed anything in this job)";
   const auto size = std::filesystem::file_size(record.path_, ec);
   if (ec) return make_error(ErrorCode::kIo, "cannot stat signed record" + where + ": " + ec.message());
@@ -96,7 +101,8 @@ Result<SignedRecord> SignedRecord::open(std::filesystem::path path, transport::N
     const auto& h = entry.header;
     if (h.sender != self || h.job != job || (key != nullptr && !transport::verify_envelope_signature(entry, *key))) {
       return make_error(ErrorCode::kAuthentication, "signed record holds an envelope not signed by node " +
-                                                        std::to_string(self) + " for job " + std::to_string(job) + where);
+                                                        std::to_string(self) + " for job " + std::to_string(job) +
+                                                        where);
     }
   }
   record.entries_ = std::move(*entries);

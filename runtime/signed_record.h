@@ -38,7 +38,7 @@ inline constexpr std::size_t kSignedRecordMaxEntries = 4096;
 std::vector<std::uint8_t> encode_signed_record(std::span<const transport::SignedEnvelope> entries);
 // kMalformed unless `bytes` is exactly one record of at most `max_entries` well-formed envelopes.
 Result<std::vector<transport::SignedEnvelope>> decode_signed_record(std::span<const std::uint8_t> bytes,
-                                                                   std::size_t max_entries = kSignedRecordMaxEntries);
+                                                                    std::size_t max_entries = kSignedRecordMaxEntries);
 
 // The frame of a recorded envelope and its payload (the bytes Signer::seal produced).
 transport::OutboundFrame frame_of(const transport::SignedEnvelope& envelope,
@@ -57,8 +57,8 @@ class SignedRecord {
   // nothing was sent).
   template <typename Seal>
   Result<std::optional<transport::OutboundFrame>> seal_once(transport::MessageType type, std::uint64_t round,
-                                                           std::shared_ptr<const std::vector<std::uint8_t>> payload,
-                                                           Seal&& seal);
+                                                            std::shared_ptr<const std::vector<std::uint8_t>> payload,
+                                                            Seal&& seal);
 
   const transport::SignedEnvelope* find(transport::MessageType type, std::uint64_t round) const;
   std::size_t size() const noexcept { return entries_.size(); }
@@ -86,8 +86,8 @@ Result<std::optional<transport::OutboundFrame>> SignedRecord::seal_once(
   }
   transport::OutboundFrame frame = seal(type, round, std::move(payload));
   if (frame.head.size() == transport::kFrameHeaderSize + transport::kEnvelopeMetaSize) {
-    auto envelope = transport::decode_envelope(
-        std::span<const std::uint8_t>(frame.head).subspan(transport::kFrameHeaderSize));
+    auto envelope =
+        transport::decode_envelope(std::span<const std::uint8_t>(frame.head).subspan(transport::kFrameHeaderSize));
     if (envelope.ok()) BALLOT_TRY(add(*envelope));
   }
   return Frame(std::move(frame));

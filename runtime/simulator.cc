@@ -57,8 +57,7 @@ Result<SimulationResult> simulate(const TrainingSetup& setup, SimulationOptions 
     std::vector<transport::NodeId> nodes;
     for (std::size_t i = 0; i < n; ++i) nodes.push_back(node_id(i));
     endpoints[0]->set_round(setup.options.rounds);
-    (void)endpoints[0]->broadcast(nodes, transport::MessageType::kControl, setup.options.rounds,
-                                  encode(Finish{0}));
+    (void)endpoints[0]->broadcast(nodes, transport::MessageType::kControl, setup.options.rounds, encode(Finish{0}));
   }
   for (auto& thread : threads) thread.join();
   if (!summary.ok()) return std::move(summary).error();

@@ -68,8 +68,8 @@ Status TrainingOptions::validate() const {
     return bad_option("nodes must be in [1, " + std::to_string(coding::AllocationMatrix::kMaxNodes) + "]");
   }
   if (2 * byzantine >= nodes) {
-    return bad_option("the fault budget b = " + std::to_string(byzantine) + " needs b < n/2 (n = " +
-                      std::to_string(nodes) + ")");
+    return bad_option("the fault budget b = " + std::to_string(byzantine) +
+                      " needs b < n/2 (n = " + std::to_string(nodes) + ")");
   }
   if (partition_size == 0) return bad_option("partition size must be positive");
   if (rounds == 0) return bad_option("rounds must be positive");
@@ -86,8 +86,10 @@ Status TrainingOptions::validate() const {
   if (rule == "vote" && codec != TrainingOptions{}.codec) {
     // Without this a typo'd --rule, or a forgotten one, would train on 1-bit votes while the
     // user believes the codec is in use.
-    return bad_option("codec '" + codec + "' applies to the gradient path only: rule 'vote' sends 1-bit signs "
-                      "through the election code (choose a robust rule, e.g. --rule median, to use a codec, or leave the codec at fp32)");
+    return bad_option("codec '" + codec +
+                      "' applies to the gradient path only: rule 'vote' sends 1-bit signs "
+                      "through the election code (choose a robust rule, e.g. --rule median, to use a codec, or leave "
+                      "the codec at fp32)");
   }
   if (rule != "vote") {
     BALLOT_ASSIGN_OR_RETURN(auto aggregator, robust::make_aggregator(rule));
@@ -105,8 +107,8 @@ Status TrainingOptions::validate() const {
   if (attacker_choice != "random" && attacker_choice != "worst") {
     BALLOT_ASSIGN_OR_RETURN(auto indices, attacks::parse_indices(attacker_choice, nodes));
     if (attackers != 0 && indices.size() != attackers) {
-      return bad_option("attacker_choice lists " + std::to_string(indices.size()) + " nodes but attackers = " +
-                        std::to_string(attackers));
+      return bad_option("attacker_choice lists " + std::to_string(indices.size()) +
+                        " nodes but attackers = " + std::to_string(attackers));
     }
     attacking = indices.size();
   }
@@ -114,7 +116,8 @@ Status TrainingOptions::validate() const {
   const bool omniscient = adversary.find(attacks::Domain::kGradient) != nullptr ||
                           (sign != nullptr && sign->kind == attacks::AttackKind::kOmniscient);
   if (omniscient && attacking >= nodes) {
-    return bad_option("attack '" + attack + "' crafts its messages from the honest ones: at least one node must be honest");
+    return bad_option("attack '" + attack +
+                      "' crafts its messages from the honest ones: at least one node must be honest");
   }
   return {};
 }
@@ -160,8 +163,7 @@ Result<std::vector<std::size_t>> choose_attackers(const TrainingOptions& options
   return attacks::select_byzantine(options.attacker_choice, options.nodes, options.attackers, options.seed, &code);
 }
 
-Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
-                                          std::shared_ptr<const TrainTestSplit> data) {
+Result<TrainingSetup> make_training_setup(const TrainingOptions& options, std::shared_ptr<const TrainTestSplit> data) {
   BALLOT_TRY(options.validate());
   BALLOT_ENFORCE(data != nullptr);
   if (data->train.size() == 0) return bad_option("the training set is empty");
@@ -170,7 +172,7 @@ Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
   PartitionSampler sampler(PartitionOptions{options.seed, options.partition_size}, data->train.size());
   BALLOT_ASSIGN_OR_RETURN(auto attack, attacks::AttackSpec::parse(options.attack));
   BALLOT_ASSIGN_OR_RETURN(auto byzantine, choose_attackers(options, code));
-  return TrainingSetup{options, std::move(data), std::move(code), std::move(sampler), std::move(schedule),
+  return TrainingSetup{options,           std::move(data),     std::move(code), std::move(sampler), std::move(schedule),
                        std::move(attack), std::move(byzantine)};
 }
 
@@ -184,8 +186,7 @@ const attacks::Behaviour* TrainingSetup::active(attacks::Domain domain, std::uin
 }
 
 Result<Replica> Replica::create(const TrainingSetup& setup) {
-  BALLOT_ASSIGN_OR_RETURN(auto model, make_model(setup.options.model, shape_of(setup.data->train),
-                                                 setup.options.seed));
+  BALLOT_ASSIGN_OR_RETURN(auto model, make_model(setup.options.model, shape_of(setup.data->train), setup.options.seed));
   BALLOT_ASSIGN_OR_RETURN(auto optimizer, make_optimizer(setup.options.update, model->layout()));
   return Replica(std::move(model), std::move(optimizer), setup.schedule);
 }
@@ -253,8 +254,7 @@ NodeWorker NodeWorker::all_partitions(const TrainingSetup& setup) {
   return NodeWorker(setup, 0, std::move(every), /*honest=*/true);
 }
 
-NodeWorker::NodeWorker(const TrainingSetup& setup, std::size_t node, std::vector<std::uint32_t> partitions,
-                       bool honest)
+NodeWorker::NodeWorker(const TrainingSetup& setup, std::size_t node, std::vector<std::uint32_t> partitions, bool honest)
     : setup_(&setup), node_(node), honest_(honest), partitions_(std::move(partitions)) {
   for (auto partition : partitions_) {
     if (setup.options.worker_momentum > 0) momentum_.emplace(partition, WorkerMomentum(setup.options.worker_momentum));
@@ -270,8 +270,7 @@ void NodeWorker::load_batch(std::uint64_t round, std::uint32_t partition) {
   }
 }
 
-double NodeWorker::partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition,
-                                   BitVector& signs) {
+double NodeWorker::partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition, BitVector& signs) {
   load_batch(round, partition);
   Model& model = replica.model();
   const double loss = model.forward_backward(batch_.features, batch_.labels);

@@ -31,12 +31,12 @@
 #include "attacks/attack_spec.h"
 #include "coding/allocation_matrix.h"
 #include "core/bit_vector.h"
+#include "core/registry.h"
 #include "core/result.h"
 #include "core/rng.h"
 #include "learning/dataset.h"
 #include "learning/model.h"
 #include "learning/optimizer.h"
-#include "core/registry.h"
 #include "runtime/checkpoint.h"
 #include "transport/crypto.h"
 
@@ -52,26 +52,26 @@ Result<Placement> parse_placement(std::string_view name);  // kInvalidArgument n
 std::string_view placement_name(Placement placement);
 
 struct TrainingOptions {
-  std::size_t nodes = 7;                   // n
-  std::size_t byzantine = 1;               // b: the fault budget (quorum n - b after the deadline)
-  std::string code = "deterministic";      // allocation matrix spec (coding/allocation_matrix.h);
-                                           // "deterministic" alone means deterministic:b=<b>
+  std::size_t nodes = 7;               // n
+  std::size_t byzantine = 1;           // b: the fault budget (quorum n - b after the deadline)
+  std::string code = "deterministic";  // allocation matrix spec (coding/allocation_matrix.h);
+                                       // "deterministic" alone means deterministic:b=<b>
   // Where G's inputs are computed (DESIGN.md round protocol step 2): kReplicated, node i computes
   // every partition of its row; kExchange, node j computes partition j and relays its signed
   // signs to column j (rule "vote" only; runtime/roles.h). Same model without faults.
   Placement placement = Placement::kReplicated;
-  std::string model = "mlp:hidden=128";    // learning/models.h
+  std::string model = "mlp:hidden=128";  // learning/models.h
   // Defaults: Signum with majority vote (Bernstein et al. 2019) through the election code: a
   // momentum per partition at the nodes, the vote applied as x ← x − η(v + λx) at every replica.
   // On Fashion-MNIST with the MLP this reaches 85% test accuracy by round ~750 (bench/runtime).
-  std::string update = "sign:wd=0";        // server rule on the vote (learning/optimizer.h)
-  double worker_momentum = 0.9;            // β of the per-partition momentum; 0 = signSGD
+  std::string update = "sign:wd=0";                                    // server rule on the vote (learning/optimizer.h)
+  double worker_momentum = 0.9;                                        // β of the per-partition momentum; 0 = signSGD
   std::string lr = "constant:lr=0.001 > cosine:rounds=1500,min=0.05";  // LrSchedule spec
-  std::size_t partition_size = 32;         // examples per partition (global batch = n × this)
+  std::size_t partition_size = 32;  // examples per partition (global batch = n × this)
   std::uint64_t rounds = 1500;
   std::uint64_t seed = 1;
-  std::uint64_t job = 1;                   // job id, bound into every signed envelope
-  std::string data = "fashion-mnist";      // "fashion-mnist[:dir=…]" or "synthetic[:…]"
+  std::uint64_t job = 1;               // job id, bound into every signed envelope
+  std::string data = "fashion-mnist";  // "fashion-mnist[:dir=…]" or "synthetic[:…]"
   // The adversary (attacks/attack_spec.h, docs/attacks.md): `attackers` Byzantine nodes do
   // `attack` — "none", a gradient-domain attack ("alie", "ipm:eps=0.5", …), a sign-domain one
   // ("reverse", "omniscient", …), "label_flip", a protocol attack ("crash", "equivocation", …) or
@@ -90,8 +90,8 @@ struct TrainingOptions {
   // codec must stay "fp32" (validate() rejects any other: it would go unused).
   std::string rule = "vote";
   std::string codec = "fp32";
-  std::uint64_t eval_every = 100;          // rounds between test-set evaluations (0 = end only)
-  std::size_t eval_examples = 10000;       // test examples per evaluation (the first ones)
+  std::uint64_t eval_every = 100;     // rounds between test-set evaluations (0 = end only)
+  std::size_t eval_examples = 10000;  // test examples per evaluation (the first ones)
 
   // Checks ranges and that the specs parse; errors name the option.
   Status validate() const;
@@ -118,11 +118,9 @@ struct TrainingSetup {
 // The allocation matrix G the options name ("deterministic" takes b from the fault budget).
 Result<coding::AllocationMatrix> make_code(const TrainingOptions& options);
 // The Byzantine node indices the options choose (empty without an attack), ascending.
-Result<std::vector<std::size_t>> choose_attackers(const TrainingOptions& options,
-                                                  const coding::AllocationMatrix& code);
+Result<std::vector<std::size_t>> choose_attackers(const TrainingOptions& options, const coding::AllocationMatrix& code);
 
-Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
-                                          std::shared_ptr<const TrainTestSplit> data);
+Result<TrainingSetup> make_training_setup(const TrainingOptions& options, std::shared_ptr<const TrainTestSplit> data);
 
 class Replica {
  public:
@@ -168,8 +166,7 @@ class NodeWorker {
 
   // Signs of partition `partition` of round `round` on `replica`'s parameters (uses and updates
   // the partition's worker momentum when enabled). Also returns the batch loss.
-  double partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition,
-                         BitVector& signs);
+  double partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition, BitVector& signs);
   // Replicated placement: c_i = maj over this node's partitions. Returns the mean batch loss.
   double vote(Replica& replica, std::uint64_t round, BitVector& vote);
   // Gradient path: the gradient of partition `partition` (default: the node's own) of round

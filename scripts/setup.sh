@@ -7,6 +7,7 @@ packages=(
   # toolchain
   cmake g++ ninja-build git pkg-config ccache
   clang libclang-rt-14-dev            # libFuzzer (the `fuzz` preset) and sanitizer runtimes
+  clang-format-14                     # scripts/format.sh and its ctest
   # test and benchmark frameworks
   libgtest-dev libgmock-dev libbenchmark-dev
   # libraries

@@ -166,8 +166,7 @@ Result<SigningKey> SigningKey::generate() {
 
 Result<SigningKey> SigningKey::from_seed(ByteSpan seed) {
   if (seed.size() != kPrivateKeySize)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "Ed25519 seed must be 32 bytes, got " + std::to_string(seed.size()));
+    return make_error(ErrorCode::kInvalidArgument, "Ed25519 seed must be 32 bytes, got " + std::to_string(seed.size()));
   detail::PkeyPtr key(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, seed.data(), seed.size()));
   if (!key) return make_error(ErrorCode::kMalformed, "bad Ed25519 seed: " + detail::take_openssl_errors());
   return KeyAccess::signing_from_pkey(std::move(key));
@@ -178,8 +177,8 @@ Signature SigningKey::sign(ByteSpan message) const {
   Signature signature{};
   detail::MdCtxPtr ctx(EVP_MD_CTX_new());
   std::size_t length = signature.size();
-  const bool ok = ctx &&
-      EVP_DigestSignInit_ex(ctx.get(), nullptr, nullptr, nullptr, nullptr, impl_->pkey.get(), nullptr) == 1 &&
+  const bool ok =
+      ctx && EVP_DigestSignInit_ex(ctx.get(), nullptr, nullptr, nullptr, nullptr, impl_->pkey.get(), nullptr) == 1 &&
       EVP_DigestSign(ctx.get(), signature.data(), &length, message.data(), message.size()) == 1;
   BALLOT_ENFORCE(ok && length == kSignatureSize, "Ed25519 signing failed: " + detail::take_openssl_errors());
   return signature;

@@ -23,10 +23,10 @@
 
 namespace ballot::transport {
 
-inline constexpr std::size_t kDigestSize = 32;        // SHA-256
-inline constexpr std::size_t kPublicKeySize = 32;     // Ed25519 (RFC 8032 encoding)
-inline constexpr std::size_t kPrivateKeySize = 32;    // Ed25519 seed
-inline constexpr std::size_t kSignatureSize = 64;     // Ed25519 R ‖ S
+inline constexpr std::size_t kDigestSize = 32;      // SHA-256
+inline constexpr std::size_t kPublicKeySize = 32;   // Ed25519 (RFC 8032 encoding)
+inline constexpr std::size_t kPrivateKeySize = 32;  // Ed25519 seed
+inline constexpr std::size_t kSignatureSize = 64;   // Ed25519 R ‖ S
 
 using Digest = std::array<std::uint8_t, kDigestSize>;
 using PublicKeyBytes = std::array<std::uint8_t, kPublicKeySize>;
@@ -93,8 +93,7 @@ class VerifyKey {
   struct Impl;  // holds the OpenSSL EVP_PKEY
 
  private:
-  VerifyKey(std::shared_ptr<const Impl> impl, PublicKeyBytes bytes)
-      : impl_(std::move(impl)), bytes_(bytes) {}
+  VerifyKey(std::shared_ptr<const Impl> impl, PublicKeyBytes bytes) : impl_(std::move(impl)), bytes_(bytes) {}
   std::shared_ptr<const Impl> impl_;
   PublicKeyBytes bytes_{};
   friend struct KeyAccess;

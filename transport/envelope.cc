@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/enforce.h"
 #include "core/byte_io.h"
+#include "core/enforce.h"
 
 namespace ballot::transport {
 
@@ -73,7 +73,8 @@ Result<SignedEnvelope> decode_envelope(ByteSpan meta) {
   BALLOT_ASSIGN_OR_RETURN(const auto type, reader.read<std::uint8_t>("type"));
   BALLOT_ASSIGN_OR_RETURN(const auto reserved, reader.read<std::uint16_t>("reserved"));
   if (!is_valid_role(role)) return make_error(ErrorCode::kMalformed, "unknown role " + std::to_string(role));
-  if (!is_valid_message_type(type)) return make_error(ErrorCode::kMalformed, "unknown envelope type " + std::to_string(type));
+  if (!is_valid_message_type(type))
+    return make_error(ErrorCode::kMalformed, "unknown envelope type " + std::to_string(type));
   if (reserved != 0) return make_error(ErrorCode::kMalformed, "reserved envelope bytes are not zero");
   h.role = static_cast<Role>(role);
   h.type = static_cast<MessageType>(type);
@@ -193,7 +194,8 @@ Status check_equivocation_proof(const EquivocationProof& proof, const Registry& 
     return make_error(ErrorCode::kInvalidArgument, "envelopes carry the same payload digest");
   const RegistryEntry* entry = registry.find(a.sender);
   if (entry == nullptr) return make_error(ErrorCode::kNotFound, "sender is not registered", a.sender);
-  if (entry->role != a.role) return make_error(ErrorCode::kAuthentication, "sender's role differs from its registration", a.sender);
+  if (entry->role != a.role)
+    return make_error(ErrorCode::kAuthentication, "sender's role differs from its registration", a.sender);
   if (!verify_envelope_signature(proof.first, entry->key) || !verify_envelope_signature(proof.second, entry->key))
     return make_error(ErrorCode::kAuthentication, "a signature of the proof does not verify", a.sender);
   return {};

@@ -9,8 +9,8 @@
 // payload_digest is the SHA-256 tree over 16 KiB leaves of transport/crypto.h (protocol version
 // 2; version 1 signed one plain SHA-256 of the payload). The signature input is the domain label
 // "ballot.envelope.v2" plus one zero byte, followed by the first 72 bytes above: label ‖ job ‖
-// sender ‖ role ‖ type ‖ round ‖ sequence ‖ payload length ‖ payload digest. Fixed width, so no two different headers share a signature input,
-// and the label keeps these signatures from being valid in any other protocol (TLS included).
+// sender ‖ role ‖ type ‖ round ‖ sequence ‖ payload length ‖ payload digest. Fixed width, so no two different headers
+// share a signature input, and the label keeps these signatures from being valid in any other protocol (TLS included).
 //
 // Thread-safety: free functions are pure; Signer::seal may be called from many threads (the
 // sequence counter is atomic).
@@ -84,7 +84,7 @@ OutboundFrame make_unsigned_frame(MessageType type, std::shared_ptr<const std::v
 struct DecodedFrame {
   FrameHeader header;
   std::optional<SignedEnvelope> envelope;  // present iff the frame is signed
-  ByteSpan payload;                         // a view into the decoded bytes
+  ByteSpan payload;                        // a view into the decoded bytes
 };
 Result<DecodedFrame> decode_frame(ByteSpan bytes, const FrameLimits& limits);
 
@@ -95,8 +95,7 @@ class Signer {
  public:
   Signer(SigningKey key, std::uint64_t job, NodeId sender, Role role);
 
-  OutboundFrame seal(MessageType type, std::uint64_t round,
-                     std::shared_ptr<const std::vector<std::uint8_t>> payload);
+  OutboundFrame seal(MessageType type, std::uint64_t round, std::shared_ptr<const std::vector<std::uint8_t>> payload);
   // The envelope seal() would produce (for tests and proofs); consumes a sequence number.
   SignedEnvelope envelope_for(MessageType type, std::uint64_t round, ByteSpan payload);
 

@@ -10,13 +10,20 @@ namespace ballot::transport {
 
 std::string_view message_type_name(MessageType type) noexcept {
   switch (type) {
-    case MessageType::kHello: return "hello";
-    case MessageType::kRoundStart: return "round-start";
-    case MessageType::kPartitionSigns: return "partition-signs";
-    case MessageType::kVote: return "vote";
-    case MessageType::kDecision: return "decision";
-    case MessageType::kStateTransfer: return "state-transfer";
-    case MessageType::kControl: return "control";
+    case MessageType::kHello:
+      return "hello";
+    case MessageType::kRoundStart:
+      return "round-start";
+    case MessageType::kPartitionSigns:
+      return "partition-signs";
+    case MessageType::kVote:
+      return "vote";
+    case MessageType::kDecision:
+      return "decision";
+    case MessageType::kStateTransfer:
+      return "state-transfer";
+    case MessageType::kControl:
+      return "control";
   }
   return "unknown";
 }
@@ -39,8 +46,8 @@ std::array<std::uint8_t, kFrameHeaderSize> encode_frame_header(const FrameHeader
 
 Result<FrameHeader> decode_frame_header(ByteSpan bytes, const FrameLimits& limits) {
   if (bytes.size() < kFrameHeaderSize)
-    return make_error(ErrorCode::kMalformed, "frame header needs " + std::to_string(kFrameHeaderSize) +
-                                                 " bytes, got " + std::to_string(bytes.size()));
+    return make_error(ErrorCode::kMalformed, "frame header needs " + std::to_string(kFrameHeaderSize) + " bytes, got " +
+                                                 std::to_string(bytes.size()));
   // The length was checked above: the reads below cannot fail (and would return, never throw).
   ByteReader reader(bytes.first(kFrameHeaderSize), "frame header");
   BALLOT_ASSIGN_OR_RETURN(const auto magic, reader.read<std::uint32_t>("magic"));
@@ -50,7 +57,8 @@ Result<FrameHeader> decode_frame_header(ByteSpan bytes, const FrameLimits& limit
     return make_error(ErrorCode::kMalformed, "unsupported protocol version " + std::to_string(version) +
                                                  " (this build speaks " + std::to_string(kProtocolVersion) + ")");
   BALLOT_ASSIGN_OR_RETURN(const auto type, reader.read<std::uint8_t>("type"));
-  if (!is_valid_message_type(type)) return make_error(ErrorCode::kMalformed, "unknown message type " + std::to_string(type));
+  if (!is_valid_message_type(type))
+    return make_error(ErrorCode::kMalformed, "unknown message type " + std::to_string(type));
   FrameHeader header;
   header.type = static_cast<MessageType>(type);
   BALLOT_ASSIGN_OR_RETURN(header.flags, reader.read<std::uint16_t>("flags"));

@@ -25,13 +25,13 @@
 namespace ballot::transport {
 
 enum class MessageType : std::uint8_t {
-  kHello = 1,          // first frame of a session: the sender's claimed identity (signed)
-  kRoundStart = 2,     // server -> nodes: RoundStart{job, round, deadline}
-  kPartitionSigns = 3, // node -> node (exchange placement): one partition's packed signs (was kGradient)
-  kVote = 4,           // node -> server: the node's vote c_i
-  kDecision = 5,       // server -> nodes: the round's decision v_r (was kResult)
-  kStateTransfer = 6,  // server -> node: the model state, to a rejoining node (was kCheckpoint)
-  kControl = 7,        // small tagged messages: Join, Finish, Evidence (runtime/messages.h)
+  kHello = 1,           // first frame of a session: the sender's claimed identity (signed)
+  kRoundStart = 2,      // server -> nodes: RoundStart{job, round, deadline}
+  kPartitionSigns = 3,  // node -> node (exchange placement): one partition's packed signs (was kGradient)
+  kVote = 4,            // node -> server: the node's vote c_i
+  kDecision = 5,        // server -> nodes: the round's decision v_r (was kResult)
+  kStateTransfer = 6,   // server -> node: the model state, to a rejoining node (was kCheckpoint)
+  kControl = 7,         // small tagged messages: Join, Finish, Evidence (runtime/messages.h)
 };
 inline constexpr std::size_t kMessageTypeCount = 8;  // indexable by the numeric value
 
@@ -48,17 +48,19 @@ bool is_valid_message_type(std::uint8_t value) noexcept;
 // sign vector (1.4 MB) with room to spare, and small control messages.
 struct FrameLimits {
   std::array<std::uint64_t, kMessageTypeCount> max_payload = {
-      0,                    // (unused: no type 0)
-      4 * 1024,             // hello
-      64 * 1024,            // round start
-      64ull << 20,          // gradient
-      64ull << 20,          // vote
-      64ull << 20,          // result
-      1ull << 30,           // checkpoint
-      64 * 1024,            // control
+      0,            // (unused: no type 0)
+      4 * 1024,     // hello
+      64 * 1024,    // round start
+      64ull << 20,  // gradient
+      64ull << 20,  // vote
+      64ull << 20,  // result
+      1ull << 30,   // checkpoint
+      64 * 1024,    // control
   };
   std::uint64_t limit(MessageType type) const noexcept { return max_payload[static_cast<std::size_t>(type)]; }
-  void set_limit(MessageType type, std::uint64_t bytes) noexcept { max_payload[static_cast<std::size_t>(type)] = bytes; }
+  void set_limit(MessageType type, std::uint64_t bytes) noexcept {
+    max_payload[static_cast<std::size_t>(type)] = bytes;
+  }
 };
 
 struct FrameHeader {

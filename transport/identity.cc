@@ -4,8 +4,10 @@ namespace ballot::transport {
 
 std::string_view role_name(Role role) noexcept {
   switch (role) {
-    case Role::kServer: return "server";
-    case Role::kNode: return "node";
+    case Role::kServer:
+      return "server";
+    case Role::kNode:
+      return "node";
   }
   return "unknown";
 }

@@ -31,8 +31,7 @@ class MemoryNetwork : public std::enable_shared_from_this<MemoryNetwork> {
 
   // A transport for `self`, verifying what it receives against `registry`.
   // kInvalidArgument if `self.node` is already attached.
-  Result<std::unique_ptr<MemoryTransport>> attach(LocalIdentity self, Registry registry,
-                                                  TransportOptions options = {});
+  Result<std::unique_ptr<MemoryTransport>> attach(LocalIdentity self, Registry registry, TransportOptions options = {});
 
  private:
   MemoryNetwork() = default;

@@ -44,7 +44,7 @@ std::string_view misbehaviour_name(Misbehaviour kind) noexcept;
 struct MisbehaviourReport {
   std::optional<NodeId> peer;  // the authenticated peer; absent when it never authenticated
   Misbehaviour kind = Misbehaviour::kMalformedFrame;
-  Error error;                 // what exactly, for logs
+  Error error;  // what exactly, for logs
 };
 
 class MisbehaviourObserver {

@@ -96,8 +96,9 @@ Status check_private_key_mode(const fs::path& path) {
   if ((mode & 077u) == 0) return {};
   char octal[8];
   std::snprintf(octal, sizeof(octal), "%04o", mode);
-  return make_error(ErrorCode::kAuthentication, "private key " + quoted(path) + " is readable by group or others (mode " +
-                                                    octal + "); make it private: chmod 600 " + quoted(path));
+  return make_error(ErrorCode::kAuthentication, "private key " + quoted(path) +
+                                                    " is readable by group or others (mode " + octal +
+                                                    "); make it private: chmod 600 " + quoted(path));
 }
 
 Result<PkeyPtr> load_private_key(const fs::path& path) {
@@ -177,10 +178,12 @@ Result<X509Ptr> make_certificate(const CertificateRequest& request) {
        ASN1_TIME_set(X509_getm_notAfter(cert.get()), request.not_after) != nullptr;
   ok = ok && X509_set_pubkey(cert.get(), request.subject_key) == 1;
   X509_NAME* name = X509_get_subject_name(cert.get());
-  ok = ok && X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
-                                        reinterpret_cast<const unsigned char*>(request.organization.c_str()), -1, -1, 0) == 1;
-  ok = ok && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                                        reinterpret_cast<const unsigned char*>(request.common_name.c_str()), -1, -1, 0) == 1;
+  ok = ok &&
+       X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
+                                  reinterpret_cast<const unsigned char*>(request.organization.c_str()), -1, -1, 0) == 1;
+  ok = ok &&
+       X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                                  reinterpret_cast<const unsigned char*>(request.common_name.c_str()), -1, -1, 0) == 1;
   ok = ok && X509_set_issuer_name(cert.get(), request.issuer ? X509_get_subject_name(request.issuer) : name) == 1;
   if (!ok) return make_error(ErrorCode::kInternal, "cannot fill certificate: " + detail::take_openssl_errors());
   X509V3_CTX ctx;
@@ -240,9 +243,8 @@ Status verify_against_ca(X509* cert, X509* ca, const fs::path& path, const fs::p
   if (X509_verify_cert(ctx.get()) != 1) {
     const int reason = X509_STORE_CTX_get_error(ctx.get());
     ERR_clear_error();
-    return make_error(ErrorCode::kAuthentication,
-                      "certificate " + quoted(path) + " does not verify against CA " + quoted(ca_path) + ": " +
-                          X509_verify_cert_error_string(reason));
+    return make_error(ErrorCode::kAuthentication, "certificate " + quoted(path) + " does not verify against CA " +
+                                                      quoted(ca_path) + ": " + X509_verify_cert_error_string(reason));
   }
   return {};
 }
@@ -251,8 +253,7 @@ Result<Credentials> make_credentials(X509* ca, const fs::path& ca_path, X509* ce
                                      PkeyPtr key, const fs::path& key_path) {
   BALLOT_TRY(verify_against_ca(cert, ca, cert_path, ca_path));
   auto identity = detail::certificate_identity(cert);
-  if (!identity.ok())
-    return make_error(identity.error().code, quoted(cert_path) + ": " + identity.error().message);
+  if (!identity.ok()) return make_error(identity.error().code, quoted(cert_path) + ": " + identity.error().message);
   if (EVP_PKEY_eq(key.get(), X509_get0_pubkey(cert)) != 1) {
     ERR_clear_error();
     return make_error(ErrorCode::kAuthentication,
@@ -284,7 +285,8 @@ Result<CertIdentity> certificate_identity(X509* cert) {
   using Names = STACK_OF(GENERAL_NAME);
   std::unique_ptr<Names, Deleter<GENERAL_NAMES_free>> names(
       static_cast<Names*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr)));
-  if (!names) return make_error(ErrorCode::kAuthentication, "certificate has no subjectAltName with a ballot:// identity");
+  if (!names)
+    return make_error(ErrorCode::kAuthentication, "certificate has no subjectAltName with a ballot:// identity");
   std::optional<CertIdentity> found;
   for (int i = 0; i < sk_GENERAL_NAME_num(names.get()); ++i) {
     const GENERAL_NAME* name = sk_GENERAL_NAME_value(names.get(), i);
@@ -356,11 +358,12 @@ bool same_directory(const fs::path& a, const fs::path& b) {
 
 Status init_ca(const fs::path& ca_dir, const fs::path& keys_dir, const CaOptions& options) {
   if (same_directory(ca_dir, keys_dir))
-    return make_error(ErrorCode::kInvalidArgument, "the CA directory " + quoted(ca_dir) +
-                                                       " must not be the key directory that nodes receive");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the CA directory " + quoted(ca_dir) + " must not be the key directory that nodes receive");
   for (const auto& path : {ca_key_path(ca_dir), ca_cert_path(ca_dir), ca_cert_path(keys_dir)}) {
     std::error_code ec;
-    if (fs::exists(path, ec)) return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
+    if (fs::exists(path, ec))
+      return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
   }
   BALLOT_TRY(init_ca(ca_dir, options));
   BALLOT_TRY(make_private_directory(keys_dir));
@@ -373,7 +376,8 @@ Status init_ca(const fs::path& dir, const CaOptions& options) {
   std::error_code ec;
   BALLOT_TRY(make_private_directory(dir));
   for (const auto& path : {ca_key_path(dir), ca_cert_path(dir)})
-    if (fs::exists(path, ec)) return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
+    if (fs::exists(path, ec))
+      return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
   BALLOT_ASSIGN_OR_RETURN(PkeyPtr key, generate_ed25519());
   const std::time_t now = std::time(nullptr);
   CertificateRequest request;
@@ -405,7 +409,8 @@ Result<IssuedFiles> issue_node(const fs::path& dir, const fs::path& keys_dir, No
   IssuedFiles files{node_key_path(keys_dir, node), node_cert_path(keys_dir, node)};
   std::error_code ec;
   for (const auto& path : {files.key, files.certificate})
-    if (fs::exists(path, ec)) return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
+    if (fs::exists(path, ec))
+      return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
   if (!fs::exists(keys_dir, ec)) BALLOT_TRY(make_private_directory(keys_dir));
   BALLOT_ASSIGN_OR_RETURN(X509Ptr ca, load_certificate(ca_cert_path(dir)));
   BALLOT_ASSIGN_OR_RETURN(PkeyPtr ca_key, load_private_key(ca_key_path(dir)));
@@ -423,7 +428,8 @@ Result<IssuedFiles> issue_node(const fs::path& dir, const fs::path& keys_dir, No
     request.not_before = to_time_t(*options.not_before);
     request.not_after = to_time_t(*options.not_after);
   } else {
-    if (options.valid_days <= 0) return make_error(ErrorCode::kInvalidArgument, "certificate validity must be positive");
+    if (options.valid_days <= 0)
+      return make_error(ErrorCode::kInvalidArgument, "certificate validity must be positive");
     request.not_before = now - 60;
     request.not_after = now + static_cast<std::time_t>(options.valid_days) * 86400;
   }
@@ -435,12 +441,10 @@ Result<IssuedFiles> issue_node(const fs::path& dir, const fs::path& keys_dir, No
   request.subject_key = key.get();
   request.issuer = ca.get();
   request.issuer_key = ca_key.get();
-  request.extensions = {{NID_basic_constraints, "critical,CA:FALSE"},
-                        {NID_key_usage, "critical,digitalSignature"},
-                        {NID_ext_key_usage, "serverAuth,clientAuth"},
-                        {NID_subject_key_identifier, "hash"},
-                        {NID_authority_key_identifier, "keyid:always"},
-                        {NID_subject_alt_name, "URI:" + identity_uri(node, role)}};
+  request.extensions = {
+      {NID_basic_constraints, "critical,CA:FALSE"},   {NID_key_usage, "critical,digitalSignature"},
+      {NID_ext_key_usage, "serverAuth,clientAuth"},   {NID_subject_key_identifier, "hash"},
+      {NID_authority_key_identifier, "keyid:always"}, {NID_subject_alt_name, "URI:" + identity_uri(node, role)}};
   BALLOT_ASSIGN_OR_RETURN(X509Ptr cert, make_certificate(request));
   BALLOT_ASSIGN_OR_RETURN(std::string key_pem, private_key_pem(key.get()));
   BALLOT_ASSIGN_OR_RETURN(std::string cert_pem, certificate_pem(cert.get()));
@@ -502,7 +506,10 @@ std::string format_certificate(const CertificateInfo& info) {
   out << "  subject:     " << info.subject << "\n";
   out << "  issuer:      " << info.issuer << "\n";
   out << "  valid:       " << info.not_before << " .. " << info.not_after
-      << (info.expired ? "  (EXPIRED)" : info.not_yet_valid ? "  (NOT YET VALID)" : "") << "\n";
+      << (info.expired         ? "  (EXPIRED)"
+          : info.not_yet_valid ? "  (NOT YET VALID)"
+                               : "")
+      << "\n";
   out << "  public key:  ed25519 " << to_hex(info.public_key) << "\n";
   out << "  fingerprint: sha256 " << info.fingerprint << "\n";
   return out.str();
@@ -513,7 +520,8 @@ Result<Credentials> load_credentials(const fs::path& dir, NodeId node) {
                           load_credentials(ca_cert_path(dir), node_cert_path(dir, node), node_key_path(dir, node)));
   if (credentials.node != node)
     return make_error(ErrorCode::kAuthentication, "certificate " + quoted(node_cert_path(dir, node)) + " names node " +
-                                                      std::to_string(credentials.node) + ", not " + std::to_string(node));
+                                                      std::to_string(credentials.node) + ", not " +
+                                                      std::to_string(node));
   return credentials;
 }
 
@@ -547,8 +555,7 @@ Result<Registry> load_registry(const fs::path& dir) {
     if (!verify_key.ok()) return make_error(verify_key.error().code, quoted(path) + ": " + verify_key.error().message);
     BALLOT_TRY(registry.add(id, identity->role, std::move(verify_key).value()));
   }
-  if (registry.size() == 0)
-    return make_error(ErrorCode::kNotFound, "no node-<id>.crt certificates in " + quoted(dir));
+  if (registry.size() == 0) return make_error(ErrorCode::kNotFound, "no node-<id>.crt certificates in " + quoted(dir));
   return registry;
 }
 

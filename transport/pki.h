@@ -77,12 +77,12 @@ struct CertificateInfo {
   bool is_ca = false;
   std::optional<NodeId> node;  // from the SAN URI of a node certificate
   std::optional<Role> role;
-  std::string not_before;      // "2025-01-31 12:00:00 UTC"
+  std::string not_before;  // "2025-01-31 12:00:00 UTC"
   std::string not_after;
   bool expired = false;        // now > not_after
   bool not_yet_valid = false;  // now < not_before
   PublicKeyBytes public_key{};
-  std::string fingerprint;     // SHA-256 of the DER certificate, hex
+  std::string fingerprint;  // SHA-256 of the DER certificate, hex
 };
 
 // `ballot keys show [file]`: parses one certificate (no chain check).
@@ -107,8 +107,7 @@ struct Credentials {
 Result<Credentials> load_credentials(const std::filesystem::path& dir, NodeId node);
 // The same from explicit files (for deployments that keep them apart); the id comes from the
 // certificate.
-Result<Credentials> load_credentials(const std::filesystem::path& ca_cert,
-                                     const std::filesystem::path& cert,
+Result<Credentials> load_credentials(const std::filesystem::path& ca_cert, const std::filesystem::path& cert,
                                      const std::filesystem::path& key);
 
 // The pinned registry of every node-*.crt in `dir`, each checked against ca.crt and currently

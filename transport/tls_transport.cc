@@ -6,15 +6,13 @@
 #include <pthread.h>
 #include <sys/ioctl.h>
 
-#include <csignal>
-
-#include <asio.hpp>
-#include <asio/ssl.hpp>
-
 #include <algorithm>
 #include <array>
+#include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -76,8 +74,8 @@ std::string ssl_error_text(const asio::error_code& ec) {
 }
 
 bool is_clean_end(const asio::error_code& ec) {
-  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ||
-         ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe;
 }
 
 }  // namespace
@@ -133,7 +131,8 @@ class TlsTransport::Impl {
   void heard(Link& link, bool first);
   // Admission of an accepted connection: registers it and evicts one pending handshake when a
   // limit is reached (closed by the caller, outside the lock).
-  std::shared_ptr<SessionBase> admit(const std::shared_ptr<SessionBase>& session, const asio::ip::address& source, int fd);
+  std::shared_ptr<SessionBase> admit(const std::shared_ptr<SessionBase>& session, const asio::ip::address& source,
+                                     int fd);
   void pending_started(const SessionBase* session);
   void pending_done(const SessionBase* session);
   void session_closed(const std::shared_ptr<SessionBase>& session, std::optional<NodeId> peer,
@@ -180,8 +179,10 @@ class Session final : public SessionBase {
  private:
   std::shared_ptr<Session> self() { return std::static_pointer_cast<Session>(shared_from_this()); }
   tcp::socket& socket() {
-    if constexpr (kTls) return stream_.next_layer();
-    else return stream_;
+    if constexpr (kTls)
+      return stream_.next_layer();
+    else
+      return stream_;
   }
   const TlsTransportOptions& options() const { return impl_.options_; }
   // Who to blame: the authenticated peer, else the certificate's (CA-verified) identity.
@@ -201,17 +202,19 @@ class Session final : public SessionBase {
   }
 
   // ---- deadlines: a generation number makes a late or cancelled expiry harmless ----
-  void arm(asio::steady_timer& timer, std::uint64_t& generation, std::chrono::milliseconds after,
-           Misbehaviour kind, std::string what) {
+  void arm(asio::steady_timer& timer, std::uint64_t& generation, std::chrono::milliseconds after, Misbehaviour kind,
+           std::string what) {
     const std::uint64_t armed = ++generation;
     timer.expires_after(after);
-    timer.async_wait([self = self(), &generation, armed, kind, what = std::move(what), after](const asio::error_code& ec) {
-      self->guard([&] {
-        if (ec || armed != generation || self->closed_) return;
-        self->fail(kind, make_error(ErrorCode::kTimeout, what + " deadline of " + std::to_string(after.count()) +
-                                                             " ms passed", self->blame()));
-      });
-    });
+    timer.async_wait(
+        [self = self(), &generation, armed, kind, what = std::move(what), after](const asio::error_code& ec) {
+          self->guard([&] {
+            if (ec || armed != generation || self->closed_) return;
+            self->fail(
+                kind, make_error(ErrorCode::kTimeout,
+                                 what + " deadline of " + std::to_string(after.count()) + " ms passed", self->blame()));
+          });
+        });
   }
   void disarm(asio::steady_timer& timer, std::uint64_t& generation) {
     ++generation;
@@ -303,10 +306,10 @@ class Session final : public SessionBase {
     cert_peer_ = identity->node;
     const RegistryEntry* entry = impl_.core_.verifier().registry().find(identity->node);
     if (entry == nullptr || entry->role != identity->role) {
-      fail(Misbehaviour::kUnknownSender,
-           make_error(ErrorCode::kAuthentication, "certificate for " + std::string(role_name(identity->role)) + " " +
-                                                       std::to_string(identity->node) + " is not in the registry",
-                      identity->node));
+      fail(Misbehaviour::kUnknownSender, make_error(ErrorCode::kAuthentication,
+                                                    "certificate for " + std::string(role_name(identity->role)) + " " +
+                                                        std::to_string(identity->node) + " is not in the registry",
+                                                    identity->node));
       return false;
     }
     PublicKeyBytes key{};
@@ -322,8 +325,9 @@ class Session final : public SessionBase {
     }
     if (dialled_ && identity->node != dialled_->peer) {
       fail(Misbehaviour::kIdentityMismatch,
-           make_error(ErrorCode::kAuthentication, "dialled node " + std::to_string(dialled_->peer) +
-                                                       " but its certificate names node " + std::to_string(identity->node),
+           make_error(ErrorCode::kAuthentication,
+                      "dialled node " + std::to_string(dialled_->peer) + " but its certificate names node " +
+                          std::to_string(identity->node),
                       identity->node));
       return false;
     }
@@ -360,18 +364,19 @@ class Session final : public SessionBase {
     if (!kTls) {
       const RegistryEntry* entry = impl_.core_.verifier().registry().find(claimed);
       if (entry == nullptr || claimed == impl_.core_.self())
-        return fail(Misbehaviour::kUnknownSender, make_error(ErrorCode::kAuthentication,
-                                                             "hello from unknown node " + std::to_string(claimed)));
+        return fail(Misbehaviour::kUnknownSender,
+                    make_error(ErrorCode::kAuthentication, "hello from unknown node " + std::to_string(claimed)));
       if (dialled_ && claimed != dialled_->peer)
         return fail(Misbehaviour::kIdentityMismatch,
                     make_error(ErrorCode::kAuthentication, "dialled node " + std::to_string(dialled_->peer) +
-                                                                " but it says it is node " + std::to_string(claimed)));
+                                                               " but it says it is node " + std::to_string(claimed)));
     }
     if (!impl_.attach(claimed, shared_from_this()))
-      return fail(Misbehaviour::kDuplicateSession,
-                  make_error(ErrorCode::kAuthentication, "node " + std::to_string(claimed) +
-                                                             " already has a live session; this second one is refused",
-                             claimed));
+      return fail(
+          Misbehaviour::kDuplicateSession,
+          make_error(ErrorCode::kAuthentication,
+                     "node " + std::to_string(claimed) + " already has a live session; this second one is refused",
+                     claimed));
     peer_ = claimed;
     authenticated_ = true;
     disarm(read_timer_, read_generation_);
@@ -428,7 +433,8 @@ class Session final : public SessionBase {
     }
     header_ = *header;
     if (!authenticated_ && header_.type != MessageType::kHello)
-      return fail(Misbehaviour::kMalformedFrame, make_error(ErrorCode::kMalformed, "first frame is not a hello", blame()));
+      return fail(Misbehaviour::kMalformedFrame,
+                  make_error(ErrorCode::kMalformed, "first frame is not a hello", blame()));
     payload_have_ = 0;
     payload_.clear();
     payload_.shrink_to_fit();
@@ -480,7 +486,8 @@ class Session final : public SessionBase {
     disarm(read_timer_, read_generation_);
     std::optional<Digest> digest;
     if (header_.is_signed()) digest = digester_.finish(payload_);
-    const auto rejected = impl_.core_.accept(*peer_, header_, meta_span(), std::move(payload_), digest ? &*digest : nullptr);
+    const auto rejected =
+        impl_.core_.accept(*peer_, header_, meta_span(), std::move(payload_), digest ? &*digest : nullptr);
     payload_ = {};
     if (rejected && detail::closes_session(*rejected)) return close_now();
     if (!rejected && link_) {
@@ -495,14 +502,15 @@ class Session final : public SessionBase {
     if (!authenticated_) {
       // The connection ended during the handshake or before the Hello. Nobody is blamed: on the
       // dialling side this is usually the other end refusing *us*.
-      impl_.core_.report(std::nullopt, Misbehaviour::kHandshakeFailed,
-                         make_error(ErrorCode::kAuthentication,
-                                    "connection ended before authentication: " + ssl_error_text(ec)));
+      impl_.core_.report(
+          std::nullopt, Misbehaviour::kHandshakeFailed,
+          make_error(ErrorCode::kAuthentication, "connection ended before authentication: " + ssl_error_text(ec)));
       return close_now();
     }
     if (mid_frame)
-      return fail(Misbehaviour::kTruncated,
-                  make_error(ErrorCode::kMalformed, "connection ended inside a frame (" + ssl_error_text(ec) + ")", peer_));
+      return fail(
+          Misbehaviour::kTruncated,
+          make_error(ErrorCode::kMalformed, "connection ended inside a frame (" + ssl_error_text(ec) + ")", peer_));
     (void)is_clean_end(ec);  // a clean end between frames: the peer left, nothing to report
     close_now();
   }
@@ -526,8 +534,7 @@ class Session final : public SessionBase {
     outgoing_ = std::move(frame);
     arm(write_timer_, write_generation_, options().write_timeout, Misbehaviour::kTimeout, "write");
     std::array<asio::const_buffer, 2> buffers{
-        asio::buffer(outgoing_.head),
-        outgoing_.payload ? asio::buffer(*outgoing_.payload) : asio::const_buffer()};
+        asio::buffer(outgoing_.head), outgoing_.payload ? asio::buffer(*outgoing_.payload) : asio::const_buffer()};
     auto done = [self = self()](const asio::error_code& ec, std::size_t) {
       self->guard([&] {
         self->disarm(self->write_timer_, self->write_generation_);
@@ -538,8 +545,10 @@ class Session final : public SessionBase {
         self->pump();
       });
     };
-    if constexpr (kTls) stream_.async_write(buffers, std::move(done));
-    else asio::async_write(stream_, buffers, std::move(done));
+    if constexpr (kTls)
+      stream_.async_write(buffers, std::move(done));
+    else
+      asio::async_write(stream_, buffers, std::move(done));
   }
 
   // ---- ending ----
@@ -619,9 +628,10 @@ Result<asio::ssl::context> make_tls_context(const Credentials& credentials) {
   asio::ssl::context context(asio::ssl::context::tls);
   SSL_CTX* ctx = context.native_handle();
   // TLS 1.3 only; no session tickets or cache (every session authenticates with certificates).
-  bool ok = SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) == 1 &&
-            SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) == 1 &&
-            SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1;
+  bool ok =
+      SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) == 1 &&
+      SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) == 1 &&
+      SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1;
   SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
   SSL_CTX_set_num_tickets(ctx, 0);  // TLS 1.3 would otherwise still send tickets after the handshake
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
@@ -674,7 +684,8 @@ Status TlsTransport::Impl::start() {
   if (options_.io_threads < 1) return make_error(ErrorCode::kInvalidArgument, "io_threads must be at least 1");
   for (const auto& [id, address] : options_.dial)
     if (links_.count(id) == 0)
-      return make_error(ErrorCode::kInvalidArgument, "cannot dial node " + std::to_string(id) + ": not in the registry");
+      return make_error(ErrorCode::kInvalidArgument,
+                        "cannot dial node " + std::to_string(id) + ": not in the registry");
   if (options_.security == ChannelSecurity::kMutualTls) {
     auto context = make_tls_context(credentials_);
     if (!context.ok()) return std::move(context).error();
@@ -686,9 +697,11 @@ Status TlsTransport::Impl::start() {
     if (ec) return make_error(ErrorCode::kInvalidArgument, "bad listen address '" + options_.listen_host + "'");
     const tcp::endpoint endpoint(address, options_.listen_port);
     const std::string where = options_.listen_host + ":" + std::to_string(options_.listen_port);
-    if (acceptor_.open(endpoint.protocol(), ec); ec) return make_error(ErrorCode::kIo, "cannot open " + where + ": " + ec.message());
+    if (acceptor_.open(endpoint.protocol(), ec); ec)
+      return make_error(ErrorCode::kIo, "cannot open " + where + ": " + ec.message());
     acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (acceptor_.bind(endpoint, ec); ec) return make_error(ErrorCode::kIo, "cannot bind " + where + ": " + ec.message());
+    if (acceptor_.bind(endpoint, ec); ec)
+      return make_error(ErrorCode::kIo, "cannot bind " + where + ": " + ec.message());
     if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec)
       return make_error(ErrorCode::kIo, "cannot listen on " + where + ": " + ec.message());
     accept_next();
@@ -757,8 +770,10 @@ void TlsTransport::Impl::dial(const std::shared_ptr<Link>& link) {
   if (closing_) return;
   tcp::socket socket(asio::make_strand(io_));
   std::shared_ptr<SessionBase> session;
-  if (ssl_) session = make_session(SslStream(std::move(socket), ssl_->native_handle()), link);
-  else session = make_session(std::move(socket), link);
+  if (ssl_)
+    session = make_session(SslStream(std::move(socket), ssl_->native_handle()), link);
+  else
+    session = make_session(std::move(socket), link);
   if (session) session->start();
 }
 
@@ -960,8 +975,10 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
                                  (link->queue.empty() || link->queued_bytes + size <= o.max_send_queue_bytes));
     };
     if (!link->space.wait_for(lock, o.send_timeout, has_room))
-      return make_error(ErrorCode::kTimeout, "send queue to node " + std::to_string(to) + " stayed full for " +
-                                                 std::to_string(o.send_timeout.count()) + " ms", to);
+      return make_error(ErrorCode::kTimeout,
+                        "send queue to node " + std::to_string(to) + " stayed full for " +
+                            std::to_string(o.send_timeout.count()) + " ms",
+                        to);
     if (impl_->closing_) return make_error(ErrorCode::kUnavailable, "transport closed");
     link->queue.push_back(std::move(frame));
     link->queued_bytes += size;
@@ -991,11 +1008,13 @@ bool TlsTransport::connected(NodeId peer) const {
 }
 
 Status TlsTransport::wait_connected(NodeId peer, std::chrono::milliseconds timeout) const {
-  if (!impl_->link(peer)) return make_error(ErrorCode::kNotFound, "node " + std::to_string(peer) + " is not in the registry");
+  if (!impl_->link(peer))
+    return make_error(ErrorCode::kNotFound, "node " + std::to_string(peer) + " is not in the registry");
   std::unique_lock<std::mutex> lock(impl_->mutex_);
   if (!impl_->connected_.wait_for(lock, timeout, [&] { return connected(peer) || impl_->closing_; }))
-    return make_error(ErrorCode::kTimeout, "no session with node " + std::to_string(peer) + " within " +
-                                               std::to_string(timeout.count()) + " ms", peer);
+    return make_error(
+        ErrorCode::kTimeout,
+        "no session with node " + std::to_string(peer) + " within " + std::to_string(timeout.count()) + " ms", peer);
   if (!connected(peer)) return make_error(ErrorCode::kUnavailable, "transport closed");
   return {};
 }

@@ -67,18 +67,18 @@ struct TlsTransportOptions {
   bool listen = true;
   std::map<NodeId, PeerAddress> dial;  // peers this endpoint connects to
   std::chrono::milliseconds connect_timeout{5000};
-  std::chrono::milliseconds handshake_timeout{3000};  // TLS handshake and Hello exchange together
-  std::chrono::milliseconds first_byte_timeout{1000}; // accepted connection: until its first byte
-  std::chrono::milliseconds frame_timeout{30000};     // from a frame's first byte to its last
-  std::chrono::milliseconds write_timeout{30000};     // one frame
+  std::chrono::milliseconds handshake_timeout{3000};   // TLS handshake and Hello exchange together
+  std::chrono::milliseconds first_byte_timeout{1000};  // accepted connection: until its first byte
+  std::chrono::milliseconds frame_timeout{30000};      // from a frame's first byte to its last
+  std::chrono::milliseconds write_timeout{30000};      // one frame
   std::chrono::milliseconds shutdown_timeout{1000};
-  std::chrono::milliseconds idle_timeout{0};          // between frames; 0 = no limit
-  std::chrono::milliseconds reconnect_initial{50};    // doubled after each failure ...
-  std::chrono::milliseconds reconnect_max{2000};      // ... up to this
-  std::size_t max_pending_handshakes = 64;            // unauthenticated connections at once
-  std::size_t max_pending_per_source = 8;             // of which from one address
+  std::chrono::milliseconds idle_timeout{0};                // between frames; 0 = no limit
+  std::chrono::milliseconds reconnect_initial{50};          // doubled after each failure ...
+  std::chrono::milliseconds reconnect_max{2000};            // ... up to this
+  std::size_t max_pending_handshakes = 64;                  // unauthenticated connections at once
+  std::size_t max_pending_per_source = 8;                   // of which from one address
   std::chrono::milliseconds session_takeover_after{15000};  // see "One session per identity"
-  std::size_t read_chunk_bytes = 4u << 20;            // payload buffers grow by this as bytes arrive
+  std::size_t read_chunk_bytes = 4u << 20;                  // payload buffers grow by this as bytes arrive
   int io_threads = 1;
   ChannelSecurity security = ChannelSecurity::kMutualTls;
 };

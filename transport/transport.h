@@ -36,9 +36,9 @@ struct LocalIdentity {
 };
 
 struct TransportOptions {
-  std::uint64_t job = 0;            // envelopes for any other job are rejected
-  FrameLimits limits;               // per-type payload limits, checked before allocating
-  std::uint64_t rounds_ahead = 1;   // VerifierOptions::rounds_ahead
+  std::uint64_t job = 0;                            // envelopes for any other job are rejected
+  FrameLimits limits;                               // per-type payload limits, checked before allocating
+  std::uint64_t rounds_ahead = 1;                   // VerifierOptions::rounds_ahead
   std::size_t max_send_queue_frames = 64;           // per peer
   std::size_t max_send_queue_bytes = 256ull << 20;  // per peer (a single larger frame is let through alone)
   std::size_t max_inbox_bytes = 256ull << 20;       // reading pauses while the inbox holds more

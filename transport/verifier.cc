@@ -17,21 +17,36 @@ Verdict reject(Misbehaviour kind, ErrorCode code, std::string message, NodeId pe
 
 std::string_view misbehaviour_name(Misbehaviour kind) noexcept {
   switch (kind) {
-    case Misbehaviour::kMalformedFrame: return "malformed-frame";
-    case Misbehaviour::kOversize: return "oversize";
-    case Misbehaviour::kTruncated: return "truncated";
-    case Misbehaviour::kTimeout: return "timeout";
-    case Misbehaviour::kHandshakeFailed: return "handshake-failed";
-    case Misbehaviour::kIdentityMismatch: return "identity-mismatch";
-    case Misbehaviour::kUnknownSender: return "unknown-sender";
-    case Misbehaviour::kWrongJob: return "wrong-job";
-    case Misbehaviour::kNotPermitted: return "not-permitted";
-    case Misbehaviour::kBadSignature: return "bad-signature";
-    case Misbehaviour::kReplay: return "replay";
-    case Misbehaviour::kStaleRound: return "stale-round";
-    case Misbehaviour::kFutureRound: return "future-round";
-    case Misbehaviour::kEquivocation: return "equivocation";
-    case Misbehaviour::kDuplicateSession: return "duplicate-session";
+    case Misbehaviour::kMalformedFrame:
+      return "malformed-frame";
+    case Misbehaviour::kOversize:
+      return "oversize";
+    case Misbehaviour::kTruncated:
+      return "truncated";
+    case Misbehaviour::kTimeout:
+      return "timeout";
+    case Misbehaviour::kHandshakeFailed:
+      return "handshake-failed";
+    case Misbehaviour::kIdentityMismatch:
+      return "identity-mismatch";
+    case Misbehaviour::kUnknownSender:
+      return "unknown-sender";
+    case Misbehaviour::kWrongJob:
+      return "wrong-job";
+    case Misbehaviour::kNotPermitted:
+      return "not-permitted";
+    case Misbehaviour::kBadSignature:
+      return "bad-signature";
+    case Misbehaviour::kReplay:
+      return "replay";
+    case Misbehaviour::kStaleRound:
+      return "stale-round";
+    case Misbehaviour::kFutureRound:
+      return "future-round";
+    case Misbehaviour::kEquivocation:
+      return "equivocation";
+    case Misbehaviour::kDuplicateSession:
+      return "duplicate-session";
   }
   return "unknown";
 }
@@ -39,18 +54,20 @@ std::string_view misbehaviour_name(Misbehaviour kind) noexcept {
 bool role_may_send(Role role, MessageType type) noexcept {
   switch (type) {
     case MessageType::kRoundStart:
-    case MessageType::kDecision: return role == Role::kServer;
+    case MessageType::kDecision:
+      return role == Role::kServer;
     case MessageType::kPartitionSigns:
-    case MessageType::kVote: return role == Role::kNode;
+    case MessageType::kVote:
+      return role == Role::kNode;
     case MessageType::kHello:
     case MessageType::kStateTransfer:
-    case MessageType::kControl: return true;
+    case MessageType::kControl:
+      return true;
   }
   return false;
 }
 
-Verifier::Verifier(Registry registry, VerifierOptions options)
-    : registry_(std::move(registry)), options_(options) {}
+Verifier::Verifier(Registry registry, VerifierOptions options) : registry_(std::move(registry)), options_(options) {}
 
 Verdict Verifier::verify_authentic(const SignedEnvelope& envelope, ByteSpan payload,
                                    std::optional<NodeId> authenticated_peer) const {
@@ -84,7 +101,8 @@ Verdict Verifier::check_authentic(const SignedEnvelope& envelope, ByteSpan paylo
   if (authenticated_peer && *authenticated_peer != h.sender)
     return reject(Misbehaviour::kIdentityMismatch, ErrorCode::kAuthentication,
                   "envelope claims sender " + std::to_string(h.sender) + " on the session of node " +
-                      std::to_string(*authenticated_peer), blame);
+                      std::to_string(*authenticated_peer),
+                  blame);
   const RegistryEntry* entry = registry_.find(h.sender);
   if (entry == nullptr)
     return reject(Misbehaviour::kUnknownSender, ErrorCode::kAuthentication,
@@ -92,7 +110,8 @@ Verdict Verifier::check_authentic(const SignedEnvelope& envelope, ByteSpan paylo
   if (entry->role != h.role)
     return reject(Misbehaviour::kUnknownSender, ErrorCode::kAuthentication,
                   "sender " + std::to_string(h.sender) + " claims role " + std::string(role_name(h.role)) +
-                      " but is registered as " + std::string(role_name(entry->role)), blame);
+                      " but is registered as " + std::string(role_name(entry->role)),
+                  blame);
   if (h.job != options_.job)
     return reject(Misbehaviour::kWrongJob, ErrorCode::kAuthentication,
                   "envelope for job " + std::to_string(h.job) + ", expected " + std::to_string(options_.job), blame);
@@ -102,7 +121,8 @@ Verdict Verifier::check_authentic(const SignedEnvelope& envelope, ByteSpan paylo
   if (h.payload_length != payload.size())
     return reject(Misbehaviour::kMalformedFrame, ErrorCode::kMalformed,
                   "envelope announces " + std::to_string(h.payload_length) + " payload bytes, frame holds " +
-                      std::to_string(payload.size()), blame);
+                      std::to_string(payload.size()),
+                  blame);
   if (!verify_envelope_signature(envelope, entry->key))
     return reject(Misbehaviour::kBadSignature, ErrorCode::kAuthentication, "envelope signature does not verify", blame);
   // Only now, for a correctly signed header, is the payload worth hashing.
@@ -118,11 +138,13 @@ Verdict Verifier::check_fresh(const SignedEnvelope& envelope) {
   const bool round_free = options_.round_free.test(static_cast<std::size_t>(h.type));
   if (!round_free && h.round < round_)
     return reject(Misbehaviour::kStaleRound, ErrorCode::kReplay,
-                  "envelope for round " + std::to_string(h.round) + " while at round " + std::to_string(round_), h.sender);
+                  "envelope for round " + std::to_string(h.round) + " while at round " + std::to_string(round_),
+                  h.sender);
   // round_ <= h.round here, so the subtraction cannot wrap.
   if (!round_free && h.round - round_ > options_.rounds_ahead)
     return reject(Misbehaviour::kFutureRound, ErrorCode::kReplay,
-                  "envelope for round " + std::to_string(h.round) + " while at round " + std::to_string(round_), h.sender);
+                  "envelope for round " + std::to_string(h.round) + " while at round " + std::to_string(round_),
+                  h.sender);
   Window& window = windows_[{h.sender, round_free ? kRoundFreeKey : h.round}];
   bool fresh = false;
   std::uint64_t shift = 0;
@@ -134,16 +156,18 @@ Verdict Verifier::check_fresh(const SignedEnvelope& envelope) {
     fresh = age < 64 && (window.seen & (std::uint64_t{1} << age)) == 0;
   }
   if (!fresh)
-    return reject(Misbehaviour::kReplay, ErrorCode::kReplay,
-                  "sequence " + std::to_string(h.sequence) + " already seen (or too old) in round " + std::to_string(h.round),
-                  h.sender);
+    return reject(
+        Misbehaviour::kReplay, ErrorCode::kReplay,
+        "sequence " + std::to_string(h.sequence) + " already seen (or too old) in round " + std::to_string(h.round),
+        h.sender);
   if (options_.one_per_round.test(static_cast<std::size_t>(h.type))) {
     const auto key = std::make_tuple(h.sender, h.round, h.type);
     const auto it = first_.find(key);
     if (it != first_.end() && it->second.header.payload_digest != h.payload_digest) {
-      Verdict equivocation = reject(Misbehaviour::kEquivocation, ErrorCode::kAuthentication,
-                                    "second, different " + std::string(message_type_name(h.type)) + " in round " +
-                                        std::to_string(h.round), h.sender);
+      Verdict equivocation =
+          reject(Misbehaviour::kEquivocation, ErrorCode::kAuthentication,
+                 "second, different " + std::string(message_type_name(h.type)) + " in round " + std::to_string(h.round),
+                 h.sender);
       equivocation.proof = EquivocationProof{it->second, envelope};
       return equivocation;
     }

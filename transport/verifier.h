@@ -49,9 +49,9 @@ struct VerifierOptions {
 };
 
 struct Verdict {
-  Status status;                                 // ok, or why the frame was rejected
+  Status status;                                      // ok, or why the frame was rejected
   Misbehaviour kind = Misbehaviour::kMalformedFrame;  // meaningful only when !status.ok()
-  std::optional<EquivocationProof> proof;        // set for kEquivocation
+  std::optional<EquivocationProof> proof;             // set for kEquivocation
 
   bool ok() const noexcept { return status.ok(); }
 };
@@ -110,7 +110,7 @@ class Verifier {
   std::uint64_t round_ = 0;
   // (sender, round); the round-free types share the key (sender, kRoundFreeKey).
   static constexpr std::uint64_t kRoundFreeKey = ~std::uint64_t{0};
-  std::map<std::pair<NodeId, std::uint64_t>, Window> windows_;                        // (sender, round)
+  std::map<std::pair<NodeId, std::uint64_t>, Window> windows_;                      // (sender, round)
   std::map<std::tuple<NodeId, std::uint64_t, MessageType>, SignedEnvelope> first_;  // (sender, round, type)
 };
 

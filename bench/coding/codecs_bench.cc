@@ -13,8 +13,6 @@
 // A summary with the targets is printed at the end. Single-threaded throughout.
 #include <benchmark/benchmark.h>
 
-#include "bench/read_probe.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -24,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/read_probe.h"
 #include "coding/codec_registry.h"
 #include "coding/detail/rounding.h"
 #include "core/aligned_allocator.h"
@@ -75,15 +74,27 @@ struct Case {
   bool layered;
 };
 const std::vector<Case>& cases() {
-  static const std::vector<Case> list{
-      {"fp32", false},          {"fp16", false},           {"bf16", false},
-      {"sign", false},          {"scaled_sign", true},     {"scaled_sign:ef=1", true},
-      {"signum", false},        {"onebit", true},          {"topk:ratio=0.01", false},
-      {"topk:ratio=0.001", false}, {"topk:ratio=0.01,granularity=layer", true},
-      {"randomk:ratio=0.01", false}, {"gtopk:ratio=0.01", false}, {"threshold:tau=2.5", false},
-      {"qsgd:s=16", false},     {"qsgd:s=16,granularity=layer", true}, {"qsgd:s=4,elias=1", false},
-      {"terngrad", true},       {"terngrad:clip=2.5", true},
-      {"dgc:ratio=0.001", true}, {"dgc:ratio=0.01,granularity=model", false}};
+  static const std::vector<Case> list{{"fp32", false},
+                                      {"fp16", false},
+                                      {"bf16", false},
+                                      {"sign", false},
+                                      {"scaled_sign", true},
+                                      {"scaled_sign:ef=1", true},
+                                      {"signum", false},
+                                      {"onebit", true},
+                                      {"topk:ratio=0.01", false},
+                                      {"topk:ratio=0.001", false},
+                                      {"topk:ratio=0.01,granularity=layer", true},
+                                      {"randomk:ratio=0.01", false},
+                                      {"gtopk:ratio=0.01", false},
+                                      {"threshold:tau=2.5", false},
+                                      {"qsgd:s=16", false},
+                                      {"qsgd:s=16,granularity=layer", true},
+                                      {"qsgd:s=4,elias=1", false},
+                                      {"terngrad", true},
+                                      {"terngrad:clip=2.5", true},
+                                      {"dgc:ratio=0.001", true},
+                                      {"dgc:ratio=0.01,granularity=model", false}};
   // Every codec of the table is measured: one with no case above runs at its example.
   static const std::vector<Case> all = [] {
     std::vector<Case> out = list;
@@ -149,9 +160,8 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     for (const auto& run : runs) {
       if (run.error_occurred) continue;
-      rates_[run.run_name.function_name] = run.counters.count("bytes_per_second")
-                                         ? static_cast<double>(run.counters.at("bytes_per_second"))
-                                         : 0.0;
+      rates_[run.run_name.function_name] =
+          run.counters.count("bytes_per_second") ? static_cast<double>(run.counters.at("bytes_per_second")) : 0.0;
       const double cpu_seconds_per_call = run.cpu_accumulated_time / static_cast<double>(run.iterations);
       cpu_rates_[run.run_name.function_name] = cpu_seconds_per_call > 0 ? 4.0 * kD / cpu_seconds_per_call : 0.0;
     }
@@ -181,19 +191,20 @@ double target_value(const std::string& spec) {
 }
 
 void print_summary(const SummaryReporter& report) {
-  std::printf("\nRead bandwidth of one core: %.2f GB/s over 1 GiB, %.2f GB/s over 64 MiB (wall time); "
-              "%.2f GB/s over 1 GiB by CPU time. d = 2^24.\n",
-              g_read_bandwidth / 1e9, g_cached_read_bandwidth / 1e9, g_cpu_read_bandwidth / 1e9);
-  std::printf("%-36s %9s %9s %8s %8s %9s %9s %7s %5s\n", "codec", "enc GB/s", "dec GB/s", "enc/bw",
-              "dec/bw", "enc/64MiB", "wire MiB", "ratio", "bits");
+  std::printf(
+      "\nRead bandwidth of one core: %.2f GB/s over 1 GiB, %.2f GB/s over 64 MiB (wall time); "
+      "%.2f GB/s over 1 GiB by CPU time. d = 2^24.\n",
+      g_read_bandwidth / 1e9, g_cached_read_bandwidth / 1e9, g_cpu_read_bandwidth / 1e9);
+  std::printf("%-36s %9s %9s %8s %8s %9s %9s %7s %5s\n", "codec", "enc GB/s", "dec GB/s", "enc/bw", "dec/bw",
+              "enc/64MiB", "wire MiB", "ratio", "bits");
   for (const auto& c : cases()) {
     const double enc = report.rate("encode/" + c.spec);
     const double dec = report.rate("decode/" + c.spec);
     const double wire = static_cast<double>(g_wire_bytes[c.spec]);
     std::printf("%-36s %9.2f %9.2f %7.0f%% %7.0f%% %8.0f%% %9.3f %7.1f %5.2f\n",
                 (c.spec + (c.layered ? " [20 layers]" : "")).c_str(), enc / 1e9, dec / 1e9,
-                100 * enc / g_read_bandwidth, 100 * dec / g_read_bandwidth,
-                100 * enc / g_cached_read_bandwidth, wire / (1 << 20), 4.0 * kD / wire, 8 * wire / kD);
+                100 * enc / g_read_bandwidth, 100 * dec / g_read_bandwidth, 100 * enc / g_cached_read_bandwidth,
+                wire / (1 << 20), 4.0 * kD / wire, 8 * wire / kD);
   }
   std::printf("\nEncode by CPU time (GB/s, fraction of the CPU-time 1 GiB probe):\n");
   for (const auto& c : cases()) {
@@ -205,8 +216,8 @@ void print_summary(const SummaryReporter& report) {
     if (target_value(c.spec) == 0) continue;
     const double fraction = report.rate("encode/" + c.spec) / g_read_bandwidth;
     const double cpu_fraction = report.cpu_rate("encode/" + c.spec) / g_cpu_read_bandwidth;
-    std::printf("  %-24s %5.0f%% / %5.0f%%  target %s  %s / %s\n", c.spec.c_str(), 100 * fraction,
-                100 * cpu_fraction, target_of(c.spec), fraction >= target_value(c.spec) ? "met" : "NOT met",
+    std::printf("  %-24s %5.0f%% / %5.0f%%  target %s  %s / %s\n", c.spec.c_str(), 100 * fraction, 100 * cpu_fraction,
+                target_of(c.spec), fraction >= target_value(c.spec) ? "met" : "NOT met",
                 cpu_fraction >= target_value(c.spec) ? "met" : "NOT met");
   }
   // Floor of the stochastic quantisers: one read of the input (the norm or max pass, which must
@@ -217,26 +228,28 @@ void print_summary(const SummaryReporter& report) {
   if (stream > 0) {
     const double floor_seconds = 4.0 * kD / g_read_bandwidth + 4.0 * kD / stream;
     const double floor_rate = 4.0 * kD / floor_seconds;
-    std::printf("\nRandom stream alone (Philox4x32-10, 16 bits per coordinate): %.2f ms for 2^24 coordinates "
-                "= %.2f reads of the input.\n",
-                1e3 * 4.0 * kD / stream, g_read_bandwidth / stream);
-    std::printf("Floor of QSGD / TernGrad encode = one read + the stream (before any rounding or packing): "
-                "%.1f%% of the read bandwidth.\n",
-                100 * floor_rate / g_read_bandwidth);
+    std::printf(
+        "\nRandom stream alone (Philox4x32-10, 16 bits per coordinate): %.2f ms for 2^24 coordinates "
+        "= %.2f reads of the input.\n",
+        1e3 * 4.0 * kD / stream, g_read_bandwidth / stream);
+    std::printf(
+        "Floor of QSGD / TernGrad encode = one read + the stream (before any rounding or packing): "
+        "%.1f%% of the read bandwidth.\n",
+        100 * floor_rate / g_read_bandwidth);
     for (const char* spec : {"qsgd:s=16", "terngrad"}) {
       const double rate = report.rate(std::string("encode/") + spec);
-      std::printf("  %-24s %5.0f%% of the read bandwidth = %3.0f%% of its floor\n", spec,
-                  100 * rate / g_read_bandwidth, 100 * rate / floor_rate);
+      std::printf("  %-24s %5.0f%% of the read bandwidth = %3.0f%% of its floor\n", spec, 100 * rate / g_read_bandwidth,
+                  100 * rate / floor_rate);
     }
     // The same by CPU time (against the CPU-time probe), for runs on a shared machine.
     const double cpu_stream = report.cpu_rate("rounding_stream");
     if (cpu_stream > 0) {
       const double cpu_floor_rate = 4.0 * kD / (4.0 * kD / g_cpu_read_bandwidth + 4.0 * kD / cpu_stream);
-      std::printf("By CPU time: floor %.1f%% of the CPU-time read bandwidth; qsgd:s=16 %.0f%%, terngrad %.0f%% "
-                  "of their floor\n",
-                  100 * cpu_floor_rate / g_cpu_read_bandwidth,
-                  100 * report.cpu_rate("encode/qsgd:s=16") / cpu_floor_rate,
-                  100 * report.cpu_rate("encode/terngrad") / cpu_floor_rate);
+      std::printf(
+          "By CPU time: floor %.1f%% of the CPU-time read bandwidth; qsgd:s=16 %.0f%%, terngrad %.0f%% "
+          "of their floor\n",
+          100 * cpu_floor_rate / g_cpu_read_bandwidth, 100 * report.cpu_rate("encode/qsgd:s=16") / cpu_floor_rate,
+          100 * report.cpu_rate("encode/terngrad") / cpu_floor_rate);
     }
   }
 }
@@ -252,12 +265,18 @@ int main(int argc, char** argv) {
   (void)gradient();
   for (const auto& c : cases()) {
     benchmark::RegisterBenchmark(("encode/" + c.spec).c_str(), BM_Encode, c)
-        ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->MinTime(0.5);
     benchmark::RegisterBenchmark(("decode/" + c.spec).c_str(), BM_Decode, c)
-        ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->MinTime(0.5);
   }
   benchmark::RegisterBenchmark("rounding_stream", BM_RoundingStream)
-      ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MinTime(0.5);
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   print_summary(reporter);

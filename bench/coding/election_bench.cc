@@ -8,15 +8,14 @@
 // Results: bench/coding/ELECTION_RESULTS.md.
 #include <benchmark/benchmark.h>
 
-#include "bench/read_probe.h"
-
 #include <algorithm>
 #include <bit>
-#include <ctime>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <vector>
 
+#include "bench/read_probe.h"
 #include "coding/code_search.h"
 #include "coding/election_encoder.h"
 #include "coding/election_monte_carlo.h"
@@ -97,7 +96,11 @@ void BM_MinimumRedundancySearch(benchmark::State& state) {
   state.counters["visits"] = static_cast<double>(result.visits);
   state.counters["proven"] = result.proven_optimal ? 1 : 0;
 }
-BENCHMARK(BM_MinimumRedundancySearch)->Args({5, 1})->Args({7, 1})->Args({9, 1})->Args({9, 2})
+BENCHMARK(BM_MinimumRedundancySearch)
+    ->Args({5, 1})
+    ->Args({7, 1})
+    ->Args({9, 1})
+    ->Args({9, 2})
     ->Unit(benchmark::kMillisecond);
 
 void BM_MonteCarlo(benchmark::State& state) {
@@ -109,8 +112,8 @@ void BM_MonteCarlo(benchmark::State& state) {
   const bool bernoulli = state.range(0) != 0;
   double error = 0;
   for (auto _ : state) {
-    const auto est = bernoulli ? estimate_error_bernoulli(15, 2.0, o)
-                               : estimate_error(AllocationMatrix::identity(15), o);
+    const auto est =
+        bernoulli ? estimate_error_bernoulli(15, 2.0, o) : estimate_error(AllocationMatrix::identity(15), o);
     // Not DoNotOptimize(double): benchmark 1.7's "+m,r" constraint garbles floating values
     // under GCC; the integer count keeps the work alive.
     std::uint64_t errors = est.value().errors;

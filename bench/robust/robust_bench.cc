@@ -10,8 +10,6 @@
 // threads=2 variants) at the end. Single-threaded except (d). Runs in about 3–4 minutes.
 #include <benchmark/benchmark.h>
 
-#include "bench/read_probe.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -21,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/read_probe.h"
 #include "core/aligned_allocator.h"
 #include "core/rng.h"
 #include "kernels/isa.h"
@@ -46,7 +45,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float sum_floats(co
   for (float l : lanes) total += l;
   return total;
 }
-
 
 // One input matrix at a time (the largest is 400 MB), uniform in [-1, 1).
 const AlignedVector<float>& inputs_for(std::size_t n, std::size_t d) {
@@ -131,7 +129,6 @@ constexpr std::int64_t kDims[] = {100000, 1000000};
 
 std::size_t f_for(std::int64_t n) { return static_cast<std::size_t>((n - 3) / 4); }
 
-
 // With --benchmark_repetitions=R the summary uses the fastest repetition of each benchmark (the
 // "min" statistic: the least disturbed by other processes), also with
 // --benchmark_report_aggregates_only=true.
@@ -139,7 +136,10 @@ double fastest(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::mi
 
 void configure(benchmark::internal::Benchmark* b, std::int64_t d) {
   b->Unit(benchmark::kMillisecond)->UseRealTime()->ComputeStatistics("min", fastest);
-  if (d >= 1000000) b->Iterations(3); else b->MinTime(0.05);
+  if (d >= 1000000)
+    b->Iterations(3);
+  else
+    b->MinTime(0.05);
 }
 
 // Whether one of `specs` is of the entry `name`.
@@ -152,19 +152,29 @@ bool covers(const std::vector<std::string>& specs, std::string_view name) {
 bool exponential(const std::string& spec) { return spec.rfind("mda", 0) == 0 || spec.rfind("smea", 0) == 0; }
 
 void register_benchmarks() {
-  benchmark::RegisterBenchmark("read_bandwidth_probe", [](benchmark::State& state) {
-    for (auto _ : state) benchmark::DoNotOptimize(ballot::bench::read_bandwidth(kProbeBytes, 1));
-    set_rates(state, kProbeBytes);
-  })->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+  benchmark::RegisterBenchmark("read_bandwidth_probe",
+                               [](benchmark::State& state) {
+                                 for (auto _ : state)
+                                   benchmark::DoNotOptimize(ballot::bench::read_bandwidth(kProbeBytes, 1));
+                                 set_rates(state, kProbeBytes);
+                               })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
   for (auto d : kDims) {
     for (auto n : kInputs) {
       const std::string f = std::to_string(f_for(n));
       configure(benchmark::RegisterBenchmark("read_input", BM_ReadInput)->Args({n, d}), d);
-      const std::vector<std::pair<std::string, bool>> rules = {
-          {"mean", true}, {"median:f=" + f, true}, {"trimmed_mean:f=" + f, true}, {"meamed:f=" + f, true},
-          {"krum:f=" + f, true}, {"multi_krum:f=" + f, true}, {"bulyan:f=" + f, true},
-          {"centered_clipping:f=" + f + ",tau=1", true}, {"geometric_median:f=" + f, false},
-          {"mda:f=" + f, false}};
+      const std::vector<std::pair<std::string, bool>> rules = {{"mean", true},
+                                                               {"median:f=" + f, true},
+                                                               {"trimmed_mean:f=" + f, true},
+                                                               {"meamed:f=" + f, true},
+                                                               {"krum:f=" + f, true},
+                                                               {"multi_krum:f=" + f, true},
+                                                               {"bulyan:f=" + f, true},
+                                                               {"centered_clipping:f=" + f + ",tau=1", true},
+                                                               {"geometric_median:f=" + f, false},
+                                                               {"mda:f=" + f, false}};
       // Every rule of the table is measured: one with no spec above runs at its example.
       std::vector<std::string> specs;
       for (const auto& [spec, target] : rules) specs.push_back(spec);
@@ -179,11 +189,12 @@ void register_benchmarks() {
         if (!covers(pre_specs, entry.name)) pre_specs.push_back(ballot::robust::example_with_f(entry, f_for(n)));
       for (const std::string& spec : pre_specs)
         configure(benchmark::RegisterBenchmark(("pre/" + spec).c_str(), BM_PreAggregator, spec)->Args({n, d}), d);
-      configure(benchmark::RegisterBenchmark("rule/clipping:tau=1 > mean", BM_Rule, std::string("clipping:tau=1 > mean"))
-                    ->Args({n, d}),
-                d);
-      configure(benchmark::RegisterBenchmark("rule/mean:threads=2", BM_Rule, std::string("mean:threads=2"))->Args({n, d}),
-                d);
+      configure(
+          benchmark::RegisterBenchmark("rule/clipping:tau=1 > mean", BM_Rule, std::string("clipping:tau=1 > mean"))
+              ->Args({n, d}),
+          d);
+      configure(
+          benchmark::RegisterBenchmark("rule/mean:threads=2", BM_Rule, std::string("mean:threads=2"))->Args({n, d}), d);
       for (const std::string& spec : {"nnm:f=" + f + ",threads=2", std::string("bucketing:s=2,threads=2"),
                                       std::string("clipping:tau=1,threads=2")})
         configure(benchmark::RegisterBenchmark(("pre/" + spec).c_str(), BM_PreAggregator, spec)->Args({n, d}), d);
@@ -281,8 +292,8 @@ void print_summary(const SummaryReporter& report) {
       const auto it = wall.find(single + "/" + p[2] + "/" + p[3]);
       if (it != wall.end()) std::snprintf(speed_up, sizeof speed_up, "%.2f", it->second / row.seconds);
     }
-    std::printf("%-40s %4s %8s %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %5s %7s\n", spec.c_str(), p[2].c_str(),
-                p[3].c_str(), row.seconds * 1e3, row.cpu_seconds * 1e3, bytes / row.seconds / 1e9, x_read, x_cpu,
+    std::printf("%-40s %4s %8s %9.2f %9.2f %8.2f %8.2f %8.2f %8.2f %5s %7s\n", spec.c_str(), p[2].c_str(), p[3].c_str(),
+                row.seconds * 1e3, row.cpu_seconds * 1e3, bytes / row.seconds / 1e9, x_read, x_cpu,
                 row.seconds / probe_time, exempt ? "-" : (x_cpu <= 4.0 ? "yes" : "NO"), speed_up);
   }
   for (const auto& s : report.skipped()) std::printf("skipped: %s\n", s.c_str());

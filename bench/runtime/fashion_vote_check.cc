@@ -65,14 +65,15 @@ int main(int argc, char** argv) {
   auto model = make_model("mlp:hidden=" + hidden, shape_of(data->train), seed);
   if (!model.ok()) return std::fprintf(stderr, "%s\n", model.error().to_string().c_str()), 2;
   Model& m = **model;
-  const std::string server_spec = rule == "heavyball" ? "heavyball:wd=" + std::to_string(wd) : "sign:wd=" + std::to_string(wd);
+  const std::string server_spec =
+      rule == "heavyball" ? "heavyball:wd=" + std::to_string(wd) : "sign:wd=" + std::to_string(wd);
   auto server = make_optimizer(server_spec, m.layout());
   if (!server.ok()) return std::fprintf(stderr, "%s\n", server.error().to_string().c_str()), 2;
 
-  std::printf("fashion_vote_check: mlp:hidden=%s (%zu params), %zu workers x batch %zu, worker beta=%g, server %s,\n"
-              "  schedule %s\n",
-              hidden.c_str(), m.parameters().size(), workers, batch, beta, (*server)->spec().c_str(),
-              schedule->spec().c_str());
+  std::printf(
+      "fashion_vote_check: mlp:hidden=%s (%zu params), %zu workers x batch %zu, worker beta=%g, server %s,\n"
+      "  schedule %s\n",
+      hidden.c_str(), m.parameters().size(), workers, batch, beta, (*server)->spec().c_str(), schedule->spec().c_str());
   std::printf("%8s %10s %10s %10s %9s\n", "round", "lr", "test_acc", "test_loss", "seconds");
 
   PartitionSampler sampler({seed, batch}, data->train.size());

@@ -10,10 +10,9 @@
 #include <immintrin.h>
 
 #include <Eigen/Core>
-
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -125,11 +124,11 @@ void BM_Gemm(benchmark::State& state) {
 }
 BENCHMARK(BM_Gemm)
     ->ArgNames({"M", "K", "N"})
-    ->Args({64, 784, 128})     // MLP fc1 forward, batch 64
-    ->Args({128, 64, 784})     // MLP fc1 dW
-    ->Args({12544, 200, 16})   // CNN conv2 forward, batch 64 (64·14·14 positions, 8·5·5 patch)
-    ->Args({50176, 25, 8})     // CNN conv1 forward, batch 64 (64·28·28 positions, 5·5 patch)
-    ->Args({512, 512, 512});   // a square reference
+    ->Args({64, 784, 128})    // MLP fc1 forward, batch 64
+    ->Args({128, 64, 784})    // MLP fc1 dW
+    ->Args({12544, 200, 16})  // CNN conv2 forward, batch 64 (64·14·14 positions, 8·5·5 patch)
+    ->Args({50176, 25, 8})    // CNN conv1 forward, batch 64 (64·28·28 positions, 5·5 patch)
+    ->Args({512, 512, 512});  // a square reference
 
 // GEMM flops of one forward+backward (the products only; im2col, pooling, softmax excluded).
 double model_flops(const std::string& spec, double batch) {
@@ -149,14 +148,27 @@ void BM_ForwardBackward(benchmark::State& state, const std::string& spec) {
   for (auto& v : y) v = static_cast<std::uint8_t>(rng.uniform_int(10));
   for (auto _ : state) benchmark::DoNotOptimize(model->forward_backward(x, y));
   const double flops = model_flops(spec, static_cast<double>(batch));
-  state.counters["examples/s"] = benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["examples/s"] =
+      benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["of_peak"] = benchmark::Counter(flops / g_peak_build, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["params"] = static_cast<double>(model->parameters().size());
 }
-BENCHMARK_CAPTURE(BM_ForwardBackward, logreg, std::string("logreg"))->ArgName("batch")->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_ForwardBackward, mlp, std::string("mlp"))->ArgName("batch")->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_ForwardBackward, cnn, std::string("cnn"))->ArgName("batch")->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ForwardBackward, logreg, std::string("logreg"))
+    ->ArgName("batch")
+    ->Arg(32)
+    ->Arg(64)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ForwardBackward, mlp, std::string("mlp"))
+    ->ArgName("batch")
+    ->Arg(32)
+    ->Arg(64)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ForwardBackward, cnn, std::string("cnn"))
+    ->ArgName("batch")
+    ->Arg(32)
+    ->Arg(64)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
@@ -164,8 +176,10 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   const double sse2 = peak_sse2();
   const double avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-                          ? time_probe(probe_avx2, kProbeIterations * 10.0 * 8 * 2) : 0.0;
-  const double avx512 = __builtin_cpu_supports("avx512f") ? time_probe(probe_avx512, kProbeIterations * 10.0 * 16 * 2) : 0.0;
+                          ? time_probe(probe_avx2, kProbeIterations * 10.0 * 8 * 2)
+                          : 0.0;
+  const double avx512 =
+      __builtin_cpu_supports("avx512f") ? time_probe(probe_avx512, kProbeIterations * 10.0 * 16 * 2) : 0.0;
   const std::string isa = eigen_isa();
   // Nominal peak: two vector arithmetic ports per cycle (Intel since Skylake-SP: ports 0 and 1,
   // or 0 and 5 for AVX-512 on parts with two FMA units) at the clock /proc/cpuinfo reports.
@@ -182,12 +196,13 @@ int main(int argc, char** argv) {
   const double probe_build = isa == "AVX-512" ? avx512 : (isa == "AVX2+FMA" ? avx2 : sse2);
   // On a shared machine the probes read low; the nominal figure is the honest ceiling.
   g_peak_build = std::max(nominal_build, probe_build);
-  std::printf("peak float throughput of one core:\n"
-              "  probes (register-only, thread CPU time): SSE2 mul+add %.1f | AVX2 FMA %.1f | AVX-512 FMA %.1f GFLOP/s\n"
-              "  nominal at %.0f MHz:                      SSE2 %.1f | AVX2 %.1f | AVX-512 %.1f GFLOP/s\n"
-              "  Eigen is compiled for %s in this build: of_peak counters are against %.1f GFLOP/s\n\n",
-              sse2 * 1e-9, avx2 * 1e-9, avx512 * 1e-9, mhz, nominal_sse2 * 1e-9, nominal_avx2 * 1e-9,
-              nominal_avx512 * 1e-9, isa.c_str(), g_peak_build * 1e-9);
+  std::printf(
+      "peak float throughput of one core:\n"
+      "  probes (register-only, thread CPU time): SSE2 mul+add %.1f | AVX2 FMA %.1f | AVX-512 FMA %.1f GFLOP/s\n"
+      "  nominal at %.0f MHz:                      SSE2 %.1f | AVX2 %.1f | AVX-512 %.1f GFLOP/s\n"
+      "  Eigen is compiled for %s in this build: of_peak counters are against %.1f GFLOP/s\n\n",
+      sse2 * 1e-9, avx2 * 1e-9, avx512 * 1e-9, mhz, nominal_sse2 * 1e-9, nominal_avx2 * 1e-9, nominal_avx512 * 1e-9,
+      isa.c_str(), g_peak_build * 1e-9);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -10,9 +10,9 @@
 //       with the CPU seconds each process spent per GB moved.
 // Each process runs one I/O thread; the sending process also seals on its calling thread.
 #include <benchmark/benchmark.h>
+#include <openssl/evp.h>
 
 #include "bench/read_probe.h"
-#include <openssl/evp.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -137,8 +137,9 @@ void BM_ShaNiRounds(benchmark::State& state) {
     benchmark::DoNotOptimize(iterations);  // or the pure call is hoisted out of the loop
     benchmark::DoNotOptimize(sha_rounds<kChains>(iterations));
   }
-  state.counters["ns_per_rnds2"] = benchmark::Counter(static_cast<double>(state.iterations()) * kIterations * 2 * kChains,
-                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_rnds2"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kIterations * 2 * kChains,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_ShaNiRounds<1>)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ShaNiRounds<2>)->Unit(benchmark::kMillisecond);
@@ -158,7 +159,8 @@ void BM_Ed25519Sign(benchmark::State& state) {
   const SigningKey key = SigningKey::generate().value();
   const auto input = signature_input(EnvelopeHeader{});
   for (auto _ : state) benchmark::DoNotOptimize(key.sign(input));
-  state.counters["per_second"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["per_second"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Ed25519Sign)->Unit(benchmark::kMicrosecond);
 
@@ -167,7 +169,8 @@ void BM_Ed25519Verify(benchmark::State& state) {
   const auto input = signature_input(EnvelopeHeader{});
   const Signature signature = key.sign(input);
   for (auto _ : state) benchmark::DoNotOptimize(key.verify_key().verify(input, signature));
-  state.counters["per_second"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["per_second"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Ed25519Verify)->Unit(benchmark::kMicrosecond);
 
@@ -245,8 +248,8 @@ TlsTransportOptions options_for(ChannelSecurity security) {
 
 // The receiving process: counts frames, acknowledges each batch with its CPU seconds so far.
 [[noreturn]] void run_receiver(const Pki& pki, ChannelSecurity security, int port_pipe) {
-  auto transport = TlsTransport::create(load_credentials(pki.dir, 0).value(), load_registry(pki.dir).value(),
-                                        options_for(security));
+  auto transport =
+      TlsTransport::create(load_credentials(pki.dir, 0).value(), load_registry(pki.dir).value(), options_for(security));
   if (!transport.ok()) std::_Exit(2);
   const std::uint16_t port = (*transport)->port();
   if (::write(port_pipe, &port, sizeof(port)) != sizeof(port)) std::_Exit(3);
@@ -283,7 +286,8 @@ void BM_LoopbackThroughput(benchmark::State& state, ChannelSecurity security) {
   auto options = options_for(security);
   options.listen = false;
   options.dial[0] = PeerAddress{"127.0.0.1", port};
-  auto sender = TlsTransport::create(load_credentials(pki.dir, 1).value(), load_registry(pki.dir).value(), options).value();
+  auto sender =
+      TlsTransport::create(load_credentials(pki.dir, 1).value(), load_registry(pki.dir).value(), options).value();
   if (!sender->wait_connected(0, 10s).ok()) return state.SkipWithError("no connection");
   auto payload = std::make_shared<const std::vector<std::uint8_t>>(random_bytes(kSignVectorBytes));
   double receiver_cpu_start = 0, receiver_cpu_end = 0;
@@ -317,12 +321,17 @@ void BM_LoopbackThroughput(benchmark::State& state, ChannelSecurity security) {
   state.counters["sender_cpu_s_per_GB"] = sender_cpu / (bytes / 1e9);
   if (state.iterations() > 1)
     state.counters["receiver_cpu_s_per_GB"] =
-        (receiver_cpu_end - receiver_cpu_start) / ((static_cast<double>(state.iterations()) - 1) * kFramesPerBatch * kSignVectorBytes / 1e9);
+        (receiver_cpu_end - receiver_cpu_start) /
+        ((static_cast<double>(state.iterations()) - 1) * kFramesPerBatch * kSignVectorBytes / 1e9);
 }
 BENCHMARK_CAPTURE(BM_LoopbackThroughput, mtls_signed, ChannelSecurity::kMutualTls)
-    ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
 BENCHMARK_CAPTURE(BM_LoopbackThroughput, plain_unsigned, ChannelSecurity::kInsecurePlaintext)
-    ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
 
 }  // namespace
 

@@ -51,8 +51,8 @@ inline Status check_padding(const std::uint8_t* words, std::size_t d, const char
 // Calls fn(segment_index, begin, end) for each non-empty intersection of [begin, end) with the
 // segments (sorted, contiguous). `cursor` carries the segment position between calls.
 template <typename Fn>
-void for_each_piece(std::span<const Segment> segments, std::size_t begin, std::size_t end,
-                    std::size_t& cursor, Fn&& fn) {
+void for_each_piece(std::span<const Segment> segments, std::size_t begin, std::size_t end, std::size_t& cursor,
+                    Fn&& fn) {
   while (cursor < segments.size() && segments[cursor].offset + segments[cursor].size <= begin) {
     ++cursor;
   }

@@ -3,9 +3,9 @@
 // level is chosen per call by kernels::active_isa() (kernels/isa.h: the one ISA switch, capped
 // by set_isa_limit or BALLOT_ISA). The loops use independent lanes and IEEE operations only
 // (this file is compiled with -ffp-contract=off), so every level returns the same bits.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -18,16 +18,19 @@
 // dispatcher on kernels::active_isa().
 #define BALLOT_CODEC_BODY(Ret, name, params) static inline __attribute__((always_inline)) Ret name##_body params
 #if defined(__x86_64__)
-#define BALLOT_CODEC_DISPATCH(Ret, name, params, args)                            \
+#define BALLOT_CODEC_DISPATCH(Ret, name, params, args)                                            \
   static __attribute__((target("avx512f"))) Ret name##_avx512 params { return name##_body args; } \
   static __attribute__((target("avx2"))) Ret name##_avx2 params { return name##_body args; }      \
-  Ret name params {                                                               \
-    switch (kernels::active_isa()) {                                              \
-      case kernels::Isa::kAvx512: return name##_avx512 args;                      \
-      case kernels::Isa::kAvx2: return name##_avx2 args;                          \
-      case kernels::Isa::kScalar: break;                                          \
-    }                                                                             \
-    return name##_body args;                                                      \
+  Ret name params {                                                                               \
+    switch (kernels::active_isa()) {                                                              \
+      case kernels::Isa::kAvx512:                                                                 \
+        return name##_avx512 args;                                                                \
+      case kernels::Isa::kAvx2:                                                                   \
+        return name##_avx2 args;                                                                  \
+      case kernels::Isa::kScalar:                                                                 \
+        break;                                                                                    \
+    }                                                                                             \
+    return name##_body args;                                                                      \
   }
 #else
 #define BALLOT_CODEC_DISPATCH(Ret, name, params, args) \
@@ -186,22 +189,25 @@ SplitSums split_sums(const float* x, std::size_t n) {
   // Σ_{x>=0} x = (Σx + Σ|x|)/2 and Σ_{x<0} x = (Σx − Σ|x|)/2, from two vectorised reductions
   // (the block is in cache); NaN propagates into both.
   const double total = sum_values(x, n), magnitude = sum_abs(x, n);
-  return SplitSums{(total + magnitude) / 2, (total - magnitude) / 2,
-                   static_cast<double>(count_negative(x, n))};
+  return SplitSums{(total + magnitude) / 2, (total - magnitude) / 2, static_cast<double>(count_negative(x, n))};
 }
 
-BALLOT_CODEC_BODY(void, momentum_accumulate, (const float* g, std::size_t n, float factor, float m, float* u, float* v)) {
+BALLOT_CODEC_BODY(void, momentum_accumulate,
+                  (const float* g, std::size_t n, float factor, float m, float* u, float* v)) {
   for (std::size_t i = 0; i < n; ++i) {
     const float momentum = m * u[i] + factor * g[i];  // two roundings each: no FMA (file flags)
     u[i] = momentum;
     v[i] = v[i] + momentum;
   }
 }
-BALLOT_CODEC_DISPATCH(void, momentum_accumulate, (const float* g, std::size_t n, float factor, float m, float* u, float* v), (g, n, factor, m, u, v))
+BALLOT_CODEC_DISPATCH(void, momentum_accumulate,
+                      (const float* g, std::size_t n, float factor, float m, float* u, float* v),
+                      (g, n, factor, m, u, v))
 
 BALLOT_CODEC_BODY(void, add_plane, (const float* bit, std::size_t n, float value, float* level)) {
   for (std::size_t i = 0; i < n; ++i) level[i] += bit[i] > 0 ? value : 0.0f;
 }
-BALLOT_CODEC_DISPATCH(void, add_plane, (const float* bit, std::size_t n, float value, float* level), (bit, n, value, level))
+BALLOT_CODEC_DISPATCH(void, add_plane, (const float* bit, std::size_t n, float value, float* level),
+                      (bit, n, value, level))
 
 }  // namespace ballot::coding::detail

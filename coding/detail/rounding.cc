@@ -31,8 +31,8 @@ void group_words(const RoundingStream& random, std::uint64_t group, std::uint32_
     const PhiloxBlock counter{{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
                                static_cast<std::uint32_t>(random.stream),
                                static_cast<std::uint32_t>(random.stream >> 32)}};
-    const PhiloxBlock out = philox4x32_10(counter, static_cast<std::uint32_t>(random.seed),
-                                          static_cast<std::uint32_t>(random.seed >> 32));
+    const PhiloxBlock out =
+        philox4x32_10(counter, static_cast<std::uint32_t>(random.seed), static_cast<std::uint32_t>(random.seed >> 32));
     for (int w = 0; w < 4; ++w) words[w][j] = out.v[w];
   }
 }
@@ -79,8 +79,8 @@ void for_each_coordinate(const RoundingStream& random, std::size_t lo, std::size
   }
 }
 
-void qsgd_scalar(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float inv,
-                 float s, std::uint8_t* signs, std::uint8_t* planes, std::size_t plane_bytes, int num_planes) {
+void qsgd_scalar(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float inv, float s,
+                 std::uint8_t* signs, std::uint8_t* planes, std::size_t plane_bytes, int num_planes) {
   for_each_coordinate(random, lo, hi, [&](std::size_t i, std::uint32_t k) {
     if (non_negative(x[i])) set_bit(signs, i);
     const std::uint32_t level = qsgd_level(x[i], k, inv, s);
@@ -90,8 +90,8 @@ void qsgd_scalar(const RoundingStream& random, const float* x, std::size_t lo, s
   });
 }
 
-void terngrad_scalar(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi,
-                     float limit, float inv, bool keep_all, std::uint8_t* signs, std::uint8_t* keep) {
+void terngrad_scalar(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float limit,
+                     float inv, bool keep_all, std::uint8_t* signs, std::uint8_t* keep) {
   for_each_coordinate(random, lo, hi, [&](std::size_t i, std::uint32_t k) {
     if (non_negative(x[i])) set_bit(signs, i);
     if (keep_all || terngrad_keep(x[i], k, limit, inv)) set_bit(keep, i);
@@ -193,8 +193,9 @@ BALLOT_AVX512 inline void philox_pair(const RoundingStream& random, std::uint64_
   __m512i eighth[4][4];
   for (int h = 0; h < 4; ++h) {
     // 64-bit block counters (the carry into the high word comes for free), split into words.
-    const __m512i block = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(base + 8 * static_cast<std::uint64_t>(h))),
-                                           _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m512i block =
+        _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(base + 8 * static_cast<std::uint64_t>(h))),
+                         _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
     eighth[h][0] = block;
     eighth[h][1] = _mm512_srli_epi64(block, 32);
     eighth[h][2] = stream_low;
@@ -241,16 +242,17 @@ BALLOT_AVX512 inline __m512i qsgd_level16(__m512 v, __m512 u, const QsgdConstant
 // every stream: they are assembled in registers and stored once. Groups cut by lo or hi (segment
 // boundaries) go lane-masked through read-modify-write of 16-bit pieces.
 template <int kPlanes>
-__attribute__((target("avx512f,avx512bw"))) void qsgd_avx512(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi,
-                               float inv, float s, std::uint8_t* signs, std::uint8_t* planes,
-                               std::size_t plane_bytes) {
+__attribute__((target("avx512f,avx512bw"))) void qsgd_avx512(const RoundingStream& random, const float* x,
+                                                             std::size_t lo, std::size_t hi, float inv, float s,
+                                                             std::uint8_t* signs, std::uint8_t* planes,
+                                                             std::size_t plane_bytes) {
   const QsgdConstants k{_mm512_set1_ps(inv), _mm512_set1_ps(s), _mm512_setzero_ps(), _mm512_set1_ps(kRoundingScale)};
   __m512i pair[2][4];
   const std::size_t start = lo / kRoundingGroup;
   for (std::size_t group = start; group * kRoundingGroup < hi; ++group) {
     prefetch_ahead(x, group, hi);
     if ((group - start) % 2 == 0) philox_pair(random, group, pair);
-    const __m512i (&c)[4] = pair[(group - start) % 2];
+    const __m512i(&c)[4] = pair[(group - start) % 2];
     const std::size_t first = group * kRoundingGroup;
     if (first >= lo && first + kRoundingGroup <= hi) {
       std::uint64_t words[kPlanes + 1][2] = {};
@@ -269,8 +271,8 @@ __attribute__((target("avx512f,avx512bw"))) void qsgd_avx512(const RoundingStrea
           }
           // Saturating packs (exact: levels <= 255) interleave per 128-bit lane L: dword 4L + q
           // holds coordinates 16q + 4L .. 16q + 4L + 3. One dword permutation restores order.
-          const __m512i packed = _mm512_packus_epi16(_mm512_packus_epi32(level[0], level[1]),
-                                                     _mm512_packus_epi32(level[2], level[3]));
+          const __m512i packed =
+              _mm512_packus_epi16(_mm512_packus_epi32(level[0], level[1]), _mm512_packus_epi32(level[2], level[3]));
           const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
           const __m512i bytes = _mm512_permutexvar_epi32(order, packed);
 #pragma GCC unroll 8
@@ -314,8 +316,8 @@ __attribute__((target("avx512f,avx512bw"))) void qsgd_avx512(const RoundingStrea
   }
 }
 
-using QsgdKernel = void (*)(const RoundingStream&, const float*, std::size_t, std::size_t, float, float,
-                            std::uint8_t*, std::uint8_t*, std::size_t);
+using QsgdKernel = void (*)(const RoundingStream&, const float*, std::size_t, std::size_t, float, float, std::uint8_t*,
+                            std::uint8_t*, std::size_t);
 template <int... kPlanes>
 QsgdKernel qsgd_avx512_for(int num_planes, std::integer_sequence<int, kPlanes...>) {
   static constexpr QsgdKernel kernels[] = {&qsgd_avx512<kPlanes>...};
@@ -328,7 +330,7 @@ BALLOT_AVX512 void terngrad_avx512(const RoundingStream& random, const float* x,
   const __m512 scale = _mm512_set1_ps(kRoundingScale);
   __m512i pair[2][4];
   // keep = [u < min(|x|, limit)·inv·2^16] lane-wise (the scalar terngrad_keep).
-  auto keep16 = [&](const __m512i (&c)[4], __m512 v, int m) BALLOT_AVX512 {
+  auto keep16 = [&](const __m512i(&c)[4], __m512 v, int m) BALLOT_AVX512 {
     const __m512 a = _mm512_abs_ps(v);
     const __m512 clipped = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, vlimit, _CMP_LT_OQ), vlimit, a);
     const __m512 threshold = _mm512_mul_ps(_mm512_mul_ps(clipped, vinv), scale);
@@ -338,7 +340,7 @@ BALLOT_AVX512 void terngrad_avx512(const RoundingStream& random, const float* x,
   for (std::size_t group = start; group * kRoundingGroup < hi; ++group) {
     prefetch_ahead(x, group, hi);
     if (!keep_all && (group - start) % 2 == 0) philox_pair(random, group, pair);
-    const __m512i (&c)[4] = pair[(group - start) % 2];
+    const __m512i(&c)[4] = pair[(group - start) % 2];
     const std::size_t first = group * kRoundingGroup;
     if (first >= lo && first + kRoundingGroup <= hi) {
       std::uint64_t sign_words[2] = {}, keep_words[2] = {};
@@ -444,13 +446,11 @@ BALLOT_AVX2 inline __m256 load8(const float* x, std::size_t base, LaneRange lane
   return _mm256_load_ps(buffer);
 }
 
-BALLOT_AVX2 inline unsigned mask8(__m256 condition) {
-  return static_cast<unsigned>(_mm256_movemask_ps(condition));
-}
+BALLOT_AVX2 inline unsigned mask8(__m256 condition) { return static_cast<unsigned>(_mm256_movemask_ps(condition)); }
 
-BALLOT_AVX2 void qsgd_avx2(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi,
-                           float inv, float s, std::uint8_t* signs, std::uint8_t* planes,
-                           std::size_t plane_bytes, int num_planes) {
+BALLOT_AVX2 void qsgd_avx2(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float inv,
+                           float s, std::uint8_t* signs, std::uint8_t* planes, std::size_t plane_bytes,
+                           int num_planes) {
   const __m256 vinv = _mm256_set1_ps(inv), vs = _mm256_set1_ps(s), zero = _mm256_setzero_ps();
   const __m256 scale = _mm256_set1_ps(kRoundingScale);
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
@@ -461,7 +461,8 @@ BALLOT_AVX2 void qsgd_avx2(const RoundingStream& random, const float* x, std::si
     philox8(random, group, 1, c[1]);
     for (int m = 0; m < 8; ++m) {
       for (int half = 0; half < 2; ++half) {
-        const std::size_t base = group * kRoundingGroup + 16 * static_cast<std::size_t>(m) + 8 * static_cast<std::size_t>(half);
+        const std::size_t base =
+            group * kRoundingGroup + 16 * static_cast<std::size_t>(m) + 8 * static_cast<std::size_t>(half);
         const LaneRange lanes = lanes_in(base, 8, lo, hi);
         if (lanes.first == lanes.last) continue;
         unsigned in;
@@ -497,7 +498,8 @@ BALLOT_AVX2 void terngrad_avx2(const RoundingStream& random, const float* x, std
     }
     for (int m = 0; m < 8; ++m) {
       for (int half = 0; half < 2; ++half) {
-        const std::size_t base = group * kRoundingGroup + 16 * static_cast<std::size_t>(m) + 8 * static_cast<std::size_t>(half);
+        const std::size_t base =
+            group * kRoundingGroup + 16 * static_cast<std::size_t>(m) + 8 * static_cast<std::size_t>(half);
         const LaneRange lanes = lanes_in(base, 8, lo, hi);
         if (lanes.first == lanes.last) continue;
         unsigned in;
@@ -510,7 +512,9 @@ BALLOT_AVX2 void terngrad_avx2(const RoundingStream& random, const float* x, std
         const __m256 a = _mm256_and_ps(v, abs_mask);
         const __m256 clipped = _mm256_blendv_ps(vlimit, a, _mm256_cmp_ps(a, vlimit, _CMP_LT_OQ));
         const __m256 threshold = _mm256_mul_ps(_mm256_mul_ps(clipped, vinv), scale);
-        or_into<std::uint8_t>(keep, base, static_cast<std::uint8_t>(in & mask8(_mm256_cmp_ps(draws8(c[half], m), threshold, _CMP_LT_OQ))));
+        or_into<std::uint8_t>(
+            keep, base,
+            static_cast<std::uint8_t>(in & mask8(_mm256_cmp_ps(draws8(c[half], m), threshold, _CMP_LT_OQ))));
       }
     }
   }
@@ -552,37 +556,41 @@ std::uint16_t RoundingStream::bits(std::uint64_t i) const {
   return static_cast<std::uint16_t>(word >> (16 * (m % 2)));
 }
 
-void qsgd_quantize(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float inv,
-                   float s, std::uint8_t* signs, std::uint8_t* planes, std::size_t plane_bytes, int num_planes) {
+void qsgd_quantize(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float inv, float s,
+                   std::uint8_t* signs, std::uint8_t* planes, std::size_t plane_bytes, int num_planes) {
   BALLOT_ENFORCE(num_planes >= 0 && num_planes <= 16, "QSGD has at most 16 level planes");
   if (lo >= hi) return;
 #if defined(__x86_64__)
   switch (kernels::active_isa()) {
     case kernels::Isa::kAvx512:
       return qsgd_avx512_for(num_planes, std::make_integer_sequence<int, 17>())(random, x, lo, hi, inv, s, signs,
-                                                                              planes, plane_bytes);
-    case kernels::Isa::kAvx2: return qsgd_avx2(random, x, lo, hi, inv, s, signs, planes, plane_bytes, num_planes);
-    case kernels::Isa::kScalar: break;
+                                                                                planes, plane_bytes);
+    case kernels::Isa::kAvx2:
+      return qsgd_avx2(random, x, lo, hi, inv, s, signs, planes, plane_bytes, num_planes);
+    case kernels::Isa::kScalar:
+      break;
   }
 #endif
   qsgd_scalar(random, x, lo, hi, inv, s, signs, planes, plane_bytes, num_planes);
 }
 
-void qsgd_levels(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float inv,
-                 float s, std::uint32_t* level) {
-  for_each_coordinate(random, lo, hi, [&](std::size_t i, std::uint32_t k) {
-    level[i - lo] = qsgd_level(x[i], k, inv, s);
-  });
+void qsgd_levels(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float inv, float s,
+                 std::uint32_t* level) {
+  for_each_coordinate(random, lo, hi,
+                      [&](std::size_t i, std::uint32_t k) { level[i - lo] = qsgd_level(x[i], k, inv, s); });
 }
 
-void terngrad_quantize(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi,
-                       float limit, float inv, bool keep_all, std::uint8_t* signs, std::uint8_t* keep) {
+void terngrad_quantize(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float limit,
+                       float inv, bool keep_all, std::uint8_t* signs, std::uint8_t* keep) {
   if (lo >= hi) return;
 #if defined(__x86_64__)
   switch (kernels::active_isa()) {
-    case kernels::Isa::kAvx512: return terngrad_avx512(random, x, lo, hi, limit, inv, keep_all, signs, keep);
-    case kernels::Isa::kAvx2: return terngrad_avx2(random, x, lo, hi, limit, inv, keep_all, signs, keep);
-    case kernels::Isa::kScalar: break;
+    case kernels::Isa::kAvx512:
+      return terngrad_avx512(random, x, lo, hi, limit, inv, keep_all, signs, keep);
+    case kernels::Isa::kAvx2:
+      return terngrad_avx2(random, x, lo, hi, limit, inv, keep_all, signs, keep);
+    case kernels::Isa::kScalar:
+      break;
   }
 #endif
   terngrad_scalar(random, x, lo, hi, limit, inv, keep_all, signs, keep);
@@ -592,9 +600,12 @@ std::uint64_t fold_rounding_blocks(const RoundingStream& random, std::uint64_t d
   const std::uint64_t groups = (d + kRoundingGroup - 1) / kRoundingGroup;
 #if defined(__x86_64__)
   switch (kernels::active_isa()) {
-    case kernels::Isa::kAvx512: return fold_avx512(random, groups);
-    case kernels::Isa::kAvx2: return fold_avx2(random, groups);
-    case kernels::Isa::kScalar: break;
+    case kernels::Isa::kAvx512:
+      return fold_avx512(random, groups);
+    case kernels::Isa::kAvx2:
+      return fold_avx2(random, groups);
+    case kernels::Isa::kScalar:
+      break;
   }
 #endif
   return fold_scalar(random, groups);

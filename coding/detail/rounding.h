@@ -28,8 +28,8 @@
 
 namespace ballot::coding::detail {
 
-inline constexpr std::size_t kRoundingGroup = 128;    // coordinates per 16 Philox blocks
-inline constexpr float kRoundingScale = 65536.0f;    // 2^16 draws per coordinate
+inline constexpr std::size_t kRoundingGroup = 128;  // coordinates per 16 Philox blocks
+inline constexpr float kRoundingScale = 65536.0f;   // 2^16 draws per coordinate
 
 struct RoundingStream {
   // Takes the window for `d` coordinates at the Rng's position (rounded up to a whole Philox
@@ -50,18 +50,17 @@ struct RoundingStream {
 // ORs bit i of `signs` with 1 for non-negative x_i (sign(±0) = sign(NaN) = +1) and bit i of plane
 // p (at planes + p·plane_bytes) with bit p of the level, p < num_planes. Bits outside [lo, hi)
 // are untouched. Streams are little-endian packed words (core/bit_vector.h), any alignment.
-void qsgd_quantize(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi,
-                   float inv, float s, std::uint8_t* signs, std::uint8_t* planes,
-                   std::size_t plane_bytes, int num_planes);
+void qsgd_quantize(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float inv, float s,
+                   std::uint8_t* signs, std::uint8_t* planes, std::size_t plane_bytes, int num_planes);
 
 // The levels alone, level[i - lo] for i in [lo, hi) (Elias-coded QSGD). Same values as above.
-void qsgd_levels(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi,
-                 float inv, float s, std::uint32_t* level);
+void qsgd_levels(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float inv, float s,
+                 std::uint32_t* level);
 
 // TernGrad on [lo, hi): sign bits as above; keep bit = [u_i < min(|x_i|, limit)·inv] (NaN -> the
 // limit), or 1 for every coordinate when keep_all (a non-finite scale must decode non-finite).
-void terngrad_quantize(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi,
-                       float limit, float inv, bool keep_all, std::uint8_t* signs, std::uint8_t* keep);
+void terngrad_quantize(const RoundingStream& random, const float* x, std::size_t lo, std::size_t hi, float limit,
+                       float inv, bool keep_all, std::uint8_t* signs, std::uint8_t* keep);
 
 // A fold (per-word XOR, mixed into 64 bits; coding/detail/rounding.cc) of the Philox blocks behind
 // the draws of coordinates [0, d), generated the way the

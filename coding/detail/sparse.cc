@@ -40,8 +40,8 @@ std::size_t filter_block_scalar(const float* x, std::size_t begin, std::size_t e
 // AVX-512: 16 magnitudes compared per instruction, the passing indices packed in order by
 // vpcompressd, about 1/4 cycle per element: the pass runs at the read bandwidth. Same output as
 // the scalar loop (NLT_UQ is true for NaN, as !(a < t) is).
-__attribute__((target("avx512f"))) std::size_t filter_block_avx512(const float* x, std::size_t begin,
-                                                                    std::size_t end, float t, std::uint32_t* dst) {
+__attribute__((target("avx512f"))) std::size_t filter_block_avx512(const float* x, std::size_t begin, std::size_t end,
+                                                                   float t, std::uint32_t* dst) {
   const __m512 threshold = _mm512_set1_ps(t);
   const __m512i step = _mm512_set1_epi32(16);
   __m512i index = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(begin)),
@@ -84,8 +84,8 @@ void finish_top_k(const float* x, const std::vector<std::uint32_t>& candidates, 
   std::vector<float> keys(candidates.size());
   for (std::size_t j = 0; j < candidates.size(); ++j) keys[j] = key(x[candidates[j]]);
   std::vector<float> scratch = keys;
-  std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(k - 1),
-                   scratch.end(), std::greater<float>());
+  std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(k - 1), scratch.end(),
+                   std::greater<float>());
   const float kth = scratch[k - 1];
   std::size_t above = 0;
   for (float v : keys) above += v > kth;
@@ -133,8 +133,8 @@ void select_top_k(const float* x, std::size_t n, std::size_t k, std::vector<std:
     std::size_t rank = static_cast<std::size_t>(1.2 * expected + 3.0 * std::sqrt(expected) + 8.0);
     while (true) {
       if (rank >= kSample) break;
-      std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(rank),
-                       sample.end(), std::greater<float>());
+      std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(rank), sample.end(),
+                       std::greater<float>());
       candidates.clear();
       filter(x, n, sample[rank], candidates);
       if (candidates.size() >= k) {
@@ -151,9 +151,8 @@ void select_top_k(const float* x, std::size_t n, std::size_t k, std::vector<std:
   finish_top_k(x, candidates, k, indices);
 }
 
-SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std::size_t k,
-                                             std::size_t samples, Rng& rng,
-                                             std::vector<std::uint32_t>& indices) {
+SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std::size_t k, std::size_t samples,
+                                             Rng& rng, std::vector<std::uint32_t>& indices) {
   BALLOT_ENFORCE_LE(n, std::size_t{UINT32_MAX});
   SampledSelection result;
   if (k == 0 || n == 0) return result;
@@ -206,8 +205,7 @@ SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std:
   return result;
 }
 
-std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::size_t k,
-                                        double ratio) {
+std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::size_t k, double ratio) {
   std::vector<std::size_t> budgets(segments.size(), 0);
   std::size_t d = 0;
   for (const auto& s : segments) d += s.size;
@@ -233,15 +231,14 @@ std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::
   }
   for (std::size_t s = 0; s < segments.size(); ++s) {
     const double want = std::ceil(ratio * static_cast<double>(segments[s].size));
-    budgets[s] = want >= static_cast<double>(segments[s].size) ? segments[s].size
-                                                               : static_cast<std::size_t>(want);
+    budgets[s] = want >= static_cast<double>(segments[s].size) ? segments[s].size : static_cast<std::size_t>(want);
   }
   return budgets;
 }
 
-EncodedGradient write_sparse(CodecId id, Granularity granularity, std::uint8_t flags,
-                             const GradientLayout& layout, std::span<const std::size_t> counts,
-                             std::span<const std::uint32_t> indices, std::span<const float> values) {
+EncodedGradient write_sparse(CodecId id, Granularity granularity, std::uint8_t flags, const GradientLayout& layout,
+                             std::span<const std::size_t> counts, std::span<const std::uint32_t> indices,
+                             std::span<const float> values) {
   BALLOT_ENFORCE_EQ(indices.size(), values.size());
   EncodedGradient out;
   write_header(out.bytes, id, granularity, flags, layout, 4 * counts.size() + 8 * indices.size());
@@ -254,8 +251,8 @@ EncodedGradient write_sparse(CodecId id, Granularity granularity, std::uint8_t f
   return out;
 }
 
-Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id,
-                               std::uint8_t allowed_flags, const GradientLayout& layout) {
+Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id, std::uint8_t allowed_flags,
+                               const GradientLayout& layout) {
   SparseView view;
   BALLOT_ASSIGN_OR_RETURN(view.header, read_header(bytes, id, allowed_flags, layout));
   view.segments = segments_of(layout, view.header.granularity);
@@ -266,8 +263,8 @@ Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id,
   for (std::size_t s = 0; s < view.segments.size(); ++s) {
     view.counts[s] = load_pod<std::uint32_t>(count_bytes.data() + 4 * s);
     if (view.counts[s] > view.segments[s].size) {
-      return malformed("sparse count " + std::to_string(view.counts[s]) + " exceeds segment " +
-                       std::to_string(s) + " of size " + std::to_string(view.segments[s].size));
+      return malformed("sparse count " + std::to_string(view.counts[s]) + " exceeds segment " + std::to_string(s) +
+                       " of size " + std::to_string(view.segments[s].size));
     }
     total += view.counts[s];  // <= d: no overflow
   }
@@ -280,8 +277,8 @@ Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id,
     for (std::uint32_t c = 0; c < view.counts[s]; ++c, ++j) {
       const std::uint32_t index = load_pod<std::uint32_t>(view.indices.data() + 4 * j);
       if (index >= view.segments[s].size) {
-        return malformed("sparse index " + std::to_string(index) + " out of segment " +
-                         std::to_string(s) + " of size " + std::to_string(view.segments[s].size));
+        return malformed("sparse index " + std::to_string(index) + " out of segment " + std::to_string(s) +
+                         " of size " + std::to_string(view.segments[s].size));
       }
       if (c > 0 && index <= previous) {
         return malformed("sparse indices not strictly increasing in segment " + std::to_string(s));

@@ -31,12 +31,11 @@ struct SampledSelection {
   float threshold = 0;         // the last threshold used
   std::size_t first_pass = 0;  // entries above the first (sampled) estimate
   std::size_t selected = 0;
-  int passes = 0;              // passes over x
-  bool exact = false;          // an exact top-k finished the selection
+  int passes = 0;      // passes over x
+  bool exact = false;  // an exact top-k finished the selection
 };
-SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std::size_t k,
-                                             std::size_t samples, Rng& rng,
-                                             std::vector<std::uint32_t>& indices);
+SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std::size_t k, std::size_t samples,
+                                             Rng& rng, std::vector<std::uint32_t>& indices);
 
 // Appends indices i with |x_i| >= threshold (or NaN), increasing.
 void select_above(const float* x, std::size_t n, float threshold, std::vector<std::uint32_t>& indices);
@@ -44,14 +43,13 @@ void select_above(const float* x, std::size_t n, float threshold, std::vector<st
 // Budget per segment: `k` > 0 is a count (split over the segments in proportion to their size,
 // largest remainders first, so the counts add up to min(k, d)); otherwise ⌈ratio · size⌉ per
 // segment, capped at its size.
-std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::size_t k,
-                                        double ratio);
+std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::size_t k, double ratio);
 
 // Wire payload: S u32 counts, Σ u32 indices (relative to the segment, strictly increasing within
 // it), Σ f32 values. `indices` are relative to their segment, grouped by segment.
-EncodedGradient write_sparse(CodecId id, Granularity granularity, std::uint8_t flags,
-                             const GradientLayout& layout, std::span<const std::size_t> counts,
-                             std::span<const std::uint32_t> indices, std::span<const float> values);
+EncodedGradient write_sparse(CodecId id, Granularity granularity, std::uint8_t flags, const GradientLayout& layout,
+                             std::span<const std::size_t> counts, std::span<const std::uint32_t> indices,
+                             std::span<const float> values);
 
 struct SparseView {
   WireHeader header;
@@ -61,8 +59,8 @@ struct SparseView {
   std::span<const std::uint8_t> values;   // f32 each
 };
 // Parses and fully validates a sparse message (every count, every index, the ordering).
-Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id,
-                               std::uint8_t allowed_flags, const GradientLayout& layout);
+Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id, std::uint8_t allowed_flags,
+                               const GradientLayout& layout);
 // accumulator[offset + index] += weight * value for a validated view.
 void add_sparse(const SparseView& view, std::span<float> accumulator, float weight);
 

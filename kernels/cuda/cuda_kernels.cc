@@ -13,9 +13,8 @@ namespace {
 
 Status cuda_status(cudaError_t code, const char* what) {
   if (code == cudaSuccess) return {};
-  const ErrorCode kind = (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver)
-                             ? ErrorCode::kUnavailable
-                             : ErrorCode::kInternal;
+  const ErrorCode kind = (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver) ? ErrorCode::kUnavailable
+                                                                                            : ErrorCode::kInternal;
   return make_error(kind, std::string(what) + ": " + cudaGetErrorString(code));
 }
 
@@ -26,7 +25,9 @@ class DeviceBuffer {
   explicit DeviceBuffer(std::size_t count) : count_(count) {
     status_ = cuda_status(cudaMalloc(&pointer_, (count == 0 ? 1 : count) * sizeof(T)), "cudaMalloc");
   }
-  ~DeviceBuffer() { if (pointer_) cudaFree(pointer_); }
+  ~DeviceBuffer() {
+    if (pointer_) cudaFree(pointer_);
+  }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   const Status& status() const { return status_; }
@@ -65,32 +66,32 @@ Status pack_signs(const float* d_values, std::size_t count, std::uint64_t* d_wor
                      "pack kernel launch");
 }
 
-Status unpack_signs(const std::uint64_t* d_words, std::size_t count, float negative, float positive,
-                    float* d_out, void* stream) {
-  return cuda_status(static_cast<cudaError_t>(ballot_cuda_launch_unpack(d_words, count, negative, positive,
-                                                                        d_out, stream)),
-                     "unpack kernel launch");
+Status unpack_signs(const std::uint64_t* d_words, std::size_t count, float negative, float positive, float* d_out,
+                    void* stream) {
+  return cuda_status(
+      static_cast<cudaError_t>(ballot_cuda_launch_unpack(d_words, count, negative, positive, d_out, stream)),
+      "unpack kernel launch");
 }
 
 Status majority_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std::size_t num_words,
-                     const std::uint32_t* d_weights, std::uint64_t total_weight, std::uint64_t* d_out,
-                     void* stream) {
+                     const std::uint32_t* d_weights, std::uint64_t total_weight, std::uint64_t* d_out, void* stream) {
   if (total_weight >= (std::uint64_t{1} << 32)) {
     return make_error(ErrorCode::kInvalidArgument, "total vote weight must be below 2^32");
   }
-  return cuda_status(static_cast<cudaError_t>(ballot_cuda_launch_vote(
-                         d_inputs, num_inputs, num_words, d_weights, total_weight, d_out, stream)),
+  return cuda_status(static_cast<cudaError_t>(ballot_cuda_launch_vote(d_inputs, num_inputs, num_words, d_weights,
+                                                                      total_weight, d_out, stream)),
                      "vote kernel launch");
 }
 
 Status philox_words(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
                     std::uint32_t* d_out, void* cuda_stream) {
-  return cuda_status(static_cast<cudaError_t>(ballot_cuda_launch_philox(seed, stream, first, count, d_out, cuda_stream)),
-                     "philox kernel launch");
+  return cuda_status(
+      static_cast<cudaError_t>(ballot_cuda_launch_philox(seed, stream, first, count, d_out, cuda_stream)),
+      "philox kernel launch");
 }
 
-Result<std::vector<std::uint32_t>> philox_words_on_device(std::uint64_t seed, std::uint64_t stream,
-                                                          std::uint64_t first, std::size_t count) {
+Result<std::vector<std::uint32_t>> philox_words_on_device(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
+                                                          std::size_t count) {
   BALLOT_TRY(require_device());
   std::vector<std::uint32_t> out(count);
   DeviceBuffer<std::uint32_t> d_out(count);
@@ -126,8 +127,7 @@ Result<std::vector<float>> unpack_signs_on_device(const BitVector& signs, float 
   return out;
 }
 
-Result<BitVector> majority_vote_on_device(std::span<const BitVector> inputs,
-                                          std::span<const std::uint32_t> weights) {
+Result<BitVector> majority_vote_on_device(std::span<const BitVector> inputs, std::span<const std::uint32_t> weights) {
   BALLOT_TRY(require_device());
   if (inputs.empty()) return make_error(ErrorCode::kInvalidArgument, "no inputs to vote on");
   if (!weights.empty() && weights.size() != inputs.size()) {
@@ -148,8 +148,8 @@ Result<BitVector> majority_vote_on_device(std::span<const BitVector> inputs,
   BALLOT_TRY(d_weights.status());
   BALLOT_TRY(d_inputs.upload(packed.data()));
   if (!weights.empty()) BALLOT_TRY(d_weights.upload(weights.data()));
-  BALLOT_TRY(majority_vote(d_inputs.get(), inputs.size(), num_words,
-                           weights.empty() ? nullptr : d_weights.get(), total, d_out.get(), nullptr));
+  BALLOT_TRY(majority_vote(d_inputs.get(), inputs.size(), num_words, weights.empty() ? nullptr : d_weights.get(), total,
+                           d_out.get(), nullptr));
   BitVector out(size);
   BALLOT_TRY(d_out.download(out.data()));
   out.clear_padding();

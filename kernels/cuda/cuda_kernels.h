@@ -27,15 +27,14 @@ int device_count() noexcept;
 Status pack_signs(const float* d_values, std::size_t count, std::uint64_t* d_words, void* stream);
 
 // d_out[i] = bit i ? positive : negative.
-Status unpack_signs(const std::uint64_t* d_words, std::size_t count, float negative,
-                    float positive, float* d_out, void* stream);
+Status unpack_signs(const std::uint64_t* d_words, std::size_t count, float negative, float positive, float* d_out,
+                    void* stream);
 
 // Inputs are `num_inputs` rows of `num_words` words, row i at d_inputs + i * num_words; d_weights
 // may be null (all 1). One thread per output word keeps bit-sliced counters in registers.
 // `total_weight` = num_inputs without weights, else the sum of the weights (< 2^32).
 Status majority_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std::size_t num_words,
-                     const std::uint32_t* d_weights, std::uint64_t total_weight,
-                     std::uint64_t* d_out, void* stream);
+                     const std::uint32_t* d_weights, std::uint64_t total_weight, std::uint64_t* d_out, void* stream);
 
 // Words first … first + count − 1 of the random stream Rng(seed, stream) (core/rng.h), one
 // thread per word: the GPU draws exactly the numbers the CPU does.
@@ -43,8 +42,8 @@ Status philox_words(std::uint64_t seed, std::uint64_t stream, std::uint64_t firs
                     std::uint32_t* d_out, void* cuda_stream);
 
 // Host convenience: copy to the device, run, copy back, synchronise. For tests and small tools.
-Result<std::vector<std::uint32_t>> philox_words_on_device(std::uint64_t seed, std::uint64_t stream,
-                                                          std::uint64_t first, std::size_t count);
+Result<std::vector<std::uint32_t>> philox_words_on_device(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
+                                                          std::size_t count);
 Result<BitVector> pack_signs_on_device(std::span<const float> values);
 Result<std::vector<float>> unpack_signs_on_device(const BitVector& signs, float scale);
 Result<BitVector> majority_vote_on_device(std::span<const BitVector> inputs,

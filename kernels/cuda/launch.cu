@@ -1,7 +1,7 @@
 // The CUDA kernels. See launch.h for why this unit has a C interface.
-#include "kernels/cuda/launch.h"
-
 #include <cuda_runtime.h>
+
+#include "kernels/cuda/launch.h"
 
 // nvcc's implicit headers declare ::ballot(bool) (the deprecated pre-Volta warp vote); rename our
 // namespace inside this unit only. Everything from it used here is inline, so nothing with the
@@ -33,8 +33,7 @@ unsigned grid_for(std::size_t threads) {
 // uniform across a warp, so every lane takes part in every ballot.
 constexpr int kWordsPerWarp = 4;
 
-__global__ void pack_kernel(const float* values, std::size_t count, std::uint64_t* words,
-                            std::size_t num_words) {
+__global__ void pack_kernel(const float* values, std::size_t count, std::uint64_t* words, std::size_t num_words) {
   const unsigned lane = threadIdx.x % 32;
   const std::size_t warps_in_grid = (static_cast<std::size_t>(gridDim.x) * blockDim.x) / 32;
   for (std::size_t base = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * kWordsPerWarp;
@@ -60,18 +59,17 @@ __global__ void pack_kernel(const float* values, std::size_t count, std::uint64_
 // output is 16-byte aligned there (torch and cudaMalloc allocations are), else four 4-byte stores.
 constexpr int kFloatsPerThread = 4;
 
-__global__ void unpack_kernel(const std::uint64_t* words, std::size_t count, float negative,
-                              float positive, float* out) {
+__global__ void unpack_kernel(const std::uint64_t* words, std::size_t count, float negative, float positive,
+                              float* out) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x * kFloatsPerThread;
-  for (std::size_t i = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kFloatsPerThread;
-       i < count; i += stride) {
+  for (std::size_t i = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kFloatsPerThread; i < count;
+       i += stride) {
     // i is a multiple of 4, so the four coordinates share one word.
     const std::uint64_t word = words[i / 64] >> (i % 64);
     if (i + kFloatsPerThread <= count && reinterpret_cast<std::uintptr_t>(out + i) % 16 == 0) {
-      *reinterpret_cast<float4*>(out + i) = make_float4((word & 1u) ? positive : negative,
-                                                        (word & 2u) ? positive : negative,
-                                                        (word & 4u) ? positive : negative,
-                                                        (word & 8u) ? positive : negative);
+      *reinterpret_cast<float4*>(out + i) =
+          make_float4((word & 1u) ? positive : negative, (word & 2u) ? positive : negative,
+                      (word & 4u) ? positive : negative, (word & 8u) ? positive : negative);
     } else {
       for (int k = 0; k < kFloatsPerThread && i + k < count; ++k) out[i + k] = ((word >> k) & 1u) ? positive : negative;
     }
@@ -90,8 +88,7 @@ template <int kPlanes, bool kWeighted>
 __global__ void vote_kernel(const std::uint64_t* inputs, std::size_t num_inputs, std::size_t num_words,
                             const std::uint32_t* weights, std::uint64_t threshold, std::uint64_t* out) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t w = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       w < num_words; w += stride) {
+  for (std::size_t w = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < num_words; w += stride) {
     std::uint64_t planes[kPlanes] = {};
     for (std::size_t i = 0; i < num_inputs; ++i) {
       const std::uint64_t x = inputs[i * num_words + w];
@@ -113,18 +110,18 @@ template <int kPlanes>
 void launch_vote(const std::uint64_t* inputs, std::size_t num_inputs, std::size_t num_words,
                  const std::uint32_t* weights, std::uint64_t threshold, std::uint64_t* out, cudaStream_t stream) {
   if (weights != nullptr) {
-    vote_kernel<kPlanes, true><<<grid_for(num_words), kThreadsPerBlock, 0, stream>>>(inputs, num_inputs, num_words,
-                                                                                    weights, threshold, out);
+    vote_kernel<kPlanes, true>
+        <<<grid_for(num_words), kThreadsPerBlock, 0, stream>>>(inputs, num_inputs, num_words, weights, threshold, out);
   } else {
-    vote_kernel<kPlanes, false><<<grid_for(num_words), kThreadsPerBlock, 0, stream>>>(inputs, num_inputs, num_words,
-                                                                                     weights, threshold, out);
+    vote_kernel<kPlanes, false>
+        <<<grid_for(num_words), kThreadsPerBlock, 0, stream>>>(inputs, num_inputs, num_words, weights, threshold, out);
   }
 }
 
 // Word first + i of the random stream (seed, stream), computed independently by thread i: the
 // same function the CPU's Rng uses (core/philox.h).
-__global__ void philox_kernel(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
-                              std::size_t count, std::uint32_t* out) {
+__global__ void philox_kernel(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
+                              std::uint32_t* out) {
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) {
     out[i] = ballot_in_cuda_unit::philox_stream_word(seed, stream, first + i);
@@ -135,19 +132,16 @@ cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream);
 
 }  // namespace
 
-extern "C" int ballot_cuda_launch_pack(const float* d_values, std::size_t count,
-                                       std::uint64_t* d_words, void* stream) {
+extern "C" int ballot_cuda_launch_pack(const float* d_values, std::size_t count, std::uint64_t* d_words, void* stream) {
   const std::size_t num_words = (count + 63) / 64;
   if (num_words == 0) return cudaSuccess;
   pack_kernel<<<grid_for((num_words + kWordsPerWarp - 1) / kWordsPerWarp * 32), kThreadsPerBlock, 0,
-                as_stream(stream)>>>(
-      d_values, count, d_words, num_words);
+                as_stream(stream)>>>(d_values, count, d_words, num_words);
   return cudaGetLastError();
 }
 
-extern "C" int ballot_cuda_launch_unpack(const std::uint64_t* d_words, std::size_t count,
-                                         float negative, float positive, float* d_out,
-                                         void* stream) {
+extern "C" int ballot_cuda_launch_unpack(const std::uint64_t* d_words, std::size_t count, float negative,
+                                         float positive, float* d_out, void* stream) {
   if (count == 0) return cudaSuccess;
   unpack_kernel<<<grid_for((count + kFloatsPerThread - 1) / kFloatsPerThread), kThreadsPerBlock, 0,
                   as_stream(stream)>>>(d_words, count, negative, positive, d_out);
@@ -161,9 +155,8 @@ extern "C" int ballot_cuda_launch_philox(std::uint64_t seed, std::uint64_t strea
   return cudaGetLastError();
 }
 
-extern "C" int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_t num_inputs,
-                                       std::size_t num_words, const std::uint32_t* d_weights,
-                                       std::uint64_t total_weight, std::uint64_t* d_out,
+extern "C" int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std::size_t num_words,
+                                       const std::uint32_t* d_weights, std::uint64_t total_weight, std::uint64_t* d_out,
                                        void* stream) {
   if (num_words == 0) return cudaSuccess;
   const int planes = planes_for(total_weight);  // total_weight < 2^32: at most 32

@@ -8,13 +8,12 @@
 #include <cstdint>
 
 extern "C" {
-int ballot_cuda_launch_pack(const float* d_values, std::size_t count, std::uint64_t* d_words,
+int ballot_cuda_launch_pack(const float* d_values, std::size_t count, std::uint64_t* d_words, void* stream);
+int ballot_cuda_launch_unpack(const std::uint64_t* d_words, std::size_t count, float negative, float positive,
+                              float* d_out, void* stream);
+int ballot_cuda_launch_philox(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
+                              std::uint32_t* d_out, void* stream_handle);
+int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std::size_t num_words,
+                            const std::uint32_t* d_weights, std::uint64_t total_weight, std::uint64_t* d_out,
                             void* stream);
-int ballot_cuda_launch_unpack(const std::uint64_t* d_words, std::size_t count, float negative,
-                              float positive, float* d_out, void* stream);
-int ballot_cuda_launch_philox(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
-                              std::size_t count, std::uint32_t* d_out, void* stream_handle);
-int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_t num_inputs,
-                            std::size_t num_words, const std::uint32_t* d_weights,
-                            std::uint64_t total_weight, std::uint64_t* d_out, void* stream);
 }

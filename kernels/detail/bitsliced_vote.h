@@ -16,9 +16,8 @@ namespace ballot::kernels::detail {
 // range length must be a multiple of Lanes. The planes live in registers: P is a compile-time
 // constant so the ripple-carry loops unroll.
 template <typename Word, int P, bool Weighted>
-void bitsliced_vote_range(const std::uint64_t* const* inputs, const std::uint32_t* weights,
-                          std::size_t num_inputs, std::size_t word_begin, std::size_t word_end,
-                          std::uint64_t threshold, std::uint64_t* out) {
+void bitsliced_vote_range(const std::uint64_t* const* inputs, const std::uint32_t* weights, std::size_t num_inputs,
+                          std::size_t word_begin, std::size_t word_end, std::uint64_t threshold, std::uint64_t* out) {
   constexpr std::size_t kLanes = sizeof(Word) / sizeof(std::uint64_t);
   // With many inputs the hardware prefetchers lose track of the streams (one per input); ask for
   // each input's data a few cache lines ahead.
@@ -43,8 +42,8 @@ void bitsliced_vote_range(const std::uint64_t* const* inputs, const std::uint32_
   }
 }
 
-using VoteRangeFn = void (*)(const std::uint64_t* const*, const std::uint32_t*, std::size_t,
-                             std::size_t, std::size_t, std::uint64_t, std::uint64_t*);
+using VoteRangeFn = void (*)(const std::uint64_t* const*, const std::uint32_t*, std::size_t, std::size_t, std::size_t,
+                             std::uint64_t, std::uint64_t*);
 
 // Function tables indexed by planes - 1, for planes 1..32. (A plain array, not std::array: no
 // library inline function may be instantiated in the ISA units, see detail/cpu_kernels.h.)
@@ -52,17 +51,16 @@ template <typename Word, bool Weighted, typename Indices>
 struct VoteTable;
 template <typename Word, bool Weighted, std::size_t... Index>
 struct VoteTable<Word, Weighted, std::index_sequence<Index...>> {
-  static constexpr VoteRangeFn kFunctions[] = {
-      &bitsliced_vote_range<Word, static_cast<int>(Index) + 1, Weighted>...};
+  static constexpr VoteRangeFn kFunctions[] = {&bitsliced_vote_range<Word, static_cast<int>(Index) + 1, Weighted>...};
 };
 
 template <typename Word>
-void bitsliced_vote(const std::uint64_t* const* inputs, const std::uint32_t* weights,
-                    std::size_t num_inputs, std::size_t word_begin, std::size_t word_end,
-                    std::uint64_t threshold, int planes, std::uint64_t* out) {
+void bitsliced_vote(const std::uint64_t* const* inputs, const std::uint32_t* weights, std::size_t num_inputs,
+                    std::size_t word_begin, std::size_t word_end, std::uint64_t threshold, int planes,
+                    std::uint64_t* out) {
   using Planes = std::make_index_sequence<32>;
-  const VoteRangeFn* table = weights ? VoteTable<Word, true, Planes>::kFunctions
-                                     : VoteTable<Word, false, Planes>::kFunctions;
+  const VoteRangeFn* table =
+      weights ? VoteTable<Word, true, Planes>::kFunctions : VoteTable<Word, false, Planes>::kFunctions;
   table[planes - 1](inputs, weights, num_inputs, word_begin, word_end, threshold, out);
 }
 

@@ -16,13 +16,12 @@ struct CpuKernels {
   // Writes words_for(count) words; padding bits zero.
   void (*pack)(const float* values, std::size_t count, std::uint64_t* words);
   // out[i] = bit (first_bit + i) ? positive : negative, for i < count.
-  void (*unpack)(const std::uint64_t* words, std::size_t first_bit, std::size_t count,
-                 float negative, float positive, float* out);
+  void (*unpack)(const std::uint64_t* words, std::size_t first_bit, std::size_t count, float negative, float positive,
+                 float* out);
   // out word w = bitsliced vote over inputs[i][w]; weights may be null (all 1);
   // `planes` = planes_for(total weight), 1..32.
-  void (*vote)(const std::uint64_t* const* inputs, const std::uint32_t* weights,
-               std::size_t num_inputs, std::size_t word_begin, std::size_t word_end,
-               std::uint64_t threshold, int planes, std::uint64_t* out);
+  void (*vote)(const std::uint64_t* const* inputs, const std::uint32_t* weights, std::size_t num_inputs,
+               std::size_t word_begin, std::size_t word_end, std::uint64_t threshold, int planes, std::uint64_t* out);
   // Number of equal bits among the first `bits` bits.
   std::size_t (*agree)(const std::uint64_t* a, const std::uint64_t* b, std::size_t bits);
 };

@@ -16,8 +16,10 @@ nb::ndarray<nb::numpy, float, nb::ndim<1>> craft(const std::string& spec, nb::ha
                                                  std::uint64_t stream) {
   const attacks::Behaviour behaviour = unwrap(attacks::Behaviour::parse(spec));
   if (behaviour.kind != attacks::AttackKind::kNone && behaviour.domain() != attacks::Domain::kGradient)
-    throw nb::value_error(("attack: '" + spec + "' is not a gradient attack (gradient attacks: sign_flip, scaled, "
-                           "gaussian, zero, alie, ipm, mimic)").c_str());
+    throw nb::value_error(("attack: '" + spec +
+                           "' is not a gradient attack (gradient attacks: sign_flip, scaled, "
+                           "gaussian, zero, alie, ipm, mimic)")
+                              .c_str());
   const FloatRows rows = float_rows(honest, "honest_vectors");
   if (rows.device != Device::kCpu) throw nb::value_error("honest_vectors: attacks run on the CPU; use .cpu()");
   std::span<const float> own_values;
@@ -31,7 +33,8 @@ nb::ndarray<nb::numpy, float, nb::ndim<1>> craft(const std::string& spec, nb::ha
   if (behaviour.kind == attacks::AttackKind::kMimic && rows.rows.empty())
     throw nb::value_error("mimic: needs at least one honest vector to copy");
   if (m == 0 || m >= n)
-    throw nb::value_error(("attackers: need 1 <= m < n (m = " + std::to_string(m) + ", n = " + std::to_string(n) + ")").c_str());
+    throw nb::value_error(
+        ("attackers: need 1 <= m < n (m = " + std::to_string(m) + ", n = " + std::to_string(n) + ")").c_str());
   std::vector<std::span<const float>> spans;
   for (const float* row : rows.rows) spans.emplace_back(row, rows.d);
   robust::InputMatrix matrix;
@@ -49,8 +52,8 @@ nb::ndarray<nb::numpy, float, nb::ndim<1>> craft(const std::string& spec, nb::ha
 }  // namespace
 
 void register_attacks(nb::module_& m) {
-  m.def("craft_gradient", &craft, nb::arg("spec"), nb::arg("honest"), nb::arg("own").none(), nb::arg("n"),
-        nb::arg("m"), nb::arg("seed"), nb::arg("stream"));
+  m.def("craft_gradient", &craft, nb::arg("spec"), nb::arg("honest"), nb::arg("own").none(), nb::arg("n"), nb::arg("m"),
+        nb::arg("seed"), nb::arg("stream"));
   m.def("alie_z", &attacks::alie_z, nb::arg("n"), nb::arg("m"));
   // The attack table (attacks/attack_spec.h): (name, domain, example, summary) per line.
   m.def("attack_table", [] {

@@ -121,8 +121,8 @@ class NativeCodec {
 
 void register_codecs(nb::module_& m) {
   nb::class_<NativeCodec>(m, "Codec")
-      .def(nb::init<const std::string&, std::uint64_t, std::uint64_t>(), nb::arg("spec"),
-           nb::arg("seed"), nb::arg("stream"))
+      .def(nb::init<const std::string&, std::uint64_t, std::uint64_t>(), nb::arg("spec"), nb::arg("seed"),
+           nb::arg("stream"))
       .def_prop_ro("spec", &NativeCodec::spec)
       .def_prop_ro("name", &NativeCodec::name)
       .def_prop_ro("granularity", &NativeCodec::granularity)
@@ -133,8 +133,8 @@ void register_codecs(nb::module_& m) {
       .def("wire_size", &NativeCodec::wire_size, nb::arg("layers"))
       .def("encode", &NativeCodec::encode, nb::arg("gradient"), nb::arg("layers"))
       .def("decode", &NativeCodec::decode, nb::arg("data"), nb::arg("layers"))
-      .def("decode_add", &NativeCodec::decode_add, nb::arg("data"), nb::arg("accumulator"),
-           nb::arg("layers"), nb::arg("weight"))
+      .def("decode_add", &NativeCodec::decode_add, nb::arg("data"), nb::arg("accumulator"), nb::arg("layers"),
+           nb::arg("weight"))
       .def("save_state", &NativeCodec::save_state)
       .def("load_state", &NativeCodec::load_state, nb::arg("state"), nb::arg("layers"))
       .def("reset_state", &NativeCodec::reset_state);

@@ -164,8 +164,8 @@ void register_election(nb::module_& m) {
   nb::class_<AllocationMatrix>(m, "AllocationMatrix")
       .def_static("from_spec", &code_from_spec, nb::arg("spec"), nb::arg("n"), nb::arg("seed"))
       .def_static("from_rows", &code_from_rows, nb::arg("n"), nb::arg("rows"))
-      .def_static("parse", [](const std::string& text) { return unwrap(AllocationMatrix::parse(text)); },
-                  nb::arg("text"))
+      .def_static(
+          "parse", [](const std::string& text) { return unwrap(AllocationMatrix::parse(text)); }, nb::arg("text"))
       .def_prop_ro("n", &AllocationMatrix::n)
       .def_prop_ro("ones", &AllocationMatrix::ones)
       .def_prop_ro("redundancy", &AllocationMatrix::redundancy)

@@ -25,8 +25,7 @@ nb::tuple report_tuple(const robust::AggregationReport& report) {
 // by a mutex: two Python threads sharing an Aggregator wait for each other instead of racing.
 class NativeAggregator {
  public:
-  explicit NativeAggregator(const std::string& spec)
-      : rule_(unwrap(robust::make_aggregator(spec))) {}
+  explicit NativeAggregator(const std::string& spec) : rule_(unwrap(robust::make_aggregator(spec))) {}
 
   std::string spec() const { return rule_->spec(); }
   void check(std::size_t n) const { unwrap(rule_->check(n)); }
@@ -81,8 +80,7 @@ class NativeAggregator {
 // One pre-aggregator (nnm, bucketing, clipping, arc): its stacked output is a new 2-D array.
 class NativePreAggregator {
  public:
-  explicit NativePreAggregator(const std::string& spec)
-      : stage_(unwrap(robust::make_pre_aggregator(spec))) {}
+  explicit NativePreAggregator(const std::string& spec) : stage_(unwrap(robust::make_pre_aggregator(spec))) {}
 
   std::string spec() const { return stage_->spec(); }
   void check(std::size_t n) const { unwrap(stage_->check(n)); }
@@ -99,7 +97,8 @@ class NativePreAggregator {
     {
       nb::gil_scoped_release released;
       const std::lock_guard lock(mutex_);
-      Result<robust::InputMatrix> inputs = robust::InputMatrix::from_rows(std::span<const std::span<const float>>(spans));
+      Result<robust::InputMatrix> inputs =
+          robust::InputMatrix::from_rows(std::span<const std::span<const float>>(spans));
       result = inputs.ok() ? stage_->apply(*inputs) : Result<robust::PreAggregation>(std::move(inputs).error());
     }
     robust::PreAggregation out = unwrap(std::move(result));

@@ -118,10 +118,12 @@ WordRows word_rows(nb::handle inputs) {
     throw nb::type_error("inputs: expected packed sign words of dtype uint64 or int64");
   if (matrix.shape(1) > 1 && matrix.stride(1) != 1)
     throw nb::value_error("inputs: the array is not contiguous along its last axis");
-  auto* base = reinterpret_cast<std::uint64_t*>(static_cast<std::uint8_t*>(matrix.data_handle()) + matrix.byte_offset());
+  auto* base =
+      reinterpret_cast<std::uint64_t*>(static_cast<std::uint8_t*>(matrix.data_handle()) + matrix.byte_offset());
   const Device device = matrix.device_type() == nb::device::cuda::value ? Device::kCuda : Device::kCpu;
   for (std::size_t i = 0; i < matrix.shape(0); ++i)
-    out.rows.push_back({base + static_cast<std::ptrdiff_t>(i) * matrix.stride(0), matrix.shape(1), device, matrix.device_id()});
+    out.rows.push_back(
+        {base + static_cast<std::ptrdiff_t>(i) * matrix.stride(0), matrix.shape(1), device, matrix.device_id()});
   out.contiguous_2d = matrix.shape(0) <= 1 || static_cast<std::size_t>(matrix.stride(0)) == matrix.shape(1);
   out.arrays.push_back(std::move(matrix));
   return out;
@@ -135,8 +137,9 @@ void vote(nb::handle inputs, std::size_t d, std::optional<std::vector<std::uint3
   const Words out = words_of(out_words, "out", /*writable=*/true);
   require_words(out, d, "out");
   if (weights && weights->size() != rows.rows.size())
-    throw nb::value_error(("weights: " + std::to_string(weights->size()) + " weights for " +
-                           std::to_string(rows.rows.size()) + " inputs").c_str());
+    throw nb::value_error(
+        ("weights: " + std::to_string(weights->size()) + " weights for " + std::to_string(rows.rows.size()) + " inputs")
+            .c_str());
   std::uint64_t total = rows.rows.size();
   if (weights) {
     total = 0;
@@ -158,9 +161,11 @@ void vote(nb::handle inputs, std::size_t d, std::optional<std::vector<std::uint3
     if (weights) {
       const AnyArray w = as_array(device_weights, "device_weights");
       if ((w.dtype() != nb::dtype<std::int32_t>() && w.dtype() != nb::dtype<std::uint32_t>()) || w.ndim() != 1 ||
-          w.shape(0) != rows.rows.size() || w.device_type() != nb::device::cuda::value || (w.shape(0) > 1 && w.stride(0) != 1))
+          w.shape(0) != rows.rows.size() || w.device_type() != nb::device::cuda::value ||
+          (w.shape(0) > 1 && w.stride(0) != 1))
         throw nb::value_error("device_weights: one contiguous 32-bit weight per input on the CUDA device");
-      d_weights = reinterpret_cast<const std::uint32_t*>(static_cast<const std::uint8_t*>(w.data_handle()) + w.byte_offset());
+      d_weights =
+          reinterpret_cast<const std::uint32_t*>(static_cast<const std::uint8_t*>(w.data_handle()) + w.byte_offset());
     }
     unwrap(kernels::cuda::majority_vote(first, rows.rows.size(), BitVector::words_for(d), d_weights, total, out.data,
                                         reinterpret_cast<void*>(stream)));
@@ -208,8 +213,7 @@ void register_signs(nb::module_& m) {
   m.def("pack_signs", &pack, nb::arg("values"), nb::arg("out"), nb::arg("stream"));
   m.def("unpack_signs", &unpack, nb::arg("signs"), nb::arg("d"), nb::arg("out"), nb::arg("scale"), nb::arg("stream"));
   m.def("majority_vote", &vote, nb::arg("inputs"), nb::arg("d"), nb::arg("weights").none(),
-        nb::arg("device_weights").none(), nb::arg("out"),
-        nb::arg("stream"));
+        nb::arg("device_weights").none(), nb::arg("out"), nb::arg("stream"));
   m.def("agreement", &agreement, nb::arg("a"), nb::arg("b"), nb::arg("d"));
   m.def("cuda_device_count", &cuda_device_count);
 }

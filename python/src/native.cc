@@ -30,9 +30,7 @@ void raise(const Error& error) {
 
 namespace {
 
-std::string named(const char* what, const std::string& problem) {
-  return std::string(what) + ": " + problem;
-}
+std::string named(const char* what, const std::string& problem) { return std::string(what) + ": " + problem; }
 
 const char* dtype_name(nb::dlpack::dtype t) {
   using Code = nb::dlpack::dtype_code;
@@ -61,8 +59,7 @@ template <typename Array>
 void require_unit_stride(const Array& array, std::size_t axis, const char* what) {
   if (array.shape(axis) > 1 && array.stride(axis) != 1)
     throw nb::value_error(named(what, "the array is not contiguous along its last axis (stride " +
-                                          std::to_string(array.stride(axis)) +
-                                          "); pass a contiguous copy")
+                                          std::to_string(array.stride(axis)) + "); pass a contiguous copy")
                               .c_str());
 }
 
@@ -87,9 +84,10 @@ Array cast_array(nb::handle object, const char* what) {
     AnyArray read_only;
     if (nb::try_cast(object, read_only, /*convert=*/false))
       throw nb::value_error(named(what, "the array is read-only and Ballot writes into it").c_str());
-    throw nb::type_error(named(what, "expected an array or tensor (numpy, torch or any DLPack "
-                                     "exporter), got " +
-                                         std::string(nb::type_name(object.type()).c_str()))
+    throw nb::type_error(named(what,
+                               "expected an array or tensor (numpy, torch or any DLPack "
+                               "exporter), got " +
+                                   std::string(nb::type_name(object.type()).c_str()))
                              .c_str());
   }
   return array;
@@ -99,7 +97,8 @@ template <typename Array>
 std::pair<std::span<float>, Device> floats_1d(const Array& array, const char* what) {
   require_float32(array, what);
   if (array.ndim() != 1)
-    throw nb::value_error(named(what, "expected a 1-D array, got " + std::to_string(array.ndim()) + " dimensions").c_str());
+    throw nb::value_error(
+        named(what, "expected a 1-D array, got " + std::to_string(array.ndim()) + " dimensions").c_str());
   const Device device = device_of(array, what);
   require_unit_stride(array, 0, what);
   return {{static_cast<float*>(first_element(array)), array.shape(0)}, device};
@@ -133,14 +132,11 @@ Words words_of(nb::handle object, const char* what, bool writable) {
   if (writable) (void)as_writable(object, what);
   const auto t = array.dtype();
   if (t != nb::dtype<std::uint64_t>() && t != nb::dtype<std::int64_t>())
-    throw nb::type_error(named(what, std::string("expected packed sign words of dtype uint64 or int64, got ") +
-                                         dtype_name(t))
-                             .c_str());
-  if (array.ndim() != 1)
-    throw nb::value_error(named(what, "expected a 1-D array of words").c_str());
+    throw nb::type_error(
+        named(what, std::string("expected packed sign words of dtype uint64 or int64, got ") + dtype_name(t)).c_str());
+  if (array.ndim() != 1) throw nb::value_error(named(what, "expected a 1-D array of words").c_str());
   require_unit_stride(array, 0, what);
-  return {static_cast<std::uint64_t*>(first_element(array)), array.shape(0), device_of(array, what),
-          array.device_id()};
+  return {static_cast<std::uint64_t*>(first_element(array)), array.shape(0), device_of(array, what), array.device_id()};
 }
 
 FloatRows float_rows(nb::handle vectors, const char* what) {
@@ -150,15 +146,18 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
     AnyArray matrix = as_array(vectors, what);
     require_float32(matrix, what);
     if (matrix.ndim() != 2)
-      throw nb::value_error(named(what, "expected a list of 1-D vectors or one 2-D array (rows = "
-                                        "vectors), got " + std::to_string(matrix.ndim()) + " dimensions")
+      throw nb::value_error(named(what,
+                                  "expected a list of 1-D vectors or one 2-D array (rows = "
+                                  "vectors), got " +
+                                      std::to_string(matrix.ndim()) + " dimensions")
                                 .c_str());
     out.device = device_of(matrix, what);
     require_unit_stride(matrix, 1, what);
     out.d = matrix.shape(1);
     out.arrays.push_back(matrix);
     const auto* base = static_cast<const float*>(first_element(matrix));
-    for (std::size_t i = 0; i < matrix.shape(0); ++i) out.rows.push_back(base + static_cast<std::ptrdiff_t>(i) * matrix.stride(0));
+    for (std::size_t i = 0; i < matrix.shape(0); ++i)
+      out.rows.push_back(base + static_cast<std::ptrdiff_t>(i) * matrix.stride(0));
     return out;
   }
   const nb::sequence list = nb::borrow<nb::sequence>(vectors);
@@ -178,7 +177,8 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
       row = as_array(item, name.c_str());
       require_float32(row, name.c_str());
       if (row.ndim() != 1)
-        throw nb::value_error(named(name.c_str(), "expected a 1-D vector, got " + std::to_string(row.ndim()) + " dimensions").c_str());
+        throw nb::value_error(
+            named(name.c_str(), "expected a 1-D vector, got " + std::to_string(row.ndim()) + " dimensions").c_str());
       (void)device_of(row, name.c_str());
       require_unit_stride(row, 0, name.c_str());
     }
@@ -189,7 +189,8 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
     } else if (row.shape(0) != out.d || device != out.device) {
       const std::string name = std::string(what) + "[" + std::to_string(i) + "]";
       throw nb::value_error(named(name.c_str(), row.shape(0) != out.d
-                                                    ? "has " + std::to_string(row.shape(0)) + " elements, the first vector " + std::to_string(out.d)
+                                                    ? "has " + std::to_string(row.shape(0)) +
+                                                          " elements, the first vector " + std::to_string(out.d)
                                                     : std::string("is on another device than the first vector"))
                                 .c_str());
     }
@@ -209,8 +210,9 @@ nb::ndarray<nb::numpy, float, nb::ndim<1>> to_numpy(std::vector<float>&& values)
 
 NB_MODULE(_native, m) {
   namespace py = ballot::python;
-  m.doc() = "Ballot's C++ core (robust aggregation, codecs, sign kernels, election codes, attacks, "
-            "evaluation). Use the pure-Python modules of the `ballot` package rather than this one.";
+  m.doc() =
+      "Ballot's C++ core (robust aggregation, codecs, sign kernels, election codes, attacks, "
+      "evaluation). Use the pure-Python modules of the `ballot` package rather than this one.";
   m.attr("has_cuda") = static_cast<bool>(BALLOT_HAVE_CUDA);
   py::register_robust(m);
   py::register_codecs(m);

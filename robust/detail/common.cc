@@ -12,8 +12,7 @@
 
 namespace ballot::robust::detail {
 
-void parallel_for(std::size_t count, std::size_t threads,
-                  const std::function<void(std::size_t, std::size_t)>& fn) {
+void parallel_for(std::size_t count, std::size_t threads, const std::function<void(std::size_t, std::size_t)>& fn) {
   if (count == 0) return;
   threads = std::max<std::size_t>(1, std::min(threads, count));
   const std::size_t chunk = (count + threads - 1) / threads;
@@ -121,8 +120,7 @@ Distances pairwise_distances(const InputMatrix& inputs, std::size_t threads) {
   return out;
 }
 
-std::vector<double> krum_scores(const Distances& distances, const std::vector<std::size_t>& candidates,
-                                std::size_t f) {
+std::vector<double> krum_scores(const Distances& distances, const std::vector<std::size_t>& candidates, std::size_t f) {
   const std::size_t c = candidates.size();
   const std::size_t neighbours = c > f + 2 ? c - f - 2 : 0;
   std::vector<double> scores(c);
@@ -152,8 +150,7 @@ std::size_t argmin_finite(const std::vector<double>& scores) {
   return best;
 }
 
-std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<double>& coeffs,
-                                std::size_t threads) {
+std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<double>& coeffs, std::size_t threads) {
   BALLOT_ENFORCE_EQ(coeffs.size(), inputs.n());
   const std::size_t d = inputs.d();
   std::vector<float> out(d, 0.0f);
@@ -337,8 +334,7 @@ Result<CoordinateOutcome> coordinate_wise(
     } else if (plan.op == CoordinateOp::kClosestWindow) {
       BALLOT_ENFORCE(plan.window >= 1 && plan.window <= m);
     }
-    const WindowRanks window =
-        plan.op == CoordinateOp::kClosestWindow ? window_ranks(m, plan.window) : WindowRanks{};
+    const WindowRanks window = plan.op == CoordinateOp::kClosestWindow ? window_ranks(m, plan.window) : WindowRanks{};
     if (plan.op == CoordinateOp::kClosestWindow) {
       need_lo = window.need_lo;
       need_hi = window.need_hi;
@@ -395,13 +391,13 @@ Result<CoordinateOutcome> coordinate_wise(
             const std::size_t group = std::min<std::size_t>(16, m - first);
             const float* group_rows[16];
             for (std::size_t r = 0; r < group; ++r) group_rows[r] = inputs.row(rows[first + r]) + begin;
-            finite &= kern.gather_sort_groups16(group_rows, group, width, block.data() + first * kTile, tile_floats,
-                                                ahead);
+            finite &=
+                kern.gather_sort_groups16(group_rows, group, width, block.data() + first * kTile, tile_floats, ahead);
           }
         } else {
           for (std::size_t r = 0; r < m; ++r)
-            finite &= kern.copy_finite_tiled(inputs.row(rows[r]) + begin, width, block.data() + r * kTile,
-                                             tile_floats, inputs.row(rows[r]) + begin + width, ahead);
+            finite &= kern.copy_finite_tiled(inputs.row(rows[r]) + begin, width, block.data() + r * kTile, tile_floats,
+                                             inputs.row(rows[r]) + begin + width, ahead);
         }
         if (check && !finite) {
           found_non_finite.store(true, std::memory_order_relaxed);
@@ -447,8 +443,7 @@ Result<CoordinateOutcome> coordinate_wise(
 }
 
 std::string with_threads(std::string spec, std::size_t threads) {
-  if (threads != 1)
-    spec += (spec.find(':') == std::string::npos ? ":threads=" : ",threads=") + std::to_string(threads);
+  if (threads != 1) spec += (spec.find(':') == std::string::npos ? ":threads=" : ",threads=") + std::to_string(threads);
   return spec;
 }
 
@@ -458,10 +453,9 @@ std::string format_double(double value) {
   return std::string(buffer, result.ptr);
 }
 
-Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n,
-                         std::size_t f) {
-  return make_error(ErrorCode::kPrecondition, rule + " needs " + bound + " (n = " + std::to_string(n) +
-                                                  ", f = " + std::to_string(f) + ")");
+Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n, std::size_t f) {
+  return make_error(ErrorCode::kPrecondition,
+                    rule + " needs " + bound + " (n = " + std::to_string(n) + ", f = " + std::to_string(f) + ")");
 }
 
 Status check_not_empty(const InputMatrix& inputs) {

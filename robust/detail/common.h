@@ -17,8 +17,7 @@ namespace ballot::robust::detail {
 
 // Runs fn(begin, end) over [0, count) split into at most `threads` contiguous chunks (the calling
 // thread takes the first). Results must not depend on the split (each index is independent).
-void parallel_for(std::size_t count, std::size_t threads,
-                  const std::function<void(std::size_t, std::size_t)>& fn);
+void parallel_for(std::size_t count, std::size_t threads, const std::function<void(std::size_t, std::size_t)>& fn);
 
 // Indices of the rows holding a NaN or ±Inf, ascending. One read of the input.
 std::vector<std::size_t> non_finite_rows(const InputMatrix& inputs, std::size_t threads);
@@ -42,15 +41,13 @@ Distances pairwise_distances(const InputMatrix& inputs, std::size_t threads);
 // Krum scores (Blanchard et al., NeurIPS 2017, eq. in §4): for each candidate i, the sum of the
 // squared distances to its max(0, |candidates| − f − 2) nearest other candidates; +∞ when one of
 // them is at +∞. Returned in the order of `candidates`.
-std::vector<double> krum_scores(const Distances& distances, const std::vector<std::size_t>& candidates,
-                                std::size_t f);
+std::vector<double> krum_scores(const Distances& distances, const std::vector<std::size_t>& candidates, std::size_t f);
 // The position in `scores` of the smallest finite score (the lowest on ties), or npos.
 std::size_t argmin_finite(const std::vector<double>& scores);
 
 // Σ_i coeffs[i]·x_i, skipping rows whose coefficient is exactly 0 (so a non-finite row with a zero
 // coefficient never poisons the sum).
-std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<double>& coeffs,
-                                std::size_t threads);
+std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<double>& coeffs, std::size_t threads);
 
 // The coordinate-wise engine. Rows are copied tile by tile (a column block of every row, then
 // kTile-wide tiles of it in L1) and each tile is reduced per column:
@@ -113,8 +110,7 @@ std::string format_double(double value);
 double binomial(std::size_t n, std::size_t k);
 
 // Shared error text.
-Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n,
-                         std::size_t f);
+Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n, std::size_t f);
 Status check_not_empty(const InputMatrix& inputs);
 
 }  // namespace ballot::robust::detail

@@ -1,7 +1,6 @@
 #include "robust/detail/covariance.h"
 
 #include <Eigen/Eigenvalues>
-
 #include <algorithm>
 #include <cmath>
 

@@ -5,18 +5,27 @@
 #include "kernels/isa.h"
 
 namespace ballot::robust::detail {
-namespace generic { extern const IsaKernels kKernels; }
+namespace generic {
+extern const IsaKernels kKernels;
+}
 #if defined(__x86_64__)
-namespace avx2 { extern const IsaKernels kKernels; }
-namespace avx512 { extern const IsaKernels kKernels; }
+namespace avx2 {
+extern const IsaKernels kKernels;
+}
+namespace avx512 {
+extern const IsaKernels kKernels;
+}
 #endif
 
 const IsaKernels& isa_kernels() {
 #if defined(__x86_64__)
   switch (kernels::active_isa()) {
-    case kernels::Isa::kAvx512: return avx512::kKernels;
-    case kernels::Isa::kAvx2: return avx2::kKernels;
-    case kernels::Isa::kScalar: break;
+    case kernels::Isa::kAvx512:
+      return avx512::kKernels;
+    case kernels::Isa::kAvx2:
+      return avx2::kKernels;
+    case kernels::Isa::kScalar:
+      break;
   }
 #endif
   return generic::kKernels;

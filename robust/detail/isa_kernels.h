@@ -31,8 +31,8 @@ struct IsaKernels {
   // Copies len floats into kTile-float chunks: chunk t goes to dst + t·tile_stride. Returns
   // whether all are finite. (Tiles of all rows then sit contiguously, free of cache-set conflicts.)
   // Meanwhile prefetches ahead[0, ahead_len) (ahead_len may be 0): the next block of the same row.
-  bool (*copy_finite_tiled)(const float* src, std::size_t len, float* dst, std::size_t tile_stride,
-                            const float* ahead, std::size_t ahead_len);
+  bool (*copy_finite_tiled)(const float* src, std::size_t len, float* dst, std::size_t tile_stride, const float* ahead,
+                            std::size_t ahead_len);
   // acc[j] = (((acc[j] + x_0[j]) + x_1[j]) + …) + x_{count−1}[j] in double, x_r = rows[r], for
   // j < len, and whether all x are finite. Prefetches rows[r][len, len + ahead) on the way (each
   // row's next block, as copy_finite_tiled does).
@@ -50,17 +50,15 @@ struct IsaKernels {
   void (*axpy)(float a, const float* x, float* acc, std::size_t len);
   // The same (bit for bit), prefetching ahead[0, ahead_len) into L2 on the way: the caller's next
   // block of x, which starts a new page where the hardware prefetcher would start cold.
-  void (*axpy_ahead)(float a, const float* x, float* acc, std::size_t len, const float* ahead,
-                     std::size_t ahead_len);
+  void (*axpy_ahead)(float a, const float* x, float* acc, std::size_t len, const float* ahead, std::size_t ahead_len);
   // g (n×n, column-major) = A·Aᵀ where A is n×k, row-major with row stride `stride` floats.
   // Only the lower triangle is guaranteed; the caller mirrors it.
   void (*gram)(const float* a, std::size_t n, std::size_t k, std::size_t stride, float* g);
   // out (m×k, row stride out_stride) = C (m×n, row-major) · A (n×k, row stride stride).
-  void (*mix)(const float* c, std::size_t m, const float* a, std::size_t n, std::size_t k,
-              std::size_t stride, float* out, std::size_t out_stride);
+  void (*mix)(const float* c, std::size_t m, const float* a, std::size_t n, std::size_t k, std::size_t stride,
+              float* out, std::size_t out_stride);
   // Applies the comparators to a tile: wire w is tile[w·stride + j] for j < width (width ≤ kTile).
-  void (*network)(float* tile, std::size_t stride, std::size_t width, const Comparator* comparators,
-                  std::size_t count);
+  void (*network)(float* tile, std::size_t stride, std::size_t width, const Comparator* comparators, std::size_t count);
   // Sorts wires [0, wires) in aligned groups of 16 with Batcher's 16-wire network (the comparators
   // of selection_network's first four rounds, in their order), in registers; a last, partial group
   // is padded with +∞ (finite inputs: the padding stays above every value and is not stored).
@@ -73,16 +71,15 @@ struct IsaKernels {
   bool (*gather_sort_groups16)(const float* const* src, std::size_t rows, std::size_t width, float* block,
                                std::size_t tile_floats, std::size_t ahead);
   // out[j] = mean of rows [lo, hi) of the tile, summed in row order (double accumulator).
-  void (*rows_mean)(const float* tile, std::size_t stride, std::size_t width, std::size_t lo,
-                    std::size_t hi, float* out);
+  void (*rows_mean)(const float* tile, std::size_t stride, std::size_t width, std::size_t lo, std::size_t hi,
+                    float* out);
   // The tile's rows [first, last + w) and the middle ranks (m − 1)/2, m/2 hold the sorted values
   // of those ranks per column. out[j] = mean of the w consecutive ranks, starting in [first, last],
   // whose largest distance to the column's median is smallest (the w values closest to the median;
   // ties: the lowest window), summed in double, rank r into accumulator (r − first) mod 4, the four
   // combined as (s0 + s1) + (s2 + s3). Full tiles need last ≤ first + w (true of window_ranks).
-  void (*closest_window_mean)(const float* tile, std::size_t stride, std::size_t width,
-                              std::size_t m, std::size_t w, std::size_t first, std::size_t last,
-                              float* out);
+  void (*closest_window_mean)(const float* tile, std::size_t stride, std::size_t width, std::size_t m, std::size_t w,
+                              std::size_t first, std::size_t last, float* out);
 };
 
 // The kernels of kernels::active_isa().

@@ -38,7 +38,7 @@ struct OutputAllocator {
   void deallocate(T* block, std::size_t count) noexcept { release_output(block, count * sizeof(T)); }
 
   template <typename U>
-  void construct(U* p) noexcept(noexcept(::new(static_cast<void*>(p)) U)) {
+  void construct(U* p) noexcept(noexcept(::new (static_cast<void*>(p)) U)) {
     ::new (static_cast<void*>(p)) U;
   }
   template <typename U, typename... Args>
@@ -47,7 +47,9 @@ struct OutputAllocator {
   }
 
   template <typename U>
-  bool operator==(const OutputAllocator<U>&) const noexcept { return true; }
+  bool operator==(const OutputAllocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 }  // namespace ballot::robust::detail

@@ -45,9 +45,8 @@ bool contains(const std::string& text, const std::string& fragment) { return tex
 class Commands : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ballot_commands_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("ballot_commands_test_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -157,7 +156,8 @@ TEST_F(Commands, ClusterFileNamesEveryMissingField) {
   }
   {
     std::FILE* out = std::fopen(file.c_str(), "w");
-    std::fputs(R"({"server": {"host": "127.0.0.1", "port": 1}, "keys": "k", "round_deadline_ms": 0, "training": {}})", out);
+    std::fputs(R"({"server": {"host": "127.0.0.1", "port": 1}, "keys": "k", "round_deadline_ms": 0, "training": {}})",
+               out);
     std::fclose(out);
   }
   ProgramRun r = run_ballot("server --cluster " + quoted(file));

@@ -7,8 +7,8 @@
 // commands at their full length (1,500 rounds) are pinned below as well and checked when
 // BALLOT_FULL_DIGESTS=1 is set (about 35 s per run in the release build).
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -68,7 +68,8 @@ const Pinned kPinned[] = {
 };
 
 std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("ballot_pinned_digests_" + std::to_string(::getpid()) + "_" + name);
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ballot_pinned_digests_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   return dir;
 }

@@ -93,19 +93,14 @@ INSTANTIATE_TEST_SUITE_P(
                       OptionCase{"scaled:factor=1e300", "scaled:factor=1e+300"},
                       OptionCase{"gaussian:sigma=1e-7", "gaussian:sigma=1e-07"},
                       OptionCase{"gaussian:sigma=0.001", "gaussian:sigma=0.001"},
-                      OptionCase{"alie:z=1.5", "alie:z=1.5"},
-                      OptionCase{"alie:z=-0.25", "alie:z=-0.25"},
-                      OptionCase{"ipm:eps=100", "ipm:eps=100"},
-                      OptionCase{"ipm:eps=0.1", "ipm"},
-                      OptionCase{"mimic:target=3", "mimic:target=3"},
-                      OptionCase{"directional", "directional:sign=+1"},
+                      OptionCase{"alie:z=1.5", "alie:z=1.5"}, OptionCase{"alie:z=-0.25", "alie:z=-0.25"},
+                      OptionCase{"ipm:eps=100", "ipm:eps=100"}, OptionCase{"ipm:eps=0.1", "ipm"},
+                      OptionCase{"mimic:target=3", "mimic:target=3"}, OptionCase{"directional", "directional:sign=+1"},
                       OptionCase{"directional:sign=-1", "directional:sign=-1"},
                       OptionCase{"directional:sign=1", "directional:sign=+1"},
-                      OptionCase{"omission:p=0.25", "omission:p=0.25"},
-                      OptionCase{"delay:ms=5000", "delay:ms=5000"},
+                      OptionCase{"omission:p=0.25", "omission:p=0.25"}, OptionCase{"delay:ms=5000", "delay:ms=5000"},
                       OptionCase{" reverse : until=200 , from=100 ", "reverse:from=100,until=200"},
-                      OptionCase{"crash:from=5", "crash:from=5"},
-                      OptionCase{"ipm:from=0,eps=1e3", "ipm:eps=1000"},
+                      OptionCase{"crash:from=5", "crash:from=5"}, OptionCase{"ipm:from=0,eps=1e3", "ipm:eps=1000"},
                       OptionCase{"label_flip:until=18446744073709551614", "label_flip:until=18446744073709551614"}));
 
 TEST(Behaviour, OptionsLandInTheirFields) {
@@ -131,13 +126,13 @@ TEST(Behaviour, ErrorsNameTheProblem) {
     const char* text;
     const char* mentions;
   };
-  for (const Bad& bad : {Bad{"flip", "flip"}, Bad{"ipm:epsilon=1", "epsilon"}, Bad{"ipm:eps=-1", "eps"},
-                         Bad{"ipm:eps=0", "eps"}, Bad{"ipm:eps=abc", "abc"}, Bad{"gaussian:sigma=-1", "sigma"},
-                         Bad{"gaussian:sigma=inf", "sigma"}, Bad{"omission:p=1.5", "p must"},
-                         Bad{"delay:ms=-5", "-5"}, Bad{"delay:ms=4294967296", "ms"}, Bad{"mimic:target=x", "x"},
-                         Bad{"reverse:from=10,until=5", "until"}, Bad{"reverse:from=-1", "from"},
-                         Bad{"directional:sign=0", "sign"}, Bad{"zero:factor=2", "factor"},
-                         Bad{"none:x=1", "none"}, Bad{"alie:z", "="}, Bad{"", "empty"}}) {
+  for (const Bad& bad :
+       {Bad{"flip", "flip"}, Bad{"ipm:epsilon=1", "epsilon"}, Bad{"ipm:eps=-1", "eps"}, Bad{"ipm:eps=0", "eps"},
+        Bad{"ipm:eps=abc", "abc"}, Bad{"gaussian:sigma=-1", "sigma"}, Bad{"gaussian:sigma=inf", "sigma"},
+        Bad{"omission:p=1.5", "p must"}, Bad{"delay:ms=-5", "-5"}, Bad{"delay:ms=4294967296", "ms"},
+        Bad{"mimic:target=x", "x"}, Bad{"reverse:from=10,until=5", "until"}, Bad{"reverse:from=-1", "from"},
+        Bad{"directional:sign=0", "sign"}, Bad{"zero:factor=2", "factor"}, Bad{"none:x=1", "none"}, Bad{"alie:z", "="},
+        Bad{"", "empty"}}) {
     auto b = Behaviour::parse(bad.text);
     ASSERT_FALSE(b.ok()) << bad.text;
     EXPECT_EQ(b.error().code, ErrorCode::kInvalidArgument) << bad.text;

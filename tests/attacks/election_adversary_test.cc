@@ -11,9 +11,9 @@ namespace ballot::attacks {
 namespace {
 
 using coding::AllocationMatrix;
-using coding::ThreatModel;
 using coding::decode;
 using coding::elect_replicated;
+using coding::ThreatModel;
 
 std::vector<BitVector> random_signs(std::size_t n, std::size_t d, Rng& rng, double p = 0.5) {
   std::vector<BitVector> signs(n, BitVector(d));
@@ -23,8 +23,7 @@ std::vector<BitVector> random_signs(std::size_t n, std::size_t d, Rng& rng, doub
 }
 
 // Errors (final vote ≠ μ) of the coalition `set` voting −μ, through the real encoder/decoder.
-std::size_t errors_with(const AllocationMatrix& g, const std::vector<BitVector>& signs,
-                        std::uint64_t set) {
+std::size_t errors_with(const AllocationMatrix& g, const std::vector<BitVector>& signs, std::uint64_t set) {
   std::vector<BitVector> votes;
   BitVector honest, mu, out;
   elect_replicated(g, signs, votes, honest);
@@ -101,8 +100,7 @@ TEST(ElectionAdversary, SmallestBreakingCoalition) {
   EXPECT_EQ(identity.byzantine.size(), 1u);
   const auto construction = AllocationMatrix::deterministic(11, 3).value();
   EXPECT_EQ(smallest_breaking_coalition(construction, ThreatModel::kVotesOnly).value().byzantine.size(), 4u);
-  EXPECT_EQ(smallest_breaking_coalition(AllocationMatrix::identity(9), ThreatModel::kVotesAndSources)
-                .error().code,
+  EXPECT_EQ(smallest_breaking_coalition(AllocationMatrix::identity(9), ThreatModel::kVotesAndSources).error().code,
             ErrorCode::kNotFound);
 }
 

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "attacks/election_adversary.h"
 #include "attacks/sign_attacks.h"
 #include "attacks/targets.h"
-#include "attacks/election_adversary.h"
 #include "coding/election_encoder.h"
 #include "coding/tolerance.h"
 #include "core/enforce.h"
@@ -141,8 +141,9 @@ TEST(OmniscientVotes, MatchesPlanOmniscientAttackForItsCoalition) {
     std::size_t b;
   };
   Rng rng(9);
-  for (const Case& c : {Case{AllocationMatrix::identity(9), 4}, Case{AllocationMatrix::paper_n5(), 2},
-                        Case{*AllocationMatrix::bernoulli(15, 2, 4), 6}, Case{*AllocationMatrix::bernoulli(9, 3, 1), 3}}) {
+  for (const Case& c :
+       {Case{AllocationMatrix::identity(9), 4}, Case{AllocationMatrix::paper_n5(), 2},
+        Case{*AllocationMatrix::bernoulli(15, 2, 4), 6}, Case{*AllocationMatrix::bernoulli(9, 3, 1), 3}}) {
     const auto signs = partition_signs(c.g.n(), 1000, 0.7, rng);
     const OmniscientAttack plan = plan_omniscient_attack(c.g, signs, c.b);
     const std::vector<std::size_t> coalition(plan.byzantine.begin(), plan.byzantine.end());

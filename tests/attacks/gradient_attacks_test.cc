@@ -185,7 +185,7 @@ TEST_F(CraftGradient, GaussianStatisticsAndDeterminism) {
   }
   const double mean = sum / d, sd = std::sqrt(sum2 / d - mean * mean);
   EXPECT_LT(std::abs(mean), 5 * 200 / std::sqrt(double(d)));  // 5 standard errors
-  EXPECT_NEAR(sd, 200, 200 * 0.03);                             // sd of the sd ≈ 0.5%
+  EXPECT_NEAR(sd, 200, 200 * 0.03);                           // sd of the sd ≈ 0.5%
 }
 
 TEST_F(CraftGradient, PreconditionsAreEnforced) {
@@ -300,7 +300,7 @@ TEST(AttacksOnTheMean, IpmTurnsTheMeanAgainstTheHonestMeanBeyondTheThreshold) {
       const auto agg = aggregate("mean", stack(honest, std::vector<std::vector<float>>(m, bad)), n, d);
       const double inner = dot(agg, g_bar);
       EXPECT_NEAR(inner, (static_cast<double>(n - m) - m * eps) / n * norm2, 1e-4 * norm2) << "eps " << eps;
-      EXPECT_EQ(inner < 0, eps > threshold) << "m " << m << " eps " << eps;
+      EXPECT_EQ(inner<0, eps> threshold) << "m " << m << " eps " << eps;
     }
   }
 }

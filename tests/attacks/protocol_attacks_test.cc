@@ -35,12 +35,11 @@ TEST_P(Malformed, RejectedByTheHeaderDecoder) {
   EXPECT_EQ(decoded.error().code, ErrorCode::kMalformed);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, Malformed, ::testing::ValuesIn(kAllKinds),
-                         [](const auto& info) {
-                           std::string name(malformed_kind_name(info.param));
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Kinds, Malformed, ::testing::ValuesIn(kAllKinds), [](const auto& info) {
+  std::string name(malformed_kind_name(info.param));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+});
 
 TEST(MalformedFrame, RandomFramesAreAlwaysRejectedAndCoverEveryKind) {
   Rng rng(77);

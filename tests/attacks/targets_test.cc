@@ -39,9 +39,9 @@ TEST(ParseIndices, AscendingAndValidated) {
     const char* list;
     const char* mentions;
   };
-  for (const Bad& bad : {Bad{"0,0", "twice"}, Bad{"6", "out of range"}, Bad{"a", "'a'"}, Bad{"1,,2", "''"},
-                         Bad{"-1", "'-1'"}, Bad{"1.5", "'1.5'"}, Bad{"1,", "''"},
-                         Bad{"99999999999999999999999", "not a node index"}}) {
+  for (const Bad& bad :
+       {Bad{"0,0", "twice"}, Bad{"6", "out of range"}, Bad{"a", "'a'"}, Bad{"1,,2", "''"}, Bad{"-1", "'-1'"},
+        Bad{"1.5", "'1.5'"}, Bad{"1,", "''"}, Bad{"99999999999999999999999", "not a node index"}}) {
     auto parsed = parse_indices(bad.list, 6);
     ASSERT_FALSE(parsed.ok()) << bad.list;
     EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument);
@@ -113,14 +113,13 @@ TEST_P(WorstCoalition, IsTheMaximumOverEveryCoalitionAndDeterministic) {
     EXPECT_GE(score, wrong_patterns(g, *choose_byzantine(g.n(), count, seed)));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Codes, WorstCoalition,
-    ::testing::Values(WorstCase{"paper5_b2", AllocationMatrix::paper_n5(), 2},
-                      WorstCase{"paper5_b1", AllocationMatrix::paper_n5(), 1},
-                      WorstCase{"identity7_b3", AllocationMatrix::identity(7), 3},
-                      WorstCase{"bernoulli9_b3", *AllocationMatrix::bernoulli(9, 2, 7), 3},
-                      WorstCase{"deterministic9_b3", *AllocationMatrix::deterministic(9, 2), 3}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Codes, WorstCoalition,
+                         ::testing::Values(WorstCase{"paper5_b2", AllocationMatrix::paper_n5(), 2},
+                                           WorstCase{"paper5_b1", AllocationMatrix::paper_n5(), 1},
+                                           WorstCase{"identity7_b3", AllocationMatrix::identity(7), 3},
+                                           WorstCase{"bernoulli9_b3", *AllocationMatrix::bernoulli(9, 2, 7), 3},
+                                           WorstCase{"deterministic9_b3", *AllocationMatrix::deterministic(9, 2), 3}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(WorstCoalition, HarmlessCoalitionsGiveTheFirstIndices) {
   // Every single node is harmless to the paper's code, and G = I is symmetric.
@@ -178,9 +177,9 @@ TEST(SelectByzantine, Selectors) {
   EXPECT_EQ(*select_byzantine("worst", 100000, 3, 9, nullptr), (std::vector<std::size_t>{0, 1, 2}));  // any n
   EXPECT_EQ(*select_byzantine("4,1", 5, 0, 9, nullptr), (std::vector<std::size_t>{1, 4}));
   EXPECT_EQ(*select_byzantine("4,1", 5, 2, 9, nullptr), (std::vector<std::size_t>{1, 4}));
-  EXPECT_FALSE(select_byzantine("4,1", 5, 3, 9, nullptr).ok());       // count disagrees
-  EXPECT_FALSE(select_byzantine("worst", 7, 2, 9, &g).ok());          // G is for n = 5
-  EXPECT_FALSE(select_byzantine("worst", 5, 6, 9, &g).ok());          // too many
+  EXPECT_FALSE(select_byzantine("4,1", 5, 3, 9, nullptr).ok());  // count disagrees
+  EXPECT_FALSE(select_byzantine("worst", 7, 2, 9, &g).ok());     // G is for n = 5
+  EXPECT_FALSE(select_byzantine("worst", 5, 6, 9, &g).ok());     // too many
   EXPECT_FALSE(select_byzantine("random", 5, 6, 9, nullptr).ok());
   EXPECT_FALSE(select_byzantine("everyone", 5, 1, 9, nullptr).ok());
 }

@@ -87,8 +87,8 @@ TEST(AllocationMatrix, FromRowsValidates) {
 TEST(AllocationMatrix, TextRoundTripAndTolerantSyntax) {
   const auto g = AllocationMatrix::deterministic(9, 2).value();
   EXPECT_EQ(AllocationMatrix::parse(g.to_text()).value(), g);
-  const auto parsed = AllocationMatrix::parse(
-      "# the paper's code\n\n10000\n0 1 1 1 0\n1,1,1,1,1\r\n11111  # full\n\t1 1 1 1 1\n");
+  const auto parsed =
+      AllocationMatrix::parse("# the paper's code\n\n10000\n0 1 1 1 0\n1,1,1,1,1\r\n11111  # full\n\t1 1 1 1 1\n");
   ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
   EXPECT_EQ(parsed.value(), AllocationMatrix::paper_n5());
 }
@@ -122,9 +122,7 @@ TEST(AllocationMatrix, SaveAndLoadFile) {
   ASSERT_TRUE(g.save(path).ok());
   EXPECT_EQ(AllocationMatrix::load(path).value(), g);
   EXPECT_EQ(AllocationMatrix::load((dir / "absent.txt").string()).error().code, ErrorCode::kNotFound);
-  {
-    std::ofstream(path) << "1 0\n0 2\n";
-  }
+  { std::ofstream(path) << "1 0\n0 2\n"; }
   const auto bad = AllocationMatrix::load(path);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find(path), std::string::npos);

@@ -19,9 +19,9 @@ TEST(CastCodecs, Fp16KnownValuesRoundToNearestEven) {
   EXPECT_EQ(float_to_fp16(65519.0f), 0x7BFF);
   EXPECT_EQ(float_to_fp16(65520.0f), 0x7C00);  // halfway to 2^16 rounds to even = inf
   EXPECT_EQ(float_to_fp16(1e9f), 0x7C00);
-  EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -24)), 0x0001);      // smallest subnormal
-  EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -25)), 0x0000);      // tie -> even (0)
-  EXPECT_EQ(float_to_fp16(std::ldexp(3.0f, -25)), 0x0002);      // 1.5 units -> 2
+  EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
+  EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -25)), 0x0000);         // tie -> even (0)
+  EXPECT_EQ(float_to_fp16(std::ldexp(3.0f, -25)), 0x0002);         // 1.5 units -> 2
   EXPECT_EQ(float_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie -> even
   EXPECT_EQ(float_to_fp16(1.0f + std::ldexp(3.0f, -11)), 0x3C02);  // tie -> even (up)
   EXPECT_EQ(float_to_fp16(std::numeric_limits<float>::infinity()), 0x7C00);
@@ -36,8 +36,8 @@ TEST(CastCodecs, Fp16MatchesTheCompilersConversionOnRandomFloats) {
   for (int i = 0; i < 200000; ++i) {
     // Random bit patterns around the fp16 range, NaN excluded.
     const std::uint32_t exponent = 96 + static_cast<std::uint32_t>(rng.uniform_int(50));
-    const std::uint32_t bits = (static_cast<std::uint32_t>(rng.uniform_int(2)) << 31) |
-                               (exponent << 23) | static_cast<std::uint32_t>(rng.uniform_int(1u << 23));
+    const std::uint32_t bits = (static_cast<std::uint32_t>(rng.uniform_int(2)) << 31) | (exponent << 23) |
+                               static_cast<std::uint32_t>(rng.uniform_int(1u << 23));
     const float value = std::bit_cast<float>(bits);
     const _Float16 reference = static_cast<_Float16>(value);
     ASSERT_EQ(float_to_fp16(value), std::bit_cast<std::uint16_t>(reference)) << value;
@@ -49,11 +49,15 @@ TEST(CastCodecs, Fp16AndBf16RoundTripEveryNonNanPattern) {
   for (std::uint32_t h = 0; h < 65536; ++h) {
     const auto half = static_cast<std::uint16_t>(h);
     const bool fp16_nan = (half & 0x7C00) == 0x7C00 && (half & 0x3FF) != 0;
-    if (!fp16_nan) ASSERT_EQ(float_to_fp16(fp16_to_float(half)), half) << h;
-    else ASSERT_TRUE(std::isnan(fp16_to_float(half)));
+    if (!fp16_nan)
+      ASSERT_EQ(float_to_fp16(fp16_to_float(half)), half) << h;
+    else
+      ASSERT_TRUE(std::isnan(fp16_to_float(half)));
     const bool bf16_nan = (half & 0x7F80) == 0x7F80 && (half & 0x7F) != 0;
-    if (!bf16_nan) ASSERT_EQ(float_to_bf16(bf16_to_float(half)), half) << h;
-    else ASSERT_TRUE(std::isnan(bf16_to_float(half)));
+    if (!bf16_nan)
+      ASSERT_EQ(float_to_bf16(bf16_to_float(half)), half) << h;
+    else
+      ASSERT_TRUE(std::isnan(bf16_to_float(half)));
   }
 }
 

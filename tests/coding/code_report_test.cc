@@ -5,9 +5,7 @@
 namespace ballot::coding {
 namespace {
 
-bool contains(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
 
 TEST(CodeReport, PaperCodeReportsBothPlacementsAndTheTable) {
   CodeReportOptions options;

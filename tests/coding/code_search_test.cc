@@ -10,9 +10,7 @@ namespace {
 TEST(CodeSearch, ReproducesTheKnownOptima) {
   // ALGORITHMS.md §3: 19 ones for (5, 1) — the paper's code — and 29 for (7, 1) against the
   // general construction's 33.
-  const struct {
-    std::size_t n, b, ones, construction;
-  } known[] = {{5, 1, 19, 19}, {7, 1, 29, 33}};
+  const struct { std::size_t n, b, ones, construction; } known[] = {{5, 1, 19, 19}, {7, 1, 29, 33}};
   for (const auto& k : known) {
     const auto result = find_minimum_redundancy_code(k.n, k.b).value();
     EXPECT_EQ(result.ones, k.ones) << k.n;

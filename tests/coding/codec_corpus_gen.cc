@@ -29,12 +29,27 @@ std::vector<float> values(std::size_t d, std::uint64_t seed) {
 
 std::vector<Seed> seeds() {
   std::vector<Seed> out;
-  std::vector<std::string> specs = {"fp32", "fp16", "bf16", "sign", "scaled_sign", "scaled_sign:granularity=model",
-                                    "signum", "onebit", "topk:ratio=0.05", "topk:k=9,granularity=layer",
-                                    "randomk:ratio=0.05", "randomk:k=9,granularity=layer", "gtopk:ratio=0.05",
-                                    "threshold:tau=1.5", "qsgd:s=16", "qsgd:s=5,granularity=layer",
-                                    "qsgd:s=4,elias=1", "qsgd:s=3,elias=1,granularity=layer", "terngrad",
-                                    "terngrad:clip=2.5,granularity=model", "dgc:ratio=0.05",
+  std::vector<std::string> specs = {"fp32",
+                                    "fp16",
+                                    "bf16",
+                                    "sign",
+                                    "scaled_sign",
+                                    "scaled_sign:granularity=model",
+                                    "signum",
+                                    "onebit",
+                                    "topk:ratio=0.05",
+                                    "topk:k=9,granularity=layer",
+                                    "randomk:ratio=0.05",
+                                    "randomk:k=9,granularity=layer",
+                                    "gtopk:ratio=0.05",
+                                    "threshold:tau=1.5",
+                                    "qsgd:s=16",
+                                    "qsgd:s=5,granularity=layer",
+                                    "qsgd:s=4,elias=1",
+                                    "qsgd:s=3,elias=1,granularity=layer",
+                                    "terngrad",
+                                    "terngrad:clip=2.5,granularity=model",
+                                    "dgc:ratio=0.05",
                                     "dgc:ratio=0.1,clip=1,warmup=3,granularity=model"};
   // Every codec of the table has seeds: one with none above gets its example's (and the corpus
   // check then asks for the corpus to be regenerated).
@@ -74,9 +89,9 @@ std::vector<Seed> seeds() {
   }
   // The error-feedback state of every codec that is stateless by default (the fuzz target's
   // decoder_for(id, state=true)): the residual after two steps.
-  const char* feedback[] = {"fp32:ef=1", "fp16:ef=1", "bf16:ef=1", "sign:ef=1", "scaled_sign:ef=1",
-                            "topk:ef=1", "randomk:ef=1", "threshold:tau=1,ef=1", "qsgd:ef=1",
-                            "terngrad:ef=1"};
+  const char* feedback[] = {"fp32:ef=1",        "fp16:ef=1",    "bf16:ef=1",    "sign:ef=1",
+                            "scaled_sign:ef=1", "topk:ef=1",    "randomk:ef=1", "threshold:tau=1,ef=1",
+                            "qsgd:ef=1",        "terngrad:ef=1"};
   for (std::uint8_t selector : {std::uint8_t{1}, std::uint8_t{2}}) {
     const auto layout = fuzz::layout_for(selector);
     for (const char* spec : feedback) {

@@ -18,12 +18,14 @@ inline constexpr std::uint8_t kStateBit = 0x80;
 
 inline GradientLayout layout_for(std::uint8_t selector) {
   switch (selector & 3) {
-    case 0: return GradientLayout::whole(300);
+    case 0:
+      return GradientLayout::whole(300);
     case 1:
-      return GradientLayout::from_sizes({{"conv", 70}, {"empty", 0}, {"fc", 129}, {"bias", 64}, {"out", 3}})
-          .value();
-    case 2: return GradientLayout::whole(1);
-    default: return GradientLayout::whole(0);
+      return GradientLayout::from_sizes({{"conv", 70}, {"empty", 0}, {"fc", 129}, {"bias", 64}, {"out", 3}}).value();
+    case 2:
+      return GradientLayout::whole(1);
+    default:
+      return GradientLayout::whole(0);
   }
 }
 

@@ -74,19 +74,20 @@ TEST(CodecRegistry, OptionsReachTheCodec) {
 }
 
 TEST(CodecRegistry, BadSpecsAreErrorsNamingTheProblem) {
-  struct Case { const char* spec; const char* mentions; };
-  for (const Case c : {Case{"nope", "unknown codec"}, Case{"qsgd:levels=3", "levels"},
-                       Case{"qsgd:s=0", "s must"}, Case{"qsgd:s=70000", "s must"},
-                       Case{"topk:k=3,ratio=0.1", "not both"}, Case{"topk:ratio=2", "ratio"},
-                       Case{"topk:k=-1", "k must"}, Case{"topk:granularity=row", "granularity"},
-                       Case{"threshold", "tau"}, Case{"signum:beta=1", "beta"},
-                       Case{"gtopk:ef=1", "residual"}, Case{"sign:ef=maybe", "ef"},
-                       Case{"terngrad:clip=-1", "clip"}, Case{"", "empty"}}) {
+  struct Case {
+    const char* spec;
+    const char* mentions;
+  };
+  for (const Case c :
+       {Case{"nope", "unknown codec"}, Case{"qsgd:levels=3", "levels"}, Case{"qsgd:s=0", "s must"},
+        Case{"qsgd:s=70000", "s must"}, Case{"topk:k=3,ratio=0.1", "not both"}, Case{"topk:ratio=2", "ratio"},
+        Case{"topk:k=-1", "k must"}, Case{"topk:granularity=row", "granularity"}, Case{"threshold", "tau"},
+        Case{"signum:beta=1", "beta"}, Case{"gtopk:ef=1", "residual"}, Case{"sign:ef=maybe", "ef"},
+        Case{"terngrad:clip=-1", "clip"}, Case{"", "empty"}}) {
     const auto codec = make_codec(c.spec);
     ASSERT_FALSE(codec.ok()) << c.spec;
     EXPECT_EQ(codec.error().code, ErrorCode::kInvalidArgument) << c.spec;
-    EXPECT_NE(codec.error().message.find(c.mentions), std::string::npos)
-        << c.spec << ": " << codec.error().message;
+    EXPECT_NE(codec.error().message.find(c.mentions), std::string::npos) << c.spec << ": " << codec.error().message;
   }
 }
 

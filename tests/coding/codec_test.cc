@@ -24,8 +24,8 @@ using testing::normal_values;
 class EveryCodec : public ::testing::TestWithParam<std::string> {};
 
 std::vector<GradientLayout> layouts() {
-  return {GradientLayout::whole(1), GradientLayout::whole(64), GradientLayout::whole(1000),
-          mixed_layout(), GradientLayout::whole(0)};
+  return {GradientLayout::whole(1), GradientLayout::whole(64), GradientLayout::whole(1000), mixed_layout(),
+          GradientLayout::whole(0)};
 }
 
 TEST_P(EveryCodec, SizeMatchesWireSizeAndDecodeRoundTrips) {
@@ -213,15 +213,13 @@ std::vector<std::string> every_spec() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Registry, EveryCodec, ::testing::ValuesIn(every_spec()),
-    [](const auto& info) {
-      std::string name = info.param;
-      for (char& ch : name) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Registry, EveryCodec, ::testing::ValuesIn(every_spec()), [](const auto& info) {
+  std::string name = info.param;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+});
 
 }  // namespace
 }  // namespace ballot::coding

@@ -23,8 +23,7 @@ inline std::vector<float> normal_values(std::size_t count, std::uint64_t seed) {
 
 // Layers of different sizes, one of them empty and one not a multiple of 64.
 inline GradientLayout mixed_layout() {
-  return GradientLayout::from_sizes({{"conv", 70}, {"empty", 0}, {"fc", 129}, {"bias", 64}, {"out", 3}})
-      .value();
+  return GradientLayout::from_sizes({{"conv", 70}, {"empty", 0}, {"fc", 129}, {"bias", 64}, {"out", 3}}).value();
 }
 
 inline std::unique_ptr<Codec> codec(const std::string& spec) {

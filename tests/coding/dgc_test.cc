@@ -21,7 +21,8 @@ using testing::normal_values;
 std::vector<std::pair<std::uint32_t, float>> entries(const EncodedGradient& encoded, std::size_t segments = 1) {
   std::vector<std::pair<std::uint32_t, float>> out;
   std::size_t total = 0;
-  for (std::size_t s = 0; s < segments; ++s) total += load_pod<std::uint32_t>(encoded.bytes.data() + kHeaderBytes + 4 * s);
+  for (std::size_t s = 0; s < segments; ++s)
+    total += load_pod<std::uint32_t>(encoded.bytes.data() + kHeaderBytes + 4 * s);
   const std::size_t indices_at = kHeaderBytes + 4 * segments, values_at = indices_at + 4 * total;
   for (std::size_t j = 0; j < total; ++j) {
     out.emplace_back(load_pod<std::uint32_t>(encoded.bytes.data() + indices_at + 4 * j),
@@ -151,8 +152,8 @@ TEST(Dgc, LocalClippingBoundsTheGradientNormPerLayer) {
   // coordinates plus the decoded message on the sent ones.
   const auto layout = GradientLayout::from_sizes({{"loud", 100}, {"mid", 100}, {"small", 100}}).value();
   auto g = normal_values(300, 8);
-  for (std::size_t i = 0; i < 100; ++i) g[i] *= 100.0f;    // norm ~ 1000
-  for (std::size_t i = 200; i < 300; ++i) g[i] *= 0.01f;   // norm ~ 0.1: below the clip
+  for (std::size_t i = 0; i < 100; ++i) g[i] *= 100.0f;   // norm ~ 1000
+  for (std::size_t i = 200; i < 300; ++i) g[i] *= 0.01f;  // norm ~ 0.1: below the clip
   DgcOptions options;
   options.ratio = 0.05;
   options.clip = 1.0f;
@@ -186,7 +187,7 @@ TEST(Dgc, WarmupRampsTheDensityExponentially) {
   EXPECT_NEAR(codec.density(2), std::sqrt(0.25 * 0.001), 1e-12);
   EXPECT_DOUBLE_EQ(codec.density(4), 0.001);
   EXPECT_DOUBLE_EQ(codec.density(1000), 0.001);
-  const auto layout = GradientLayout::whole(4000);  // exact path: exactly ⌈ρ_t·n⌉ per round
+  const auto layout = GradientLayout::whole(4000);            // exact path: exactly ⌈ρ_t·n⌉ per round
   EXPECT_EQ(codec.wire_size(layout), 24u + 4u + 8u * 1000u);  // bounded by the largest density
   Rng rng(2);
   for (std::uint64_t round = 0; round < 6; ++round) {

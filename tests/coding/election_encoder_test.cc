@@ -80,27 +80,25 @@ TEST(ElectionEncoder, ExchangeCountsOnlyValidInputsAndRecordsThem) {
   BitVector other = signs[3];
   other.flip();
   const std::vector<ExchangeInput> inputs{
-      {0, &signs[0]},       // counted
-      {5, &signs[5]},       // not in row
-      {9, &signs[0]},       // out of range
-      {1, &short_vector},   // wrong size
-      {2, nullptr},         // announced, unusable
-      {3, &signs[3]},       // equivocation ...
-      {3, &other},          // ... with a different vector
-      {3, &signs[3]},       // ... and again: still rejected
-      {4, &signs[4]},       // counted
-      {4, &signs[4]},       // identical duplicate: counted once
+      {0, &signs[0]},      // counted
+      {5, &signs[5]},      // not in row
+      {9, &signs[0]},      // out of range
+      {1, &short_vector},  // wrong size
+      {2, nullptr},        // announced, unusable
+      {3, &signs[3]},      // equivocation ...
+      {3, &other},         // ... with a different vector
+      {3, &signs[3]},      // ... and again: still rejected
+      {4, &signs[4]},      // counted
+      {4, &signs[4]},      // identical duplicate: counted once
   };
   const auto vote = encode_exchange(g, 0, d, inputs);
   EXPECT_EQ(vote.counted, (std::vector<std::uint32_t>{0, 4}));
   EXPECT_EQ(vote.missing, (std::vector<std::uint32_t>{1, 2, 3}));
   const std::vector<std::pair<std::uint32_t, InputRejection>> rejected{
-      {5, InputRejection::kNotInRow},     {9, InputRejection::kNotInRow},
-      {1, InputRejection::kWrongSize},    {2, InputRejection::kNull},
-      {3, InputRejection::kEquivocation}, {3, InputRejection::kEquivocation}};
+      {5, InputRejection::kNotInRow}, {9, InputRejection::kNotInRow},     {1, InputRejection::kWrongSize},
+      {2, InputRejection::kNull},     {3, InputRejection::kEquivocation}, {3, InputRejection::kEquivocation}};
   EXPECT_EQ(vote.rejected, rejected);
-  for (std::size_t c = 0; c < d; ++c)
-    ASSERT_EQ(vote.vote.get(c), brute_majority({&signs[0], &signs[4]}, c));
+  for (std::size_t c = 0; c < d; ++c) ASSERT_EQ(vote.vote.get(c), brute_majority({&signs[0], &signs[4]}, c));
   EXPECT_STREQ(input_rejection_name(InputRejection::kEquivocation), "equivocation");
 }
 

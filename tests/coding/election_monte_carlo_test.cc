@@ -44,10 +44,18 @@ double exact_error(const AllocationMatrix& g, const MonteCarloOptions& o) {
             int v = local[i];
             if ((set >> i) & 1u) {
               switch (o.attack) {
-                case ElectionAttack::kReverse: v = -v; break;
-                case ElectionAttack::kDirectional: v = 1; break;
-                case ElectionAttack::kRandom: v = ((choice >> byz) & 1u) ? 1 : -1; break;
-                case ElectionAttack::kOpposite: v = -truth; break;
+                case ElectionAttack::kReverse:
+                  v = -v;
+                  break;
+                case ElectionAttack::kDirectional:
+                  v = 1;
+                  break;
+                case ElectionAttack::kRandom:
+                  v = ((choice >> byz) & 1u) ? 1 : -1;
+                  break;
+                case ElectionAttack::kOpposite:
+                  v = -truth;
+                  break;
               }
               ++byz;
             }
@@ -68,8 +76,8 @@ TEST(ElectionMonteCarlo, MatchesExactEnumerationOnSmallCodes) {
       AllocationMatrix::from_rows(6, {{0, 1}, {1, 2, 3}, {2, 3}, {4}, {0, 5}, {1, 2, 3, 4, 5}}).value()};
   for (const auto& g : codes) {
     for (const auto ties : {TieRule::kPlusOne, TieRule::kAbstain}) {
-      for (const auto attack : {ElectionAttack::kReverse, ElectionAttack::kDirectional,
-                                ElectionAttack::kRandom, ElectionAttack::kOpposite}) {
+      for (const auto attack : {ElectionAttack::kReverse, ElectionAttack::kDirectional, ElectionAttack::kRandom,
+                                ElectionAttack::kOpposite}) {
         MonteCarloOptions o;
         o.b = 2;
         o.q = 0.75;
@@ -112,8 +120,8 @@ TEST(ElectionMonteCarlo, SanityNumbersOfThePaper) {
     for (int y = 0; y <= 6; ++y)
       if (x + y <= 7)
         exact += std::tgamma(10) / (std::tgamma(x + 1) * std::tgamma(10 - x)) * std::pow(0.9, x) *
-                 std::pow(0.1, 9 - x) * std::tgamma(7) / (std::tgamma(y + 1) * std::tgamma(7 - y)) *
-                 std::pow(0.1, y) * std::pow(0.9, 6 - y);
+                 std::pow(0.1, 9 - x) * std::tgamma(7) / (std::tgamma(y + 1) * std::tgamma(7 - y)) * std::pow(0.1, y) *
+                 std::pow(0.9, 6 - y);
   EXPECT_NEAR(mv.error, exact, 5 * mv.standard_error);
 }
 

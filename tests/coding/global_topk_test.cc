@@ -36,8 +36,7 @@ TEST(GlobalTopK, AggregatorKeepsTheKLargestOfTheSumAndWorkersKeepTheRest) {
   for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(workers[w].decode_add(messages[w].bytes, layout, sum).ok());
   std::vector<std::size_t> order(400);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](auto a, auto b) { return std::fabs(sum[a]) > std::fabs(sum[b]); });
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return std::fabs(sum[a]) > std::fabs(sum[b]); });
   std::vector<float> expected(400, 0.0f);
   for (std::size_t j = 0; j < 20; ++j) expected[order[j]] = sum[order[j]];
   const auto decoded = workers[0].decode(global->bytes, layout).value();

@@ -141,7 +141,7 @@ TEST(Qsgd, LevelsAboveSAreMalformed) {
   QsgdCodec codec(QsgdOptions{.s = 5});
   Rng rng(1);
   auto bytes = codec.encode(normal_values(10, 1), layout, rng).bytes;
-  const std::size_t planes_at = kHeaderBytes + 4 + 4 + 8;  // s, norm, signs
+  const std::size_t planes_at = kHeaderBytes + 4 + 4 + 8;     // s, norm, signs
   for (int p = 0; p < 3; ++p) bytes[planes_at + 8 * p] |= 1;  // coordinate 0 gets level 7
   std::vector<float> acc(10, 0.0f);
   EXPECT_FALSE(codec.decode_add(bytes, layout, acc).ok());
@@ -194,7 +194,8 @@ TEST(TernGrad, IsUnbiasedAndTernary) {
   const auto m = moments(codec, v, layout, kTrials);
   for (const auto& layer : layout.layers()) {
     double scale = 0;
-    for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) scale = std::max(scale, double(std::fabs(v[i])));
+    for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i)
+      scale = std::max(scale, double(std::fabs(v[i])));
     for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) {
       const double sigma = std::sqrt(std::max(0.0, scale * std::fabs(v[i]) - double(v[i]) * v[i]));
       EXPECT_NEAR(m.mean[i], v[i], 5 * sigma / std::sqrt(kTrials) + 1e-6) << i;
@@ -204,7 +205,8 @@ TEST(TernGrad, IsUnbiasedAndTernary) {
   const auto once = codec.decode(codec.encode(v, layout, rng).bytes, layout).value();
   for (const auto& layer : layout.layers()) {
     double scale = 0;
-    for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) scale = std::max(scale, double(std::fabs(v[i])));
+    for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i)
+      scale = std::max(scale, double(std::fabs(v[i])));
     for (std::size_t i = layer.offset; i < layer.offset + layer.size; ++i) {
       EXPECT_TRUE(once[i] == 0.0f || std::fabs(std::fabs(once[i]) - scale) < 1e-6) << once[i];
     }

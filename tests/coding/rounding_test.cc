@@ -23,9 +23,16 @@ std::vector<float> test_values(std::size_t n, std::uint64_t seed) {
   std::vector<float> x(n);
   for (auto& v : x) v = static_cast<float>(rng.normal());
   // Special values: zeros of both signs, exact levels, NaN, infinities, huge and subnormal.
-  const float specials[] = {0.0f, -0.0f, 1.0f, -0.5f, std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            1e30f, -1e-40f, 0.25f};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            -0.5f,
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            1e30f,
+                            -1e-40f,
+                            0.25f};
   for (std::size_t j = 0; j < std::size(specials) && 37 * j < n; ++j) x[37 * j] = specials[j];
   return x;
 }
@@ -106,8 +113,8 @@ TEST_P(RoundingIsa, TernGradMatchesTheDefinitionAtEveryLevel) {
     kernels::set_isa_limit(isa);
     std::vector<std::uint8_t> signs(bytes, 0), keep(bytes, 0);
     for (const auto& piece : pieces) {
-      terngrad_quantize(random, x.data(), piece.lo, piece.hi, piece.limit, piece.inv, piece.keep_all,
-                        signs.data(), keep.data());
+      terngrad_quantize(random, x.data(), piece.lo, piece.hi, piece.limit, piece.inv, piece.keep_all, signs.data(),
+                        keep.data());
     }
     for (const auto& piece : pieces) {
       for (std::size_t i = piece.lo; i < piece.hi; ++i) {
@@ -128,8 +135,8 @@ TEST_P(RoundingIsa, TernGradMatchesTheDefinitionAtEveryLevel) {
 TEST_P(RoundingIsa, FoldOfTheStreamIsTheSameAtEveryLevel) {
   IsaGuard guard;
   const RoundingStream random(0x5EEDull, 9, GetParam());
-  for (const std::uint64_t d : {std::uint64_t{1}, std::uint64_t{128}, std::uint64_t{129}, std::uint64_t{300},
-                                std::uint64_t{1000}}) {
+  for (const std::uint64_t d :
+       {std::uint64_t{1}, std::uint64_t{128}, std::uint64_t{129}, std::uint64_t{300}, std::uint64_t{1000}}) {
     const std::uint64_t blocks = RoundingStream::blocks_for(d);
     std::uint32_t folded[4] = {};
     for (std::uint64_t b = 0; b < blocks; ++b) {
@@ -138,8 +145,7 @@ TEST_P(RoundingIsa, FoldOfTheStreamIsTheSameAtEveryLevel) {
       }
     }
     const auto rotl16 = [](std::uint32_t w) { return (w << 16) | (w >> 16); };
-    const std::uint64_t expected =
-        (folded[0] ^ rotl16(folded[2])) | std::uint64_t{folded[1] ^ rotl16(folded[3])} << 32;
+    const std::uint64_t expected = (folded[0] ^ rotl16(folded[2])) | std::uint64_t{folded[1] ^ rotl16(folded[3])} << 32;
     for (auto isa : kernels::supported_isas()) {
       kernels::set_isa_limit(isa);
       EXPECT_EQ(fold_rounding_blocks(random, d), expected) << kernels::isa_name(isa) << " d = " << d;
@@ -147,8 +153,7 @@ TEST_P(RoundingIsa, FoldOfTheStreamIsTheSameAtEveryLevel) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(FirstBlock, RoundingIsa,
-                         ::testing::Values(0ull, 5ull, (1ull << 32) - 20, (3ull << 32) - 7));
+INSTANTIATE_TEST_SUITE_P(FirstBlock, RoundingIsa, ::testing::Values(0ull, 5ull, (1ull << 32) - 20, (3ull << 32) - 7));
 
 TEST(Rounding, RoundUpFrequencyIsTheFraction) {
   // Many coordinates with the same fraction p: the round-up rate is p up to 2^-17 (resolution)

@@ -23,8 +23,7 @@ TEST(SignCodecs, SignDecodesToPlusMinusOneWithZeroPositive) {
   Rng rng(1);
   const auto encoded = codec.encode(g, layout, rng);
   EXPECT_EQ(encoded.size(), 24u + 8u);
-  EXPECT_EQ(codec.decode(encoded.bytes, layout).value(),
-            (std::vector<float>{-1.0f, 1.0f, 1.0f, 1.0f, -1.0f}));
+  EXPECT_EQ(codec.decode(encoded.bytes, layout).value(), (std::vector<float>{-1.0f, 1.0f, 1.0f, 1.0f, -1.0f}));
 }
 
 TEST(SignCodecs, ScaledSignUsesTheL1MeanOfEachSegment) {
@@ -109,11 +108,9 @@ TEST(SignCodecs, SignumSendsTheSignOfTheMomentum) {
   SignumCodec codec(SignumOptions{0.5f});
   Rng rng(1);
   const std::vector<float> g1{1.0f, -1.0f, 1.0f}, g2{-3.0f, 0.5f, -0.5f};
-  EXPECT_EQ(codec.decode(codec.encode(g1, layout, rng).bytes, layout).value(),
-            (std::vector<float>{1.0f, -1.0f, 1.0f}));
+  EXPECT_EQ(codec.decode(codec.encode(g1, layout, rng).bytes, layout).value(), (std::vector<float>{1.0f, -1.0f, 1.0f}));
   // m = 0.5 (0.5 g1) + 0.5 g2 = {-1.25, 0, 0}: the first flips, the zeros send +1.
-  EXPECT_EQ(codec.decode(codec.encode(g2, layout, rng).bytes, layout).value(),
-            (std::vector<float>{-1.0f, 1.0f, 1.0f}));
+  EXPECT_EQ(codec.decode(codec.encode(g2, layout, rng).bytes, layout).value(), (std::vector<float>{-1.0f, 1.0f, 1.0f}));
   EXPECT_FLOAT_EQ(codec.momentum()[0], -1.25f);
   EXPECT_FLOAT_EQ(codec.momentum()[1], 0.0f);
 }

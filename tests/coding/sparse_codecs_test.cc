@@ -34,9 +34,11 @@ std::vector<std::uint32_t> reference_top_k(const std::vector<float>& x, std::siz
 }
 
 TEST(TopK, SelectionMatchesSortingIncludingTiesAndNan) {
-  struct Case { std::size_t n, k; };
-  for (const Case c : {Case{10, 3}, Case{1000, 1}, Case{1000, 999}, Case{1000, 1000},
-                       Case{300000, 3000}, Case{300000, 1}, Case{200001, 150000}}) {
+  struct Case {
+    std::size_t n, k;
+  };
+  for (const Case c : {Case{10, 3}, Case{1000, 1}, Case{1000, 999}, Case{1000, 1000}, Case{300000, 3000},
+                       Case{300000, 1}, Case{200001, 150000}}) {
     auto x = normal_values(c.n, c.n + c.k);
     // Ties: quantize a third of the values to a coarse grid; and a NaN.
     for (std::size_t i = 0; i < c.n; i += 3) x[i] = std::round(x[i] * 4) / 4;

@@ -85,8 +85,10 @@ bool brute_force_tolerant_b(const AllocationMatrix& g, std::size_t b) {
           }
           corruptible = majority(p, m) != tau;
         }
-        if (corruptible) ++free_votes;
-        else ++fixed_correct;
+        if (corruptible)
+          ++free_votes;
+        else
+          ++fixed_correct;
       }
       // The adversary sets every free vote; the best it can do is all against tau.
       for (int against = 0; against <= free_votes; ++against) {
@@ -107,8 +109,7 @@ std::vector<BitVector> partition_signs(std::size_t n, const std::vector<std::uin
 }
 
 // Replays a counter-example through the real encoder and decoder.
-void expect_counter_example_breaks(const AllocationMatrix& g, const CounterExample& ce,
-                                   ThreatModel model) {
+void expect_counter_example_breaks(const AllocationMatrix& g, const CounterExample& ce, ThreatModel model) {
   const std::size_t n = g.n();
   const auto signs = partition_signs(n, {ce.pattern});
   std::vector<BitVector> votes(n);
@@ -243,11 +244,10 @@ TEST(Tolerance, MatchesBruteForceOnRandomCodes) {
       for (const auto model : kModels) {
         const auto profile = max_tolerated_b(g, model).value();
         for (std::size_t b = 0; 2 * b < c.n; ++b) {
-          const bool expected = model == ThreatModel::kVotesOnly ? brute_force_tolerant_a(g, b)
-                                                                 : brute_force_tolerant_b(g, b);
+          const bool expected =
+              model == ThreatModel::kVotesOnly ? brute_force_tolerant_a(g, b) : brute_force_tolerant_b(g, b);
           const auto cert = certify(g, b, model).value();
-          ASSERT_EQ(cert.tolerant, expected)
-              << threat_model_name(model) << " b = " << b << "\n" << g.to_text();
+          ASSERT_EQ(cert.tolerant, expected) << threat_model_name(model) << " b = " << b << "\n" << g.to_text();
           EXPECT_EQ(static_cast<int>(b) <= profile.max_b, expected);
           if (!cert.tolerant) {
             ASSERT_TRUE(cert.counter_example.has_value());
@@ -255,8 +255,7 @@ TEST(Tolerance, MatchesBruteForceOnRandomCodes) {
             if (c.n % 2 == 1) expect_counter_example_breaks(g, *cert.counter_example, model);
           }
         }
-        if (profile.breaking && c.n % 2 == 1)
-          expect_counter_example_breaks(g, *profile.breaking, model);
+        if (profile.breaking && c.n % 2 == 1) expect_counter_example_breaks(g, *profile.breaking, model);
       }
     }
   }
@@ -282,8 +281,7 @@ TEST(Tolerance, PaperCodeUnderSourcesModel) {
   EXPECT_GE(profile.max_b, 1);
   EXPECT_LE(profile.max_b, 2);
   for (std::size_t b = 0; b <= 2; ++b)
-    EXPECT_EQ(certify(g, b, ThreatModel::kVotesAndSources).value().tolerant,
-              brute_force_tolerant_b(g, b));
+    EXPECT_EQ(certify(g, b, ThreatModel::kVotesAndSources).value().tolerant, brute_force_tolerant_b(g, b));
 }
 
 TEST(Tolerance, WorksAtTheBoundaryOfTheWordLayout) {
@@ -297,8 +295,7 @@ TEST(Tolerance, WorksAtTheBoundaryOfTheWordLayout) {
 }
 
 TEST(Tolerance, RejectsSizesOutsideTheExhaustiveRange) {
-  EXPECT_EQ(certify(AllocationMatrix(0), 0, ThreatModel::kVotesOnly).error().code,
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(certify(AllocationMatrix(0), 0, ThreatModel::kVotesOnly).error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(max_tolerated_b(AllocationMatrix::identity(31), ThreatModel::kVotesOnly).error().code,
             ErrorCode::kInvalidArgument);
 }

@@ -23,12 +23,12 @@ TEST(WireFormat, HeaderChecksEachField) {
   const auto layout = GradientLayout::whole(100);
   std::vector<std::uint8_t> good;
   write_header(good, CodecId::kTopK, Granularity::kModel, 0, layout, 0);
-  EXPECT_FALSE(read_header(good, CodecId::kSign, 0, layout).ok());           // other codec
+  EXPECT_FALSE(read_header(good, CodecId::kSign, 0, layout).ok());  // other codec
   EXPECT_FALSE(read_header(good, CodecId::kTopK, 0, GradientLayout::whole(99)).ok());
   EXPECT_FALSE(read_header(std::span(good).first(23), CodecId::kTopK, 0, layout).ok());
   auto flagged = good;
   flagged[5] = 2;
-  EXPECT_FALSE(read_header(flagged, CodecId::kTopK, 1, layout).ok());        // unknown flag
+  EXPECT_FALSE(read_header(flagged, CodecId::kTopK, 1, layout).ok());  // unknown flag
   auto granular = good;
   granular[4] = 2;
   EXPECT_FALSE(read_header(granular, CodecId::kTopK, 0, layout).ok());

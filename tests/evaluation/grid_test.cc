@@ -88,7 +88,8 @@ TEST(ParseGrid, ReadsEveryKey) {
 }
 
 TEST(ParseGrid, CrossProductOfNodesAndByzantine) {
-  auto grid = parse_grid(R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "nodes": [5, 7], "byzantine": [1, 2]})");
+  auto grid =
+      parse_grid(R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "nodes": [5, 7], "byzantine": [1, 2]})");
   ASSERT_TRUE(grid.ok()) << grid.error().message;
   EXPECT_EQ(grid->settings, (std::vector<Setting>{{5, 1}, {5, 2}, {7, 1}, {7, 2}}));
 }
@@ -118,8 +119,7 @@ TEST_P(ParseGridErrors, NameTheEntry) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ParseGridErrors,
     ::testing::Values(
-        BadGrid{"[1]", "top level"},
-        BadGrid{"{not json", "not valid JSON"},
+        BadGrid{"[1]", "top level"}, BadGrid{"{not json", "not valid JSON"},
         BadGrid{R"({"atacks": []})", "unknown key 'atacks'"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}],
                     "attacker_choice": "wrost"})",
@@ -141,8 +141,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV", {"name": "x", "rul": "median"}],
                     "settings": [{"n": 5, "b": 1}]})",
                 "defences[1]: unknown key 'rul'"},
-        BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV", "no_such_code"], "settings": [{"n": 5, "b": 1}]})",
-                "defences[1] 'no_such_code'"},
+        BadGrid{
+            R"({"attacks": ["reverse"], "defences": ["signSGD-MV", "no_such_code"], "settings": [{"n": 5, "b": 1}]})",
+            "defences[1] 'no_such_code'"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["no_rule/fp32"], "settings": [{"n": 5, "b": 1}]})",
                 "defences[0] 'no_rule/fp32': rule"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["median/no_codec"], "settings": [{"n": 5, "b": 1}]})",
@@ -154,31 +155,39 @@ INSTANTIATE_TEST_SUITE_P(
                 "defences[0] 'x': codec 'topk:ratio=0.01' applies to the gradient path only"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV", "identity"], "settings": [{"n": 5, "b": 1}]})",
                 "defences[1] 'identity'"},
-        BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}, {"n": 4, "b": 2}]})",
-                "settings[1] (n = 4, b = 2): needs b < n/2"},
+        BadGrid{
+            R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}, {"n": 4, "b": 2}]})",
+            "settings[1] (n = 4, b = 2): needs b < n/2"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5}]})", "settings[0]"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}], "nodes": [5]})",
                 "not both"},
-        BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}], "seeds": [1, -2]})",
-                "seeds[1]"},
+        BadGrid{
+            R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}], "seeds": [1, -2]})",
+            "seeds[1]"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}], "seeds": []})",
                 "no seed"},
         BadGrid{R"({"attacks": ["reverse"], "defences": [], "settings": [{"n": 5, "b": 1}]})", "no defence"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"]})", "no setting"},
         BadGrid{R"({"attacks": [], "baseline": false, "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}]})",
                 "nothing to run"},
-        BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}], "target_accuracy": 1.5})",
-                "target_accuracy"},
-        BadGrid{R"({"base": {"nodes": 9}, "attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}]})",
-                "base: 'nodes' is set by the grid"},
-        BadGrid{R"({"base": {"rounds": "many"}, "attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}]})",
-                "base: "},
-        BadGrid{R"({"base": {"lr": "constant:lr=-1"}, "attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}]})",
-                "base: "},
-        BadGrid{R"({"attacks": ["reverse"], "defences": [{"name": "x", "lr": "constant:lr=0"}], "settings": [{"n": 5, "b": 1}]})",
-                "defences[0] 'x': lr: "},
-        BadGrid{R"({"attacks": ["reverse"], "defences": [{"name": "x", "update": "adam"}], "settings": [{"n": 5, "b": 1}]})",
-                "defences[0] 'x': no default learning rate for update 'adam'"},
+        BadGrid{
+            R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}], "target_accuracy": 1.5})",
+            "target_accuracy"},
+        BadGrid{
+            R"({"base": {"nodes": 9}, "attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}]})",
+            "base: 'nodes' is set by the grid"},
+        BadGrid{
+            R"({"base": {"rounds": "many"}, "attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}]})",
+            "base: "},
+        BadGrid{
+            R"({"base": {"lr": "constant:lr=-1"}, "attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}]})",
+            "base: "},
+        BadGrid{
+            R"({"attacks": ["reverse"], "defences": [{"name": "x", "lr": "constant:lr=0"}], "settings": [{"n": 5, "b": 1}]})",
+            "defences[0] 'x': lr: "},
+        BadGrid{
+            R"({"attacks": ["reverse"], "defences": [{"name": "x", "update": "adam"}], "settings": [{"n": 5, "b": 1}]})",
+            "defences[0] 'x': no default learning rate for update 'adam'"},
         BadGrid{R"({"attacks": ["reverse"], "defences": ["signSGD-MV"], "settings": [{"n": 5, "b": 1}],
                     "tune_lr": {"factors": [1, 0]}})",
                 "tune_lr: factors must be positive"},

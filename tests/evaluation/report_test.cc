@@ -6,9 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "evaluation/tuning.h"
 #include "xml_check.h"
@@ -62,7 +61,8 @@ GridResult hand_made() {
     CellResult& r = out.results[cell.index];
     if (cell.defence == 0) {
       if (cell.attack == "none") r = done(first ? 0.80 : 0.84, 0, first ? 200 : 220, 1.0);
-      if (cell.attack == "reverse") r = done(first ? 0.50 : 0.70, first ? 40 : 60, first ? std::optional<std::uint64_t>(300) : std::nullopt, 1.0);
+      if (cell.attack == "reverse")
+        r = done(first ? 0.50 : 0.70, first ? 40 : 60, first ? std::optional<std::uint64_t>(300) : std::nullopt, 1.0);
       if (cell.attack == "random") r = done(first ? 0.75 : 0.79, 0, std::nullopt, 1.0);
     } else {
       if (cell.attack == "none") r = done(0.85, 0, 100, 2.25);
@@ -136,7 +136,8 @@ TEST(Aggregate, NotApplicableAttacksLeaveTheWorstCaseComplete) {
   EXPECT_EQ(worst->attack, "reverse");
   EXPECT_TRUE(worst->complete);
   const auto md = markdown_report(result, aggregates, {}, {});
-  EXPECT_NE(md.find("| signSGD-MV | 1.00 | 82.0 ± 2.8 | 60.0 ± 14.1 | n/a | **60.0** (reverse) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | 1.00 | 82.0 ± 2.8 | 60.0 ± 14.1 | n/a | **60.0** (reverse) |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("n = 5, b = 1, signSGD-MV, random: not applicable — does not apply"), std::string::npos) << md;
 }
 
@@ -169,8 +170,12 @@ TEST(MarkdownReport, TablesWithHandComputedCells) {
   EXPECT_NE(md.find("```sh\nballot evaluate --test\n```"), std::string::npos);
   EXPECT_NE(md.find("## n = 5, b = 1"), std::string::npos);
   EXPECT_NE(md.find("| defence | r | no attack | reverse | random | worst case |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| signSGD-MV | 1.00 | 82.0 ± 2.8 | 60.0 ± 14.1 | 77.0 ± 2.8 | **60.0** (reverse) |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| bernoulli r=2 | 2.25 | 85.0 ± 0.0 | 65.0* | 62.0 ± 2.8 | **62.0** (random)* |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | 1.00 | 82.0 ± 2.8 | 60.0 ± 14.1 | 77.0 ± 2.8 | **60.0** (reverse) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| bernoulli r=2 | 2.25 | 85.0 ± 0.0 | 65.0* | 62.0 ± 2.8 | **62.0** (random)* |"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| signSGD-MV | 210 (2/2) | 300 (1/2) | never |"), std::string::npos) << md;
   EXPECT_NE(md.find("| signSGD-MV | 50.0 ± 14.1 | 0.0 ± 0.0 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| bernoulli r=2 | 10.0 | 5.0 ± 0.0 |"), std::string::npos) << md;
@@ -271,24 +276,29 @@ TEST(MarkdownReport, PerDefenceSetupAndTheAttackFreeCheck) {
   const auto aggregates = aggregate(result);
   const auto md = markdown_report(result, aggregates, {});
   // Everything that differs between defences, per defence.
-  EXPECT_NE(md.find("| defence | path | code | rule | codec | update rule | learning rate | lr from |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| signSGD-MV | sign vote | `identity` | `vote` | 1-bit signs | `sign:wd=0` | "
-                    "`constant:lr=0.001 > cosine:rounds=100,min=0.05` | the update rule's default | 0.90 (per partition) | "
-                    "none | 136 B | 136 B |"),
+  EXPECT_NE(md.find("| defence | path | code | rule | codec | update rule | learning rate | lr from |"),
             std::string::npos)
       << md;
+  EXPECT_NE(
+      md.find("| signSGD-MV | sign vote | `identity` | `vote` | 1-bit signs | `sign:wd=0` | "
+              "`constant:lr=0.001 > cosine:rounds=100,min=0.05` | the update rule's default | 0.90 (per partition) | "
+              "none | 136 B | 136 B |"),
+      std::string::npos)
+      << md;
   EXPECT_NE(md.find("| median/fp32 | gradient | – | `median` | `fp32` | `sgd:momentum=0.9"), std::string::npos) << md;
-  EXPECT_NE(md.find("`constant:lr=0.1 > cosine:rounds=100,min=0.05` | the update rule's default | none | 0.90 | 4136 B | 4016 B |"),
+  EXPECT_NE(md.find("`constant:lr=0.1 > cosine:rounds=100,min=0.05` | the update rule's default | none | 0.90 | 4136 B "
+                    "| 4016 B |"),
             std::string::npos)
       << md;
   // Attack-free accuracy: bernoulli is best (85.0), signSGD-MV 3 points and median 45 behind.
   EXPECT_NE(md.find("| bernoulli r=2 | 85.0 (best) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| signSGD-MV | 82.0 (−3.0) |"), std::string::npos) << md;
   EXPECT_NE(md.find("**More than 2 points behind the best defence without any attack**"), std::string::npos) << md;
-  EXPECT_NE(md.find("- **median/fp32** (up to 45.0 points behind; n = 5, b = 1): its learning rate "
-                    "`constant:lr=0.1 > cosine:rounds=100,min=0.05` is the default of its update rule `sgd:momentum=0.9`, "
-                    "not tuned for this grid: rerun with --tune-lr."),
-            std::string::npos)
+  EXPECT_NE(
+      md.find("- **median/fp32** (up to 45.0 points behind; n = 5, b = 1): its learning rate "
+              "`constant:lr=0.1 > cosine:rounds=100,min=0.05` is the default of its update rule `sgd:momentum=0.9`, "
+              "not tuned for this grid: rerun with --tune-lr."),
+      std::string::npos)
       << md;
 }
 
@@ -324,7 +334,8 @@ TEST(MarkdownReport, TheLearningRateSweep) {
       << md;
   EXPECT_NE(md.find("tuned: ×1 the update rule's default rate"), std::string::npos) << md;
   // Tuned, and still behind without attack: the report says the gap is the method's.
-  EXPECT_NE(md.find("- **signSGD-MV** (up to 3.0 points behind; n = 5, b = 1): its learning rate was tuned"), std::string::npos)
+  EXPECT_NE(md.find("- **signSGD-MV** (up to 3.0 points behind; n = 5, b = 1): its learning rate was tuned"),
+            std::string::npos)
       << md;
   const auto json = nlohmann::json::parse(results_json(result));
   ASSERT_EQ(json["tuning"].size(), 1u);

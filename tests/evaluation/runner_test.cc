@@ -26,7 +26,7 @@ TEST(Summarise, CurveTargetAndChangedRounds) {
   EXPECT_DOUBLE_EQ(c.changed_fraction(), 0.4);
   EXPECT_DOUBLE_EQ(c.final_accuracy, 0.93);
   EXPECT_DOUBLE_EQ(c.changed_coordinates, 2.0);  // 4 rounds × 5 over 10 rounds
-  ASSERT_EQ(c.curve.size(), 4u);  // after rounds 3, 6, 9 and the last (10)
+  ASSERT_EQ(c.curve.size(), 4u);                 // after rounds 3, 6, 9 and the last (10)
   EXPECT_EQ(c.curve[0].round, 3u);
   EXPECT_EQ(c.curve[3].round, 10u);
   // Round indices 2, 5, 8, 9 are evaluated: 0.5 is reached at index 5, i.e. after 6 rounds; 0.7

@@ -1,7 +1,6 @@
 #include "evaluation/svg.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 #include <zlib.h>
 
@@ -220,16 +219,25 @@ std::optional<Image> decode_png(const std::string& bytes) {
       const int a = i >= bpp ? out[i - bpp] : 0, b = up ? up[i] : 0, c = (up && i >= bpp) ? up[i - bpp] : 0;
       int predicted = 0;
       switch (filter) {
-        case 0: predicted = 0; break;
-        case 1: predicted = a; break;
-        case 2: predicted = b; break;
-        case 3: predicted = (a + b) / 2; break;
+        case 0:
+          predicted = 0;
+          break;
+        case 1:
+          predicted = a;
+          break;
+        case 2:
+          predicted = b;
+          break;
+        case 3:
+          predicted = (a + b) / 2;
+          break;
         case 4: {
           const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
           predicted = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
           break;
         }
-        default: return std::nullopt;
+        default:
+          return std::nullopt;
       }
       out[i] = static_cast<std::uint8_t>(in[i] + predicted);
     }
@@ -249,7 +257,8 @@ std::optional<Image> rasterise(const std::string& svg) {
   char dir_template[] = "/tmp/ballot_svg_XXXXXX";
   const char* dir = mkdtemp(dir_template);
   if (dir == nullptr) return std::nullopt;
-  const std::filesystem::path in = std::filesystem::path(dir) / "figure.svg", out = std::filesystem::path(dir) / "figure.png";
+  const std::filesystem::path in = std::filesystem::path(dir) / "figure.svg",
+                              out = std::filesystem::path(dir) / "figure.png";
   std::ofstream(in) << svg;
   const std::string command = "rsvg-convert -f png -o '" + out.string() + "' '" + in.string() + "'";
   std::optional<Image> image;
@@ -276,17 +285,19 @@ std::string ink_on_edge(const Image& image) {
 }
 
 TEST(RenderedText, EstimateCoversTheRenderedWidth) {
-  if (!have_rsvg()) GTEST_SKIP() << "rsvg-convert not found (Debian: apt-get install librsvg2-bin); text extents not checked";
+  if (!have_rsvg())
+    GTEST_SKIP() << "rsvg-convert not found (Debian: apt-get install librsvg2-bin); text extents not checked";
   for (const bool bold : {false, true}) {
     for (const std::string text : {"Worst case over attacks against the number of Byzantine nodes",
                                    "trimmed_mean:f=1/qsgd:s=16 @ lr×0.3", "MMMMWWWW mmmm", "0.0001 − 100% ≥ b"}) {
       const double size = 16.0, start = 10.0;
       const double estimate = text_width(text, size, bold);
       const int width = static_cast<int>(start + estimate + 60.0);
-      const std::string svg = "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                              std::to_string(width) + "\" height=\"40\" font-family=\"sans-serif\">" +
-                              "<rect width=\"100%\" height=\"100%\" fill=\"white\"/><text x=\"10\" y=\"26\" font-size=\"16\"" +
-                              (bold ? " font-weight=\"bold\"" : "") + ">" + xml_escape(text) + "</text></svg>\n";
+      const std::string svg =
+          "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) +
+          "\" height=\"40\" font-family=\"sans-serif\">" +
+          "<rect width=\"100%\" height=\"100%\" fill=\"white\"/><text x=\"10\" y=\"26\" font-size=\"16\"" +
+          (bold ? " font-weight=\"bold\"" : "") + ">" + xml_escape(text) + "</text></svg>\n";
       const auto image = rasterise(svg);
       ASSERT_TRUE(image.has_value()) << "rsvg-convert failed or wrote an unreadable PNG";
       std::size_t right = 0;
@@ -304,7 +315,8 @@ TEST(RenderedText, EstimateCoversTheRenderedWidth) {
 }
 
 TEST(RenderedText, NoFigureTextIsCutAtTheCanvasEdge) {
-  if (!have_rsvg()) GTEST_SKIP() << "rsvg-convert not found (Debian: apt-get install librsvg2-bin); text extents not checked";
+  if (!have_rsvg())
+    GTEST_SKIP() << "rsvg-convert not found (Debian: apt-get install librsvg2-bin); text extents not checked";
   std::vector<std::pair<std::string, std::string>> figures;
   {
     // The worst-case figure of a grid with one n: one panel under a long title.
@@ -328,7 +340,8 @@ TEST(RenderedText, NoFigureTextIsCutAtTheCanvasEdge) {
     plot.y_label = "test accuracy on the first 10000 test examples (%)";
     for (int k = 0; k < 12; ++k) {
       plot.series.push_back({"defence " + std::to_string(k) + ": trimmed_mean:f=1/qsgd:s=16 @ lr×0.3",
-                             {{0.0, 0.0001 * k}, {1500.0, 0.0002 * k}}, k % 2 == 1});
+                             {{0.0, 0.0001 * k}, {1500.0, 0.0002 * k}},
+                             k % 2 == 1});
     }
     FigureOptions options;
     options.title = "x";

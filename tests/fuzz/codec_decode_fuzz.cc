@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "coding/global_topk.h"
 #include "../coding/codec_fuzz_support.h"
+#include "coding/global_topk.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace ballot::coding;

@@ -56,4 +56,3 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   exercise(**rule, bytes, params);
   return 0;
 }
-

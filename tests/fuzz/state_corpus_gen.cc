@@ -80,7 +80,8 @@ std::vector<CorpusSeed> optimizer_seeds() {
 std::vector<CorpusSeed> node_seeds() {
   const auto options = fuzzing::node_state_run();
   auto data = runtime::load_training_data(options).value();
-  const auto setup = runtime::make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
+  const auto setup =
+      runtime::make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
   auto replica = runtime::Replica::create(setup).value();
   std::vector<CorpusSeed> seeds;
   runtime::NodeWorker worker(setup, 0);

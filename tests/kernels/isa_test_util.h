@@ -29,9 +29,7 @@ inline std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) {
   return std::string(isa_name(info.param));
 }
 
-#define BALLOT_INSTANTIATE_PER_ISA(Suite)                                                   \
-  INSTANTIATE_TEST_SUITE_P(AllIsas, Suite,                                                  \
-                           ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),       \
-                           isa_param_name)
+#define BALLOT_INSTANTIATE_PER_ISA(Suite) \
+  INSTANTIATE_TEST_SUITE_P(AllIsas, Suite, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512), isa_param_name)
 
 }  // namespace ballot::kernels

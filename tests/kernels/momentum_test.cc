@@ -1,9 +1,9 @@
 #include "kernels/momentum.h"
 
+#include <gtest/gtest.h>
+
 #include <limits>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace ballot::kernels {
 namespace {

@@ -77,19 +77,27 @@ TEST(ParseIdx, RejectsEveryMalformedHeaderNamingTheSource) {
     std::vector<std::uint8_t> bytes;
     ErrorCode code;
   };
-  auto with = [](std::vector<std::uint8_t> b, std::size_t at, std::uint8_t v) { b[at] = v; return b; };
+  auto with = [](std::vector<std::uint8_t> b, std::size_t at, std::uint8_t v) {
+    b[at] = v;
+    return b;
+  };
   const auto good = idx_bytes({3, 2}, iota_bytes(6));
   std::vector<Case> cases = {
       {{}, ErrorCode::kMalformed},
-      {{0, 0, 8}, ErrorCode::kMalformed},                          // shorter than the magic
-      {with(good, 0, 1), ErrorCode::kMalformed},                   // bad magic
-      {with(good, 2, 0x0d), ErrorCode::kMalformed},                // float type: unsupported
-      {with(good, 3, 0), ErrorCode::kMalformed},                   // zero dimensions
-      {with(good, 3, 9), ErrorCode::kMalformed},                   // too many dimensions
+      {{0, 0, 8}, ErrorCode::kMalformed},                                                  // shorter than the magic
+      {with(good, 0, 1), ErrorCode::kMalformed},                                           // bad magic
+      {with(good, 2, 0x0d), ErrorCode::kMalformed},                                        // float type: unsupported
+      {with(good, 3, 0), ErrorCode::kMalformed},                                           // zero dimensions
+      {with(good, 3, 9), ErrorCode::kMalformed},                                           // too many dimensions
       {std::vector<std::uint8_t>(good.begin(), good.begin() + 9), ErrorCode::kMalformed},  // header cut
       {std::vector<std::uint8_t>(good.begin(), good.end() - 1), ErrorCode::kMalformed},    // data cut
-      {[&] { auto b = good; b.push_back(0); return b; }(), ErrorCode::kMalformed},         // trailing byte
-      {idx_bytes({0xffffffffu, 0xffffffffu, 0xffffffffu}, {}), ErrorCode::kLimitExceeded}, // overflow
+      {[&] {
+         auto b = good;
+         b.push_back(0);
+         return b;
+       }(),
+       ErrorCode::kMalformed},                                                              // trailing byte
+      {idx_bytes({0xffffffffu, 0xffffffffu, 0xffffffffu}, {}), ErrorCode::kLimitExceeded},  // overflow
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     auto r = parse_idx(cases[i].bytes, "case.idx");
@@ -324,7 +332,7 @@ TEST(PartitionSampler, DrawsFromTheShardOfThePartitionAndCoversSmallPools) {
   EXPECT_EQ(std::set<std::uint32_t>(p0.begin(), p0.end()), (std::set<std::uint32_t>{10, 11, 12}));
   for (auto i : p1) EXPECT_TRUE(i >= 20 && i <= 24);
   for (auto i : p2) EXPECT_TRUE(i >= 10 && i <= 12);  // partition 2 wraps to shard 0
-  PartitionSampler big({5, 10}, shards);  // larger than the shard: with replacement
+  PartitionSampler big({5, 10}, shards);              // larger than the shard: with replacement
   const auto q = big.indices(0, 0);
   EXPECT_EQ(q.size(), 10u);
   for (auto i : q) EXPECT_TRUE(i >= 10 && i <= 12);

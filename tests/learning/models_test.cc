@@ -26,7 +26,8 @@ Inputs random_inputs(std::size_t batch, std::uint64_t seed) {
   Rng rng(seed);
   Inputs in;
   for (std::size_t i = 0; i < batch * kShape.num_features; ++i) in.x.push_back(static_cast<float>(rng.normal()));
-  for (std::size_t i = 0; i < batch; ++i) in.y.push_back(static_cast<std::uint8_t>(rng.uniform_int(kShape.num_classes)));
+  for (std::size_t i = 0; i < batch; ++i)
+    in.y.push_back(static_cast<std::uint8_t>(rng.uniform_int(kShape.num_classes)));
   return in;
 }
 
@@ -131,7 +132,7 @@ TEST(Models, LayoutsNameEveryTensorInOrder) {
   EXPECT_EQ(cnn->layout().layer(2).size, 3u * 2 * 3 * 3);
   EXPECT_EQ(cnn->layout().layer(4).name, "fc.weight");
   EXPECT_EQ(cnn->layout().layer(4).size, 4u * (1 * 1 * 3));  // 6 → pool 3 → pool 1
-  auto fashion = make_model("cnn", ModelShape{}, 1);  // 28×28: 28 → 14 → 7
+  auto fashion = make_model("cnn", ModelShape{}, 1);         // 28×28: 28 → 14 → 7
   ASSERT_TRUE(fashion.ok());
   EXPECT_EQ((*fashion)->layout().layer(4).size, 10u * 7 * 7 * 16);
   auto mlp784 = make_model("mlp", ModelShape{}, 1);
@@ -140,9 +141,9 @@ TEST(Models, LayoutsNameEveryTensorInOrder) {
 }
 
 TEST(Models, RegistryRejectsBadSpecs) {
-  for (const char* spec : {"resnet", "mlp:hidden=", "mlp:hidden=0", "mlp:hidden=8/x", "mlp:width=8",
-                           "cnn:k=4", "cnn:c1=0", "logreg:x=1", "cnn:k=99", "synthetic:d=0",
-                           "synthetic:d=-5", "synthetic:width=3"}) {
+  for (const char* spec :
+       {"resnet", "mlp:hidden=", "mlp:hidden=0", "mlp:hidden=8/x", "mlp:width=8", "cnn:k=4", "cnn:c1=0", "logreg:x=1",
+        "cnn:k=99", "synthetic:d=0", "synthetic:d=-5", "synthetic:width=3"}) {
     auto m = make_model(spec, kShape, 1);
     EXPECT_FALSE(m.ok()) << spec;
     if (!m.ok()) {

@@ -230,15 +230,19 @@ TEST_P(EveryRule, MalformedStateIsRejectedAndLeavesTheStateUnchanged) {
   std::vector<float> x(10, 1.0f);
   (*opt)->step(x, random_vector(10, 1), 0.1);
   const auto good = (*opt)->save_state();
-  auto mutate = [&](std::size_t at, std::uint8_t value) { auto b = good; b[at] = value; return b; };
+  auto mutate = [&](std::size_t at, std::uint8_t value) {
+    auto b = good;
+    b[at] = value;
+    return b;
+  };
   std::vector<std::vector<std::uint8_t>> bad = {
       {},
       std::vector<std::uint8_t>(good.begin(), good.begin() + 8),
-      mutate(0, 'X'),      // magic
-      mutate(4, 2),        // version
-      mutate(5, 0x77),     // rule
-      mutate(6, 0x80),     // unknown flag
-      mutate(8, 11),       // count for another model
+      mutate(0, 'X'),   // magic
+      mutate(4, 2),     // version
+      mutate(5, 0x77),  // rule
+      mutate(6, 0x80),  // unknown flag
+      mutate(8, 11),    // count for another model
   };
   auto longer = good;
   longer.push_back(0);
@@ -260,8 +264,8 @@ INSTANTIATE_TEST_SUITE_P(Rules, EveryRule,
 
 TEST(MakeOptimizer, RejectsUnknownRulesAndOutOfRangeOptions) {
   const auto layout = GradientLayout::whole(4);
-  for (const char* spec : {"adam", "sgd:momentum=1", "sgd:momentum=-0.1", "sgd:wd=-1", "sgd:lr=1",
-                           "sign:wd=nan", "signum:beta=1.5", "sgd:nesterov=true", "ef_sign:x=1"}) {
+  for (const char* spec : {"adam", "sgd:momentum=1", "sgd:momentum=-0.1", "sgd:wd=-1", "sgd:lr=1", "sign:wd=nan",
+                           "signum:beta=1.5", "sgd:nesterov=true", "ef_sign:x=1"}) {
     auto opt = make_optimizer(spec, layout);
     EXPECT_FALSE(opt.ok()) << spec;
   }
@@ -294,14 +298,17 @@ TEST(LrSchedule, FactorsFollowTheirFormulasAndCompose) {
 }
 
 TEST(LrSchedule, ParsesItsOwnSpecAndRejectsBadText) {
-  auto s = LrSchedule::parse("constant:lr=0.01 > warmup:rounds=100,start=0.1 > step:at=1000/2000,gamma=0.5 > cosine:rounds=3000");
+  auto s = LrSchedule::parse(
+      "constant:lr=0.01 > warmup:rounds=100,start=0.1 > step:at=1000/2000,gamma=0.5 > cosine:rounds=3000");
   ASSERT_TRUE(s.ok()) << s.error().to_string();
   auto again = LrSchedule::parse(s->spec());
   ASSERT_TRUE(again.ok()) << again.error().to_string();
-  for (std::uint64_t r : {0u, 50u, 100u, 999u, 1000u, 2500u, 3000u, 5000u}) EXPECT_DOUBLE_EQ(s->at(r), again->at(r)) << r;
-  for (const char* bad : {"", "warmup:rounds=3", "constant:lr=0", "constant:lr=-1", "constant:lr=0.1 > warmup",
-                          "constant:lr=0.1 > step:at=5/3", "constant:lr=0.1 > step:at=a", "constant:lr=0.1 > cosine:rounds=10,min=2",
-                          "constant:lr=0.1 > linear:rounds=3", "constant:lr=0.1,x=2"}) {
+  for (std::uint64_t r : {0u, 50u, 100u, 999u, 1000u, 2500u, 3000u, 5000u})
+    EXPECT_DOUBLE_EQ(s->at(r), again->at(r)) << r;
+  for (const char* bad :
+       {"", "warmup:rounds=3", "constant:lr=0", "constant:lr=-1", "constant:lr=0.1 > warmup",
+        "constant:lr=0.1 > step:at=5/3", "constant:lr=0.1 > step:at=a", "constant:lr=0.1 > cosine:rounds=10,min=2",
+        "constant:lr=0.1 > linear:rounds=3", "constant:lr=0.1,x=2"}) {
     EXPECT_FALSE(LrSchedule::parse(bad).ok()) << bad;
   }
 }

@@ -109,7 +109,8 @@ std::vector<std::string> every_spec() {
   };
   for (const RuleEntry& entry : rule_table()) add(example_with_f(entry, kF));
   for (const PreAggregatorEntry& entry : pre_aggregator_table()) add(example_with_f(entry, kF) + " > median:f=2");
-  for (const char* spec : {"nnm:f=2 > krum:f=2", "arc:f=2 > krum:f=2", "clipping:tau=100 > trimmed_mean:f=2"}) add(spec);
+  for (const char* spec : {"nnm:f=2 > krum:f=2", "arc:f=2 > krum:f=2", "clipping:tau=100 > trimmed_mean:f=2"})
+    add(spec);
   return out;
 }
 
@@ -156,8 +157,7 @@ TEST_P(EveryRule, PermutationInvariant) {
   if (is_random()) GTEST_SKIP() << "bucketing draws a random permutation by design";
   const auto rows = testing::gaussian_rows(kN, kD, 2, 1.0, 1.0);
   std::vector<float> reversed(rows.size());
-  for (std::size_t i = 0; i < kN; ++i)
-    std::copy_n(rows.begin() + i * kD, kD, reversed.begin() + (kN - 1 - i) * kD);
+  for (std::size_t i = 0; i < kN; ++i) std::copy_n(rows.begin() + i * kD, kD, reversed.begin() + (kN - 1 - i) * kD);
   auto a = make(spec())->aggregate(InputMatrix(rows.data(), kN, kD));
   auto b = make(spec())->aggregate(InputMatrix(reversed.data(), kN, kD));
   ASSERT_TRUE(a.ok() && b.ok());
@@ -215,8 +215,14 @@ TEST_P(EveryRule, BoundedDeviationUnderAttack) {
 // crash, never a non-finite output.
 TEST_P(EveryRule, RandomAdversarialInputsNeverCrash) {
   Rng rng(Rng::stream_id({static_cast<std::uint64_t>(spec().size()), 77}));
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), 3.4e38f, -3.4e38f, 1e-45f, 0.0f, 1e19f};
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            3.4e38f,
+                            -3.4e38f,
+                            1e-45f,
+                            0.0f,
+                            1e19f};
   for (int trial = 0; trial < 40; ++trial) {
     const std::size_t n = 11 + rng.uniform_int(6), d = 1 + rng.uniform_int(200);
     auto rows = testing::gaussian_rows(n, d, trial, 1.0 + rng.uniform_int(100));

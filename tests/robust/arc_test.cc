@@ -24,7 +24,8 @@ std::vector<float> brute_arc(const std::vector<float>& rows, std::size_t n, std:
   }
   std::vector<double> sorted = norm;
   std::sort(sorted.rbegin(), sorted.rend());
-  const std::size_t k = static_cast<std::size_t>(std::floor(2.0 * static_cast<double>(f * (n - f)) / static_cast<double>(n)));
+  const std::size_t k =
+      static_cast<std::size_t>(std::floor(2.0 * static_cast<double>(f * (n - f)) / static_cast<double>(n)));
   const double c = sorted[k];
   std::vector<float> out(rows.size());
   for (std::size_t i = 0; i < n; ++i)
@@ -35,8 +36,8 @@ std::vector<float> brute_arc(const std::vector<float>& rows, std::size_t n, std:
 
 TEST(AdaptiveRobustClipping, ClippedCountIsExact) {
   EXPECT_EQ(AdaptiveRobustClipping::clipped(3, 1), 1u);
-  EXPECT_EQ(AdaptiveRobustClipping::clipped(10, 2), 3u);    // ⌊32/10⌋
-  EXPECT_EQ(AdaptiveRobustClipping::clipped(9, 4), 4u);     // ⌊40/9⌋
+  EXPECT_EQ(AdaptiveRobustClipping::clipped(10, 2), 3u);  // ⌊32/10⌋
+  EXPECT_EQ(AdaptiveRobustClipping::clipped(9, 4), 4u);   // ⌊40/9⌋
   EXPECT_EQ(AdaptiveRobustClipping::clipped(7, 0), 0u);
   // 2·33·209 / 242 = 57 exactly; (2·33/242)·209 in double is 56.99999999999999.
   EXPECT_EQ(AdaptiveRobustClipping::clipped(242, 33), 57u);
@@ -83,7 +84,9 @@ TEST(AdaptiveRobustClipping, ByzantineInputsMoveTheMeanButNotArcThenMean) {
   for (std::size_t j = 0; j < d; ++j) rows[4 * d + j] = 1e5f, rows[8 * d + j] = 1e5f;
   double honest_max = 0;
   for (std::size_t i = 0; i < n; ++i)
-    if (i != 4 && i != 8) honest_max = std::max(honest_max, std::sqrt(testing::squared_distance(&rows[i * d], std::vector<float>(d, 0.0f).data(), d)));
+    if (i != 4 && i != 8)
+      honest_max = std::max(honest_max,
+                            std::sqrt(testing::squared_distance(&rows[i * d], std::vector<float>(d, 0.0f).data(), d)));
   auto pipeline = make_aggregator("arc:f=2 > mean");
   ASSERT_TRUE(pipeline.ok());
   auto result = (*pipeline)->aggregate(InputMatrix(rows.data(), n, d));

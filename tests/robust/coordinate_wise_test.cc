@@ -23,10 +23,14 @@ enum class Kind { kMean, kMedian, kTrimmed, kMeaMed };
 
 std::unique_ptr<Aggregator> make(Kind kind, std::size_t f, std::size_t threads = 1) {
   switch (kind) {
-    case Kind::kMean: return std::make_unique<Mean>(MeanOptions{threads});
-    case Kind::kMedian: return std::make_unique<CoordinateMedian>(MedianOptions{f, threads});
-    case Kind::kTrimmed: return std::make_unique<TrimmedMean>(TrimmedMeanOptions{f, threads});
-    case Kind::kMeaMed: return std::make_unique<MeanAroundMedian>(MeanAroundMedianOptions{f, threads});
+    case Kind::kMean:
+      return std::make_unique<Mean>(MeanOptions{threads});
+    case Kind::kMedian:
+      return std::make_unique<CoordinateMedian>(MedianOptions{f, threads});
+    case Kind::kTrimmed:
+      return std::make_unique<TrimmedMean>(TrimmedMeanOptions{f, threads});
+    case Kind::kMeaMed:
+      return std::make_unique<MeanAroundMedian>(MeanAroundMedianOptions{f, threads});
   }
   return nullptr;
 }
@@ -41,9 +45,12 @@ double reference(Kind kind, std::vector<float> v, std::size_t f) {
     return s / static_cast<double>(hi - lo);
   };
   switch (kind) {
-    case Kind::kMean: return mean(0, m);
-    case Kind::kMedian: return 0.5 * (static_cast<double>(v[(m - 1) / 2]) + v[m / 2]);
-    case Kind::kTrimmed: return mean(f, m - f);
+    case Kind::kMean:
+      return mean(0, m);
+    case Kind::kMedian:
+      return 0.5 * (static_cast<double>(v[(m - 1) / 2]) + v[m / 2]);
+    case Kind::kTrimmed:
+      return mean(f, m - f);
     case Kind::kMeaMed: {
       // The m − f values closest to the median, chosen one by one (two pointers from the median).
       const double med = 0.5 * (static_cast<double>(v[(m - 1) / 2]) + v[m / 2]);
@@ -62,8 +69,8 @@ struct Case {
   Kind kind;
   const char* name;
 };
-const Case kKinds[] = {{Kind::kMean, "mean"}, {Kind::kMedian, "median"}, {Kind::kTrimmed, "trimmed_mean"},
-                       {Kind::kMeaMed, "meamed"}};
+const Case kKinds[] = {
+    {Kind::kMean, "mean"}, {Kind::kMedian, "median"}, {Kind::kTrimmed, "trimmed_mean"}, {Kind::kMeaMed, "meamed"}};
 
 class CoordinateRule : public ::testing::TestWithParam<Case> {
  protected:
@@ -103,8 +110,7 @@ TEST_P(CoordinateRule, SeveralColumnBlocksAndListOfSpans) {
   auto b = make(kind(), f)->aggregate(InputMatrix(rows.data(), n, d));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->value, b->value);
-  for (std::size_t c = 0; c < d; c += 97)
-    ASSERT_NEAR(a->value[c], reference(kind(), column(rows, n, d, c), f), 1e-5);
+  for (std::size_t c = 0; c < d; c += 97) ASSERT_NEAR(a->value[c], reference(kind(), column(rows, n, d, c), f), 1e-5);
 }
 
 TEST_P(CoordinateRule, IdenticalAcrossRunsAndThreadCounts) {
@@ -128,8 +134,7 @@ TEST_P(CoordinateRule, PermutationInvariant) {
   Rng rng(9);
   rng.shuffle(std::span<std::size_t>(perm));
   std::vector<float> shuffled(n * d);
-  for (std::size_t i = 0; i < n; ++i)
-    std::copy_n(rows.begin() + perm[i] * d, d, shuffled.begin() + i * d);
+  for (std::size_t i = 0; i < n; ++i) std::copy_n(rows.begin() + perm[i] * d, d, shuffled.begin() + i * d);
   auto after = make(kind(), f)->aggregate(InputMatrix(shuffled.data(), n, d));
   ASSERT_TRUE(before.ok() && after.ok());
   if (kind() == Kind::kMean) {
@@ -183,7 +188,7 @@ TEST_P(CoordinateRule, FusedGroupsOverWholeBlocksAndThePartialOne) {
           rows[(n - 1) * d + 800] = -std::numeric_limits<float>::infinity();  // the last, partial group
           bad = {n - 1};
         } else if (poison == Poison::kBoth) {
-          rows[(n / 2) * d + 800] = std::numeric_limits<float>::quiet_NaN();  // a fused group, whole block
+          rows[(n / 2) * d + 800] = std::numeric_limits<float>::quiet_NaN();    // a fused group, whole block
           rows[(n - 1) * d + d - 10] = std::numeric_limits<float>::infinity();  // last row, partial block
           bad = {n / 2, n - 1};
         } else if (poisoned) {
@@ -296,10 +301,11 @@ TEST(SelectionNetwork, RegisterSortedPlanMatchesThePrunedNetwork) {
   for_each_isa([] {
     const auto& kern = detail::isa_kernels();
     Rng rng(17);
-    for (std::size_t m : {1u, 2u, 3u, 5u, 7u, 8u, 9u, 10u, 15u, 16u, 17u, 31u, 32u, 33u, 48u, 52u, 64u, 76u, 100u,
-                          127u, 128u}) {
+    for (std::size_t m :
+         {1u, 2u, 3u, 5u, 7u, 8u, 9u, 10u, 15u, 16u, 17u, 31u, 32u, 33u, 48u, 52u, 64u, 76u, 100u, 127u, 128u}) {
       const std::size_t mid = (m - 1) / 2;
-      const std::pair<std::size_t, std::size_t> ranges[] = {{mid, m / 2 + 1}, {m / 4, m - m / 4}, {0, m}, {mid - m / 8, std::min(mid + 3, m)}};
+      const std::pair<std::size_t, std::size_t> ranges[] = {
+          {mid, m / 2 + 1}, {m / 4, m - m / 4}, {0, m}, {mid - m / 8, std::min(mid + 3, m)}};
       for (const auto& [lo, hi] : ranges) {
         for (std::size_t width : {detail::kTile, std::size_t{23}}) {
           std::vector<float> tile(m * detail::kTile);
@@ -325,7 +331,8 @@ TEST(SelectionNetwork, RegisterSortedPlanMatchesThePrunedNetwork) {
               std::uint32_t got_bits, want_bits;
               std::memcpy(&got_bits, &tile[r * detail::kTile + j], 4);
               std::memcpy(&want_bits, &want[r * detail::kTile + j], 4);
-              ASSERT_EQ(got_bits, want_bits) << "m=" << m << " ranks " << lo << ".." << hi << " rank " << r << " column " << j;
+              ASSERT_EQ(got_bits, want_bits)
+                  << "m=" << m << " ranks " << lo << ".." << hi << " rank " << r << " column " << j;
             }
         }
       }
@@ -351,18 +358,21 @@ TEST(SelectionNetwork, GatherSortEqualsCopyThenSort) {
     std::vector<float> want(3 * tile_floats), got(3 * tile_floats);
     for (std::size_t r = 0; r < rows; ++r)
       ASSERT_TRUE(kern.copy_finite_tiled(src[r], width, want.data() + r * detail::kTile, tile_floats, nullptr, 0));
-    for (std::size_t t = 0; t < 3; ++t) kern.sort_groups16(want.data() + t * tile_floats, detail::kTile, detail::kTile, 16);
+    for (std::size_t t = 0; t < 3; ++t)
+      kern.sort_groups16(want.data() + t * tile_floats, detail::kTile, detail::kTile, 16);
     ASSERT_TRUE(kern.gather_sort_groups16(src, 16, width, got.data(), tile_floats, 40));
     ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
     // A partial group (padded with +∞ in registers): its rows only, sorted, the wires above untouched.
     for (const std::size_t rows_in : {std::size_t{1}, std::size_t{7}, std::size_t{15}}) {
       std::vector<float> partial_want(3 * tile_floats, 42.0f), partial_got(3 * tile_floats, 42.0f);
       for (std::size_t r = 0; r < rows_in; ++r)
-        ASSERT_TRUE(kern.copy_finite_tiled(src[r], width, partial_want.data() + r * detail::kTile, tile_floats, nullptr, 0));
+        ASSERT_TRUE(
+            kern.copy_finite_tiled(src[r], width, partial_want.data() + r * detail::kTile, tile_floats, nullptr, 0));
       for (std::size_t t = 0; t < 3; ++t)
         kern.sort_groups16(partial_want.data() + t * tile_floats, detail::kTile, detail::kTile, rows_in);
       ASSERT_TRUE(kern.gather_sort_groups16(src, rows_in, width, partial_got.data(), tile_floats, 0));
-      ASSERT_EQ(std::memcmp(partial_want.data(), partial_got.data(), partial_want.size() * sizeof(float)), 0) << rows_in;
+      ASSERT_EQ(std::memcmp(partial_want.data(), partial_got.data(), partial_want.size() * sizeof(float)), 0)
+          << rows_in;
       for (std::size_t t = 0; t < 3; ++t)
         for (std::size_t j = 0; j < detail::kTile; ++j) {
           std::vector<float> column_values;
@@ -379,7 +389,7 @@ TEST(SelectionNetwork, GatherSortEqualsCopyThenSort) {
       const float* poisoned[16];
       for (std::size_t r = 0; r < rows; ++r) poisoned[r] = copy.data() + r * stride;
       EXPECT_FALSE(kern.gather_sort_groups16(poisoned, 16, width, got.data(), tile_floats, 0));
-      EXPECT_TRUE(kern.gather_sort_groups16(poisoned, 11, width, got.data(), tile_floats, 0));  // row 11 not read
+      EXPECT_TRUE(kern.gather_sort_groups16(poisoned, 11, width, got.data(), tile_floats, 0));   // row 11 not read
       EXPECT_FALSE(kern.gather_sort_groups16(poisoned, 12, width, got.data(), tile_floats, 0));  // partial group
       for (const std::size_t rows_in : {std::size_t{1}, std::size_t{7}}) {
         auto first_column = source;
@@ -421,7 +431,8 @@ TEST(ClosestWindow, MatchesAFullScanWithTies) {
           }
           double sum = 0;
           for (std::size_t r = start; r < start + w; ++r) sum += v[r];
-          ASSERT_EQ(got->value[c], static_cast<float>(sum * (1.0 / static_cast<double>(w)))) << "m=" << m << " w=" << w << " c=" << c;
+          ASSERT_EQ(got->value[c], static_cast<float>(sum * (1.0 / static_cast<double>(w))))
+              << "m=" << m << " w=" << w << " c=" << c;
         }
       }
     }

@@ -79,7 +79,8 @@ TEST(GeometricMedian, RobustToAMinorityOfOutliersAndNonFinite) {
   for (std::size_t i = 0; i < f - 1; ++i)
     for (std::size_t c = 0; c < d; ++c) rows[i * d + c] = 1e6f;
   rows[(f - 1) * d + 3] = std::numeric_limits<float>::quiet_NaN();
-  auto result = GeometricMedian(GeometricMedianOptions{f, 100, 1e-6, 1e-8, 1}).aggregate(InputMatrix(rows.data(), n, d));
+  auto result =
+      GeometricMedian(GeometricMedianOptions{f, 100, 1e-6, 1e-8, 1}).aggregate(InputMatrix(rows.data(), n, d));
   ASSERT_TRUE(result.ok()) << result.error().to_string();
   EXPECT_EQ(result->report.non_finite, std::vector<std::size_t>{f - 1});
   // Within a few honest radii of the honest points (the outliers are 1e6 away).
@@ -87,7 +88,8 @@ TEST(GeometricMedian, RobustToAMinorityOfOutliersAndNonFinite) {
   for (std::size_t i = f; i < n; ++i) honest.push_back(i);
   const auto center = testing::mean_of_rows(rows, d, honest);
   double radius = 0;
-  for (std::size_t i : honest) radius = std::max(radius, std::sqrt(testing::squared_distance(&rows[i * d], center.data(), d)));
+  for (std::size_t i : honest)
+    radius = std::max(radius, std::sqrt(testing::squared_distance(&rows[i * d], center.data(), d)));
   EXPECT_LT(std::sqrt(testing::squared_distance(result->value.data(), center.data(), d)), 2 * radius);
 }
 

@@ -75,7 +75,8 @@ TEST(PairwiseDistances, MatchBruteForceAcrossChunksAndBlocks) {
         for (std::size_t i = 0; i < n; ++i)
           for (std::size_t j = 0; j < n; j += (i % 7) + 1) {
             const double want = testing::squared_distance(&rows[i * d], &rows[j * d], d);
-            ASSERT_NEAR(dist.at(i, j), want, 1e-5 * (want + static_cast<double>(d))) << n << " " << d << " " << i << " " << j;
+            ASSERT_NEAR(dist.at(i, j), want, 1e-5 * (want + static_cast<double>(d)))
+                << n << " " << d << " " << i << " " << j;
           }
       }
     }

@@ -48,8 +48,8 @@ TEST(MinimumDiameterAveraging, MatchesBruteForce) {
 
 TEST(MinimumDiameterAveraging, RefusesExponentialWorkWithAClearError) {
   std::vector<float> rows(100 * 4, 1.0f);
-  auto result = MinimumDiameterAveraging(MinimumDiameterAveragingOptions{24, 1e6, 1})
-                    .aggregate(InputMatrix(rows.data(), 100, 4));
+  auto result =
+      MinimumDiameterAveraging(MinimumDiameterAveragingOptions{24, 1e6, 1}).aggregate(InputMatrix(rows.data(), 100, 4));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().code, ErrorCode::kLimitExceeded);
   EXPECT_NE(result.error().message.find("C(100, 24)"), std::string::npos) << result.error().message;
@@ -61,8 +61,8 @@ TEST(MinimumDiameterAveraging, ExcludesOutliersAndNonFinite) {
   auto rows = gaussian_rows(n, d, 9);
   for (std::size_t c = 0; c < d; ++c) rows[3 * d + c] = 1e4f, rows[5 * d + c] = -1e4f;
   rows[7 * d + 2] = std::numeric_limits<float>::quiet_NaN();
-  auto result = MinimumDiameterAveraging(MinimumDiameterAveragingOptions{f, 1e6, 1})
-                    .aggregate(InputMatrix(rows.data(), n, d));
+  auto result =
+      MinimumDiameterAveraging(MinimumDiameterAveragingOptions{f, 1e6, 1}).aggregate(InputMatrix(rows.data(), n, d));
   ASSERT_TRUE(result.ok()) << result.error().to_string();
   EXPECT_EQ(result->report.non_finite, std::vector<std::size_t>{7});
   EXPECT_EQ(result->report.selected, (std::vector<std::size_t>{0, 1, 2, 4, 6, 8}));

@@ -64,7 +64,8 @@ TEST(Monna, IsTheRowOfNearestNeighbourMixingAtThePivot) {
           order.resize(n - f);
           std::sort(order.begin(), order.end());
           EXPECT_EQ(result->report.selected, order) << "n=" << n << " f=" << f << " p=" << p;
-          const std::vector<float> row(mixed->output.values.begin() + p * d, mixed->output.values.begin() + (p + 1) * d);
+          const std::vector<float> row(mixed->output.values.begin() + p * d,
+                                       mixed->output.values.begin() + (p + 1) * d);
           testing::expect_near_vectors(result->value, row, 1e-5, "nnm row");
           testing::expect_near_vectors(result->value, testing::mean_of_rows(rows, d, order), 1e-5, "brute");
         }

@@ -98,8 +98,7 @@ TEST(Bucketing, NonFiniteInputPoisonsOnlyItsBucket) {
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->non_finite, std::vector<std::size_t>{5});
   std::size_t bad = 0;
-  for (std::size_t b = 0; b < out->output.n; ++b)
-    bad += !std::isfinite(out->output.values[b * d]) ? 1 : 0;
+  for (std::size_t b = 0; b < out->output.n; ++b) bad += !std::isfinite(out->output.values[b * d]) ? 1 : 0;
   EXPECT_EQ(bad, 1u);
   EXPECT_FALSE(Bucketing(BucketingOptions{0, 1, 1}).check(3).ok());
 }
@@ -114,7 +113,8 @@ TEST(NormClipping, ClipsOnlyLongVectors) {
   for (std::size_t i = 0; i < n; ++i) {
     if (i == 2) continue;
     const double before = std::sqrt(testing::squared_distance(&rows[i * d], std::vector<float>(d, 0).data(), d));
-    const double after = std::sqrt(testing::squared_distance(&out->output.values[i * d], std::vector<float>(d, 0).data(), d));
+    const double after =
+        std::sqrt(testing::squared_distance(&out->output.values[i * d], std::vector<float>(d, 0).data(), d));
     EXPECT_NEAR(after, std::min(before, 5.0), 1e-4);
     // Direction kept.
     for (std::size_t c = 0; c < d; ++c)
@@ -229,7 +229,8 @@ TEST(NormClipping, MatchesTheDocumentedArithmetic) {
           const double norm = std::sqrt(reference_squared_norm(&rows[i * d], d));
           const float scale = static_cast<float>(norm > tau ? tau / norm : 1.0);
           for (std::size_t c = 0; c < d; ++c)
-            ASSERT_EQ(out->output.values[i * d + c], scale * rows[i * d + c]) << "d=" << d << " row " << i << " col " << c;
+            ASSERT_EQ(out->output.values[i * d + c], scale * rows[i * d + c])
+                << "d=" << d << " row " << i << " col " << c;
         }
       }
     }

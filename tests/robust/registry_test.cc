@@ -41,7 +41,8 @@ TEST(Registry, EveryTableLineIsWellFormed) {
     // Every key the line lists is known (a value may still be refused), and its example builds with f=2.
     for (const std::string& key : key_set(entry.keys)) {
       const auto made = make_aggregator(std::string(entry.name) + ":" + key + "=1");
-      EXPECT_TRUE(made.ok() || made.error().message.find("unknown option") == std::string::npos) << entry.name << " " << key;
+      EXPECT_TRUE(made.ok() || made.error().message.find("unknown option") == std::string::npos)
+          << entry.name << " " << key;
     }
     EXPECT_TRUE(make_aggregator(example_with_f(entry, 2)).ok()) << entry.name;
   }
@@ -62,7 +63,8 @@ TEST(Registry, DocsListEveryEntry) {
     const std::string row = "| `" + std::string(name);
     return docs.find(row + "`") != std::string::npos || docs.find(row + ":") != std::string::npos;
   };
-  for (const RuleEntry& entry : rule_table()) EXPECT_TRUE(documented(entry.name)) << entry.name << " is missing from docs/robust.md";
+  for (const RuleEntry& entry : rule_table())
+    EXPECT_TRUE(documented(entry.name)) << entry.name << " is missing from docs/robust.md";
   for (const PreAggregatorEntry& entry : pre_aggregator_table())
     EXPECT_TRUE(documented(entry.name)) << entry.name << " is missing from docs/robust.md";
 }
@@ -83,12 +85,12 @@ TEST(Registry, ErrorsNameTheProblem) {
     const char* text;
     const char* mentions;
   };
-  for (const auto& bad : {Bad{"krun:f=1", "unknown aggregation rule 'krun'"}, Bad{"krum:g=1", "g"},
-                          Bad{"krum:f=x", "integer"}, Bad{"krum:f=-1", ">= 0"}, Bad{"krum > nnm:f=1", "is a pre-aggregator"}, Bad{"krum > median", "is a rule"},
-                          Bad{"nnm:f=1", "pre-aggregator"}, Bad{"centered_clipping:start=mean", "start"},
-                          Bad{"centered_clipping:tau=0", "tau"}, Bad{"clipping:tau=-2 > mean", "tau"},
-                          Bad{"bucketing:s=0 > mean", ">= 1"}, Bad{"mean:threads=0", ">= 1"}, Bad{"", ""},
-                          Bad{"nnm:f=1 >", ""}}) {
+  for (const auto& bad :
+       {Bad{"krun:f=1", "unknown aggregation rule 'krun'"}, Bad{"krum:g=1", "g"}, Bad{"krum:f=x", "integer"},
+        Bad{"krum:f=-1", ">= 0"}, Bad{"krum > nnm:f=1", "is a pre-aggregator"}, Bad{"krum > median", "is a rule"},
+        Bad{"nnm:f=1", "pre-aggregator"}, Bad{"centered_clipping:start=mean", "start"},
+        Bad{"centered_clipping:tau=0", "tau"}, Bad{"clipping:tau=-2 > mean", "tau"},
+        Bad{"bucketing:s=0 > mean", ">= 1"}, Bad{"mean:threads=0", ">= 1"}, Bad{"", ""}, Bad{"nnm:f=1 >", ""}}) {
     auto rule = make_aggregator(bad.text);
     ASSERT_FALSE(rule.ok()) << bad.text;
     EXPECT_EQ(rule.error().code, ErrorCode::kInvalidArgument) << bad.text;

@@ -62,9 +62,15 @@ TEST(Coalition, ComputesEachRoundOnceForAllMembers) {
 }
 
 TEST(Adversary, NeedsTheViewOnlyForOmniscientAttacks) {
-  for (const auto& [attack, needs] : std::vector<std::pair<const char*, bool>>{
-           {"reverse", false}, {"random", false}, {"label_flip", false}, {"crash", false},
-           {"omniscient", true}, {"alie", true}, {"ipm", true}, {"mimic", true}, {"sign_flip", true}}) {
+  for (const auto& [attack, needs] : std::vector<std::pair<const char*, bool>>{{"reverse", false},
+                                                                               {"random", false},
+                                                                               {"label_flip", false},
+                                                                               {"crash", false},
+                                                                               {"omniscient", true},
+                                                                               {"alie", true},
+                                                                               {"ipm", true},
+                                                                               {"mimic", true},
+                                                                               {"sign_flip", true}}) {
     auto setup = setup_for(options_with(attack, 1));
     ASSERT_TRUE(setup.ok()) << attack << ": " << setup.error().to_string();
     EXPECT_EQ(needs_honest_view(*setup), needs) << attack;

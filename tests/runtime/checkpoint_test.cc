@@ -21,8 +21,7 @@ Checkpoint sample() {
 class CheckpointFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ballot_checkpoint_test_" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() / ("ballot_checkpoint_test_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -42,9 +42,8 @@ ClusterConfig small_cluster(std::uint64_t rounds) {
 class ProcessCluster : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ballot_cluster_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("ballot_cluster_test_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
   }
   void TearDown() override {
@@ -114,7 +113,7 @@ class ProcessCluster : public ::testing::Test {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    std::vector<std::string> args{BALLOT_PROGRAM, "node", "--cluster", cluster.cluster_file().string(), "--index",
+    std::vector<std::string> args{BALLOT_PROGRAM,       "node", "--cluster", cluster.cluster_file().string(), "--index",
                                   std::to_string(index)};
     std::vector<char*> argv;
     for (auto& arg : args) argv.push_back(arg.data());
@@ -402,9 +401,10 @@ TEST_F(ProcessCluster, RejoinsThroughAFloodOfIdleSockets) {
   stop = true;
   flood.join();
   cluster->kill_server();
-  std::printf("rejoin of a killed node: %.2f s (%zu rounds) without the flood, %.2f s (%zu rounds) under a flood of 200 "
-              "idle re-opening sockets (%llu connections opened)\n",
-              quiet.first, quiet.second, flooded.first, flooded.second, static_cast<unsigned long long>(opened.load()));
+  std::printf(
+      "rejoin of a killed node: %.2f s (%zu rounds) without the flood, %.2f s (%zu rounds) under a flood of 200 "
+      "idle re-opening sockets (%llu connections opened)\n",
+      quiet.first, quiet.second, flooded.first, flooded.second, static_cast<unsigned long long>(opened.load()));
   RecordProperty("rejoin_seconds_quiet", std::to_string(quiet.first));
   RecordProperty("rejoin_seconds_flood", std::to_string(flooded.first));
   EXPECT_GT(opened.load(), 200u);

@@ -50,7 +50,7 @@ struct SessionHarness {
     options.eval_every = 0;
     options.partition_size = 4;
     options.rule = std::move(rule);
-    
+
     auto data = load_training_data(options).value();
     return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
   }
@@ -67,8 +67,10 @@ struct SessionHarness {
     return {};
   }
   void start_round(std::uint64_t round) {
-    ASSERT_TRUE(server().send(node_id(0), MessageType::kRoundStart, round,
-                              encode(RoundStart{round, 3000, replica.digest()})).ok());
+    ASSERT_TRUE(
+        server()
+            .send(node_id(0), MessageType::kRoundStart, round, encode(RoundStart{round, 3000, replica.digest()}))
+            .ok());
   }
 };
 
@@ -124,7 +126,8 @@ TEST(NodeSessionTest, AStartOnAnotherModelAsksForTheStateAndInstallsIt) {
   // The server's model moved on: its round start names another digest.
   const BitVector decided(h.replica.dimension(), true);
   h.replica.apply(0, decided);
-  ASSERT_TRUE(h.server().send(node_id(1), MessageType::kRoundStart, 0, encode(RoundStart{0, 3000, h.replica.digest()})).ok());
+  ASSERT_TRUE(
+      h.server().send(node_id(1), MessageType::kRoundStart, 0, encode(RoundStart{0, 3000, h.replica.digest()})).ok());
   Checkpoint state;
   state.round = 1;
   h.replica.save_to(state);
@@ -193,8 +196,10 @@ TEST(NodeSessionTest, TheAdversarySeamReplacesAndWithholdsTheVote) {
   EXPECT_EQ(adversary->delivered, 1);
 
   // Next round the adversary withholds: nothing reaches the server.
-  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0,
-                              encode(Decision{0, BitVector(h.replica.dimension(), true)})).ok());
+  ASSERT_TRUE(
+      h.server()
+          .send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, BitVector(h.replica.dimension(), true)}))
+          .ok());
   ASSERT_EQ(session.await_decision()->kind, NodeEvent::Kind::kDecided);
   h.replica.apply(0, BitVector(h.replica.dimension(), true));  // the server's replica, in step
   adversary->withhold = true;
@@ -235,8 +240,10 @@ TEST(NodeSessionTest, ExchangeVotesOverTheInputsOfItsRow) {
   ASSERT_TRUE(vote.ok()) << vote.error().to_string();
   EXPECT_EQ(vote->inputs.size(), row.size());  // its own input and each peer's, with their envelopes
   EXPECT_EQ(vote->vote.signs, BitVector(h.replica.dimension(), true));
-  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0,
-                              encode(Decision{0, BitVector(h.replica.dimension(), true)})).ok());
+  ASSERT_TRUE(
+      h.server()
+          .send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, BitVector(h.replica.dimension(), true)}))
+          .ok());
   node.join();
   ASSERT_TRUE(decided.ok());
   EXPECT_EQ(decided->kind, NodeEvent::Kind::kDecided);

@@ -106,7 +106,8 @@ TEST(Roles, MalformedVotesAreCountedAndDropped) {
   ASSERT_TRUE(summary.ok()) << summary.error().to_string();
   EXPECT_EQ(summary->rounds, 2u);
   EXPECT_EQ(rejected, 2u);  // the undecodable vote and the control message
-  EXPECT_EQ(h.endpoints[0]->misbehaviour_counts(3)[static_cast<std::size_t>(transport::Misbehaviour::kEquivocation)], 1u);
+  EXPECT_EQ(h.endpoints[0]->misbehaviour_counts(3)[static_cast<std::size_t>(transport::Misbehaviour::kEquivocation)],
+            1u);
 }
 
 // An equivocating node (two different votes in one round) is quarantined through the proof the
@@ -151,7 +152,8 @@ TEST(Roles, AuditedVotesWithInvalidInputsAreDropped) {
     }
     const auto replica = Replica::create(h.setup).value();
     transport::SignedEnvelope input;
-    input.header = {h.setup.options.job, 3, transport::Role::kNode, transport::MessageType::kPartitionSigns, 0, 1, 10, {}};
+    input.header = {
+        h.setup.options.job, 3, transport::Role::kNode, transport::MessageType::kPartitionSigns, 0, 1, 10, {}};
     input.header.payload_digest[0] = 1;
     if (variant == 0) input.header.sender = 2;  // node 1's partition: not in row 2 of G = I
     if (variant == 2) input.header.round = 7;   // another round
@@ -186,8 +188,12 @@ TEST(Roles, ForwardedEvidenceQuarantinesTheEquivocator) {
   Harness h(2, quarantine, Placement::kExchange);
   const std::size_t d = Replica::create(h.setup).value().dimension();
   auto& hostile = *h.endpoints[3];
-  ASSERT_TRUE(hostile.send(node_id(0), transport::MessageType::kPartitionSigns, 0, encode(Vote{0, 0, {}, BitVector(d, true)})).ok());
-  ASSERT_TRUE(hostile.send(node_id(0), transport::MessageType::kPartitionSigns, 0, encode(Vote{0, 0, {}, BitVector(d, false)})).ok());
+  ASSERT_TRUE(
+      hostile.send(node_id(0), transport::MessageType::kPartitionSigns, 0, encode(Vote{0, 0, {}, BitVector(d, true)}))
+          .ok());
+  ASSERT_TRUE(
+      hostile.send(node_id(0), transport::MessageType::kPartitionSigns, 0, encode(Vote{0, 0, {}, BitVector(d, false)}))
+          .ok());
   ASSERT_EQ(h.evidence[1]->proofs().size(), 1u);
   // A forged proof (the second envelope's signature broken) is rejected and counted against
   // whoever forwarded it.
@@ -199,7 +205,8 @@ TEST(Roles, ForwardedEvidenceQuarantinesTheEquivocator) {
   for (std::size_t i = 0; i < 2; ++i) {
     NodeOptions node_options;
     node_options.evidence = h.evidence[i + 1];
-    nodes.emplace_back([&, i, node_options] { EXPECT_TRUE(Node(h.setup, i, *h.endpoints[i + 1], node_options).run().ok()); });
+    nodes.emplace_back(
+        [&, i, node_options] { EXPECT_TRUE(Node(h.setup, i, *h.endpoints[i + 1], node_options).run().ok()); });
   }
   ServerOptions options;
   options.round_deadline = std::chrono::milliseconds(2000);

@@ -22,7 +22,7 @@ using namespace ballot;
 using namespace ballot::runtime;
 using fuzzing::CorpusSeed;
 
-constexpr std::uint8_t kSeed[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+constexpr std::uint8_t kSeed[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                                     17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 
 std::vector<std::uint8_t> ramp(std::size_t n, std::uint8_t step) {
@@ -43,8 +43,8 @@ BitVector signs(std::size_t d) {
   return v;
 }
 
-transport::SignedEnvelope envelope(const transport::SigningKey& key, transport::MessageType type,
-                                   std::uint64_t round, std::uint64_t sequence, std::size_t length) {
+transport::SignedEnvelope envelope(const transport::SigningKey& key, transport::MessageType type, std::uint64_t round,
+                                   std::uint64_t sequence, std::size_t length) {
   transport::EnvelopeHeader h;
   h.job = 7;
   h.sender = 1;

@@ -57,8 +57,10 @@ struct ServerHarness {
   }
   transport::Transport& node(std::size_t i) { return *endpoints[i + 1]; }
   void vote(std::size_t i, std::uint64_t round, const transport::Digest& digest, bool sign) {
-    ASSERT_TRUE(node(i).send(kServerId, MessageType::kVote, round,
-                             encode(Vote{round, 0.5, digest, BitVector(replica.dimension(), sign)})).ok());
+    ASSERT_TRUE(node(i)
+                    .send(kServerId, MessageType::kVote, round,
+                          encode(Vote{round, 0.5, digest, BitVector(replica.dimension(), sign)}))
+                    .ok());
   }
   // The next message node i gets of `type` (others are skipped).
   std::optional<transport::Message> next(std::size_t i, MessageType type) {

@@ -27,14 +27,16 @@ class SignedRecordTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // A fresh signer each time: as a restarted process would have (sequence from its clock).
-  transport::OutboundFrame seal(MessageType type, std::uint64_t round, std::shared_ptr<const std::vector<std::uint8_t>> p) {
+  transport::OutboundFrame seal(MessageType type, std::uint64_t round,
+                                std::shared_ptr<const std::vector<std::uint8_t>> p) {
     transport::Signer signer(key_, 1, 3, transport::Role::kNode);
     ++seals_;
     return signer.seal(type, round, std::move(p));
   }
   Result<std::optional<transport::OutboundFrame>> once(SignedRecord& record, MessageType type, std::uint64_t round,
-                                                      std::shared_ptr<const std::vector<std::uint8_t>> p) {
-    return record.seal_once(type, round, std::move(p), [&](auto t, auto r, auto q) { return seal(t, r, std::move(q)); });
+                                                       std::shared_ptr<const std::vector<std::uint8_t>> p) {
+    return record.seal_once(type, round, std::move(p),
+                            [&](auto t, auto r, auto q) { return seal(t, r, std::move(q)); });
   }
 
   std::filesystem::path dir_;
@@ -76,7 +78,8 @@ TEST_F(SignedRecordTest, SameBytesOrNothingAcrossARestart) {
 TEST_F(SignedRecordTest, OldRoundsLeaveTheWindow) {
   auto record = SignedRecord::open(dir_ / "r.signed", 3, 1, nullptr, /*window=*/4);
   ASSERT_TRUE(record.ok());
-  for (std::uint64_t round = 0; round < 20; ++round) ASSERT_TRUE(once(*record, MessageType::kVote, round, bytes(1)).ok());
+  for (std::uint64_t round = 0; round < 20; ++round)
+    ASSERT_TRUE(once(*record, MessageType::kVote, round, bytes(1)).ok());
   EXPECT_EQ(record->size(), 5u);
   EXPECT_EQ(record->find(MessageType::kVote, 14), nullptr);
   EXPECT_NE(record->find(MessageType::kVote, 15), nullptr);

@@ -140,9 +140,10 @@ TEST(Simulator, SameSeedSameModel) {
 // The gradient path: every codec + robust rule pair of the registries runs through the same
 // roles. fp32 + mean is plain distributed SGD (the no-defence baseline).
 TEST(Simulator, CodecAndRobustRulePairsTrain) {
-  const std::pair<const char*, const char*> pairs[] = {
-      {"fp32", "mean"}, {"qsgd:s=16", "median"}, {"topk:ratio=0.25,ef=1", "trimmed_mean:f=1"},
-      {"fp16", "nnm:f=1 > krum:f=1"}};
+  const std::pair<const char*, const char*> pairs[] = {{"fp32", "mean"},
+                                                       {"qsgd:s=16", "median"},
+                                                       {"topk:ratio=0.25,ef=1", "trimmed_mean:f=1"},
+                                                       {"fp16", "nnm:f=1 > krum:f=1"}};
   for (const auto& [codec, rule] : pairs) {
     auto options = small_run();
     options.nodes = 7;

@@ -32,7 +32,8 @@ TEST(TrainingOptions, ValidateNamesTheOption) {
   EXPECT_FALSE(options.validate().ok());
   options = small();
   options.code = "deterministic:b=x";
-  EXPECT_FALSE(make_training_setup(options, std::make_shared<const TrainTestSplit>(load_training_data(options).value())).ok());
+  EXPECT_FALSE(
+      make_training_setup(options, std::make_shared<const TrainTestSplit>(load_training_data(options).value())).ok());
   options = small();
   options.data = "imagenet";
   EXPECT_NE(load_training_data(options).error().message.find("unknown dataset"), std::string::npos);

@@ -1,16 +1,15 @@
 #include "transport/crypto.h"
 
-#include "transport/detail/sha256_lanes.h"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "kernels/isa.h"
+#include "transport/detail/sha256_lanes.h"
 
 namespace ballot::transport {
 namespace {
@@ -22,9 +21,7 @@ std::vector<std::uint8_t> from_hex(const std::string& hex) {
   return bytes;
 }
 
-ByteSpan bytes_of(const std::string& text) {
-  return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
-}
+ByteSpan bytes_of(const std::string& text) { return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}; }
 
 TEST(Sha256, KnownAnswers) {
   EXPECT_EQ(to_hex(sha256(bytes_of(""))), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -70,7 +67,8 @@ TEST(Sha256Lanes, AnyCountMatchesOpenSsl) {
   for (const std::size_t count : {0, 1, 7, 8, 15, 16, 17, 23, 24, 33, 40}) {
     std::vector<Digest> out(count);
     detail::sha256_equal_length(pointers.data(), count, length, out.data());
-    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(out[i], sha256(data[i])) << "count " << count << ", message " << i;
+    for (std::size_t i = 0; i < count; ++i)
+      ASSERT_EQ(out[i], sha256(data[i])) << "count " << count << ", message " << i;
   }
 }
 
@@ -115,14 +113,16 @@ Digest tree_by_definition(ByteSpan payload) {
     const Digest leaf = sha256(payload.subspan(at, std::min(kPayloadLeafSize, payload.size() - at)));
     input.insert(input.end(), leaf.begin(), leaf.end());
   }
-  for (int i = 0; i < 8; ++i) input.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(payload.size()) >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    input.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(payload.size()) >> (8 * i)));
   return sha256(input);
 }
 
 TEST(PayloadDigest, KnownAnswers) {
   // Independent values (Python hashlib, the definition in docs/protocol.md).
   EXPECT_EQ(to_hex(payload_digest({})), "af5570f5a1810b7af78caf4bc70a660f0df51e42baf91d4de5b2328de0e83dfc");
-  EXPECT_EQ(to_hex(payload_digest(bytes_of("abc"))), "39e6ecbb90eec724b8db13f608fbf85c4ead558d6dfbbf2942ab4d6a6d536457");
+  EXPECT_EQ(to_hex(payload_digest(bytes_of("abc"))),
+            "39e6ecbb90eec724b8db13f608fbf85c4ead558d6dfbbf2942ab4d6a6d536457");
   std::vector<std::uint8_t> ramp(100000);
   for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<std::uint8_t>(i * 31 + 7);
   EXPECT_EQ(to_hex(payload_digest(ramp)), "2cac9bd2fbe04b4c6b1d576c614289cdd9d658854e646062d2650f6aca65fa96");
@@ -159,7 +159,8 @@ TEST(PayloadDigester, IncrementalEqualsOneShot) {
     std::vector<std::uint8_t> buffer;
     for (std::size_t have = 0; have < payload.size();) {
       have = std::min(payload.size(), have + step);
-      buffer.assign(payload.begin(), payload.begin() + static_cast<std::ptrdiff_t>(have));  // a fresh allocation each time
+      buffer.assign(payload.begin(),
+                    payload.begin() + static_cast<std::ptrdiff_t>(have));  // a fresh allocation each time
       digester.update(ByteSpan(buffer));
     }
     EXPECT_EQ(digester.finish(payload), expected) << "step " << step;
@@ -176,7 +177,8 @@ TEST(Ed25519, Rfc8032TestVector1) {
   EXPECT_EQ(to_hex(key->verify_key().bytes()), "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");
   const Signature signature = key->sign({});
   EXPECT_EQ(to_hex(signature),
-            "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b");
+            "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f059"
+            "5bbe24655141438e7a100b");
   EXPECT_TRUE(key->verify_key().verify({}, signature));
 }
 

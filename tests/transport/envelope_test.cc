@@ -67,7 +67,7 @@ TEST_F(EnvelopeTest, SignatureInputLayout) {
   EXPECT_EQ(std::string(input.begin(), input.begin() + kEnvelopeDomain.size()), "ballot.envelope.v2");
   const std::uint8_t* f = input.data() + kEnvelopeDomain.size() + 1;
   EXPECT_EQ(input[kEnvelopeDomain.size()], 0);
-  EXPECT_EQ(f[0], 0x08);   // job, little-endian
+  EXPECT_EQ(f[0], 0x08);  // job, little-endian
   EXPECT_EQ(f[7], 0x01);
   EXPECT_EQ(f[8], 0x0d);   // sender
   EXPECT_EQ(f[12], 1);     // role server

@@ -18,7 +18,7 @@ namespace {
 
 using namespace ballot::transport;
 
-constexpr std::uint8_t kSeed[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+constexpr std::uint8_t kSeed[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                                     17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 constexpr std::uint64_t kJob = 7;
 constexpr NodeId kSender = 1;
@@ -70,8 +70,8 @@ std::vector<Seed> seeds() {
   out.push_back({"signed_vote_64", signed_frame(key, MessageType::kVote, 0, 1002, payload(64, 3))});
   out.push_back({"signed_gradient_300", signed_frame(key, MessageType::kPartitionSigns, 1, 1003, payload(300, 5))});
   // Three digest leaves (two full, one partial): the tree path of payload_digest.
-  out.push_back({"signed_gradient_3_leaves", signed_frame(key, MessageType::kPartitionSigns, 1, 1004,
-                                                           payload(2 * kPayloadLeafSize + 100, 11))});
+  out.push_back({"signed_gradient_3_leaves",
+                 signed_frame(key, MessageType::kPartitionSigns, 1, 1004, payload(2 * kPayloadLeafSize + 100, 11))});
   auto truncated = signed_frame(key, MessageType::kVote, 0, 1005, payload(64, 3));
   truncated.resize(100);
   out.push_back({"truncated_vote", truncated});

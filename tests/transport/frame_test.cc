@@ -5,7 +5,6 @@
 #include <cstring>
 #include <vector>
 
-
 namespace ballot::transport {
 namespace {
 
@@ -59,18 +58,16 @@ TEST_P(FrameHeaderCorruption, IsRejected) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllFields, FrameHeaderCorruption,
-    ::testing::Values(Corruption{"magic", 0, {'X'}, ErrorCode::kMalformed},
-                      Corruption{"version_1", 4, {1}, ErrorCode::kMalformed},  // the previous version
-                      Corruption{"version_3", 4, {3}, ErrorCode::kMalformed},
-                      Corruption{"type0", 5, {0}, ErrorCode::kMalformed},
-                      Corruption{"type_high", 5, {200}, ErrorCode::kMalformed},
-                      Corruption{"flags", 6, {3}, ErrorCode::kMalformed},
-                      Corruption{"meta_length", 8, {135}, ErrorCode::kMalformed},
-                      Corruption{"meta_length_huge", 8, {0xff, 0xff, 0xff, 0xff}, ErrorCode::kMalformed},
-                      Corruption{"reserved", 12, {1}, ErrorCode::kMalformed},
-                      Corruption{"payload_2_64", 16, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
-                                 ErrorCode::kLimitExceeded},
-                      Corruption{"payload_over_limit", 16, {0x01, 0x00, 0x00, 0x04}, ErrorCode::kLimitExceeded}),
+    ::testing::Values(
+        Corruption{"magic", 0, {'X'}, ErrorCode::kMalformed},
+        Corruption{"version_1", 4, {1}, ErrorCode::kMalformed},  // the previous version
+        Corruption{"version_3", 4, {3}, ErrorCode::kMalformed}, Corruption{"type0", 5, {0}, ErrorCode::kMalformed},
+        Corruption{"type_high", 5, {200}, ErrorCode::kMalformed}, Corruption{"flags", 6, {3}, ErrorCode::kMalformed},
+        Corruption{"meta_length", 8, {135}, ErrorCode::kMalformed},
+        Corruption{"meta_length_huge", 8, {0xff, 0xff, 0xff, 0xff}, ErrorCode::kMalformed},
+        Corruption{"reserved", 12, {1}, ErrorCode::kMalformed},
+        Corruption{"payload_2_64", 16, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ErrorCode::kLimitExceeded},
+        Corruption{"payload_over_limit", 16, {0x01, 0x00, 0x00, 0x04}, ErrorCode::kLimitExceeded}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(FrameHeader, UnsignedMustHaveNoEnvelope) {

@@ -1,8 +1,7 @@
 #include "transport/nccl/nccl_communicator.h"
 
-#include <gtest/gtest.h>
-
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <vector>
 

@@ -4,12 +4,10 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <openssl/ssl.h>
 
 #include <asio.hpp>
 #include <asio/ssl.hpp>
-
 #include <chrono>
 #include <condition_variable>
 #include <memory>

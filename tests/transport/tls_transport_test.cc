@@ -157,7 +157,8 @@ TEST_F(TlsTransportTest, BackPressureWhenThePeerDoesNotRead) {
   // queue fills, and send() reports the back-pressure instead of buffering without bound.
   Status status;
   int sent = 0;
-  for (; sent < 200 && status.ok(); ++sent) status = node->send(0, MessageType::kStateTransfer, 0, bytes_of(1 << 20, 7));
+  for (; sent < 200 && status.ok(); ++sent)
+    status = node->send(0, MessageType::kStateTransfer, 0, bytes_of(1 << 20, 7));
   ASSERT_FALSE(status.ok()) << "sent " << sent << " MiB without back-pressure";
   EXPECT_EQ(status.error().code, ErrorCode::kTimeout);
   // Draining the inbox resumes the flow.
@@ -190,7 +191,8 @@ TEST(TlsTransportCreate, Errors) {
   TestPki pki(1);
   auto options = tls_options(nullptr);
   options.dial[7] = PeerAddress{"127.0.0.1", 1};
-  EXPECT_EQ(TlsTransport::create(pki.credentials(0), pki.registry(), options).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(TlsTransport::create(pki.credentials(0), pki.registry(), options).error().code,
+            ErrorCode::kInvalidArgument);
   auto first = TlsTransport::create(pki.credentials(0), pki.registry(), tls_options(nullptr)).value();
   auto busy = tls_options(nullptr);
   busy.listen_port = first->port();

@@ -45,15 +45,18 @@ std::vector<std::uint8_t> pattern(std::size_t n, std::uint32_t seed) {
   return bytes;
 }
 
-std::vector<std::uint8_t> sealed(Signer& signer, MessageType type, std::uint64_t round, std::vector<std::uint8_t> payload) {
+std::vector<std::uint8_t> sealed(Signer& signer, MessageType type, std::uint64_t round,
+                                 std::vector<std::uint8_t> payload) {
   return signer.seal(type, round, std::make_shared<const std::vector<std::uint8_t>>(std::move(payload))).to_bytes();
 }
 
 class TransportTest : public ::testing::TestWithParam<Kind> {
  protected:
   void SetUp() override {
-    if (GetParam() == Kind::kMemory) cluster_ = std::make_unique<MemoryCluster>(pki_);
-    else cluster_ = std::make_unique<TlsCluster>(pki_);
+    if (GetParam() == Kind::kMemory)
+      cluster_ = std::make_unique<MemoryCluster>(pki_);
+    else
+      cluster_ = std::make_unique<TlsCluster>(pki_);
   }
 
   // The honest node and the server still talk after whatever the attacker did.
@@ -173,7 +176,8 @@ TEST_P(TransportTest, LargePayloadsAreHashedWhileTheyArrive) {
     EXPECT_EQ(got->payload, pattern(sizes[i], 50 + i)) << "frame " << i;
   }
   for (const std::size_t at : {std::size_t{5}, 17 * kPayloadLeafSize + 3, 40 * kPayloadLeafSize + 700}) {
-    auto tampered = sealed(cluster_->attacker(), MessageType::kStateTransfer, 0, pattern(40 * kPayloadLeafSize + 777, 9));
+    auto tampered =
+        sealed(cluster_->attacker(), MessageType::kStateTransfer, 0, pattern(40 * kPayloadLeafSize + 777, 9));
     tampered[kFrameHeaderSize + kEnvelopeMetaSize + at] ^= 0x40;
     cluster_->attacker_send(tampered);
   }

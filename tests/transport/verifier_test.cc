@@ -76,7 +76,7 @@ TEST_F(VerifierTest, ReorderingWithinTheWindow) {
   std::vector<SignedEnvelope> envelopes;
   for (int i = 0; i < 70; ++i) envelopes.push_back(node_->envelope_for(MessageType::kControl, 0, payload_));
   EXPECT_TRUE(check(envelopes[69], payload_).ok());
-  EXPECT_TRUE(check(envelopes[10], payload_).ok());   // 59 behind: inside the window
+  EXPECT_TRUE(check(envelopes[10], payload_).ok());  // 59 behind: inside the window
   EXPECT_EQ(check(envelopes[10], payload_).kind, Misbehaviour::kReplay);
   EXPECT_EQ(check(envelopes[5], payload_).kind, Misbehaviour::kReplay);  // 64 behind: too old
   EXPECT_TRUE(check(envelopes[68], payload_).ok());
@@ -136,7 +136,8 @@ TEST_F(VerifierTest, IdentityRegistryJobRole) {
   Signer other_job(node_key_, kJob + 1, 1, Role::kNode);
   EXPECT_EQ(check(other_job.envelope_for(MessageType::kVote, 0, payload_), payload_).kind, Misbehaviour::kWrongJob);
   // Nodes may not announce results; the server may.
-  EXPECT_EQ(check(node_->envelope_for(MessageType::kDecision, 0, payload_), payload_).kind, Misbehaviour::kNotPermitted);
+  EXPECT_EQ(check(node_->envelope_for(MessageType::kDecision, 0, payload_), payload_).kind,
+            Misbehaviour::kNotPermitted);
   Signer server(server_key_, kJob, 0, Role::kServer);
   EXPECT_TRUE(check(server.envelope_for(MessageType::kDecision, 0, payload_), payload_, 0).ok());
   EXPECT_EQ(check(server.envelope_for(MessageType::kVote, 0, payload_), payload_, 0).kind, Misbehaviour::kNotPermitted);

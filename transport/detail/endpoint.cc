@@ -15,8 +15,10 @@ bool closes_session(Misbehaviour kind) noexcept {
     case Misbehaviour::kHandshakeFailed:
     case Misbehaviour::kIdentityMismatch:
     case Misbehaviour::kUnknownSender:
-    case Misbehaviour::kDuplicateSession: return true;
-    default: return false;
+    case Misbehaviour::kDuplicateSession:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -78,7 +80,8 @@ std::optional<Misbehaviour> EndpointCore::accept(NodeId peer, const FrameHeader&
     report(peer, kind, make_error(code, std::move(message), peer));
     return std::optional<Misbehaviour>(kind);
   };
-  if (header.type == MessageType::kHello) return fail(Misbehaviour::kMalformedFrame, ErrorCode::kMalformed, "hello after the session began");
+  if (header.type == MessageType::kHello)
+    return fail(Misbehaviour::kMalformedFrame, ErrorCode::kMalformed, "hello after the session began");
   Message message;
   message.from = peer;
   message.type = header.type;
@@ -103,7 +106,8 @@ std::optional<Misbehaviour> EndpointCore::accept(NodeId peer, const FrameHeader&
     message.sequence = envelope->header.sequence;
     message.envelope = *envelope;
   } else if (require_signatures_) {
-    return fail(Misbehaviour::kMalformedFrame, ErrorCode::kAuthentication, "unsigned frame on an authenticated session");
+    return fail(Misbehaviour::kMalformedFrame, ErrorCode::kAuthentication,
+                "unsigned frame on an authenticated session");
   }
   message.payload = std::move(payload);
   push(std::move(message));
@@ -120,8 +124,9 @@ std::optional<Misbehaviour> EndpointCore::accept_bytes(NodeId peer, ByteSpan byt
     return fail(Misbehaviour::kTruncated, make_error(ErrorCode::kMalformed, "truncated frame header"));
   auto header = decode_frame_header(bytes.first(kFrameHeaderSize), options_.limits);
   if (!header.ok())
-    return fail(header.error().code == ErrorCode::kLimitExceeded ? Misbehaviour::kOversize : Misbehaviour::kMalformedFrame,
-                header.error());
+    return fail(
+        header.error().code == ErrorCode::kLimitExceeded ? Misbehaviour::kOversize : Misbehaviour::kMalformedFrame,
+        header.error());
   const std::size_t available = bytes.size() - kFrameHeaderSize;
   if (header->meta_length > available || header->payload_length > available - header->meta_length)
     return fail(Misbehaviour::kTruncated, make_error(ErrorCode::kMalformed, "truncated frame"));
@@ -159,9 +164,8 @@ void EndpointCore::when_space(std::function<void()> resume) {
 
 bool EndpointCore::wait_for_space(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(inbox_mutex_);
-  return inbox_space_.wait_until(lock, deadline, [&] {
-    return inbox_closed_ || inbox_bytes_ < options_.max_inbox_bytes || inbox_.empty();
-  });
+  return inbox_space_.wait_until(
+      lock, deadline, [&] { return inbox_closed_ || inbox_bytes_ < options_.max_inbox_bytes || inbox_.empty(); });
 }
 
 Result<Message> EndpointCore::pop(std::chrono::milliseconds timeout) {

@@ -38,8 +38,8 @@ class EndpointCore {
   // passes, delivers it. Returns the misbehaviour (already counted and reported) otherwise.
   // `computed`, if given, is payload_digest(payload), already computed by the caller (the TLS
   // session hashes the payload while it arrives).
-  std::optional<Misbehaviour> accept(NodeId peer, const FrameHeader& header, ByteSpan meta,
-                                     PayloadBytes payload, const Digest* computed = nullptr);
+  std::optional<Misbehaviour> accept(NodeId peer, const FrameHeader& header, ByteSpan meta, PayloadBytes payload,
+                                     const Digest* computed = nullptr);
   // The same from contiguous bytes (the in-memory transport): also classifies framing errors.
   std::optional<Misbehaviour> accept_bytes(NodeId peer, ByteSpan bytes);
 

@@ -19,7 +19,9 @@ namespace ballot::transport::detail {
 template <auto Fn>
 struct Deleter {
   template <typename T>
-  void operator()(T* p) const noexcept { Fn(p); }
+  void operator()(T* p) const noexcept {
+    Fn(p);
+  }
 };
 using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
 using PkeyCtxPtr = std::unique_ptr<EVP_PKEY_CTX, Deleter<EVP_PKEY_CTX_free>>;

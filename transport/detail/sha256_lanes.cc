@@ -35,7 +35,9 @@ constexpr std::uint32_t kInitialState[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 
 #define BALLOT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) inline
 
 template <int N>
-BALLOT_AVX512 __m512i ror(__m512i x) { return _mm512_ror_epi32(x, N); }
+BALLOT_AVX512 __m512i ror(__m512i x) {
+  return _mm512_ror_epi32(x, N);
+}
 BALLOT_AVX512 __m512i xor3(__m512i a, __m512i b, __m512i c) { return _mm512_ternarylogic_epi32(a, b, c, 0x96); }
 BALLOT_AVX512 __m512i add(__m512i a, __m512i b) { return _mm512_add_epi32(a, b); }
 
@@ -62,7 +64,8 @@ BALLOT_AVX512 void load_transposed(const std::uint8_t* const* p, std::size_t off
 #pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {
     const __m512i v0 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x88), v1 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xDD);
-    const __m512i v2 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x88), v3 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xDD);
+    const __m512i v2 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x88),
+                  v3 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xDD);
     w[j] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(v0, v2, 0x88), byteswap);
     w[4 + j] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(v1, v3, 0x88), byteswap);
     w[8 + j] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(v0, v2, 0xDD), byteswap);
@@ -73,8 +76,8 @@ BALLOT_AVX512 void load_transposed(const std::uint8_t* const* p, std::size_t off
 // FIPS 180-4 section 6.2.2 on 16 lanes at once, one lane per 32-bit element: the plain scalar
 // algorithm with AVX-512 rotates and three-input logic (Ch = 0xCA, Maj = 0xE8, xor3 = 0x96).
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void compress_x16(__m512i (&state)[8],
-                                                                      const std::uint8_t* const* p,
-                                                                      std::size_t blocks) {
+                                                                       const std::uint8_t* const* p,
+                                                                       std::size_t blocks) {
   for (std::size_t block = 0; block < blocks; ++block) {
     __m512i w[16];
     load_transposed(p, 64 * block, w);
@@ -98,9 +101,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void compress_x16(__m512i (
       __m512i& f = s[(69 - t) & 7];
       __m512i& g = s[(70 - t) & 7];
       __m512i& h = s[(71 - t) & 7];
-      const __m512i t1 = add(add(add(h, xor3(ror<6>(e), ror<11>(e), ror<25>(e))),
-                                 _mm512_ternarylogic_epi32(e, f, g, 0xCA)),
-                             add(w[t & 15], _mm512_set1_epi32(static_cast<int>(kRoundConstants[t]))));
+      const __m512i t1 =
+          add(add(add(h, xor3(ror<6>(e), ror<11>(e), ror<25>(e))), _mm512_ternarylogic_epi32(e, f, g, 0xCA)),
+              add(w[t & 15], _mm512_set1_epi32(static_cast<int>(kRoundConstants[t]))));
       const __m512i t2 = add(xor3(ror<2>(a), ror<13>(a), ror<22>(a)), _mm512_ternarylogic_epi32(a, b, c, 0xE8));
       d = add(d, t1);
       h = add(t1, t2);  // the new a: h's register becomes a in the next round
@@ -112,8 +115,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void compress_x16(__m512i (
 
 // SHA-256 of count <= 16 messages of `length` bytes each; unused lanes repeat message 0.
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void hash_x16(const std::uint8_t* const* messages,
-                                                                  std::size_t count, std::size_t length,
-                                                                  Digest* out) {
+                                                                   std::size_t count, std::size_t length, Digest* out) {
   const std::uint8_t* p[16];
   for (std::size_t l = 0; l < 16; ++l) p[l] = messages[l < count ? l : 0];
   __m512i state[8];

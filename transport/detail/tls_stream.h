@@ -5,9 +5,9 @@
 // copied socket -> Asio buffer -> BIO -> OpenSSL record buffer on the way in and back out on the
 // way out, one 16 KiB record per socket operation (bench/transport/RESULTS.md measured the
 // cost). Here OpenSSL owns the non-blocking socket: with read-ahead it fills a 64 KiB buffer
-// per recv() (cache-resident; larger measured slower) and decrypts records in place, and SSL_write encrypts straight from the caller's
-// buffer into records that a 256 KiB buffer BIO gathers into few large send()s. Asio is only asked when the socket is ready
-// (async_wait), so deadlines, strands and cancellation work as for any Asio socket.
+// per recv() (cache-resident; larger measured slower) and decrypts records in place, and SSL_write encrypts straight
+// from the caller's buffer into records that a 256 KiB buffer BIO gathers into few large send()s. Asio is only asked
+// when the socket is ready (async_wait), so deadlines, strands and cancellation work as for any Asio socket.
 //
 // The interface mirrors the parts of asio::ssl::stream the sessions use. Completion handlers
 // are never called from inside the initiating function (they are posted), as with Asio.
@@ -22,10 +22,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <array>
 #include <asio.hpp>
 #include <asio/ssl/error.hpp>
-
-#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstddef>
@@ -58,8 +57,10 @@ class TlsStream {
     socket_.non_blocking(true, ec);
     if (!ec && !attach_bios()) ec = last_error(SSL_ERROR_SSL);
     if (ec) return post(std::forward<Handler>(handler), ec);
-    if (client) SSL_set_connect_state(ssl_);
-    else SSL_set_accept_state(ssl_);
+    if (client)
+      SSL_set_connect_state(ssl_);
+    else
+      SSL_set_accept_state(ssl_);
     run([this](asio::error_code& error) { return step(SSL_do_handshake(ssl_), error); },
         [h = std::forward<Handler>(handler)](const asio::error_code& error) mutable { h(error); });
   }
@@ -151,7 +152,8 @@ class TlsStream {
     BIO* read = BIO_new_socket(fd, BIO_NOCLOSE);
     BIO* write = BIO_new_socket(fd, BIO_NOCLOSE);
     BIO* buffer = BIO_new(BIO_f_buffer());
-    if (read == nullptr || write == nullptr || buffer == nullptr || BIO_set_write_buffer_size(buffer, kWriteBuffer) != 1) {
+    if (read == nullptr || write == nullptr || buffer == nullptr ||
+        BIO_set_write_buffer_size(buffer, kWriteBuffer) != 1) {
       BIO_free(read);
       BIO_free(write);
       BIO_free(buffer);
@@ -184,11 +186,11 @@ class TlsStream {
     if (step == Step::kAgain) step = Step::kWantRead;
     if (step == Step::kDone) return post(std::move(complete), error);
     const auto wait = step == Step::kWantRead ? socket_type::wait_read : socket_type::wait_write;
-    socket_.async_wait(wait, [this, attempt = std::move(attempt), complete = std::move(complete)](
-                                 const asio::error_code& ec) mutable {
-      if (ec) return complete(ec);
-      run(std::move(attempt), std::move(complete));
-    });
+    socket_.async_wait(
+        wait, [this, attempt = std::move(attempt), complete = std::move(complete)](const asio::error_code& ec) mutable {
+          if (ec) return complete(ec);
+          run(std::move(attempt), std::move(complete));
+        });
   }
 
   Step step(int rc, asio::error_code& error) {
@@ -198,9 +200,13 @@ class TlsStream {
 
   Step classify(int ssl_error, asio::error_code& error) {
     switch (ssl_error) {
-      case SSL_ERROR_WANT_READ: return Step::kWantRead;
-      case SSL_ERROR_WANT_WRITE: return Step::kWantWrite;
-      default: error = last_error(ssl_error); return Step::kDone;
+      case SSL_ERROR_WANT_READ:
+        return Step::kWantRead;
+      case SSL_ERROR_WANT_WRITE:
+        return Step::kWantWrite;
+      default:
+        error = last_error(ssl_error);
+        return Step::kDone;
     }
   }
 

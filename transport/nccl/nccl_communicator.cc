@@ -68,7 +68,8 @@ namespace {
 Status check_async(ncclComm_t comm, const char* what, ncclResult_t result) {
   if (result != ncclSuccess) return nccl_error(what, result);
   ncclResult_t async = ncclSuccess;
-  if (const ncclResult_t r = ncclCommGetAsyncError(comm, &async); r != ncclSuccess) return nccl_error("ncclCommGetAsyncError", r);
+  if (const ncclResult_t r = ncclCommGetAsyncError(comm, &async); r != ncclSuccess)
+    return nccl_error("ncclCommGetAsyncError", r);
   if (async != ncclSuccess) return nccl_error(what, async);
   return {};
 }
@@ -79,8 +80,8 @@ Status NcclCommunicator::allgather_signs(const std::uint64_t* d_signs, std::size
                                          void* stream) {
   if (words > 0 && (d_signs == nullptr || d_gathered == nullptr))
     return make_error(ErrorCode::kInvalidArgument, "allgather_signs: null buffer");
-  const ncclResult_t r = ncclAllGather(d_signs, d_gathered, words, ncclUint64, state_->comm,
-                                       static_cast<cudaStream_t>(stream));
+  const ncclResult_t r =
+      ncclAllGather(d_signs, d_gathered, words, ncclUint64, state_->comm, static_cast<cudaStream_t>(stream));
   return check_async(state_->comm, "ncclAllGather", r);
 }
 
@@ -88,8 +89,8 @@ Status NcclCommunicator::allreduce_counts(const std::int32_t* d_counts, std::int
                                           void* stream) {
   if (count > 0 && (d_counts == nullptr || d_sum == nullptr))
     return make_error(ErrorCode::kInvalidArgument, "allreduce_counts: null buffer");
-  const ncclResult_t r = ncclAllReduce(d_counts, d_sum, count, ncclInt32, ncclSum, state_->comm,
-                                       static_cast<cudaStream_t>(stream));
+  const ncclResult_t r =
+      ncclAllReduce(d_counts, d_sum, count, ncclInt32, ncclSum, state_->comm, static_cast<cudaStream_t>(stream));
   return check_async(state_->comm, "ncclAllReduce", r);
 }
 
