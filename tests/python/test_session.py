@@ -7,6 +7,8 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -64,11 +66,14 @@ class Cluster:
         self.root = root
         self.nodes = config["nodes"]
         self.file = root / "cluster.json"
-        self.file.write_text(json.dumps({
+        cluster = {
             "server": {"host": "127.0.0.1", "port": free_port()},
             "keys": str(keys), "checkpoint": "", "metrics": "", "node_state": str(root),
             "round_deadline_ms": 3000, "training": config,
-        }))
+        }
+        if config["placement"] == "exchange":  # nodes listen too: they send each other their signs
+            cluster["nodes"] = [{"host": "127.0.0.1", "port": free_port()} for _ in range(config["nodes"])]
+        self.file.write_text(json.dumps(cluster))
         self.processes = []
 
     def start_server(self):
@@ -76,7 +81,7 @@ class Cluster:
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.processes.append(self.server)
 
-    def start_nodes(self, except_index):
+    def start_nodes(self, except_index=None):
         for i in range(self.nodes):
             if i != except_index:
                 log = open(self.root / f"node-{i}.log", "w")
@@ -119,15 +124,20 @@ def honest_index(cluster):
     raise AssertionError("no honest node")
 
 
-def drive(cluster, index, on_compute):
-    """Runs node `index` from Python; on_compute(node, work) submits each round's message."""
+def drive(cluster, index, on_compute, ticks=None):
+    """Runs node `index` from Python; on_compute(node, work) submits each round's message.
+    `ticks`: a list that gets the ticks another Python thread made while the first wait ran."""
     node = NodeSession.from_cluster_file(cluster.file, index)
     cluster.start_server()
     node.start()
     cluster.start_nodes(except_index=index)
     kinds = set()
+    ticker = Ticker() if ticks is not None else None
     while True:
         event = node.next_round()
+        if ticker:
+            ticks.append(ticker.stop())
+            ticker = None
         if event.over:
             break
         assert event.kind == "compute" and event.work.round == node.round
@@ -136,6 +146,25 @@ def drive(cluster, index, on_compute):
         node.await_decision()
     assert event.kind == "finished"
     return node, kinds
+
+
+class Ticker:
+    """A Python thread that counts while the main thread waits in C++ (which must release the GIL)."""
+
+    def __init__(self):
+        self.count, self.running = 0, True
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        while self.running:
+            self.count += 1
+            time.sleep(0.001)
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        return self.count
 
 
 def test_a_python_node_reaches_the_pinned_digest(make_cluster):
@@ -232,3 +261,25 @@ def test_opening_errors_are_python_exceptions(tmp_path):
             node.next_round()
         with pytest.raises(RuntimeError, match="not started"):
             node.submit_vote(0.0, np.zeros(1, np.uint64), node.dimension)
+
+
+@pytest.mark.parametrize("training", [
+    {"rule": "trimmed_mean:f=1", "attack": "none", "attackers": 0},  # the gradient path
+    {"placement": "exchange"},                                       # nodes exchange partition signs
+], ids=["gradient", "exchange"])
+def test_a_python_node_is_a_cpp_node(make_cluster, training):
+    """The same config run all in C++ and with node k driven from Python: the same model."""
+    reference = make_cluster(rounds=8, **training)
+    reference.start_server()
+    reference.start_nodes()
+    expected = reference.server_digest()
+
+    cluster = make_cluster(rounds=8, **training)
+    index = honest_index(cluster)
+    ticks = []
+    node, kinds = drive(cluster, index, lambda node, work: node.submit(node.compute()), ticks=ticks)
+    with node:
+        assert kinds == ({"gradient"} if "rule" in training else {"partition_signs"})
+        assert cluster.server_digest() == expected == node.model_digest()
+        assert node.stats["rounds"] == 8
+    assert ticks[0] > 10, "the wait for the first round held the GIL"
