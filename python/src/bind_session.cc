@@ -10,6 +10,8 @@
 // from Python is checked before it reaches the session: the wrong dtype is a TypeError, the wrong
 // length, or a submission of the wrong kind, a ValueError; a submission with no round open, or a
 // second compute() of one round, a RuntimeError. A refused submission leaves the round open.
+// A wait that passes over events (next_round, await_decision) checks for Ctrl-C between them.
+#include <Python.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
@@ -250,6 +252,9 @@ class Session {
           submitted_ = true;  // the open round, if any, was overtaken (the session sends nothing for it)
         }
         if (stop(*result)) break;
+        // Between events, a pending Ctrl-C (or other signal handler's exception) ends the wait.
+        nb::gil_scoped_acquire held;
+        if (PyErr_CheckSignals() != 0) throw nb::python_error();
       }
     }
     return unwrap(std::move(result));
