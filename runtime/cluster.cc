@@ -78,7 +78,7 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   return summary;
 }
 
-Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index, NodeOptions options) {
+Result<ClusterNode> open_cluster_node(const ClusterConfig& config, std::size_t node_index, NodeOptions options) {
   if (node_index >= config.training.nodes) {
     return make_error(ErrorCode::kInvalidArgument, "node index " + std::to_string(node_index) +
                                                        " is not below n = " + std::to_string(config.training.nodes));
@@ -91,11 +91,12 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
   BALLOT_ASSIGN_OR_RETURN(auto registry, transport::load_registry(config.keys));
   BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(config.training));
   BALLOT_ASSIGN_OR_RETURN(
-      auto setup, make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(data))));
+      auto made, make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(data))));
+  auto setup = std::make_unique<TrainingSetup>(std::move(made));
   auto tls = transport_options(config);
   tls.listen = false;
   tls.dial[kServerId] = transport::PeerAddress{config.server_host, config.server_port};
-  if (setup.options.placement == Placement::kExchange) {
+  if (setup->options.placement == Placement::kExchange) {
     // Nodes send each other their partition signs: each listens at its address, and of two nodes
     // that exchange (either is in the other's row), the lower id dials.
     BALLOT_ENFORCE_EQ(config.nodes.size(), config.training.nodes);  // parse_cluster_config checked it
@@ -103,7 +104,7 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
     tls.listen_host = config.nodes[node_index].host;
     tls.listen_port = config.nodes[node_index].port;
     for (std::size_t j = node_index + 1; j < config.training.nodes; ++j) {
-      if (setup.code.get(node_index, j) || setup.code.get(j, node_index)) {
+      if (setup->code.get(node_index, j) || setup->code.get(j, node_index)) {
         tls.dial[node_id(j)] = transport::PeerAddress{config.nodes[j].host, config.nodes[j].port};
       }
     }
@@ -113,9 +114,19 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
   tls.transport.observer = options.evidence;  // its equivocation proofs go to the server
   BALLOT_ASSIGN_OR_RETURN(auto endpoint,
                           transport::TlsTransport::create(std::move(credentials), std::move(registry), tls));
-  Node node(setup, node_index, *endpoint, options);
+  ClusterNode node;
+  node.index = node_index;
+  node.setup = std::move(setup);
+  node.transport = std::move(endpoint);
+  node.options = std::move(options);
+  return node;
+}
+
+Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index, NodeOptions options) {
+  BALLOT_ASSIGN_OR_RETURN(auto opened, open_cluster_node(config, node_index, std::move(options)));
+  Node node(*opened.setup, node_index, *opened.transport, opened.options);
   auto summary = node.run();
-  endpoint->close();
+  opened.transport->close();
   return summary;
 }
 

@@ -3,6 +3,8 @@
 //   run_server / run_node   one role of a cluster described by a ClusterConfig: load this
 //                           process's credentials and the pinned registry from config.keys, open
 //                           the TLS transport (the server listens, nodes dial it) and run the role.
+//   open_cluster_node       run_node's first half: a node's setup and open transport, for a caller
+//                           that drives the node's NodeSession itself (ballot.session in Python).
 //   LocalCluster            `ballot train`'s default: a throw-away PKI in a temporary directory, a
 //                           cluster file, and one server plus n node processes on loopback, started
 //                           from the `ballot` program itself. Nodes can be killed and restarted
@@ -12,17 +14,33 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
 #include "runtime/cluster_config.h"
 #include "runtime/roles.h"
+#include "transport/tls_transport.h"
 
 namespace ballot::runtime {
 
 Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions options);
 Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index, NodeOptions options = {});
+
+// Node `node_index` of the cluster, ready to run: its training setup (data loaded as `ballot
+// node` does), its mutual-TLS transport open (its credentials and the pinned registry from
+// config.keys; dialling the server, and listening/dialling its peers in the exchange placement)
+// and `options` completed from the config — state_dir and state_every (config.node_state,
+// checkpoint_every) unless set, the registry, and the evidence observer, which the transport
+// reports to. The setup lives on the heap: sessions and roles keep references to it.
+struct ClusterNode {
+  std::size_t index = 0;
+  std::unique_ptr<TrainingSetup> setup;
+  std::unique_ptr<transport::TlsTransport> transport;
+  NodeOptions options;
+};
+Result<ClusterNode> open_cluster_node(const ClusterConfig& config, std::size_t node_index, NodeOptions options = {});
 
 // One JSON object per line for the metrics file (round, votes, missing, loss, accuracy, bytes).
 std::string metrics_json_line(const RoundReport& report);

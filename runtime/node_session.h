@@ -2,8 +2,8 @@
 // machine with one handler per message, driven by its caller. The caller computes; the session
 // speaks the protocol (Join and rejoin, round starts, the exchange placement's inputs, the signed
 // record, decisions, state transfers, forwarded evidence). Node::run (runtime/roles.h) drives it
-// with the C++ worker; the simulator runs Node::run on threads; the API is what a Python trainer
-// (ballot.torch, not bound yet) is to drive.
+// with the C++ worker; the simulator runs Node::run on threads; Python drives it as
+// ballot.session (python/src/bind_session.cc, over runtime::open_cluster_node).
 //
 //   session.start();                                   // Join
 //   while (true) {

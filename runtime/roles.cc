@@ -104,57 +104,78 @@ std::filesystem::path signed_record_path(const std::filesystem::path& dir, std::
   return dir / ("node-" + std::to_string(index) + ".signed");
 }
 
+NodeSessionOptions node_session_options(const TrainingSetup& setup, std::size_t node_index, Replica& replica,
+                                        const NodeOptions& options) {
+  NodeSessionOptions session_options;
+  session_options.idle_timeout = options.idle_timeout;
+  session_options.join_retry = options.join_retry;
+  session_options.exchange_input_fraction = options.exchange_input_fraction;
+  session_options.evidence = options.evidence;
+  session_options.adversary = make_node_adversary(setup, node_index, replica, options.coalition);
+  if (!options.state_dir.empty()) session_options.record_path = signed_record_path(options.state_dir, node_index);
+  session_options.registry = options.registry;
+  // Rewinds reach back at most one checkpoint interval (the server resumes from its latest).
+  session_options.record_rounds = 2 * options.state_every + 64;
+  return session_options;
+}
+
+NodeStateKeeper::NodeStateKeeper(const NodeOptions& options, std::size_t node_index)
+    : path_(options.state_dir.empty() ? std::filesystem::path() : node_state_path(options.state_dir, node_index)),
+      every_(options.state_every),
+      index_(node_index) {
+  if (path_.empty()) return;
+  if (auto loaded = load_checkpoint(path_); loaded.ok()) {
+    saved_ = std::move(*loaded);
+  } else if (loaded.error().code != ErrorCode::kNotFound) {
+    // A damaged file loses the saved state, not the run: the node continues as a fresh one.
+    std::fprintf(stderr, "node %zu: ignoring its state file: %s\n", index_, loaded.error().to_string().c_str());
+  }
+}
+
+void NodeStateKeeper::observe(const NodeEvent& event, NodeWorker& worker, NodeSession& session,
+                              const Replica& replica) {
+  if (path_.empty()) return;
+  if (event.kind == NodeEvent::Kind::kDecided && every_ > 0 && event.round % every_ == 0) {
+    Checkpoint state;
+    state.round = event.round;
+    state.sections["worker"] = worker.save_state();
+    if (auto* codec = session.codec(); codec && codec->stateful()) state.sections["codec"] = codec->save_state();
+    // A full disk or a lost directory costs the node its restart state, not the run.
+    if (auto saved = save_checkpoint(path_, state); !saved.ok()) {
+      std::fprintf(stderr, "node %zu: %s\n", index_, saved.error().to_string().c_str());
+      return;
+    }
+    saved_ = std::move(state);
+  } else if (event.kind == NodeEvent::Kind::kStateInstalled && event.moved) {
+    // The node's own state of that round, when it saved one (not when the transfer only
+    // re-synchronised the round it is in: its state there is already current).
+    if (!saved_ || saved_->round != event.round) return;
+    const auto restore = [&]() -> Status {
+      const auto& sections = saved_->sections;
+      if (auto it = sections.find("worker"); it != sections.end())
+        BALLOT_TRY(worker.load_state(it->second, replica.dimension()));
+      if (auto it = sections.find("codec"); session.codec() && it != sections.end()) {
+        BALLOT_TRY(session.codec()->load_state(it->second, replica.model().layout()));
+      }
+      return {};
+    };
+    if (auto restored = restore(); !restored.ok()) {
+      std::fprintf(stderr, "node %zu: its state of round %llu does not fit: %s\n", index_,
+                   static_cast<unsigned long long>(event.round), restored.error().to_string().c_str());
+      return;
+    }
+    ++restored_;
+  }
+}
+
 // The C++ worker loop: the node session speaks the protocol, this computes the rounds with the
-// node's NodeWorker and keeps its node state (NodeOptions::state_dir).
+// node's NodeWorker and keeps its node state (NodeOptions::state_dir, NodeStateKeeper).
 Result<NodeSummary> Node::run() {
   BALLOT_ASSIGN_OR_RETURN(Replica replica, Replica::create(setup_));
   NodeWorker worker(setup_, index_);
-  NodeSessionOptions session_options;
-  session_options.idle_timeout = options_.idle_timeout;
-  session_options.join_retry = options_.join_retry;
-  session_options.exchange_input_fraction = options_.exchange_input_fraction;
-  session_options.evidence = options_.evidence;
-  session_options.adversary = make_node_adversary(setup_, index_, replica, options_.coalition);
-  if (!options_.state_dir.empty()) session_options.record_path = signed_record_path(options_.state_dir, index_);
-  session_options.registry = options_.registry;
-  // Rewinds reach back at most one checkpoint interval (the server resumes from its latest).
-  session_options.record_rounds = 2 * options_.state_every + 64;
-  NodeSession session(setup_, index_, transport_, replica, std::move(session_options));
+  NodeSession session(setup_, index_, transport_, replica, node_session_options(setup_, index_, replica, options_));
+  NodeStateKeeper node_state(options_, index_);
   NodeSummary summary;
-
-  // ---- node state: the last saved snapshot, from the file at start.
-  const auto state_path =
-      options_.state_dir.empty() ? std::filesystem::path() : node_state_path(options_.state_dir, index_);
-  std::optional<Checkpoint> saved_state;
-  if (!state_path.empty()) {
-    if (auto loaded = load_checkpoint(state_path); loaded.ok()) {
-      saved_state = std::move(*loaded);
-    } else if (loaded.error().code != ErrorCode::kNotFound) {
-      // A damaged file loses the saved state, not the run: the node continues as a fresh one.
-      std::fprintf(stderr, "node %zu: ignoring its state file: %s\n", index_, loaded.error().to_string().c_str());
-    }
-  }
-  const auto save_node_state = [&](std::uint64_t round) -> Status {
-    Checkpoint state;
-    state.round = round;
-    state.sections["worker"] = worker.save_state();
-    if (auto* codec = session.codec(); codec && codec->stateful()) state.sections["codec"] = codec->save_state();
-    BALLOT_TRY(save_checkpoint(state_path, state));
-    saved_state = std::move(state);
-    return {};
-  };
-  // After a state transfer to round `at`: the saved state of exactly that round, if there is one.
-  const auto restore_node_state = [&](std::uint64_t at) -> Status {
-    if (!saved_state || saved_state->round != at) return {};
-    const auto& sections = saved_state->sections;
-    if (auto it = sections.find("worker"); it != sections.end())
-      BALLOT_TRY(worker.load_state(it->second, replica.dimension()));
-    if (auto it = sections.find("codec"); session.codec() && it != sections.end()) {
-      BALLOT_TRY(session.codec()->load_state(it->second, replica.model().layout()));
-    }
-    ++summary.states_restored;
-    return {};
-  };
   const auto finish = [&](bool crashed) {
     const auto& stats = session.stats();
     summary.rounds = stats.rounds;
@@ -163,6 +184,7 @@ Result<NodeSummary> Node::run() {
     summary.inputs_rejected = stats.inputs_rejected;
     summary.rejoins = stats.rejoins;
     summary.abstained = stats.abstained;
+    summary.states_restored = node_state.restored();
     summary.crashed = crashed;
     summary.model_digest = replica.digest();
     return summary;
@@ -173,6 +195,7 @@ Result<NodeSummary> Node::run() {
   std::vector<float> gradient;
   while (true) {
     BALLOT_ASSIGN_OR_RETURN(auto event, session.poll());
+    node_state.observe(event, worker, session, replica);
     switch (event.kind) {
       case NodeEvent::Kind::kCompute: {
         const auto& work = event.work;
@@ -191,22 +214,7 @@ Result<NodeSummary> Node::run() {
         break;
       }
       case NodeEvent::Kind::kDecided:
-        if (!state_path.empty() && options_.state_every > 0 && event.round % options_.state_every == 0) {
-          // A full disk or a lost directory costs the node its restart state, not the run.
-          if (auto saved = save_node_state(event.round); !saved.ok()) {
-            std::fprintf(stderr, "node %zu: %s\n", index_, saved.error().to_string().c_str());
-          }
-        }
-        break;
       case NodeEvent::Kind::kStateInstalled:
-        // The node's own state of that round, when it saved one (not when the transfer only
-        // re-synchronised the round it is in: its state there is already current).
-        if (event.moved) {
-          if (auto restored = restore_node_state(event.round); !restored.ok()) {
-            std::fprintf(stderr, "node %zu: its state of round %llu does not fit: %s\n", index_,
-                         static_cast<unsigned long long>(event.round), restored.error().to_string().c_str());
-          }
-        }
         break;
       case NodeEvent::Kind::kFinished:
         return finish(false);

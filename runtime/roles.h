@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "runtime/checkpoint.h"
 #include "runtime/node_session.h"
 #include "runtime/quarantine.h"
 #include "runtime/server_session.h"
@@ -145,6 +146,30 @@ struct NodeSummary {
   std::uint64_t abstained = 0;        // messages not sent: another one was signed for that round before
   bool crashed = false;               // stopped by the crash attack
   transport::Digest model_digest{};
+};
+
+// The NodeSessionOptions of node `node_index` run with `options` (its adversary from the run's
+// attack spec, its signed record in options.state_dir): what Node::run opens its session with,
+// and what another driver of a cluster's node (ballot.session) uses to behave the same.
+NodeSessionOptions node_session_options(const TrainingSetup& setup, std::size_t node_index, Replica& replica,
+                                        const NodeOptions& options);
+
+// The node state of NodeOptions::state_dir for a driver that computes with a NodeWorker:
+// loaded at construction (a damaged file is reported on stderr and ignored), saved when the node
+// applies the decision of a multiple of state_every, restored after a state transfer to the
+// round it was saved in. Feed it every event of the session (observe). No state_dir: nothing.
+class NodeStateKeeper {
+ public:
+  NodeStateKeeper(const NodeOptions& options, std::size_t node_index);
+  void observe(const NodeEvent& event, NodeWorker& worker, NodeSession& session, const Replica& replica);
+  std::uint64_t restored() const noexcept { return restored_; }
+
+ private:
+  std::filesystem::path path_;
+  std::uint64_t every_ = 0;
+  std::size_t index_ = 0;
+  std::optional<Checkpoint> saved_;
+  std::uint64_t restored_ = 0;
 };
 
 class Node {

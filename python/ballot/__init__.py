@@ -11,16 +11,17 @@ The Python package of Ballot's C++ core. Every module works on numpy arrays and 
 - :mod:`ballot.evaluate`  attack x defence x b grids with the engine of ``ballot evaluate``
 - :mod:`ballot.compat.byzfl`  ByzFL's class names and signatures on Ballot's rules
 - :mod:`ballot.flower`    a Flower strategy whose aggregation is a Ballot rule (needs ``flwr``)
+- :mod:`ballot.session`   a node of a real Ballot cluster (mutual TLS) driven from Python
 
 torch is optional: nothing here imports it unless you pass tensors.
 """
 
 from ballot import _native
-from ballot import attacks, codecs, election, evaluate, robust, signs
+from ballot import attacks, codecs, election, evaluate, robust, session, signs
 
 __version__ = "0.1.0"
 
 #: Whether this build has the CUDA kernels (sign packing and votes on CUDA tensors).
 has_cuda: bool = bool(_native.has_cuda)
 
-__all__ = ["attacks", "codecs", "election", "evaluate", "robust", "signs", "has_cuda", "__version__"]
+__all__ = ["attacks", "codecs", "election", "evaluate", "robust", "session", "signs", "has_cuda", "__version__"]

@@ -79,5 +79,6 @@ void register_signs(nb::module_& m);
 void register_election(nb::module_& m);
 void register_attacks(nb::module_& m);
 void register_evaluation(nb::module_& m);
+void register_session(nb::module_& m);
 
 }  // namespace ballot::python

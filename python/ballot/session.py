@@ -1,0 +1,216 @@
+"""Driving a node of a real Ballot cluster from Python (C++ ``ballot::runtime::NodeSession``).
+
+The server and the other nodes are ``ballot server`` / ``ballot node`` processes over mutual TLS;
+this process is node ``index`` of the same cluster file. It speaks the protocol with the very code
+the C++ worker loop (``ballot node``) runs -- Join and rejoin, round starts, the signed record,
+decisions, state transfers -- while the caller decides what is computed and submitted::
+
+    from ballot.session import NodeSession
+
+    with NodeSession.from_cluster_file("cluster.json", index=3) as node:
+        node.start()
+        while True:
+            event = node.next_round()
+            if event.kind != "compute":          # "finished" or "crashed"
+                break
+            out = node.compute()                   # the built-in C++ NodeWorker
+            node.submit(out)                       # or submit_vote(loss, signs, d) with your own signs
+            node.await_decision()
+        print(node.model_digest())
+
+Waits on the network (start, poll, next_round, await_decision) and compute() release the GIL.
+Errors of the protocol or the network raise with Ballot's error text (ValueError for bad
+arguments, FileNotFoundError for missing files, RuntimeError otherwise). Input from Python is
+checked before it reaches the protocol: a wrong dtype is a TypeError; a wrong length or a
+submission of another kind than the round's is a ValueError and leaves the round open; a
+submission with no round open, or a second compute() of one round, is a RuntimeError.
+
+If the cluster file's attack spec makes node ``index`` Byzantine, its session carries that
+adversary, as ``ballot node`` would (:attr:`NodeSession.byzantine`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Union
+
+import numpy as np
+
+from ballot import _native
+
+__all__ = ["NodeSession", "RoundWork", "NodeEvent", "Computed"]
+
+
+@dataclass(frozen=True)
+class RoundWork:
+    """What to compute for a round: ``kind`` is ``"vote"`` (submit_vote), ``"gradient"``
+    (submit_gradient) or ``"partition_signs"`` (submit_partition_signs); ``partitions`` are the
+    data partitions (batches) to compute it on; ``model_digest`` (hex) the model it is computed on."""
+
+    round: int
+    kind: str
+    partitions: List[int]
+    deadline_ms: int
+    model_digest: str
+
+    @staticmethod
+    def _of(raw: Dict[str, Any]) -> "RoundWork":
+        return RoundWork(int(raw["round"]), str(raw["kind"]), list(raw["partitions"]), int(raw["deadline_ms"]),
+                         str(raw["model_digest"]))
+
+
+@dataclass(frozen=True)
+class NodeEvent:
+    """An event of the session: ``kind`` is ``"compute"`` (``work`` is set), ``"decided"`` (the
+    decision of round ``round - 1`` was applied), ``"state_installed"`` (a state transfer
+    replaced the model; ``moved``: the node was in another round), ``"finished"`` or ``"crashed"``.
+    ``round`` is the round the replica is in after the event."""
+
+    kind: str
+    round: int
+    moved: bool = False
+    work: Optional[RoundWork] = None
+
+    @property
+    def over(self) -> bool:
+        """Whether the run is over for this node."""
+        return self.kind in ("finished", "crashed")
+
+    @staticmethod
+    def _of(raw: Dict[str, Any]) -> "NodeEvent":
+        work = raw.get("work")
+        return NodeEvent(str(raw["kind"]), int(raw["round"]), bool(raw["moved"]),
+                         RoundWork._of(work) if work is not None else None)
+
+
+@dataclass(frozen=True)
+class Computed:
+    """What :meth:`NodeSession.compute` computed for a round: the packed signs (``uint64`` words,
+    ``d`` coordinates) of a vote or partition signs, or the ``float32`` gradient; and the loss."""
+
+    kind: str
+    round: int
+    loss: float
+    signs: Optional[np.ndarray] = None
+    d: Optional[int] = None
+    gradient: Optional[np.ndarray] = None
+
+
+class NodeSession:
+    """Node ``index`` of a Ballot cluster, driven by the caller (see the module docstring)."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    @classmethod
+    def from_cluster_file(cls, path: Union[str, os.PathLike], index: int) -> "NodeSession":
+        """Opens node ``index`` of the cluster file ``path`` as ``ballot node --cluster PATH
+        --index INDEX`` does: its data, keys (mutual TLS to the server, Ed25519-signed messages),
+        node state directory and signed record. Nothing is sent before :meth:`start`."""
+        return cls(_native.NodeSession.from_cluster_file(os.fspath(path), int(index)))
+
+    # ---- the protocol
+    def start(self) -> None:
+        """Opens the signed record and sends the first Join."""
+        self._native.start()
+
+    def poll(self) -> NodeEvent:
+        """Handles messages until the next event."""
+        return NodeEvent._of(self._native.poll())
+
+    def next_round(self) -> NodeEvent:
+        """Waits for work to compute (``"compute"``) or the end (``"finished"``, ``"crashed"``)."""
+        return NodeEvent._of(self._native.next_round())
+
+    def await_decision(self) -> NodeEvent:
+        """Waits until the decision of the submitted round is applied (``"decided"``) or the round
+        was overtaken (a state transfer, another round's work, the end)."""
+        return NodeEvent._of(self._native.await_decision())
+
+    @property
+    def work(self) -> Optional[RoundWork]:
+        """The open round's work (None when no round is open)."""
+        raw = self._native.work()
+        return RoundWork._of(raw) if raw is not None else None
+
+    def compute(self) -> Computed:
+        """Computes the open round's work with the built-in C++ NodeWorker (its partitions, its
+        worker momentum). Once per round."""
+        raw = self._native.compute()
+        return Computed(kind=raw["kind"], round=int(raw["round"]), loss=float(raw["loss"]), signs=raw.get("signs"),
+                        d=int(raw["d"]) if "d" in raw else None, gradient=raw.get("gradient"))
+
+    def submit(self, computed: Computed) -> None:
+        """Submits what :meth:`compute` returned, by its kind."""
+        if computed.kind == "vote":
+            self.submit_vote(computed.loss, computed.signs, computed.d)
+        elif computed.kind == "partition_signs":
+            self.submit_partition_signs(computed.loss, computed.signs, computed.d)
+        else:
+            self.submit_gradient(computed.loss, computed.gradient)
+
+    def submit_vote(self, loss: float, signs: Any, d: int) -> None:
+        """The round's vote: ``d`` packed signs (uint64 or int64 words, bit set = +1)."""
+        self._native.submit_vote(float(loss), signs, int(d))
+
+    def submit_partition_signs(self, loss: float, signs: Any, d: int) -> None:
+        """Exchange placement: the signs of the node's own partition (packed like submit_vote)."""
+        self._native.submit_partition_signs(float(loss), signs, int(d))
+
+    def submit_gradient(self, loss: float, gradient: Any) -> None:
+        """The gradient path: the float32 gradient (the session encodes it with the run's codec)."""
+        self._native.submit_gradient(float(loss), gradient)
+
+    # ---- state
+    @property
+    def round(self) -> int:
+        """The next round the replica will apply."""
+        return int(self._native.round)
+
+    @property
+    def dimension(self) -> int:
+        """The model's dimension d (the length of the signs and gradients)."""
+        return int(self._native.dimension)
+
+    @property
+    def index(self) -> int:
+        return int(self._native.index)
+
+    @property
+    def nodes(self) -> int:
+        return int(self._native.nodes)
+
+    @property
+    def rounds(self) -> int:
+        """The rounds of the run."""
+        return int(self._native.rounds)
+
+    @property
+    def byzantine(self) -> bool:
+        """Whether the cluster file's attack spec makes this node an attacker."""
+        return bool(self._native.byzantine)
+
+    @property
+    def stats(self) -> Dict[str, int]:
+        """Decisions applied (``rounds``), votes sent, rejoins, states restored, ..."""
+        return dict(self._native.stats())
+
+    def model_digest(self) -> str:
+        """The replica's model digest (hex): equal to the server's when in sync."""
+        return str(self._native.model_digest())
+
+    # ---- lifetime
+    @property
+    def closed(self) -> bool:
+        return bool(self._native.closed)
+
+    def close(self) -> None:
+        """Closes the transport (idempotent)."""
+        self._native.close()
+
+    def __enter__(self) -> "NodeSession":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

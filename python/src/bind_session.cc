@@ -1,0 +1,364 @@
+// ballot._native bindings of the node session (runtime/node_session.h): node i of a real cluster
+// (the server and the other nodes are `ballot` processes over mutual TLS) driven from Python. The
+// node is opened from the cluster file as `ballot node` opens it (runtime::open_cluster_node: its
+// setup and data, its keys, the pinned registry, the node state directory and signed record) and
+// its session is the one runtime::Node::run drives: the same protocol code. The caller computes —
+// with the built-in NodeWorker (compute) or signs of its own — and submits.
+//
+// Every network wait (start, poll, next_round, await_decision) and the computation run without
+// the GIL; one Python thread at a time may use a session (another gets a RuntimeError). Input
+// from Python is checked before it reaches the session: the wrong dtype is a TypeError, the wrong
+// length, or a submission of the wrong kind, a ValueError; a submission with no round open, or a
+// second compute() of one round, a RuntimeError. A refused submission leaves the round open.
+// A wait that passes over events (next_round, await_decision) checks for Ctrl-C between them.
+#include <Python.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/bit_vector.h"
+#include "python/src/native.h"
+#include "runtime/cluster.h"
+#include "runtime/cluster_config.h"
+#include "runtime/node_session.h"
+#include "runtime/roles.h"
+#include "runtime/training.h"
+#include "transport/crypto.h"
+
+namespace ballot::python {
+namespace {
+
+using runtime::NodeEvent;
+using runtime::RoundWork;
+
+const char* kind_name(RoundWork::Kind kind) {
+  switch (kind) {
+    case RoundWork::Kind::kVote:
+      return "vote";
+    case RoundWork::Kind::kGradient:
+      return "gradient";
+    case RoundWork::Kind::kPartitionSigns:
+      return "partition_signs";
+  }
+  return "?";
+}
+
+const char* kind_name(NodeEvent::Kind kind) {
+  switch (kind) {
+    case NodeEvent::Kind::kCompute:
+      return "compute";
+    case NodeEvent::Kind::kDecided:
+      return "decided";
+    case NodeEvent::Kind::kStateInstalled:
+      return "state_installed";
+    case NodeEvent::Kind::kFinished:
+      return "finished";
+    case NodeEvent::Kind::kCrashed:
+      return "crashed";
+  }
+  return "?";
+}
+
+nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>> words_to_numpy(const BitVector& bits) {
+  auto* owned = new std::vector<std::uint64_t>(bits.words().begin(), bits.words().end());
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<std::uint64_t>*>(p); });
+  return nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>>(owned->data(), {owned->size()}, owner);
+}
+
+class Session {
+ public:
+  static std::unique_ptr<Session> from_cluster_file(const std::string& path, std::size_t index) {
+    auto session = std::unique_ptr<Session>(new Session());
+    Result<runtime::ClusterNode> node = make_error(ErrorCode::kInternal, "not opened");
+    {
+      nb::gil_scoped_release released;  // loading the data set and the keys
+      auto config = runtime::load_cluster_config(path);
+      if (!config.ok()) {
+        node = std::move(config).error();
+      } else {
+        node = runtime::open_cluster_node(*config, index);
+      }
+    }
+    session->node_ = unwrap(std::move(node));
+    const auto& setup = *session->node_.setup;
+    session->replica_ = std::make_unique<runtime::Replica>(unwrap(runtime::Replica::create(setup)));
+    session->worker_ = std::make_unique<runtime::NodeWorker>(setup, index);
+    session->keeper_ = std::make_unique<runtime::NodeStateKeeper>(session->node_.options, index);
+    session->session_ = std::make_unique<runtime::NodeSession>(
+        setup, index, *session->node_.transport, *session->replica_,
+        runtime::node_session_options(setup, index, *session->replica_, session->node_.options));
+    return session;
+  }
+
+  ~Session() { close(); }
+
+  void start() {
+    Busy busy(*this);
+    if (started_) throw std::runtime_error("the session is already started");
+    Status status;
+    {
+      nb::gil_scoped_release released;
+      status = session_->start();
+    }
+    unwrap(std::move(status));
+    started_ = true;
+  }
+
+  nb::dict poll() {
+    Busy busy(*this, /*needs_start=*/true);
+    return event_dict(wait([](const NodeEvent&) { return true; }));
+  }
+
+  nb::dict next_round() {
+    Busy busy(*this, true);
+    return event_dict(wait([](const NodeEvent& e) {
+      return e.kind == NodeEvent::Kind::kCompute || e.kind == NodeEvent::Kind::kFinished ||
+             e.kind == NodeEvent::Kind::kCrashed;
+    }));
+  }
+
+  nb::dict await_decision() {
+    Busy busy(*this, true);
+    const std::uint64_t waiting_for = session_->round();
+    return event_dict(wait(
+        [waiting_for](const NodeEvent& e) { return e.kind != NodeEvent::Kind::kDecided || e.round > waiting_for; }));
+  }
+
+  // The open round's work with the built-in NodeWorker (once per round: it advances the worker's
+  // momentum); what to submit.
+  nb::dict compute() {
+    Busy busy(*this, true);
+    const RoundWork& work = open_work();
+    if (computed_round_ == work.round) {
+      throw std::runtime_error("round " + std::to_string(work.round) +
+                               " is already computed (compute() advances the worker momentum: call it once per round)");
+    }
+    BitVector signs;
+    std::vector<float> gradient;
+    double loss = 0.0;
+    {
+      nb::gil_scoped_release released;
+      if (work.kind == RoundWork::Kind::kPartitionSigns) {
+        loss = worker_->partition_signs(*replica_, work.round, work.partitions.front(), signs);
+      } else if (work.kind == RoundWork::Kind::kVote) {
+        loss = worker_->vote(*replica_, work.round, signs);
+      } else {
+        loss = worker_->gradient(*replica_, work.round, gradient);
+      }
+    }
+    computed_round_ = work.round;
+    nb::dict out;
+    out["kind"] = kind_name(work.kind);
+    out["round"] = work.round;
+    out["loss"] = loss;
+    if (work.kind == RoundWork::Kind::kGradient) {
+      out["gradient"] = to_numpy(std::move(gradient));
+    } else {
+      out["d"] = signs.size();
+      out["signs"] = words_to_numpy(signs);
+    }
+    return out;
+  }
+
+  void submit_vote(double loss, nb::handle words, std::size_t d) {
+    submit_signs(RoundWork::Kind::kVote, loss, words, d);
+  }
+  void submit_partition_signs(double loss, nb::handle words, std::size_t d) {
+    submit_signs(RoundWork::Kind::kPartitionSigns, loss, words, d);
+  }
+
+  void submit_gradient(double loss, nb::handle array) {
+    Busy busy(*this, true);
+    const RoundWork& work = open_work();
+    require_kind(work, RoundWork::Kind::kGradient);
+    const auto values = cpu_floats(array, "gradient");
+    if (values.size() != dimension()) {
+      throw nb::value_error(("gradient: expected " + std::to_string(dimension()) +
+                             " values (the model's dimension), got " + std::to_string(values.size()))
+                                .c_str());
+    }
+    std::vector<float> gradient(values.begin(), values.end());
+    send([&] { return session_->submit_gradient(loss, std::move(gradient)); });
+  }
+
+  std::uint64_t round() const { return session_->round(); }
+  std::size_t dimension() const { return replica_->dimension(); }
+  std::size_t index() const { return node_.index; }
+  std::size_t nodes() const { return node_.setup->options.nodes; }
+  std::uint64_t rounds() const { return node_.setup->options.rounds; }
+  bool byzantine() const { return node_.setup->is_byzantine(node_.index); }
+  std::string model_digest() const { return transport::to_hex(replica_->digest()); }
+  nb::object work() const {
+    if (!work_ || submitted_) return nb::none();
+    return work_dict(*work_);
+  }
+
+  nb::dict stats() const {
+    const auto& s = session_->stats();
+    nb::dict out;
+    out["rounds"] = s.rounds;
+    out["votes_sent"] = s.votes_sent;
+    out["inputs_missing"] = s.inputs_missing;
+    out["inputs_rejected"] = s.inputs_rejected;
+    out["rejoins"] = s.rejoins;
+    out["states_restored"] = keeper_->restored();
+    out["abstained"] = s.abstained;
+    out["send_failures"] = s.send_failures;
+    return out;
+  }
+
+  bool closed() const { return closed_; }
+
+  void close() {
+    if (closed_ || !node_.transport) return;
+    closed_ = true;
+    nb::gil_scoped_release released;
+    node_.transport->close();
+  }
+
+ private:
+  Session() = default;
+
+  // One Python thread at a time; no use after close().
+  struct Busy {
+    Session& s;
+    explicit Busy(Session& session, bool needs_start = false) : s(session) {
+      if (s.closed_) throw std::runtime_error("the session is closed");
+      if (needs_start && !s.started_) throw std::runtime_error("the session is not started: call start() first");
+      if (s.busy_.exchange(true)) throw std::runtime_error("the session is in use by another thread");
+    }
+    ~Busy() { s.busy_ = false; }
+  };
+
+  template <typename Stop>
+  NodeEvent wait(Stop stop) {
+    Result<NodeEvent> result = make_error(ErrorCode::kInternal, "not polled");
+    {
+      nb::gil_scoped_release released;
+      while (true) {
+        result = session_->poll();
+        if (!result.ok()) break;
+        keeper_->observe(*result, *worker_, *session_, *replica_);
+        if (result->kind == NodeEvent::Kind::kCompute) {
+          work_ = result->work;
+          submitted_ = false;
+        } else if (result->kind != NodeEvent::Kind::kDecided || (work_ && result->round > work_->round)) {
+          submitted_ = true;  // the open round, if any, was overtaken (the session sends nothing for it)
+        }
+        if (stop(*result)) break;
+        // Between events, a pending Ctrl-C (or other signal handler's exception) ends the wait.
+        nb::gil_scoped_acquire held;
+        if (PyErr_CheckSignals() != 0) throw nb::python_error();
+      }
+    }
+    return unwrap(std::move(result));
+  }
+
+  const RoundWork& open_work() const {
+    if (!work_ || submitted_)
+      throw std::runtime_error("no round is open: call next_round() (or poll()) until a 'compute' event first");
+    return *work_;
+  }
+
+  static void require_kind(const RoundWork& work, RoundWork::Kind kind) {
+    if (work.kind != kind) {
+      throw nb::value_error(
+          ("round " + std::to_string(work.round) + " takes " + kind_name(work.kind) + ", not " + kind_name(kind))
+              .c_str());
+    }
+  }
+
+  void submit_signs(RoundWork::Kind kind, double loss, nb::handle words, std::size_t d) {
+    Busy busy(*this, true);
+    const RoundWork& work = open_work();
+    require_kind(work, kind);
+    if (d != dimension()) {
+      throw nb::value_error(
+          ("signs: d = " + std::to_string(d) + " is not the model's dimension " + std::to_string(dimension())).c_str());
+    }
+    const Words view = words_of(words, "signs", /*writable=*/false);
+    if (view.device != Device::kCpu) throw nb::value_error("signs: the packed signs must be a CPU array");
+    auto signs = unwrap(BitVector::from_words(d, std::span<const std::uint64_t>(view.data, view.count)));
+    send([&] {
+      return kind == RoundWork::Kind::kVote ? session_->submit_vote(loss, std::move(signs))
+                                            : session_->submit_partition_signs(loss, std::move(signs));
+    });
+  }
+
+  template <typename Send>
+  void send(Send do_send) {
+    Status status;
+    {
+      nb::gil_scoped_release released;
+      status = do_send();
+    }
+    submitted_ = true;  // the session consumed the round, sent or not
+    unwrap(std::move(status));
+  }
+
+  static nb::dict work_dict(const RoundWork& work) {
+    nb::dict out;
+    out["round"] = work.round;
+    out["kind"] = kind_name(work.kind);
+    out["partitions"] = nb::cast(work.partitions);
+    out["deadline_ms"] = work.deadline_ms;
+    out["model_digest"] = transport::to_hex(work.model_digest);
+    return out;
+  }
+
+  static nb::dict event_dict(const NodeEvent& event) {
+    nb::dict out;
+    out["kind"] = kind_name(event.kind);
+    out["round"] = event.round;
+    out["moved"] = event.moved;
+    out["work"] = event.kind == NodeEvent::Kind::kCompute ? nb::object(work_dict(event.work)) : nb::none();
+    return out;
+  }
+
+  // Destroyed in reverse: the session before what it references.
+  runtime::ClusterNode node_;
+  std::unique_ptr<runtime::Replica> replica_;
+  std::unique_ptr<runtime::NodeWorker> worker_;
+  std::unique_ptr<runtime::NodeStateKeeper> keeper_;
+  std::unique_ptr<runtime::NodeSession> session_;
+  std::optional<RoundWork> work_;  // of the last kCompute
+  bool submitted_ = true;          // work_ was submitted or overtaken
+  std::optional<std::uint64_t> computed_round_;
+  bool started_ = false;
+  bool closed_ = false;
+  std::atomic<bool> busy_{false};
+};
+
+}  // namespace
+
+void register_session(nb::module_& m) {
+  nb::class_<Session>(m, "NodeSession")
+      .def_static("from_cluster_file", &Session::from_cluster_file, nb::arg("path"), nb::arg("index"))
+      .def("start", &Session::start)
+      .def("poll", &Session::poll)
+      .def("next_round", &Session::next_round)
+      .def("await_decision", &Session::await_decision)
+      .def("compute", &Session::compute)
+      .def("submit_vote", &Session::submit_vote, nb::arg("loss"), nb::arg("signs"), nb::arg("d"))
+      .def("submit_partition_signs", &Session::submit_partition_signs, nb::arg("loss"), nb::arg("signs"), nb::arg("d"))
+      .def("submit_gradient", &Session::submit_gradient, nb::arg("loss"), nb::arg("gradient"))
+      .def("model_digest", &Session::model_digest)
+      .def("stats", &Session::stats)
+      .def("work", &Session::work)
+      .def("close", &Session::close)
+      .def_prop_ro("round", &Session::round)
+      .def_prop_ro("dimension", &Session::dimension)
+      .def_prop_ro("index", &Session::index)
+      .def_prop_ro("nodes", &Session::nodes)
+      .def_prop_ro("rounds", &Session::rounds)
+      .def_prop_ro("byzantine", &Session::byzantine)
+      .def_prop_ro("closed", &Session::closed);
+}
+
+}  // namespace ballot::python

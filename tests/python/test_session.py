@@ -1,0 +1,285 @@
+"""ballot.session: node k of a real cluster (a `ballot server` process and n - 1 `ballot node`
+processes over mutual TLS) driven from Python through the C++ NodeSession, the same protocol
+code as `ballot node`. Skipped when the `ballot` program is not built beside the package."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ballot
+from ballot.session import NodeSession
+
+# `ballot train --rounds 30 --eval-every 1000` (tests/apps/pinned_digests_test.cc pins it); the
+# same run without its attacker gives the same digest: the code's certificate at work.
+PINNED_30 = "a3dbc9375d9c1807ccc9938269c6aac5cb3d402f0eb4b89af133e985a7375063"
+TRAINING = {
+    "attack": "reverse", "attacker_choice": "random", "attackers": 1, "byzantine": 1,
+    "code": "deterministic", "codec": "fp32", "data": "fashion-mnist", "eval_every": 1000,
+    "eval_examples": 10000, "job": 1, "lr": "constant:lr=0.001 > cosine:rounds=1500,min=0.05",
+    "model": "mlp:hidden=128", "nodes": 7, "partition_size": 32, "placement": "replicated",
+    "rounds": 30, "rule": "vote", "seed": 1, "update": "sign:wd=0", "worker_momentum": 0.9,
+}
+
+
+def ballot_program():
+    if os.environ.get("BALLOT_PROGRAM"):
+        return Path(os.environ["BALLOT_PROGRAM"])
+    beside = Path(ballot.__file__).resolve().parents[2] / "apps" / "ballot"  # <build>/python/ballot
+    if beside.is_file():
+        return beside
+    found = shutil.which("ballot")
+    return Path(found) if found else None
+
+
+PROGRAM = ballot_program()
+pytestmark = pytest.mark.skipif(PROGRAM is None, reason="the `ballot` program is not built (apps/ballot)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(*args):
+    subprocess.run([str(PROGRAM), *map(str, args)], check=True, capture_output=True, timeout=60)
+
+
+class Cluster:
+    """A throw-away PKI and cluster file, as `ballot train` prepares them."""
+
+    def __init__(self, root: Path, **training):
+        keys, ca = root / "keys", root / "ca"
+        run("keys", "init", "--dir", keys, "--ca-dir", ca)
+        run("keys", "issue", 0, "--role", "server", "--dir", keys, "--ca-dir", ca)
+        config = dict(TRAINING, **training)
+        for node in range(config["nodes"]):
+            run("keys", "issue", node + 1, "--dir", keys, "--ca-dir", ca)
+        self.root = root
+        self.nodes = config["nodes"]
+        self.file = root / "cluster.json"
+        cluster = {
+            "server": {"host": "127.0.0.1", "port": free_port()},
+            "keys": str(keys), "checkpoint": "", "metrics": "", "node_state": str(root),
+            "round_deadline_ms": 3000, "training": config,
+        }
+        if config["placement"] == "exchange":  # nodes listen too: they send each other their signs
+            cluster["nodes"] = [{"host": "127.0.0.1", "port": free_port()} for _ in range(config["nodes"])]
+        self.file.write_text(json.dumps(cluster))
+        self.processes = []
+
+    def start_server(self):
+        self.server = subprocess.Popen([str(PROGRAM), "server", "--cluster", str(self.file)],
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.processes.append(self.server)
+
+    def start_nodes(self, except_index=None):
+        for i in range(self.nodes):
+            if i != except_index:
+                log = open(self.root / f"node-{i}.log", "w")
+                self.processes.append(subprocess.Popen([str(PROGRAM), "node", "--cluster", str(self.file), "--index",
+                                                        str(i)], stdout=log, stderr=subprocess.STDOUT))
+
+    def server_digest(self):
+        output, _ = self.server.communicate(timeout=120)
+        assert self.server.returncode == 0, output
+        lines = [line for line in output.splitlines() if line.startswith("model digest:")]
+        assert lines, output
+        return lines[-1].split()[-1]
+
+    def stop(self):
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def make_cluster(tmp_path):
+    made = []
+
+    def make(**training):
+        cluster = Cluster(tmp_path / f"c{len(made)}", **training)
+        made.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.stop()
+
+
+def honest_index(cluster):
+    for index in reversed(range(cluster.nodes)):
+        with NodeSession.from_cluster_file(cluster.file, index) as probe:
+            if not probe.byzantine:
+                return index
+    raise AssertionError("no honest node")
+
+
+def drive(cluster, index, on_compute, ticks=None):
+    """Runs node `index` from Python; on_compute(node, work) submits each round's message.
+    `ticks`: a list that gets the ticks another Python thread made while the first wait ran."""
+    node = NodeSession.from_cluster_file(cluster.file, index)
+    cluster.start_server()
+    node.start()
+    cluster.start_nodes(except_index=index)
+    kinds = set()
+    ticker = Ticker() if ticks is not None else None
+    while True:
+        event = node.next_round()
+        if ticker:
+            ticks.append(ticker.stop())
+            ticker = None
+        if event.over:
+            break
+        assert event.kind == "compute" and event.work.round == node.round
+        kinds.add(event.work.kind)
+        on_compute(node, event.work)
+        node.await_decision()
+    assert event.kind == "finished"
+    return node, kinds
+
+
+class Ticker:
+    """A Python thread that counts while the main thread waits in C++ (which must release the GIL)."""
+
+    def __init__(self):
+        self.count, self.running = 0, True
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        while self.running:
+            self.count += 1
+            time.sleep(0.001)
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        return self.count
+
+
+def test_a_python_node_reaches_the_pinned_digest(make_cluster):
+    cluster = make_cluster()
+    index = honest_index(cluster)
+    digests = []
+
+    def honest(node, work):
+        assert work.model_digest == node.model_digest()
+        digests.append(work.model_digest)
+        out = node.compute()
+        assert out.kind == "vote" and out.d == node.dimension and out.signs.dtype == np.uint64
+        assert out.signs.shape == ((out.d + 63) // 64,) and np.isfinite(out.loss)
+        node.submit(out)
+
+    node, kinds = drive(cluster, index, honest)
+    with node:
+        assert kinds == {"vote"}
+        assert cluster.server_digest() == PINNED_30
+        assert node.model_digest() == PINNED_30
+        assert node.round == 30 and len(set(digests)) == 30
+        stats = node.stats
+        assert stats["rounds"] == 30 and stats["votes_sent"] == 30 and stats["rejoins"] == 0
+    assert node.closed
+    with pytest.raises(RuntimeError, match="closed"):
+        node.next_round()
+
+
+def test_bad_input_is_an_error_and_the_round_stays_open(make_cluster):
+    cluster = make_cluster()
+    index = honest_index(cluster)
+    checked = []
+
+    def careful(node, work):
+        if not checked:
+            out = node.compute()
+            with pytest.raises(RuntimeError, match="already computed"):
+                node.compute()
+            with pytest.raises(ValueError, match="dimension"):
+                node.submit_vote(out.loss, out.signs, out.d - 1)
+            with pytest.raises(ValueError):
+                node.submit_vote(out.loss, out.signs[:-1], out.d)  # too few words
+            with pytest.raises(TypeError):
+                node.submit_vote(out.loss, out.signs.astype(np.float64), out.d)
+            with pytest.raises(ValueError, match="takes vote"):
+                node.submit_gradient(out.loss, np.zeros(node.dimension, np.float32))
+            assert node.work is not None and node.work.round == work.round  # still open
+            node.submit(out)
+            with pytest.raises(RuntimeError, match="no round is open"):
+                node.submit(out)
+            checked.append(work.round)
+        else:
+            node.submit(node.compute())
+
+    node, _ = drive(cluster, index, careful)
+    with node:
+        assert checked == [0]
+        assert cluster.server_digest() == PINNED_30 == node.model_digest()
+
+
+def test_a_byzantine_python_caller_does_not_move_the_certified_digest(make_cluster):
+    # No configured attacker: the Python node is the one Byzantine node (b = 1), voting the
+    # opposite of every sign it computed. The deterministic code's certificate for b = 1 says the
+    # decisions, and so the model, stay those of the honest run.
+    cluster = make_cluster(attack="none", attackers=0)
+    index = 2
+
+    def flipped(node, work):
+        out = node.compute()
+        words = ~out.signs
+        node.submit_vote(out.loss, words & _valid_mask(out.d, words.shape[0]), out.d)
+
+    node, _ = drive(cluster, index, flipped)
+    with node:
+        assert not node.byzantine  # by the cluster file: the lie is the caller's own
+        assert cluster.server_digest() == PINNED_30 == node.model_digest()
+
+
+def _valid_mask(d, words):
+    mask = np.full(words, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    if d % 64:
+        mask[-1] = np.uint64((1 << (d % 64)) - 1)
+    return mask
+
+
+def test_opening_errors_are_python_exceptions(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        NodeSession.from_cluster_file(tmp_path / "missing.json", 0)
+    cluster = Cluster(tmp_path / "c")
+    with pytest.raises(ValueError, match="not below n"):
+        NodeSession.from_cluster_file(cluster.file, 7)
+    with NodeSession.from_cluster_file(cluster.file, 0) as node:
+        with pytest.raises(RuntimeError, match="not started"):
+            node.next_round()
+        with pytest.raises(RuntimeError, match="not started"):
+            node.submit_vote(0.0, np.zeros(1, np.uint64), node.dimension)
+
+
+@pytest.mark.parametrize("training", [
+    {"rule": "trimmed_mean:f=1", "attack": "none", "attackers": 0},  # the gradient path
+    {"placement": "exchange"},                                       # nodes exchange partition signs
+], ids=["gradient", "exchange"])
+def test_a_python_node_is_a_cpp_node(make_cluster, training):
+    """The same config run all in C++ and with node k driven from Python: the same model."""
+    reference = make_cluster(rounds=8, **training)
+    reference.start_server()
+    reference.start_nodes()
+    expected = reference.server_digest()
+
+    cluster = make_cluster(rounds=8, **training)
+    index = honest_index(cluster)
+    ticks = []
+    node, kinds = drive(cluster, index, lambda node, work: node.submit(node.compute()), ticks=ticks)
+    with node:
+        assert kinds == ({"gradient"} if "rule" in training else {"partition_signs"})
+        assert cluster.server_digest() == expected == node.model_digest()
+        assert node.stats["rounds"] == 8
+    assert ticks[0] > 10, "the wait for the first round held the GIL"
