@@ -8,6 +8,7 @@
 
 #include "core/byte_io.h"
 #include "core/enforce.h"
+#include "core/registry.h"
 #include "core/spec.h"
 #include "kernels/momentum.h"
 #include "kernels/sign_kernels.h"
@@ -305,79 +306,121 @@ std::unique_ptr<Optimizer> make_sign_update(const SignOptions& options) {
 std::unique_ptr<Optimizer> make_signum(const SignumOptions& options) { return std::make_unique<Signum>(options); }
 std::unique_ptr<Optimizer> make_ef_sign(const GradientLayout& layout) { return std::make_unique<EfSign>(layout); }
 
-Result<std::unique_ptr<Optimizer>> make_optimizer(std::string_view text, const GradientLayout& layout) {
-  BALLOT_ASSIGN_OR_RETURN(auto spec, Spec::parse(text));
-  const std::string& name = spec.name();
-  if (name == "sgd" || name == "heavyball") {
-    BALLOT_TRY(spec.check_known({"momentum", "wd", "dampening", "nesterov"}));
-    const SgdOptions defaults = name == "sgd" ? SgdOptions{} : kHeavyBallVoteOptions;
-    SgdOptions o;
-    BALLOT_ASSIGN_OR_RETURN(o.momentum, spec.get_double("momentum", defaults.momentum));
-    BALLOT_ASSIGN_OR_RETURN(o.weight_decay, spec.get_double("wd", defaults.weight_decay));
-    BALLOT_ASSIGN_OR_RETURN(o.dampening, spec.get_double("dampening", defaults.dampening));
-    BALLOT_ASSIGN_OR_RETURN(o.nesterov, spec.get_bool("nesterov", defaults.nesterov));
-    BALLOT_TRY(check_unit("momentum", o.momentum));
-    BALLOT_TRY(check_unit("dampening", o.dampening));
-    BALLOT_TRY(check_decay(o.weight_decay));
-    if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0)) {
-      return make_error(ErrorCode::kInvalidArgument, "nesterov needs momentum > 0 and no dampening");
-    }
-    return std::unique_ptr<Optimizer>(std::make_unique<Sgd>(o, name == "heavyball"));
+namespace {
+
+using Made = Result<std::unique_ptr<Optimizer>>;
+
+Made make_sgd_family(const Spec& spec, const GradientLayout&) {
+  const bool heavyball = spec.name() == "heavyball";
+  const SgdOptions defaults = heavyball ? kHeavyBallVoteOptions : SgdOptions{};
+  SgdOptions o;
+  BALLOT_ASSIGN_OR_RETURN(o.momentum, spec.get_double("momentum", defaults.momentum));
+  BALLOT_ASSIGN_OR_RETURN(o.weight_decay, spec.get_double("wd", defaults.weight_decay));
+  BALLOT_ASSIGN_OR_RETURN(o.dampening, spec.get_double("dampening", defaults.dampening));
+  BALLOT_ASSIGN_OR_RETURN(o.nesterov, spec.get_bool("nesterov", defaults.nesterov));
+  BALLOT_TRY(check_unit("momentum", o.momentum));
+  BALLOT_TRY(check_unit("dampening", o.dampening));
+  BALLOT_TRY(check_decay(o.weight_decay));
+  if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0)) {
+    return make_error(ErrorCode::kInvalidArgument, "nesterov needs momentum > 0 and no dampening");
   }
-  if (name == "sign") {
-    BALLOT_TRY(spec.check_known({"wd"}));
-    SignOptions o;
-    BALLOT_ASSIGN_OR_RETURN(o.weight_decay, spec.get_double("wd", 0.0));
-    BALLOT_TRY(check_decay(o.weight_decay));
-    return make_sign_update(o);
-  }
-  if (name == "signum") {
-    BALLOT_TRY(spec.check_known({"beta", "wd"}));
-    SignumOptions o;
-    BALLOT_ASSIGN_OR_RETURN(o.beta, spec.get_double("beta", 0.9));
-    BALLOT_ASSIGN_OR_RETURN(o.weight_decay, spec.get_double("wd", 0.0));
-    BALLOT_TRY(check_unit("beta", o.beta));
-    BALLOT_TRY(check_decay(o.weight_decay));
-    return make_signum(o);
-  }
-  if (name == "ef_sign") {
-    BALLOT_TRY(spec.check_known({}));
-    if (layout.total_size() == 0) return make_error(ErrorCode::kInvalidArgument, "ef_sign needs a non-empty layout");
-    return make_ef_sign(layout);
-  }
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown update rule '" + name + "' (known: sgd, heavyball, sign, signum, ef_sign)");
+  return std::unique_ptr<Optimizer>(std::make_unique<Sgd>(o, heavyball));
 }
 
-// ---- default learning rates ----------------------------------------------------------------------
+Made make_sign_rule(const Spec& spec, const GradientLayout&) {
+  SignOptions o;
+  BALLOT_ASSIGN_OR_RETURN(o.weight_decay, spec.get_double("wd", 0.0));
+  BALLOT_TRY(check_decay(o.weight_decay));
+  return make_sign_update(o);
+}
 
-namespace {
+Made make_signum_rule(const Spec& spec, const GradientLayout&) {
+  SignumOptions o;
+  BALLOT_ASSIGN_OR_RETURN(o.beta, spec.get_double("beta", 0.9));
+  BALLOT_ASSIGN_OR_RETURN(o.weight_decay, spec.get_double("wd", 0.0));
+  BALLOT_TRY(check_unit("beta", o.beta));
+  BALLOT_TRY(check_decay(o.weight_decay));
+  return make_signum(o);
+}
+
+Made make_ef_sign_rule(const Spec&, const GradientLayout& layout) {
+  if (layout.total_size() == 0) return make_error(ErrorCode::kInvalidArgument, "ef_sign needs a non-empty layout");
+  return make_ef_sign(layout);
+}
 
 // docs/evaluation.md, "Default learning rates": the sweep these come from.
 constexpr double kSignLearningRate = 0.001;
 constexpr double kHeavyBallLearningRate = 0.0003;
 constexpr double kSgdLearningRate = 0.3;
-constexpr double kSgdMomentumLearningRate = 0.1;  // measured at momentum 0.9
+// Momentum smooths the step enough that a larger rate than the (1 − μ)-scaled plain one trains
+// better (the sweep: 0.1 beat 0.03 at μ = 0.9); other μ take the rate measured at 0.9.
+constexpr double kSgdMomentumLearningRate = 0.1;
+
+const UpdateRuleEntry kUpdateRules[] = {
+    {"sgd",
+     "momentum wd dampening nesterov",
+     "sgd:momentum=0.9,wd=0.0001",
+     "SGD with optional momentum, dampening, Nesterov and weight decay (PyTorch's torch.optim.SGD)",
+     &make_sgd_family,
+     {kSgdLearningRate, kSgdMomentumLearningRate}},
+    {"heavyball",
+     "momentum wd dampening nesterov",
+     "heavyball",
+     "heavy-ball momentum 0.9 and weight decay 1e-4 on the vote: the server update of Sohn et al. 2020",
+     &make_sgd_family,
+     {kHeavyBallLearningRate, kHeavyBallLearningRate}},
+    {"sign",
+     "wd",
+     "sign:wd=0",
+     "x ← x − lr·(v + wd·x) on the ±1 vote v: signSGD with majority vote (Bernstein et al., ICLR 2019)",
+     &make_sign_rule,
+     {kSignLearningRate, kSignLearningRate}},
+    {"signum",
+     "beta wd",
+     "signum:beta=0.9",
+     "the sign of a momentum β of the gradient (Signum, Bernstein et al., ICML 2018); β = 0 is signSGD",
+     &make_signum_rule,
+     {kSignLearningRate, kSignLearningRate}},
+    {"ef_sign",
+     "",
+     "ef_sign",
+     "scaled sign with error feedback (Karimireddy et al., ICML 2019)",
+     &make_ef_sign_rule,
+     {kSgdLearningRate, kSgdLearningRate}},
+};
+
+}  // namespace
+
+std::span<const UpdateRuleEntry> update_rule_table() { return kUpdateRules; }
+
+Result<std::unique_ptr<Optimizer>> make_optimizer(std::string_view text, const GradientLayout& layout) {
+  BALLOT_ASSIGN_OR_RETURN(auto spec, Spec::parse(text));
+  const auto* entry = find_entry(update_rule_table(), spec.name());
+  if (entry == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "unknown update rule '" + spec.name() + "' (known: " + joined_names(update_rule_table()) + ")");
+  }
+  BALLOT_TRY(spec.check_known(key_set(entry->keys)));
+  return entry->make(spec, layout);
+}
+
+// ---- default learning rates ----------------------------------------------------------------------
+
+namespace {
 // Every rule decays to this fraction of its base rate by the last round.
 constexpr double kDefaultCosineFloor = 0.05;
-
 }  // namespace
 
 Result<double> default_learning_rate(std::string_view update_spec) {
   BALLOT_ASSIGN_OR_RETURN(auto spec, Spec::parse(update_spec));
-  const std::string& name = spec.name();
-  if (name == "sign" || name == "signum") return kSignLearningRate;
-  if (name == "heavyball") return kHeavyBallLearningRate;
-  if (name == "ef_sign") return kSgdLearningRate;
-  if (name == "sgd") {
-    BALLOT_ASSIGN_OR_RETURN(const double momentum, spec.get_double("momentum", 0.0));
-    BALLOT_TRY(check_unit("momentum", momentum));
-    // Momentum smooths the step enough that a larger rate than the (1 − μ)-scaled plain one
-    // trains better (the sweep: 0.1 beat 0.03 at μ = 0.9); other μ take the rate measured at 0.9.
-    return momentum > 0.0 ? kSgdMomentumLearningRate : kSgdLearningRate;
+  const auto* entry = find_entry(update_rule_table(), spec.name());
+  if (entry == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "unknown update rule '" + spec.name() + "' (known: " + joined_names(update_rule_table()) + ")");
   }
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown update rule '" + name + "' (known: sgd, heavyball, sign, signum, ef_sign)");
+  BALLOT_ASSIGN_OR_RETURN(const double momentum, spec.get_double("momentum", 0.0));
+  BALLOT_TRY(check_unit("momentum", momentum));
+  return momentum > 0.0 ? entry->properties.learning_rate_with_momentum : entry->properties.learning_rate;
 }
 
 Result<std::string> default_lr_schedule(std::string_view update_spec, std::uint64_t rounds) {

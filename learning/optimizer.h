@@ -31,6 +31,7 @@
 
 #include "core/bit_vector.h"
 #include "core/gradient_layout.h"
+#include "core/registry.h"
 #include "core/result.h"
 
 namespace ballot {
@@ -120,10 +121,21 @@ std::unique_ptr<Optimizer> make_signum(const SignumOptions& options = {});
 // GradientLayout::whole(d) for one scale.
 std::unique_ptr<Optimizer> make_ef_sign(const GradientLayout& layout);
 
-// The registry: "sgd" (momentum, wd, dampening, nesterov), "heavyball" (momentum=0.9,
-// wd=0.0001), "sign" (wd), "signum" (beta=0.9, wd), "ef_sign". Invalid options are
-// kInvalidArgument (μ, β, τ in [0, 1), λ >= 0, finite).
+// The registry: a spec naming a line of update_rule_table() below ("sgd", "heavyball", "sign",
+// "signum", "ef_sign") with that line's keys. Invalid options are kInvalidArgument (μ, β, τ in
+// [0, 1), λ >= 0, finite).
 Result<std::unique_ptr<Optimizer>> make_optimizer(std::string_view spec, const GradientLayout& layout);
+
+// The update rules, one table line each (core/registry.h): make_optimizer, default_learning_rate,
+// the tests and docs/learning.md's list read it. `properties`: the default base learning rate
+// (docs/evaluation.md's sweep), and the one with a momentum > 0 given in the spec.
+struct UpdateRuleProperties {
+  double learning_rate = 0.0;
+  double learning_rate_with_momentum = 0.0;
+};
+using UpdateRuleFactory = Result<std::unique_ptr<Optimizer>> (*)(const Spec& spec, const GradientLayout& layout);
+using UpdateRuleEntry = TableEntry<UpdateRuleFactory, UpdateRuleProperties>;
+std::span<const UpdateRuleEntry> update_rule_table();
 
 // ---- default learning rates ----------------------------------------------------------------------
 

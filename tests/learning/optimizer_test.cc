@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <numbers>
+#include <set>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/rng.h"
@@ -375,6 +380,46 @@ TEST(Training, SignMajorityVoteOverWorkersTrainsTheMlp) {
     server->step_vote(model->parameters(), vote, lr.at(r));
   }
   EXPECT_GT(evaluate(*model, data.test).accuracy, 0.85) << "chance is 0.25";
+}
+
+// Every line of the update-rule table: its example builds, the built rule's spec() rebuilds the
+// same rule, a step moves the parameters, and it has a default learning rate.
+TEST(UpdateRuleTable, EveryEntryBuildsStepsAndHasADefaultRate) {
+  const auto layout = GradientLayout::whole(8);
+  std::set<std::string_view> names;
+  for (const auto& entry : update_rule_table()) {
+    SCOPED_TRACE(std::string(entry.name));
+    EXPECT_TRUE(names.insert(entry.name).second) << "duplicate name";
+    EXPECT_FALSE(entry.summary.empty());
+    auto rule = make_optimizer(entry.example, layout);
+    ASSERT_TRUE(rule.ok()) << rule.error().to_string();
+    auto again = make_optimizer((*rule)->spec(), layout);
+    ASSERT_TRUE(again.ok()) << (*rule)->spec();
+    EXPECT_EQ((*again)->spec(), (*rule)->spec());
+    std::vector<float> params(8, 1.0f);
+    const std::vector<float> direction{1, -1, 2, -2, 0.5f, -0.5f, 3, -3};
+    (*rule)->step(params, direction, 0.1);
+    EXPECT_NE(params, std::vector<float>(8, 1.0f));
+    const auto lr = default_learning_rate(entry.name);
+    ASSERT_TRUE(lr.ok());
+    EXPECT_EQ(*lr, entry.properties.learning_rate);
+    EXPECT_GT(*lr, 0.0);
+    for (const auto& key : key_set(entry.keys)) EXPECT_TRUE(has_key(entry.keys, key));
+  }
+  const auto unknown = make_optimizer("adam", layout);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("known: sgd, heavyball, sign, signum, ef_sign"), std::string::npos);
+  EXPECT_FALSE(default_learning_rate("adam").ok());
+}
+
+TEST(UpdateRuleTable, DocsListEveryRule) {
+  std::ifstream file(std::string(BALLOT_SOURCE_DIR) + "/docs/learning.md");
+  ASSERT_TRUE(file.good());
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  for (const auto& entry : update_rule_table()) {
+    EXPECT_NE(text.find("| `" + std::string(entry.name)), std::string::npos)
+        << "docs/learning.md has no table row for update rule " << entry.name;
+  }
 }
 
 }  // namespace
