@@ -6,6 +6,7 @@
 #include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
 #include "runtime/checkpoint.h"
+#include "runtime/detail/peer_failure.h"
 #include "runtime/messages.h"
 #include "runtime/signed_record.h"
 
@@ -15,16 +16,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using transport::MessageType;
 
-// A send that fails because one peer is unreachable (a restarting server, a crashed peer whose
-// queue filled up) must not stop the node: deadlines and Join recover. Only a closed transport
-// (kUnavailable) ends it.
-Status tolerate_peer_failure(Status status, std::uint64_t& failures) {
-  if (status.ok() || status.error().code != ErrorCode::kUnavailable) {
-    if (!status.ok()) ++failures;
-    return {};
-  }
-  return status;
-}
+using detail::tolerate_peer_failure;
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "coding/codec_registry.h"
 #include "robust/registry.h"
 #include "runtime/checkpoint.h"
+#include "runtime/detail/peer_failure.h"
 #include "runtime/messages.h"
 
 namespace ballot::runtime {
@@ -17,16 +18,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using transport::MessageType;
 
-// A send that fails because one node is unreachable (a crashed node whose queue filled up) must
-// not stop the server: the protocol recovers through deadlines and Join. Only a closed transport
-// (kUnavailable) ends the run.
-Status tolerate_peer_failure(Status status, std::uint64_t& failures) {
-  if (status.ok() || status.error().code != ErrorCode::kUnavailable) {
-    if (!status.ok()) ++failures;
-    return {};
-  }
-  return status;
-}
+using detail::tolerate_peer_failure;
 
 }  // namespace
 
