@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
@@ -101,6 +102,9 @@ struct NodeSession::State final : NodeAdversary::Link {
   std::optional<RoundStart> computing;  // the round handed out by kCompute, not yet submitted
   std::optional<std::vector<std::uint8_t>> last_vote;
   std::uint64_t last_vote_round = 0;
+  // The server restarted from a checkpoint of the round this node already voted in: the vote it
+  // held is gone, so the recorded vote goes out again with the round's next start.
+  bool vote_lost = false;
   PendingVote pending;
   // Inputs that arrived before their round started here: at most two per source of the row and
   // round, for this round and the next only.
@@ -226,14 +230,22 @@ Result<std::optional<NodeEvent>> NodeSession::State::handle(transport::Message& 
 
 Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const transport::Message& message) {
   auto checkpoint = decode_checkpoint(message.payload);
+  const transport::Digest before = replica.digest();
   if (!checkpoint.ok() || !replica.restore_from(*checkpoint).ok()) return std::optional<NodeEvent>();
   const bool moved = checkpoint->round != round;
+  const bool rewound = checkpoint->round < round;
   round = checkpoint->round;
   transport.reset_round(round);  // the server may have resumed from an older round
   // The state of a round this node already voted in (the server found its vote on another model):
   // that vote stands. Voting again would advance the worker momentum twice and send a second,
   // different vote for the round — equivocation.
   if (!voted(round)) last_vote.reset();
+  // A server that restarted from its checkpoint of round r sends every node that state: to a node
+  // that had voted in r it is the same state of the same round, or an older round than the node
+  // reached (the old server decided r before it died). Either way the votes of r went down with
+  // the old process. (A vote on another model instead gets a state that differs from the node's,
+  // of the same round: that vote was received, and stands.)
+  vote_lost = voted(round) && (rewound || (!moved && replica.digest() == before));
   pending.active = false;
   computing.reset();
   early.clear();
@@ -256,6 +268,12 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_round_start(const transp
   // progress or already voted changes nothing: the vote goes out once. Computing it again would
   // advance the worker momentum twice and make the node equivocate; re-sending it would reach the
   // server after it decided, as a stale frame counted against this node.
+  if (voted(round) && std::exchange(vote_lost, false)) {
+    // To a restarted server: the same signed frame again (the signed record returns it), never a
+    // vote computed anew.
+    BALLOT_TRY(send_vote(*start, *last_vote));
+    return std::optional<NodeEvent>();
+  }
   if ((pending.active && pending.round == round) || voted(round) || computing) return std::optional<NodeEvent>();
   computing = *start;
   NodeEvent event{.kind = NodeEvent::Kind::kCompute, .round = round};

@@ -23,19 +23,26 @@ struct SessionHarness {
   std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;  // 0: the server
   Replica replica;
 
+  transport::Registry registry;
+  std::vector<transport::LocalIdentity> identities;
+  transport::TransportOptions options;
+
   explicit SessionHarness(std::string rule = "vote", Placement placement = Placement::kReplicated)
       : setup(make(std::move(rule), placement)), replica(Replica::create(setup).value()) {
-    transport::Registry registry;
-    std::vector<transport::LocalIdentity> identities;
     for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
       auto key = transport::SigningKey::generate().value();
       const auto role = id == 0 ? transport::Role::kServer : transport::Role::kNode;
       EXPECT_TRUE(registry.add(id, role, key.verify_key()).ok());
       identities.push_back({id, role, key});
     }
-    transport::TransportOptions options;
     options.job = setup.options.job;
     for (auto& identity : identities) endpoints.push_back(network->attach(identity, registry, options).value());
+  }
+
+  // The server process dies and starts again: a new endpoint, with nothing of the old one's state.
+  void restart_server() {
+    endpoints[0].reset();
+    endpoints[0] = network->attach(identities[0], registry, options).value();
   }
 
   static TrainingSetup make(std::string rule, Placement placement) {
@@ -139,6 +146,93 @@ TEST(NodeSessionTest, AStartOnAnotherModelAsksForTheStateAndInstallsIt) {
   EXPECT_EQ(event->round, 1u);
   EXPECT_EQ(node_replica.digest(), h.replica.digest());
   EXPECT_EQ(session.stats().rejoins, 1u);
+}
+
+// The server dies after this node voted in round r and restarts from its checkpoint of round r:
+// it sends every node that state and starts round r again. The node's vote went down with the old
+// process, so the node sends it again — the same signed frame, not a vote computed anew.
+TEST(NodeSessionTest, AServerRestartedAtTheRoundItVotedInGetsTheSameSignedVoteAgain) {
+  SessionHarness h;
+  Replica node_replica = Replica::create(h.setup).value();
+  NodeSessionOptions options;
+  options.idle_timeout = 10s;
+  NodeSession session(h.setup, 0, *h.endpoints[1], node_replica, options);
+  ASSERT_TRUE(session.start().ok());
+  h.expect(MessageType::kControl);  // Join
+  h.start_round(0);
+  auto event = session.next_round();
+  ASSERT_TRUE(event.ok() && event->kind == NodeEvent::Kind::kCompute);
+  NodeWorker worker(h.setup, 0);
+  BitVector signs;
+  const double loss = worker.vote(node_replica, 0, signs);
+  ASSERT_TRUE(session.submit_vote(loss, signs).ok());
+  const auto first = h.expect(MessageType::kVote);
+
+  h.restart_server();
+  Checkpoint state;
+  state.round = 0;
+  h.replica.save_to(state);
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kStateTransfer, 0, encode_checkpoint(state)).ok());
+  auto installed = session.poll();
+  ASSERT_TRUE(installed.ok());
+  EXPECT_EQ(installed->kind, NodeEvent::Kind::kStateInstalled);
+  EXPECT_FALSE(installed->moved);
+  h.expect(MessageType::kControl);  // its Join, answered with the round's start
+  h.start_round(0);
+  const BitVector decided(h.replica.dimension(), true);
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
+  auto applied = session.await_decision();  // handles the start (the vote again), then the decision
+  ASSERT_TRUE(applied.ok()) << applied.error().to_string();
+  EXPECT_EQ(applied->kind, NodeEvent::Kind::kDecided);
+  const auto again = h.expect(MessageType::kVote);
+  EXPECT_EQ(again.payload, first.payload);
+  EXPECT_EQ(again.round, 0u);
+  EXPECT_EQ(session.stats().votes_sent, 2u);
+  EXPECT_EQ(session.stats().abstained, 0u);
+}
+
+// The same when the old server decided the round before it died: the node applied the decision,
+// the restarted server's state rewinds it to the round it voted in, and the vote goes out again.
+TEST(NodeSessionTest, AServerRestartedFromAnOlderRoundGetsTheSameSignedVoteAgain) {
+  SessionHarness h;
+  Replica node_replica = Replica::create(h.setup).value();
+  NodeSessionOptions options;
+  options.idle_timeout = 10s;
+  NodeSession session(h.setup, 0, *h.endpoints[1], node_replica, options);
+  ASSERT_TRUE(session.start().ok());
+  h.expect(MessageType::kControl);  // Join
+  Checkpoint state;                 // the server's checkpoint of round 0, before any decision
+  state.round = 0;
+  h.replica.save_to(state);
+  h.start_round(0);
+  auto event = session.next_round();
+  ASSERT_TRUE(event.ok() && event->kind == NodeEvent::Kind::kCompute);
+  NodeWorker worker(h.setup, 0);
+  BitVector signs;
+  const double loss = worker.vote(node_replica, 0, signs);
+  ASSERT_TRUE(session.submit_vote(loss, signs).ok());
+  const auto first = h.expect(MessageType::kVote);
+  const BitVector decided(h.replica.dimension(), true);
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
+  auto applied = session.await_decision();
+  ASSERT_TRUE(applied.ok() && applied->kind == NodeEvent::Kind::kDecided);
+  ASSERT_EQ(session.round(), 1u);
+
+  h.restart_server();
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kStateTransfer, 0, encode_checkpoint(state)).ok());
+  auto installed = session.poll();
+  ASSERT_TRUE(installed.ok());
+  EXPECT_EQ(installed->kind, NodeEvent::Kind::kStateInstalled);
+  EXPECT_TRUE(installed->moved);
+  EXPECT_EQ(session.round(), 0u);
+  h.expect(MessageType::kControl);  // its Join
+  h.start_round(0);
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
+  auto again_applied = session.await_decision();
+  ASSERT_TRUE(again_applied.ok()) << again_applied.error().to_string();
+  const auto again = h.expect(MessageType::kVote);
+  EXPECT_EQ(again.payload, first.payload);
+  EXPECT_EQ(session.stats().votes_sent, 2u);
 }
 
 TEST(NodeSessionTest, TheGradientPathEncodesTheSubmittedGradient) {
