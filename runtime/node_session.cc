@@ -230,7 +230,6 @@ Result<std::optional<NodeEvent>> NodeSession::State::handle(transport::Message& 
 
 Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const transport::Message& message) {
   auto checkpoint = decode_checkpoint(message.payload);
-  const transport::Digest before = replica.digest();
   if (!checkpoint.ok() || !replica.restore_from(*checkpoint).ok()) return std::optional<NodeEvent>();
   const bool moved = checkpoint->round != round;
   const bool rewound = checkpoint->round < round;
@@ -240,12 +239,12 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   // that vote stands. Voting again would advance the worker momentum twice and send a second,
   // different vote for the round — equivocation.
   if (!voted(round)) last_vote.reset();
-  // A server that restarted from its checkpoint of round r sends every node that state: to a node
-  // that had voted in r it is the same state of the same round, or an older round than the node
-  // reached (the old server decided r before it died). Either way the votes of r went down with
-  // the old process. (A vote on another model instead gets a state that differs from the node's,
-  // of the same round: that vote was received, and stands.)
-  vote_lost = voted(round) && (rewound || (!moved && replica.digest() == before));
+  // A state that takes the node back to an earlier round comes only from a server that restarted
+  // from an older checkpoint (a live server never rewinds a node): when the node had voted in that
+  // round, the vote went down with the old process and is sent again. A state of the node's own
+  // round is no such sign: a live server also sends one in answer to a stale Join, or to a vote on
+  // another model, and a second copy of a vote it holds would count as a replay.
+  vote_lost = voted(round) && rewound;
   pending.active = false;
   computing.reset();
   early.clear();

@@ -257,10 +257,10 @@ TEST_F(ProcessCluster, RestartedNodeRejoins) {
 // result and saving the checkpoint that includes it), and their queued votes for rounds the
 // restarted server had not reached yet counted as misbehaviour, quarantining honest nodes.
 // Now nodes keep their state beside the signed record, the server checkpoints before it
-// broadcasts, and lateness never quarantines. A third cause, in one run of four: the server died
-// after the nodes voted in its checkpoint round, and the nodes took the restarted server's start of
-// that round for a repeat and never sent it their votes (a timeout with 0 to 2 of 5 votes). Now a
-// state transfer that shows the server restarted makes the node send the recorded vote again.
+// broadcasts, and lateness never quarantines. A third cause, in one run of four: the old server
+// decided the checkpoint round and died; the restarted server's state rewound the nodes to that
+// round, and they took its start for a repeat of a round they had voted in (a timeout with 0 to 2
+// of 5 votes). Now a node that a state transfer rewinds sends its recorded vote of that round again.
 TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   auto config = small_cluster(200);
   config.node_state = dir_;

@@ -148,51 +148,9 @@ TEST(NodeSessionTest, AStartOnAnotherModelAsksForTheStateAndInstallsIt) {
   EXPECT_EQ(session.stats().rejoins, 1u);
 }
 
-// The server dies after this node voted in round r and restarts from its checkpoint of round r:
-// it sends every node that state and starts round r again. The node's vote went down with the old
-// process, so the node sends it again — the same signed frame, not a vote computed anew.
-TEST(NodeSessionTest, AServerRestartedAtTheRoundItVotedInGetsTheSameSignedVoteAgain) {
-  SessionHarness h;
-  Replica node_replica = Replica::create(h.setup).value();
-  NodeSessionOptions options;
-  options.idle_timeout = 10s;
-  NodeSession session(h.setup, 0, *h.endpoints[1], node_replica, options);
-  ASSERT_TRUE(session.start().ok());
-  h.expect(MessageType::kControl);  // Join
-  h.start_round(0);
-  auto event = session.next_round();
-  ASSERT_TRUE(event.ok() && event->kind == NodeEvent::Kind::kCompute);
-  NodeWorker worker(h.setup, 0);
-  BitVector signs;
-  const double loss = worker.vote(node_replica, 0, signs);
-  ASSERT_TRUE(session.submit_vote(loss, signs).ok());
-  const auto first = h.expect(MessageType::kVote);
-
-  h.restart_server();
-  Checkpoint state;
-  state.round = 0;
-  h.replica.save_to(state);
-  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kStateTransfer, 0, encode_checkpoint(state)).ok());
-  auto installed = session.poll();
-  ASSERT_TRUE(installed.ok());
-  EXPECT_EQ(installed->kind, NodeEvent::Kind::kStateInstalled);
-  EXPECT_FALSE(installed->moved);
-  h.expect(MessageType::kControl);  // its Join, answered with the round's start
-  h.start_round(0);
-  const BitVector decided(h.replica.dimension(), true);
-  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
-  auto applied = session.await_decision();  // handles the start (the vote again), then the decision
-  ASSERT_TRUE(applied.ok()) << applied.error().to_string();
-  EXPECT_EQ(applied->kind, NodeEvent::Kind::kDecided);
-  const auto again = h.expect(MessageType::kVote);
-  EXPECT_EQ(again.payload, first.payload);
-  EXPECT_EQ(again.round, 0u);
-  EXPECT_EQ(session.stats().votes_sent, 2u);
-  EXPECT_EQ(session.stats().abstained, 0u);
-}
-
-// The same when the old server decided the round before it died: the node applied the decision,
-// the restarted server's state rewinds it to the round it voted in, and the vote goes out again.
+// The server decided round r and died; restarted from its checkpoint of round r it sends every
+// node that state, which rewinds a node to the round it voted in. The node's vote went down with
+// the old process, so it sends it again: the same signed frame, not a vote computed anew.
 TEST(NodeSessionTest, AServerRestartedFromAnOlderRoundGetsTheSameSignedVoteAgain) {
   SessionHarness h;
   Replica node_replica = Replica::create(h.setup).value();
