@@ -30,6 +30,9 @@ class Model {
   virtual std::string spec() const = 0;
   virtual std::size_t num_features() const = 0;  // inputs per example
   virtual std::size_t num_classes() const = 0;   // logits per example
+  // False for a parameters-only model (learning/parameter_model.h): forward and forward_backward
+  // are then caller bugs, and evaluation must run elsewhere.
+  virtual bool has_forward() const { return true; }
 
   virtual const GradientLayout& layout() const = 0;
   virtual std::span<float> parameters() = 0;

@@ -11,6 +11,7 @@
 #include "core/rng.h"
 #include "core/spec.h"
 #include "learning/dataset.h"
+#include "learning/parameter_model.h"
 
 namespace ballot {
 namespace {
@@ -489,8 +490,23 @@ Result<std::unique_ptr<Model>> make_model(std::string_view text, const ModelShap
     return std::unique_ptr<Model>(
         std::make_unique<SyntheticGradient>(shape.num_features, shape.num_classes, static_cast<std::size_t>(d), seed));
   }
+  if (spec.name() == "init") {
+    // The shape and seed do not apply: the file holds the architecture's tensors and their values.
+    BALLOT_TRY(spec.check_known({"file"}));
+    const std::string path = spec.get_string("file", "");
+    if (path.empty()) {
+      return make_error(ErrorCode::kInvalidArgument, "model spec '" + std::string(text) + "': needs file=PATH");
+    }
+    auto model = make_parameter_model(path);
+    if (!model.ok()) {
+      auto error = std::move(model).error();
+      error.message = "model spec '" + std::string(text) + "': " + error.message;
+      return error;
+    }
+    return model;
+  }
   return make_error(ErrorCode::kInvalidArgument,
-                    "unknown model '" + spec.name() + "' (known: logreg, mlp, cnn, synthetic)");
+                    "unknown model '" + spec.name() + "' (known: logreg, mlp, cnn, synthetic, init)");
 }
 
 }  // namespace ballot

@@ -67,6 +67,9 @@ ModelShape shape_of(const Dataset& data);
 //   "cnn"  c1=8, c2=16, k=5   (needs an image shape)
 //   "synthetic"  d=1000000: d parameters and a gradient that costs one pass over them (it learns
 //                nothing; for benchmarks that measure communication, bench/cluster)
+//   "init" file=PATH: the parameters-only model of a Ballot parameter file
+//                (learning/parameter_model.h; no forward pass, the shape and seed are ignored; PATH
+//                may not hold ','). A missing or bad file is its read error, after the spec.
 Result<std::unique_ptr<Model>> make_model(std::string_view spec, const ModelShape& shape, std::uint64_t seed);
 
 }  // namespace ballot

@@ -12,6 +12,7 @@ The Python package of Ballot's C++ core. Every module works on numpy arrays and 
 - :mod:`ballot.compat.byzfl`  ByzFL's class names and signatures on Ballot's rules
 - :mod:`ballot.flower`    a Flower strategy whose aggregation is a Ballot rule (needs ``flwr``)
 - :mod:`ballot.session`   a node of a real Ballot cluster (mutual TLS) driven from Python
+- :mod:`ballot.torch`     PyTorch models as Ballot nodes: init files (``export_init``, ``read_init``)
 
 torch is optional: nothing here imports it unless you pass tensors.
 """

@@ -212,7 +212,8 @@ NB_MODULE(_native, m) {
   namespace py = ballot::python;
   m.doc() =
       "Ballot's C++ core (robust aggregation, codecs, sign kernels, election codes, attacks, "
-      "evaluation, the node session). Use the pure-Python modules of the `ballot` package rather than this one.";
+      "evaluation, the node session, parameter files). Use the pure-Python modules of the `ballot` package rather than "
+      "this one.";
   m.attr("has_cuda") = static_cast<bool>(BALLOT_HAVE_CUDA);
   py::register_robust(m);
   py::register_codecs(m);
@@ -221,4 +222,5 @@ NB_MODULE(_native, m) {
   py::register_attacks(m);
   py::register_evaluation(m);
   py::register_session(m);
+  py::register_learning(m);
 }

@@ -80,5 +80,6 @@ void register_election(nb::module_& m);
 void register_attacks(nb::module_& m);
 void register_evaluation(nb::module_& m);
 void register_session(nb::module_& m);
+void register_learning(nb::module_& m);
 
 }  // namespace ballot::python

@@ -1,0 +1,48 @@
+#include "learning/parameter_model.h"
+
+#include <utility>
+
+#include "core/enforce.h"
+
+namespace ballot {
+namespace {
+
+constexpr const char* kNoForward =
+    "a parameters-only model (init file) has no forward pass: its nodes compute with their own framework, e.g. "
+    "ballot.torch";
+
+}  // namespace
+
+ParameterModel::ParameterModel(ParameterFile file, std::filesystem::path source)
+    : source_(std::move(source)), tensors_(std::move(file.tensors)), params_(std::move(file.values)) {
+  digest_ = ballot::layout_digest(tensors_);
+  // Offsets and sizes follow from the shapes, whether or not the file came from decoding.
+  std::size_t offset = 0;
+  for (auto& tensor : tensors_) {
+    tensor.offset = offset;
+    tensor.size = 1;
+    for (const auto dim : tensor.shape) tensor.size *= static_cast<std::size_t>(dim);
+    offset += tensor.size;
+    layout_.add_layer(tensor.name, tensor.size);
+  }
+  BALLOT_ENFORCE_EQ(layout_.total_size(), params_.size());
+  grads_.assign(params_.size(), 0.0f);
+}
+
+std::string ParameterModel::spec() const { return "init:file=" + source_.string(); }
+
+double ParameterModel::forward_backward(std::span<const float>, std::span<const std::uint8_t>) {
+  BALLOT_ENFORCE(false, kNoForward);
+  return 0.0;
+}
+
+void ParameterModel::forward(std::span<const float>, std::span<float>) { BALLOT_ENFORCE(false, kNoForward); }
+
+std::unique_ptr<Model> ParameterModel::clone() const { return std::make_unique<ParameterModel>(*this); }
+
+Result<std::unique_ptr<Model>> make_parameter_model(const std::filesystem::path& path) {
+  BALLOT_ASSIGN_OR_RETURN(auto file, read_parameter_file(path));
+  return std::unique_ptr<Model>(std::make_unique<ParameterModel>(std::move(file), path));
+}
+
+}  // namespace ballot
