@@ -21,14 +21,20 @@ struct TrainCommand {
   bool simulate = false;          // in-process simulator instead of processes over TLS
   bool lockstep = false;          // the lockstep experiment engine (runtime/experiment.h)
   std::string program;            // path of this executable (for spawning roles)
+  // What each node runs instead of `ballot node` (program and arguments; empty: `ballot node`).
+  std::vector<std::string> node_command;
 };
+
+// The model spec of a parameter file (`--init FILE`): "init:file=<absolute path>".
+std::string init_model_spec(const std::string& init_file);
 
 int run_info();
 int run_train(TrainCommand command);
-int run_server_command(const std::string& cluster_file);
+// `init_file` (may be empty) replaces the cluster file's model (init_model_spec).
+int run_server_command(const std::string& cluster_file, const std::string& init_file);
 int run_node_command(const std::string& cluster_file, std::optional<std::size_t> index);
 // One role chosen from the launcher's environment (rank 0 = server, rank k = node k − 1).
-int run_launch_command(const std::string& cluster_file);
+int run_launch_command(const std::string& cluster_file, const std::string& init_file);
 
 struct CodeCommand {
   std::string spec = "deterministic:b=1";  // coding/allocation_matrix.h spec

@@ -161,11 +161,22 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--lockstep", train.lockstep,
                       "Run in the lockstep experiment engine: one thread, no transport, each partition computed once");
   add_training_flags(*train_cmd, train.config.training, train.config);
+  std::string init_file;
+  const auto init_help =
+      "Train the model of this parameter file (ballot.torch.export_init): its nodes compute with their own "
+      "framework; the server needs no model code";
+  train_cmd->add_option("--init", init_file, init_help)->check(CLI::ExistingFile);
+  train_cmd
+      ->add_option("node-command", train.node_command,
+                   "After --: the program and arguments each node runs instead of `ballot node` (e.g. python "
+                   "train.py), with BALLOT_CLUSTER and BALLOT_NODE_INDEX in its environment")
+      ->expected(-1);
 
   std::string cluster_file;
   std::optional<std::size_t> node_index;
   auto* server_cmd = app.add_subcommand("server", "Run the server role of a cluster");
   server_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
+  server_cmd->add_option("--init", init_file, init_help)->check(CLI::ExistingFile);
   auto* node_cmd = app.add_subcommand("node", "Run one node of a cluster");
   node_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
   node_cmd->add_option("--index", node_index, "Node index i (row i of G; node id i+1)")
@@ -173,6 +184,7 @@ int main(int argc, char** argv) {
   auto* launch_cmd = app.add_subcommand(
       "launch", "Run the role given by the launcher's rank (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)");
   launch_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
+  launch_cmd->add_option("--init", init_file, init_help)->check(CLI::ExistingFile);
 
   CodeCommand code;
   auto* code_cmd = app.add_subcommand(
@@ -257,11 +269,12 @@ int main(int argc, char** argv) {
     }
     std::error_code ec;
     train.program = std::filesystem::canonical("/proc/self/exe", ec).string();
+    if (!init_file.empty()) t.model = init_model_spec(init_file);
     return run_train(train);
   }
-  if (server_cmd->parsed()) return run_server_command(cluster_file);
+  if (server_cmd->parsed()) return run_server_command(cluster_file, init_file);
   if (node_cmd->parsed()) return run_node_command(cluster_file, node_index);
-  if (launch_cmd->parsed()) return run_launch_command(cluster_file);
+  if (launch_cmd->parsed()) return run_launch_command(cluster_file, init_file);
   if (code_cmd->parsed()) return run_code(code);
   if (evaluate_cmd->parsed()) return run_evaluate(evaluate);
   if ((keys_init->parsed() && keys_init->count("--ca-dir") == 0) ||

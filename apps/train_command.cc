@@ -114,9 +114,17 @@ class Progress {
 };
 
 void print_summary(const runtime::TrainingSummary& summary) {
-  std::printf("\ndone: %llu rounds (from round %llu) in %.1f s; test accuracy %.2f%%, test loss %.4f\n",
-              static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
-              summary.seconds, 100.0 * summary.test.accuracy, summary.test.loss);
+  if (summary.test.count == 0) {
+    std::printf(
+        "\ndone: %llu rounds (from round %llu) in %.1f s; no test evaluation on the server (a parameters-only "
+        "model, or no test set)\n",
+        static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
+        summary.seconds);
+  } else {
+    std::printf("\ndone: %llu rounds (from round %llu) in %.1f s; test accuracy %.2f%%, test loss %.4f\n",
+                static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
+                summary.seconds, 100.0 * summary.test.accuracy, summary.test.loss);
+  }
   std::printf("model digest: %s\n", transport::to_hex(summary.model_digest).c_str());
   const auto& d = summary.defences;
   std::string events;
@@ -146,7 +154,24 @@ void print_summary(const runtime::TrainingSummary& summary) {
               per_node(d.late).c_str(), per_node(d.duplicate_sessions).c_str());
 }
 
+// The built-in nodes (`ballot node`, the simulator, the lockstep engine) compute with the model's
+// forward pass; a parameters-only model has none.
+Status require_builtin_nodes(const runtime::TrainingOptions& training) {
+  if (training.model.rfind("init:", 0) != 0) return {};
+  return make_error(ErrorCode::kInvalidArgument,
+                    "model '" + training.model +
+                        "' is a parameter file: Ballot's own nodes cannot compute on it. Run its nodes with their "
+                        "framework (ballot.torch.Node; locally `python -m ballot.torch.run`, or `ballot train --init "
+                        "FILE -- python train.py`)");
+}
+
 }  // namespace
+
+std::string init_model_spec(const std::string& init_file) {
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(init_file, ec);
+  return "init:file=" + (ec ? init_file : absolute.lexically_normal().string());
+}
 
 int run_train(TrainCommand command) {
   auto& config = command.config;
@@ -173,6 +198,9 @@ int run_train(TrainCommand command) {
                   config.training.attacker_choice.c_str(), chosen->size() > 1 ? "" : "es",
                   config.training.attack.c_str());
     }
+  }
+  if (command.lockstep || command.simulate || command.node_command.empty()) {
+    if (auto status = require_builtin_nodes(config.training); !status.ok()) return fail(status.error());
   }
   if (command.lockstep) {
     auto data = runtime::load_training_data(config.training);
@@ -228,7 +256,7 @@ int run_train(TrainCommand command) {
   if (config.metrics.empty()) config.metrics = work_dir / "metrics.jsonl";
   if (config.checkpoint.empty()) config.checkpoint = work_dir / "server.ckpt";
   if (config.node_state.empty()) config.node_state = work_dir;
-  auto cluster = runtime::LocalCluster::prepare(config, command.program, work_dir);
+  auto cluster = runtime::LocalCluster::prepare(config, command.program, work_dir, command.node_command);
   if (!cluster.ok()) return fail(cluster.error());
   std::printf(
       "local cluster: 1 server + %zu node processes on 127.0.0.1:%u, mutual TLS 1.3, Ed25519-signed messages\n"
@@ -281,21 +309,23 @@ int work(const runtime::ClusterConfig& config, std::size_t index) {
 
 }  // namespace
 
-int run_server_command(const std::string& cluster_file) {
+int run_server_command(const std::string& cluster_file, const std::string& init_file) {
   auto config = runtime::load_cluster_config(cluster_file);
   if (!config.ok()) return fail(config.error());
+  if (!init_file.empty()) config->training.model = init_model_spec(init_file);
   return serve(*config);
 }
 
 int run_node_command(const std::string& cluster_file, std::optional<std::size_t> index) {
   auto config = runtime::load_cluster_config(cluster_file);
   if (!config.ok()) return fail(config.error());
+  if (auto status = require_builtin_nodes(config->training); !status.ok()) return fail(status.error());
   if (!index)
     return fail(make_error(ErrorCode::kInvalidArgument, "give --index (or use `ballot launch` under a launcher)"));
   return work(*config, *index);
 }
 
-int run_launch_command(const std::string& cluster_file) {
+int run_launch_command(const std::string& cluster_file, const std::string& init_file) {
   const auto rank = launch_rank_from_environment();
   if (!rank) {
     return fail(make_error(ErrorCode::kInvalidArgument,
@@ -303,6 +333,10 @@ int run_launch_command(const std::string& cluster_file) {
   }
   auto config = runtime::load_cluster_config(cluster_file);
   if (!config.ok()) return fail(config.error());
+  if (!init_file.empty()) config->training.model = init_model_spec(init_file);
+  if (rank->rank != 0) {
+    if (auto status = require_builtin_nodes(config->training); !status.ok()) return fail(status.error());
+  }
   // torchrun-style launchers name the rendezvous host; it is where rank 0, the server, listens.
   if (rank->master_addr) config->server_host = *rank->master_addr;
   if (rank->master_port) config->server_port = static_cast<std::uint16_t>(*rank->master_port);

@@ -29,7 +29,10 @@ std::vector<std::size_t> honest_nodes(const TrainingSetup& setup) {
 
 }  // namespace
 
-HonestView::HonestView(const TrainingSetup& setup) : setup_(&setup), worker_(NodeWorker::all_partitions(setup)) {}
+HonestView::HonestView(const TrainingSetup& setup, GradientSource source)
+    : setup_(&setup), worker_(NodeWorker::all_partitions(setup)) {
+  worker_.set_gradient_source(std::move(source));
+}
 
 const RoundView& HonestView::compute(Replica& replica, std::uint64_t round) {
   const std::size_t n = setup_->options.nodes;

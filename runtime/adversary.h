@@ -47,7 +47,8 @@ struct RoundView {
 // momentum). With worker momentum 0 it is always exact.
 class HonestView {
  public:
-  explicit HonestView(const TrainingSetup& setup);
+  // `source` (may be empty: the replica model's forward pass) computes the partitions' gradients.
+  explicit HonestView(const TrainingSetup& setup, GradientSource source = {});
   const RoundView& compute(Replica& replica, std::uint64_t round);
   const RoundView& last() const noexcept { return view_; }
 
@@ -64,7 +65,7 @@ class HonestView {
 class Coalition {
  public:
   static constexpr std::size_t kKeptRounds = 8;
-  explicit Coalition(const TrainingSetup& setup) : view_(setup) {}
+  explicit Coalition(const TrainingSetup& setup, GradientSource source = {}) : view_(setup, std::move(source)) {}
   std::shared_ptr<const RoundView> view(Replica& replica, std::uint64_t round);
 
  private:

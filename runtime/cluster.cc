@@ -154,7 +154,7 @@ std::string metrics_json_line(const RoundReport& report) {
 }
 
 Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem::path program,
-                                           std::filesystem::path work_dir) {
+                                           std::filesystem::path work_dir, std::vector<std::string> node_command) {
   LocalCluster cluster;
   std::error_code ec;
   std::filesystem::create_directories(work_dir, ec);
@@ -191,6 +191,7 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
   BALLOT_TRY(save_cluster_config(cluster.cluster_file_, config));
   cluster.config_ = std::move(config);
   cluster.program_ = std::move(program);
+  cluster.node_command_ = std::move(node_command);
   cluster.work_dir_ = std::move(work_dir);
   cluster.nodes_.assign(cluster.config_.training.nodes, -1);
   return cluster;
@@ -199,6 +200,7 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
 LocalCluster::LocalCluster(LocalCluster&& other) noexcept
     : config_(std::move(other.config_)),
       program_(std::move(other.program_)),
+      node_command_(std::move(other.node_command_)),
       work_dir_(std::move(other.work_dir_)),
       cluster_file_(std::move(other.cluster_file_)),
       server_(other.server_),
@@ -220,29 +222,35 @@ LocalCluster::~LocalCluster() {
   }
 }
 
-Result<pid_t> LocalCluster::spawn(const std::vector<std::string>& args, const std::filesystem::path& log) {
+Result<pid_t> LocalCluster::spawn(const std::vector<std::string>& args, const std::filesystem::path& log,
+                                  const std::vector<std::string>& environment) {
+  BALLOT_ENFORCE(!args.empty());
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (!log.empty()) {
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   }
-  std::vector<std::string> all{program_.string()};
-  all.insert(all.end(), args.begin(), args.end());
+  std::vector<std::string> all = args;
   std::vector<char*> argv;
   for (auto& arg : all) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  std::vector<std::string> variables = environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) variables.emplace_back(*entry);
+  std::vector<char*> envp;
+  for (auto& variable : variables) envp.push_back(variable.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int error = posix_spawn(&pid, program_.c_str(), &actions, nullptr, argv.data(), environ);
+  const int error = posix_spawnp(&pid, all.front().c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0) {
-    return make_error(ErrorCode::kIo, "cannot start '" + program_.string() + "': " + std::strerror(error));
+    return make_error(ErrorCode::kIo, "cannot start '" + all.front() + "': " + std::strerror(error));
   }
   return pid;
 }
 
 Status LocalCluster::start_server(bool show_output) {
-  BALLOT_ASSIGN_OR_RETURN(server_, spawn({"server", "--cluster", cluster_file_.string()},
+  BALLOT_ASSIGN_OR_RETURN(server_, spawn({program_.string(), "server", "--cluster", cluster_file_.string()},
                                          show_output ? std::filesystem::path() : work_dir_ / "server.log"));
   return {};
 }
@@ -250,9 +258,16 @@ Status LocalCluster::start_server(bool show_output) {
 Status LocalCluster::start_node(std::size_t index) {
   if (index >= nodes_.size()) return make_error(ErrorCode::kInvalidArgument, "no node " + std::to_string(index));
   if (nodes_[index] > 0) kill_node(index);
-  BALLOT_ASSIGN_OR_RETURN(nodes_[index],
-                          spawn({"node", "--cluster", cluster_file_.string(), "--index", std::to_string(index)},
-                                work_dir_ / ("node-" + std::to_string(index) + ".log")));
+  const auto log = work_dir_ / ("node-" + std::to_string(index) + ".log");
+  if (node_command_.empty()) {
+    BALLOT_ASSIGN_OR_RETURN(
+        nodes_[index],
+        spawn({program_.string(), "node", "--cluster", cluster_file_.string(), "--index", std::to_string(index)}, log));
+  } else {
+    BALLOT_ASSIGN_OR_RETURN(nodes_[index], spawn(node_command_, log,
+                                                 {std::string(kClusterFileVariable) + "=" + cluster_file_.string(),
+                                                  std::string(kNodeIndexVariable) + "=" + std::to_string(index)}));
+  }
   return {};
 }
 

@@ -45,13 +45,20 @@ Result<ClusterNode> open_cluster_node(const ClusterConfig& config, std::size_t n
 // One JSON object per line for the metrics file (round, votes, missing, loss, accuracy, bytes).
 std::string metrics_json_line(const RoundReport& report);
 
+// The environment of a node started with a node command: its cluster file and its index.
+inline constexpr const char* kClusterFileVariable = "BALLOT_CLUSTER";
+inline constexpr const char* kNodeIndexVariable = "BALLOT_NODE_INDEX";
+
 class LocalCluster {
  public:
   // Makes `work_dir` (created if missing) hold ca/ (the CA, which no process reads), keys/,
   // cluster.json and logs; picks a free
   // loopback port. `program` is the `ballot` executable that provides `server` and `node`.
+  // `node_command`, when not empty, is the program and arguments each node runs instead of
+  // `ballot node` (e.g. a PyTorch script using ballot.torch), with kClusterFileVariable and
+  // kNodeIndexVariable in its environment.
   static Result<LocalCluster> prepare(ClusterConfig config, std::filesystem::path program,
-                                      std::filesystem::path work_dir);
+                                      std::filesystem::path work_dir, std::vector<std::string> node_command = {});
 
   const ClusterConfig& config() const noexcept { return config_; }
   const std::filesystem::path& cluster_file() const noexcept { return cluster_file_; }
@@ -76,9 +83,13 @@ class LocalCluster {
 
  private:
   LocalCluster() = default;
-  Result<pid_t> spawn(const std::vector<std::string>& args, const std::filesystem::path& log);
+  // Starts `args` (args[0] is the program, looked up on PATH when it has no '/') with `environment`
+  // added to this process's.
+  Result<pid_t> spawn(const std::vector<std::string>& args, const std::filesystem::path& log,
+                      const std::vector<std::string>& environment = {});
   ClusterConfig config_;
   std::filesystem::path program_;
+  std::vector<std::string> node_command_;
   std::filesystem::path work_dir_;
   std::filesystem::path cluster_file_;
   pid_t server_ = -1;

@@ -153,6 +153,10 @@ Result<NodeEvent> NodeSession::poll() {
       for (; s.forwarded < proofs.size(); ++s.forwarded)
         BALLOT_TRY(s.send_control(encode(Evidence{proofs[s.forwarded]})));
     }
+    // The decision of the last round is applied: the run is over, whether or not the server's
+    // Finish arrives (the server saved its final checkpoint before it sent that decision).
+    if (s.started && s.round >= s.setup.options.rounds)
+      return NodeEvent{.kind = NodeEvent::Kind::kFinished, .round = s.round};
     auto timeout = s.started ? std::min(s.options.idle_timeout, s.rejoin_after) : s.options.join_retry;
     if (s.pending.active) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(s.pending.deadline - Clock::now());

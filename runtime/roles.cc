@@ -46,8 +46,8 @@ Result<TrainingSummary> Server::run() {
     const std::uint64_t done = round + 1;
     const auto every = setup_.options.eval_every;
     if (done == setup_.options.rounds || (every != 0 && done % every == 0)) {
-      report.evaluated = true;
       report.test = replica.evaluate(setup_.data->test, setup_.options.eval_examples);
+      report.evaluated = report.test.count > 0;  // not with a parameters-only model or no test set
     }
     report.seconds = seconds_since(round_started);
     summary.defences.rejected_messages += report.rejected_messages;

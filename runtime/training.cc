@@ -148,7 +148,17 @@ Result<TrainTestSplit> load_training_data(const TrainingOptions& options) {
     BALLOT_ASSIGN_OR_RETURN(split.test, make_synthetic_test(synthetic, synthetic.num_examples / 4 + 1));
     return split;
   }
-  return bad_option("unknown dataset '" + spec.name() + "' (known: fashion-mnist, mnist, synthetic)");
+  if (spec.name() == "external") {
+    // The examples live with the nodes' own framework (ballot.torch): Ballot samples the indices of
+    // each round's partitions from the training set's size and never reads an example.
+    BALLOT_TRY(spec.check_known({"train"}));
+    BALLOT_ASSIGN_OR_RETURN(auto train, spec.get_int("train", 0));
+    if (train <= 0 || train > (std::int64_t{1} << 28)) return bad_option("external:train=N needs N in 1..2^28");
+    TrainTestSplit split;
+    split.train.labels.assign(static_cast<std::size_t>(train), 0);  // sizes only; no features
+    return split;
+  }
+  return bad_option("unknown dataset '" + spec.name() + "' (known: fashion-mnist, mnist, synthetic, external)");
 }
 
 Result<coding::AllocationMatrix> make_code(const TrainingOptions& options) {
@@ -205,6 +215,7 @@ transport::Digest Replica::digest() const {
 }
 
 Evaluation Replica::evaluate(const Dataset& data, std::size_t max_examples) const {
+  if (!model_->has_forward() || data.size() == 0 || max_examples == 0) return {};
   // evaluate() needs a mutable model for its scratch buffers; a clone keeps this const.
   auto copy = model_->clone();
   if (max_examples >= data.size()) return ballot::evaluate(*copy, data);
@@ -270,27 +281,54 @@ void NodeWorker::load_batch(std::uint64_t round, std::uint32_t partition) {
   }
 }
 
-double NodeWorker::partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition, BitVector& signs) {
-  load_batch(round, partition);
+double NodeWorker::compute_gradient(Replica& replica, std::uint64_t round, std::uint32_t partition) {
   Model& model = replica.model();
-  const double loss = model.forward_backward(batch_.features, batch_.labels);
-  if (auto it = momentum_.find(partition); it != momentum_.end()) {
-    it->second.update(model.gradients(), signs);
-  } else {
-    kernels::pack_signs(model.gradients(), signs);
-  }
+  if (source_) return source_(round, partition, model.gradients());
+  load_batch(round, partition);
+  return model.forward_backward(batch_.features, batch_.labels);
+}
+
+double NodeWorker::partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition, BitVector& signs) {
+  const double loss = compute_gradient(replica, round, partition);
+  signs_of(partition, replica.model().gradients(), signs);
   return loss;
+}
+
+void NodeWorker::signs_of(std::uint32_t partition, std::span<const float> gradient, BitVector& signs) {
+  if (auto it = momentum_.find(partition); it != momentum_.end()) {
+    it->second.update(gradient, signs);
+  } else {
+    kernels::pack_signs(gradient, signs);
+  }
 }
 
 double NodeWorker::vote(Replica& replica, std::uint64_t round, BitVector& vote) {
   double loss = 0;
   for (auto partition : partitions_) loss += partition_signs(replica, round, partition, signs_[partition]);
+  folded_vote(replica.dimension(), vote);
+  return partitions_.empty() ? 0.0 : loss / static_cast<double>(partitions_.size());
+}
+
+Status NodeWorker::fold(std::uint32_t partition, std::span<const float> gradient) {
+  if (std::find(partitions_.begin(), partitions_.end(), partition) == partitions_.end()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "node " + std::to_string(node_) + " does not compute partition " + std::to_string(partition));
+  }
+  signs_of(partition, gradient, signs_[partition]);
+  return {};
+}
+
+void NodeWorker::folded_vote(std::size_t dimension, BitVector& vote) {
   // Partitions outside the row are never read by the encoder; give them the right size only.
   for (auto& signs : signs_) {
-    if (signs.size() != replica.dimension()) signs.resize(replica.dimension());
+    if (signs.size() != dimension) signs.resize(dimension);
   }
   coding::encode_replicated(setup_->code, node_, signs_, vote);
-  return partitions_.empty() ? 0.0 : loss / static_cast<double>(partitions_.size());
+}
+
+const BitVector& NodeWorker::folded_signs(std::uint32_t partition) const {
+  BALLOT_ENFORCE(partition < signs_.size());
+  return signs_[partition];
 }
 
 double NodeWorker::gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient) {
@@ -299,10 +337,8 @@ double NodeWorker::gradient(Replica& replica, std::uint64_t round, std::vector<f
 
 double NodeWorker::partition_gradient(Replica& replica, std::uint64_t round, std::uint32_t partition,
                                       std::vector<float>& gradient) {
-  load_batch(round, partition);
-  Model& model = replica.model();
-  const double loss = model.forward_backward(batch_.features, batch_.labels);
-  gradient.assign(model.gradients().begin(), model.gradients().end());
+  const double loss = compute_gradient(replica, round, partition);
+  gradient.assign(replica.model().gradients().begin(), replica.model().gradients().end());
   return loss;
 }
 

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -70,8 +71,10 @@ struct TrainingOptions {
   std::size_t partition_size = 32;  // examples per partition (global batch = n × this)
   std::uint64_t rounds = 1500;
   std::uint64_t seed = 1;
-  std::uint64_t job = 1;               // job id, bound into every signed envelope
-  std::string data = "fashion-mnist";  // "fashion-mnist[:dir=…]" or "synthetic[:…]"
+  std::uint64_t job = 1;  // job id, bound into every signed envelope
+  // "fashion-mnist[:dir=…]", "synthetic[:…]" or "external:train=N" (the nodes hold the examples,
+  // e.g. ballot.torch; Ballot only samples indices of a training set of N examples)
+  std::string data = "fashion-mnist";
   // The adversary (attacks/attack_spec.h, docs/attacks.md): `attackers` Byzantine nodes do
   // `attack` — "none", a gradient-domain attack ("alie", "ipm:eps=0.5", …), a sign-domain one
   // ("reverse", "omniscient", …), "label_flip", a protocol attack ("crash", "equivocation", …) or
@@ -132,6 +135,8 @@ class Replica {
   void apply(std::uint64_t round, std::span<const float> direction);
   // SHA-256 of the parameters: equal digests mean bit-identical models.
   transport::Digest digest() const;
+  // On the first `max_examples` of `data`; count 0 (nothing evaluated) for a parameters-only
+  // model (learning/parameter_model.h: its nodes compute in their own framework) or no data.
   Evaluation evaluate(const Dataset& data, std::size_t max_examples) const;
 
   Model& model() { return *model_; }
@@ -151,6 +156,12 @@ class Replica {
   LrSchedule schedule_;
 };
 
+// Computes the gradient of partition `partition` of round `round` into `gradient` (the model's
+// dimension) and returns the batch loss: a framework's forward/backward (ballot.torch) standing in
+// for the built-in model's, for a worker that must compute partitions itself (an attacker's
+// HonestView).
+using GradientSource = std::function<double(std::uint64_t round, std::uint32_t partition, std::span<float> gradient)>;
+
 class NodeWorker {
  public:
   // Node `node`: the partitions of its row of G (vote path, replicated placement), or only
@@ -169,11 +180,22 @@ class NodeWorker {
   double partition_signs(Replica& replica, std::uint64_t round, std::uint32_t partition, BitVector& signs);
   // Replicated placement: c_i = maj over this node's partitions. Returns the mean batch loss.
   double vote(Replica& replica, std::uint64_t round, BitVector& vote);
+  // For nodes whose framework computes the gradients (ballot.torch): the signs of `partition`
+  // (one of partitions()) from its gradient on the batch sampler.indices(round, partition), through
+  // the partition's worker momentum as partition_signs does; kept for folded_vote / folded_signs.
+  Status fold(std::uint32_t partition, std::span<const float> gradient);
+  // c_i over the partitions folded this round (vote's encoding; `dimension` = the gradients').
+  void folded_vote(std::size_t dimension, BitVector& vote);
+  // The signs `fold` kept for `partition` (the exchange placement's own partition).
+  const BitVector& folded_signs(std::uint32_t partition) const;
   // Gradient path: the gradient of partition `partition` (default: the node's own) of round
   // `round`. Returns the batch loss.
   double gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient);
   double partition_gradient(Replica& replica, std::uint64_t round, std::uint32_t partition,
                             std::vector<float>& gradient);
+
+  // Computes gradients with `source` instead of the replica model's forward_backward.
+  void set_gradient_source(GradientSource source) { source_ = std::move(source); }
 
   // Worker momentum, for the node's local state file.
   std::vector<std::uint8_t> save_state() const;
@@ -182,6 +204,7 @@ class NodeWorker {
  private:
   NodeWorker(const TrainingSetup& setup, std::size_t node, std::vector<std::uint32_t> partitions, bool honest);
   void load_batch(std::uint64_t round, std::uint32_t partition);
+  void signs_of(std::uint32_t partition, std::span<const float> gradient, BitVector& signs);
 
   const TrainingSetup* setup_;
   std::size_t node_;
@@ -190,6 +213,9 @@ class NodeWorker {
   std::map<std::uint32_t, WorkerMomentum> momentum_;
   Batch batch_;
   std::vector<BitVector> signs_;
+  GradientSource source_;
+  // The gradient of `partition` into the replica model's gradients(); returns the loss.
+  double compute_gradient(Replica& replica, std::uint64_t round, std::uint32_t partition);
 };
 
 // The random stream of a stochastic codec at node `node` in round `round`: the same in the

@@ -529,6 +529,11 @@ class Session final : public SessionBase {
     link_->space.notify_all();
     write(std::move(frame));
   }
+  bool queued() {
+    if (!authenticated_ || !link_) return false;
+    std::lock_guard<std::mutex> lock(link_->mutex);
+    return !link_->queue.empty();
+  }
   void write(OutboundFrame frame) {
     writing_ = true;
     outgoing_ = std::move(frame);
@@ -543,6 +548,7 @@ class Session final : public SessionBase {
         if (self->closed_) return;
         if (ec) return self->fail_quietly();
         self->pump();
+        if (self->draining_ && !self->writing_) self->shutdown();
       });
     };
     if constexpr (kTls)
@@ -577,6 +583,10 @@ class Session final : public SessionBase {
 
   void shutdown() {
     if (closed_) return;
+    // Frames already queued for the peer (a server's last decision and Finish) go out first; the
+    // write that empties the queue calls shutdown() again. Impl::close bounds the wait.
+    draining_ = true;
+    if (writing_ || queued()) return pump();
     if constexpr (kTls) {
       if (authenticated_) {
         arm(write_timer_, write_generation_, options().shutdown_timeout, Misbehaviour::kTimeout, "shutdown");
@@ -606,6 +616,7 @@ class Session final : public SessionBase {
   bool heard_any_ = false;  // a frame of this session was accepted
   bool closed_ = false;
   bool writing_ = false;
+  bool draining_ = false;  // shutting down once the queued frames are written
   OutboundFrame outgoing_;
   std::array<std::uint8_t, kFrameHeaderSize> header_bytes_{};
   std::size_t header_have_ = 0;

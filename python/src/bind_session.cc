@@ -16,6 +16,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -23,7 +24,9 @@
 #include <vector>
 
 #include "core/bit_vector.h"
+#include "learning/parameter_model.h"
 #include "python/src/native.h"
+#include "runtime/adversary.h"
 #include "runtime/cluster.h"
 #include "runtime/cluster_config.h"
 #include "runtime/node_session.h"
@@ -89,6 +92,15 @@ class Session {
     const auto& setup = *session->node_.setup;
     session->replica_ = std::make_unique<runtime::Replica>(unwrap(runtime::Replica::create(setup)));
     session->worker_ = std::make_unique<runtime::NodeWorker>(setup, index);
+    if (!session->replica_->model().has_forward()) {
+      // An attacker that needs the honest messages (ALIE, IPM, the omniscient vote, ...) computes
+      // every partition with the caller's framework: set_gradient_source.
+      Session* raw = session.get();
+      session->node_.options.coalition = std::make_shared<runtime::Coalition>(
+          setup, [raw](std::uint64_t round, std::uint32_t partition, std::span<float> gradient) {
+            return raw->external_gradient(round, partition, gradient);
+          });
+    }
     session->keeper_ = std::make_unique<runtime::NodeStateKeeper>(session->node_.options, index);
     session->session_ = std::make_unique<runtime::NodeSession>(
         setup, index, *session->node_.transport, *session->replica_,
@@ -139,6 +151,10 @@ class Session {
       throw std::runtime_error("round " + std::to_string(work.round) +
                                " is already computed (compute() advances the worker momentum: call it once per round)");
     }
+    if (!replica_->model().has_forward()) {
+      throw std::runtime_error("the model '" + replica_->model().spec() +
+                               "' has no forward pass in Ballot: compute with your framework (fold / submit_*)");
+    }
     BitVector signs;
     std::vector<float> gradient;
     double loss = 0.0;
@@ -164,6 +180,141 @@ class Session {
       out["signs"] = words_to_numpy(signs);
     }
     return out;
+  }
+
+  // ---- for nodes whose framework computes (ballot.torch)
+
+  // `source(round, partition)` returns (loss, float32 gradient of the model's dimension): how an
+  // attacking node with a parameters-only model recomputes the honest messages it needs.
+  void set_gradient_source(nb::object source) { gradient_source_ = std::move(source); }
+
+  double external_gradient(std::uint64_t round, std::uint32_t partition, std::span<float> gradient) {
+    nb::gil_scoped_acquire held;  // called from inside a session call that released the GIL
+    if (!gradient_source_.is_valid() || gradient_source_.is_none()) {
+      throw std::runtime_error(
+          "this node's attack needs the honest gradients of every partition, and no gradient "
+          "source is set (set_gradient_source; ballot.torch.Node sets it)");
+    }
+    nb::object out = gradient_source_(round, partition);
+    const double loss = nb::cast<double>(out[0]);
+    nb::object array = out[1];
+    const auto values = cpu_floats(array, "gradient source");
+    if (values.size() != gradient.size()) {
+      throw nb::value_error(("gradient source: expected " + std::to_string(gradient.size()) + " values, got " +
+                             std::to_string(values.size()))
+                                .c_str());
+    }
+    std::copy(values.begin(), values.end(), gradient.begin());
+    return loss;
+  }
+
+  // The replica's parameters, in place: decisions and state transfers write them, the caller
+  // reads them (a framework's tensors are views of this buffer). Valid while the session lives.
+  nb::ndarray<nb::numpy, float, nb::ndim<1>> parameters() {
+    auto params = replica_->model().parameters();
+    return nb::ndarray<nb::numpy, float, nb::ndim<1>>(params.data(), {params.size()}, nb::find(this));
+  }
+
+  // The parameter tensors: (name, shape, offset, size) in buffer order. A parameter file's model
+  // has their shapes; a built-in model's layer segments are flat.
+  nb::list tensors() const {
+    nb::list out;
+    if (const auto* file = dynamic_cast<const ParameterModel*>(&replica_->model())) {
+      for (const auto& t : file->tensors()) {
+        nb::list shape;
+        for (auto dim : t.shape) shape.append(dim);
+        out.append(nb::make_tuple(t.name, nb::tuple(shape), t.offset, t.size));
+      }
+      return out;
+    }
+    for (const auto& layer : replica_->model().layout().layers()) {
+      out.append(nb::make_tuple(layer.name, nb::make_tuple(layer.size), layer.offset, layer.size));
+    }
+    return out;
+  }
+
+  // The examples of partition `partition` of round `round` (indices into the training set).
+  nb::ndarray<nb::numpy, std::uint32_t, nb::ndim<1>> partition_indices(std::uint64_t round, std::uint64_t partition) {
+    if (partition >= node_.setup->options.nodes) {
+      throw nb::value_error(("partition " + std::to_string(partition) + " does not exist (the run has " +
+                             std::to_string(node_.setup->options.nodes) + ")")
+                                .c_str());
+    }
+    auto* owned = new std::vector<std::uint32_t>(node_.setup->sampler.indices(round, partition));
+    nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<std::uint32_t>*>(p); });
+    return nb::ndarray<nb::numpy, std::uint32_t, nb::ndim<1>>(owned->data(), {owned->size()}, owner);
+  }
+
+  // The run's training options (what the node must agree with).
+  nb::dict training() const {
+    const auto& o = node_.setup->options;
+    nb::dict out;
+    out["nodes"] = o.nodes;
+    out["byzantine"] = o.byzantine;
+    out["code"] = o.code;
+    out["placement"] = std::string(runtime::placement_name(o.placement));
+    out["model"] = o.model;
+    out["update"] = o.update;
+    out["worker_momentum"] = o.worker_momentum;
+    out["lr"] = o.lr;
+    out["partition_size"] = o.partition_size;
+    out["rounds"] = o.rounds;
+    out["seed"] = o.seed;
+    out["data"] = o.data;
+    out["rule"] = o.rule;
+    out["codec"] = o.codec;
+    out["attack"] = o.attack;
+    out["training_examples"] = node_.setup->data->train.size();
+    return out;
+  }
+
+  // The open round's partition `partition` from its gradient (the worker momentum, then signs).
+  void fold(std::uint32_t partition, nb::handle array) {
+    Busy busy(*this, true);
+    const RoundWork& work = open_work();
+    if (work.kind == RoundWork::Kind::kGradient)
+      throw nb::value_error("the gradient path takes submit_gradient, not signs");
+    if (std::find(work.partitions.begin(), work.partitions.end(), partition) == work.partitions.end()) {
+      throw nb::value_error(
+          ("round " + std::to_string(work.round) + " does not ask for partition " + std::to_string(partition)).c_str());
+    }
+    const auto values = cpu_floats(array, "gradient");
+    if (values.size() != dimension()) {
+      throw nb::value_error(
+          ("gradient: expected " + std::to_string(dimension()) + " values, got " + std::to_string(values.size()))
+              .c_str());
+    }
+    Status status;
+    {
+      nb::gil_scoped_release released;
+      status = worker_->fold(partition, values);
+    }
+    unwrap(std::move(status));
+    folded_.push_back(partition);
+  }
+
+  // Submits the open round's vote (or exchange signs) over the partitions folded for it.
+  void submit_folded(double loss) {
+    Busy busy(*this, true);
+    const RoundWork& work = open_work();
+    for (auto partition : work.partitions) {
+      if (std::find(folded_.begin(), folded_.end(), partition) == folded_.end()) {
+        throw nb::value_error(
+            ("partition " + std::to_string(partition) + " of round " + std::to_string(work.round) + " is not folded")
+                .c_str());
+      }
+    }
+    folded_.clear();
+    if (work.kind == RoundWork::Kind::kPartitionSigns) {
+      BitVector signs = worker_->folded_signs(work.partitions.front());
+      send([&] { return session_->submit_partition_signs(loss, std::move(signs)); });
+    } else if (work.kind == RoundWork::Kind::kVote) {
+      BitVector vote;
+      worker_->folded_vote(dimension(), vote);
+      send([&] { return session_->submit_vote(loss, std::move(vote)); });
+    } else {
+      throw nb::value_error("the gradient path takes submit_gradient");
+    }
   }
 
   void submit_vote(double loss, nb::handle words, std::size_t d) {
@@ -248,6 +399,7 @@ class Session {
         if (result->kind == NodeEvent::Kind::kCompute) {
           work_ = result->work;
           submitted_ = false;
+          folded_.clear();
         } else if (result->kind != NodeEvent::Kind::kDecided || (work_ && result->round > work_->round)) {
           submitted_ = true;  // the open round, if any, was overtaken (the session sends nothing for it)
         }
@@ -330,6 +482,8 @@ class Session {
   std::optional<RoundWork> work_;  // of the last kCompute
   bool submitted_ = true;          // work_ was submitted or overtaken
   std::optional<std::uint64_t> computed_round_;
+  std::vector<std::uint32_t> folded_;  // partitions of the open round folded so far
+  nb::object gradient_source_;         // set_gradient_source
   bool started_ = false;
   bool closed_ = false;
   std::atomic<bool> busy_{false};
@@ -348,6 +502,13 @@ void register_session(nb::module_& m) {
       .def("submit_vote", &Session::submit_vote, nb::arg("loss"), nb::arg("signs"), nb::arg("d"))
       .def("submit_partition_signs", &Session::submit_partition_signs, nb::arg("loss"), nb::arg("signs"), nb::arg("d"))
       .def("submit_gradient", &Session::submit_gradient, nb::arg("loss"), nb::arg("gradient"))
+      .def("parameters", &Session::parameters)
+      .def("tensors", &Session::tensors)
+      .def("partition_indices", &Session::partition_indices, nb::arg("round"), nb::arg("partition"))
+      .def("training", &Session::training)
+      .def("fold", &Session::fold, nb::arg("partition"), nb::arg("gradient"))
+      .def("submit_folded", &Session::submit_folded, nb::arg("loss"))
+      .def("set_gradient_source", &Session::set_gradient_source, nb::arg("source").none())
       .def("model_digest", &Session::model_digest)
       .def("stats", &Session::stats)
       .def("work", &Session::work)

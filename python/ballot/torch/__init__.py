@@ -1,10 +1,29 @@
-"""PyTorch models as Ballot nodes (needs ``torch`` for :func:`export_init` only).
+"""PyTorch models as Ballot nodes (docs/pytorch.md).
 
+- :class:`Node`          an ``nn.Module`` as node ``index`` of a cluster: its parameters become views
+                         of the replica's flat buffer; each round it computes with the model's
+                         forward/backward and submits through the C++ session (mutual TLS, signed votes)
+- :class:`SignVote`, :class:`RobustGradient`, :class:`RobustLocalSGD`  what a node sends
 - :func:`export_init`   write a model's parameters to a Ballot parameter file (the "init file")
 - :func:`read_init`     read and validate one (pure Python, no torch needed)
 - :func:`layout_digest` the SHA-256 of a model's parameter names and shapes
+- ``python -m ballot.torch.run``  a local cluster of a training script (:mod:`ballot.torch.run`)
+
+The init-file functions need no torch; :class:`Node` imports it when first used.
 """
 
-from ballot.torch._params_file import InitFile, export_init, layout_digest, read_init
+from typing import Any
 
-__all__ = ["InitFile", "export_init", "layout_digest", "read_init"]
+from ballot.torch._params_file import InitFile, export_init, layout_digest, read_init
+from ballot.torch.algorithms import RobustGradient, RobustLocalSGD, SignVote
+
+__all__ = ["InitFile", "export_init", "layout_digest", "read_init", "Node", "SignVote", "RobustGradient",
+           "RobustLocalSGD"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Node":  # imports torch
+        from ballot.torch.node import Node
+
+        return Node
+    raise AttributeError(f"module 'ballot.torch' has no attribute '{name}'")

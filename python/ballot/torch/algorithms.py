@@ -1,0 +1,77 @@
+"""What a :class:`ballot.torch.Node` computes and submits each round.
+
+The trusted server defines the run (the cluster file's ``training`` section: rule, codec, update,
+learning rate); an algorithm is the node's side of it and is checked against that definition when
+the node opens, so a node never computes something the server does not expect.
+
+* :class:`SignVote` -- Signum / signSGD with majority vote through the cluster's election code
+  (rule ``"vote"``): the node computes the partitions of its row of G (replicated placement) or
+  its own partition (exchange placement), folds each gradient into that partition's worker
+  momentum (the cluster's ``worker_momentum``) and submits the signs. 1 bit per coordinate.
+* :class:`RobustGradient` -- the gradient path: the gradient of the node's own partition through
+  the cluster's codec; the server aggregates with its robust rule.
+* :class:`RobustLocalSGD` -- the federated setting: ``sync_every`` local SGD steps on the node's
+  own partition stream, then the model delta goes through the codec and the robust rule; the
+  server's update applies the aggregated delta (``sgd`` with ``lr`` 1 is FedAvg's averaging step,
+  another rate a server learning rate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+__all__ = ["SignVote", "RobustGradient", "RobustLocalSGD", "Algorithm"]
+
+
+def _same_spec(a: str, b: str) -> bool:
+    return "".join(a.split()) == "".join(b.split())
+
+
+@dataclass(frozen=True)
+class SignVote:
+    """Majority vote of signs through the election code (the cluster's ``rule`` must be ``vote``)."""
+
+    def check(self, training: Dict[str, Any]) -> None:
+        if training["rule"] != "vote":
+            raise ValueError(f"SignVote needs a cluster whose rule is 'vote'; this cluster's rule is "
+                             f"'{training['rule']}' (use RobustGradient)")
+
+
+@dataclass(frozen=True)
+class RobustGradient:
+    """The gradient of the node's partition through ``codec``, aggregated by the server with
+    ``rule``. ``None`` takes the cluster's; a value must equal the cluster's spec."""
+
+    rule: Optional[str] = None
+    codec: Optional[str] = None
+
+    def check(self, training: Dict[str, Any]) -> None:
+        if training["rule"] == "vote":
+            raise ValueError("RobustGradient needs a cluster with a robust rule; this cluster votes signs "
+                             "(rule 'vote': use SignVote)")
+        if self.rule is not None and not _same_spec(self.rule, training["rule"]):
+            raise ValueError(f"RobustGradient(rule='{self.rule}') but the cluster's server aggregates with "
+                             f"'{training['rule']}'")
+        if self.codec is not None and not _same_spec(self.codec, training["codec"]):
+            raise ValueError(f"RobustGradient(codec='{self.codec}') but the cluster's codec is "
+                             f"'{training['codec']}'")
+
+
+@dataclass(frozen=True)
+class RobustLocalSGD(RobustGradient):
+    """``sync_every`` local SGD steps (rate ``local_lr``) per round, then the model delta through
+    the codec and the server's robust rule."""
+
+    sync_every: int = 1
+    local_lr: float = 0.05
+
+    def check(self, training: Dict[str, Any]) -> None:
+        RobustGradient.check(self, training)
+        if int(self.sync_every) < 1:
+            raise ValueError(f"RobustLocalSGD: sync_every must be at least 1, got {self.sync_every}")
+        if not float(self.local_lr) > 0.0:
+            raise ValueError(f"RobustLocalSGD: local_lr must be positive, got {self.local_lr}")
+
+
+Algorithm = Any  # SignVote | RobustGradient | RobustLocalSGD

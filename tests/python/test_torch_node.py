@@ -1,0 +1,216 @@
+"""ballot.torch: PyTorch models as nodes of a real Ballot cluster. The server is a `ballot server`
+process (no torch: it holds the init file's flat parameters); the nodes are ballot.torch.Node
+objects, either processes started by `python -m ballot.torch.run` (the example script) or threads
+of this test process, over mutual TLS. Skipped without torch or the `ballot` program."""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import ballot.torch as bt  # noqa: E402
+from test_session import PROGRAM, make_cluster  # noqa: E402,F401  (make_cluster: a fixture)
+
+pytestmark = pytest.mark.skipif(PROGRAM is None, reason="the `ballot` program is not built (apps/ballot)")
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python" / "torch_fashion_mnist.py"
+DIGEST = re.compile(r"model digest: ([0-9a-f]{64})")
+NODE_DIGEST = re.compile(r"node (\d+): .* digest ([0-9a-f]{64})")
+
+
+def launch(tmp_path, name, *options, script_args=()):
+    """`python -m ballot.torch.run OPTIONS example SCRIPT_ARGS`; returns (stdout, work dir)."""
+    work = tmp_path / name
+    command = [sys.executable, "-m", "ballot.torch.run", "--ballot", str(PROGRAM), "--work-dir", str(work), *options,
+               str(EXAMPLE), *script_args]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout, work
+
+
+def node_digests(work, nodes):
+    digests = {}
+    for i in range(nodes):
+        text = (work / f"node-{i}.log").read_text()
+        found = NODE_DIGEST.findall(text)
+        assert found, text[-2000:]
+        digests[i] = found[-1][1]
+    return digests
+
+
+def test_certified_code_makes_the_reverse_attacker_harmless_bit_for_bit(tmp_path):
+    common = ["--nodes", "7", "--byzantine", "1", "--code", "deterministic", "--rounds", "12",
+              "--checkpoint-every", "1000"]
+    attacked, attacked_work = launch(tmp_path, "attacked", *common, "--attack", "reverse", script_args=["--model", "mlp"])
+    clean, _ = launch(tmp_path, "clean", *common, "--attackers", "0", script_args=["--model", "mlp"])
+    assert "adversary: node" in attacked
+    server = DIGEST.findall(attacked)[-1]
+    assert server == DIGEST.findall(clean)[-1]
+    assert set(node_digests(attacked_work, 7).values()) == {server}
+    assert "test accuracy" in (attacked_work / "node-0.log").read_text()
+    metrics = [json.loads(line) for line in (attacked_work / "metrics.jsonl").read_text().splitlines()]
+    assert [row["round"] for row in metrics] == list(range(12))
+    assert metrics[-1]["loss"] < metrics[0]["loss"]
+
+
+@pytest.mark.parametrize("algorithm, options", [
+    ("gradient", ["--update", "sgd:momentum=0.9", "--lr", "constant:lr=0.05"]),
+    ("local", ["--update", "sgd", "--lr", "constant:lr=1"]),
+])
+def test_gradient_path_and_local_sgd_under_alie(tmp_path, algorithm, options):
+    stdout, work = launch(tmp_path, algorithm, "--nodes", "5", "--byzantine", "1", "--attack", "alie", "--rule",
+                          "nnm:f=1 > trimmed_mean:f=1", "--codec", "qsgd:s=16", "--rounds", "10", *options,
+                          script_args=["--model", "mlp", "--algorithm", algorithm, "--local-steps", "3"])
+    server = DIGEST.findall(stdout)[-1]
+    assert set(node_digests(work, 5).values()) == {server}
+    metrics = [json.loads(line) for line in (work / "metrics.jsonl").read_text().splitlines()]
+    assert metrics[-1]["loss"] < metrics[0]["loss"]
+
+
+# ---- nodes as threads of this process, against a `ballot server` process
+
+
+class Tiny(nn.Module):
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.a = nn.Linear(6, hidden)
+        self.b = nn.Linear(hidden, 3)
+
+    def forward(self, x):
+        return self.b(torch.tanh(self.a(x)))
+
+
+EXAMPLES = 256
+GEN = torch.Generator().manual_seed(7)
+DATA_X = torch.randn(EXAMPLES, 6, generator=GEN)
+DATA_Y = (DATA_X[:, 0] > 0).long() + (DATA_X[:, 1] > 0.5).long()
+
+
+def torch_cluster(make_cluster, tmp_path, **training):
+    torch.manual_seed(3)
+    init = tmp_path / "tiny.init"
+    bt.export_init(Tiny(), init)
+    settings = dict(model=f"init:file={init}", data=f"external:train={EXAMPLES}", rounds=8, nodes=5, byzantine=1,
+                    attack="none", attackers=0, lr="constant:lr=0.01", partition_size=16)
+    settings.update(training)
+    return make_cluster(**settings)
+
+
+def run_threads(cluster, step_for):
+    """Every node as a thread of this process; returns {index: (stats, digest)} or raises."""
+    torch.set_num_threads(1)
+    results, errors = {}, []
+    nodes = [bt.Node(Tiny(), cluster.file, i) for i in range(cluster.nodes)]
+
+    def work(node):
+        try:
+            model = node.model
+            results[node.index] = (node.run(step_for(node.index, model)), node.model_digest())
+        except Exception as error:  # reported by the main thread
+            errors.append(error)
+        finally:
+            node.close()
+
+    cluster.start_server()
+    threads = [threading.Thread(target=work, args=(node,)) for node in nodes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors
+    return results
+
+
+def plain_step(_index, model):
+    return lambda idx: F.cross_entropy(model(DATA_X[idx]), DATA_Y[idx])
+
+
+def test_threads_agree_with_the_server(make_cluster, tmp_path):
+    cluster = torch_cluster(make_cluster, tmp_path)
+    results = run_threads(cluster, plain_step)
+    server = cluster.server_digest()
+    assert {digest for _, digest in results.values()} == {server}
+    assert all(stats["rounds"] == 8 for stats, _ in results.values())
+
+
+def test_a_non_finite_gradient_is_never_sent(make_cluster, tmp_path):
+    cluster = torch_cluster(make_cluster, tmp_path)
+
+    def step_for(index, model):
+        def step(idx):
+            loss = F.cross_entropy(model(DATA_X[idx]), DATA_Y[idx])
+            return loss * float("nan") if index == 2 else loss
+        return step
+
+    results = run_threads(cluster, step_for)
+    server = cluster.server_digest()
+    assert results[2][0]["abstained_non_finite"] == 8
+    assert results[2][0]["votes_sent"] == 0
+    assert {digest for _, digest in results.values()} == {server}  # it still follows the decisions
+
+
+def test_the_gradient_path_from_threads(make_cluster, tmp_path):
+    cluster = torch_cluster(make_cluster, tmp_path, rule="trimmed_mean:f=1", update="sgd", codec="fp32")
+    results = run_threads(cluster, plain_step)
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+
+
+def test_a_different_model_is_refused_naming_the_parameter(make_cluster, tmp_path):
+    cluster = torch_cluster(make_cluster, tmp_path)
+    with pytest.raises(ValueError, match=r"parameter 0: .*'a.weight' \[8, 6\].*'a.weight' \[9, 6\]"):
+        bt.Node(Tiny(hidden=9), cluster.file, 0)
+    extra = nn.Sequential()
+    extra.add_module("a", nn.Linear(6, 8))
+    extra.add_module("b", nn.Linear(8, 3))
+    extra.add_module("c", nn.Linear(3, 3))
+    with pytest.raises(ValueError, match=r"4 parameters, this model 6 .*'c.weight'"):
+        bt.Node(extra, cluster.file, 0)
+    with pytest.raises(ValueError, match="SignVote needs|RobustGradient needs"):
+        bt.Node(Tiny(), cluster.file, 0, algorithm=bt.RobustGradient())
+    with pytest.raises(ValueError, match="training set has 100 examples"):
+        bt.Node(Tiny(), cluster.file, 0, examples=100)
+
+
+def test_bad_models_and_missing_files(make_cluster, tmp_path, monkeypatch):
+    with pytest.raises(TypeError, match="'a.weight' is torch.float64"):
+        bt.Node(Tiny().double(), tmp_path / "none.json", 0)
+    monkeypatch.delenv("BALLOT_CLUSTER", raising=False)
+    monkeypatch.delenv("BALLOT_NODE_INDEX", raising=False)
+    for variable in ("SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(ValueError, match="no cluster"):
+        bt.Node(Tiny())
+    cluster = torch_cluster(make_cluster, tmp_path)
+    os.remove(tmp_path / "tiny.init")
+    with pytest.raises((FileNotFoundError, ValueError, RuntimeError), match="tiny.init"):
+        bt.Node(Tiny(), cluster.file, 0)
+
+
+def test_the_builtin_node_refuses_a_parameter_file_model(make_cluster, tmp_path):
+    cluster = torch_cluster(make_cluster, tmp_path)
+    result = subprocess.run([str(PROGRAM), "node", "--cluster", str(cluster.file), "--index", "0"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "ballot.torch" in result.stderr
+
+
+def test_export_mode_writes_the_init_file_and_exits(tmp_path, monkeypatch):
+    target = tmp_path / "m.init"
+    monkeypatch.setenv("BALLOT_EXPORT_INIT", str(target))
+    with pytest.raises(SystemExit) as exited:
+        bt.Node(Tiny(), examples=EXAMPLES)
+    assert exited.value.code == 0
+    meta = json.loads((tmp_path / "m.init.json").read_text())
+    assert meta["examples"] == EXAMPLES and meta["parameters"] == 6 * 8 + 8 + 8 * 3 + 3
+    assert bt.read_init(target).layout_digest == meta["layout_digest"]
