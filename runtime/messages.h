@@ -19,11 +19,14 @@
 //   Evidence    (node → server, kControl)      tag "PRUF" | an equivocation proof its verifier
 //                                              holds (2 × 136-byte envelopes, transport/envelope.h)
 //   state transfer (server → node, kStateTransfer): the checkpoint bytes themselves
-//                                            (runtime/checkpoint.h; they carry the round)
+//                                            (runtime/checkpoint.h; they carry the round); a
+//                                            restarted server's first one has the section
+//                                            kResumedSection (one byte, 1)
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -33,6 +36,10 @@
 #include "transport/envelope.h"
 
 namespace ballot::runtime {
+
+// The section that marks a state transfer as a restarted server's: votes of its round sent to the
+// server process before it were lost (a node that sent one sends it again).
+inline constexpr std::string_view kResumedSection = "resumed";
 
 struct RoundStart {
   std::uint64_t round = 0;

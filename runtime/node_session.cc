@@ -237,6 +237,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   if (!checkpoint.ok() || !replica.restore_from(*checkpoint).ok()) return std::optional<NodeEvent>();
   const bool moved = checkpoint->round != round;
   const bool rewound = checkpoint->round < round;
+  const bool resumed = checkpoint->sections.count(std::string(kResumedSection)) != 0;
   round = checkpoint->round;
   transport.reset_round(round);  // the server may have resumed from an older round
   // The state of a round this node already voted in (the server found its vote on another model):
@@ -244,11 +245,13 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   // different vote for the round — equivocation.
   if (!voted(round)) last_vote.reset();
   // A state that takes the node back to an earlier round comes only from a server that restarted
-  // from an older checkpoint (a live server never rewinds a node): when the node had voted in that
-  // round, the vote went down with the old process and is sent again. A state of the node's own
-  // round is no such sign: a live server also sends one in answer to a stale Join, or to a vote on
-  // another model, and a second copy of a vote it holds would count as a replay.
-  vote_lost = voted(round) && rewound;
+  // from an older checkpoint (a live server never rewinds a node), and so does a state marked
+  // resumed (the restarted server's first broadcast, also when it resumed at the node's own
+  // round): when the node had voted in that round, the vote went down with the old process and is
+  // sent again. An unmarked state of the node's own round is no such sign: a live server also
+  // sends one in answer to a stale Join, or to a vote on another model, and a second copy of a
+  // vote it holds would count as a replay.
+  vote_lost = voted(round) && (rewound || resumed);
   pending.active = false;
   computing.reset();
   early.clear();

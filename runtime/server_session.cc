@@ -44,10 +44,13 @@ struct ServerSession::State {
 
   bool quarantined(transport::NodeId id) const { return options.quarantine && options.quarantine->is_quarantined(id); }
   Status tolerate(Status status) { return tolerate_peer_failure(std::move(status), send_failures); }
-  std::vector<std::uint8_t> state_payload() const {
+  // `resumed`: the state a restarted server sends first (messages.h kResumedSection): votes sent
+  // to the process before it are lost, and nodes that voted in this round send theirs again.
+  std::vector<std::uint8_t> state_payload(bool resumed = false) const {
     Checkpoint checkpoint;
     checkpoint.round = round;
     replica.save_to(checkpoint);
+    if (resumed) checkpoint.sections[std::string(kResumedSection)] = {1};
     return encode_checkpoint(checkpoint);
   }
   Status send_state_and_start(transport::NodeId to, bool with_state) {
@@ -108,7 +111,8 @@ Status ServerSession::begin(std::uint64_t first_round) {
     // this state. Each node installs it, rewinds its round window and answers with a Join.
     s.round = first_round;
     s.transport.set_round(first_round);
-    BALLOT_TRY(s.tolerate(s.transport.broadcast(s.nodes, MessageType::kStateTransfer, first_round, s.state_payload())));
+    BALLOT_TRY(s.tolerate(
+        s.transport.broadcast(s.nodes, MessageType::kStateTransfer, first_round, s.state_payload(/*resumed=*/true))));
   }
   // Every node gets up to join_wait to connect and send its Join, so that a node whose process
   // came up a moment after the server's is not counted missing in the first round, nor its vote

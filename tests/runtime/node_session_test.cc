@@ -193,6 +193,74 @@ TEST(NodeSessionTest, AServerRestartedFromAnOlderRoundGetsTheSameSignedVoteAgain
   EXPECT_EQ(session.stats().votes_sent, 2u);
 }
 
+// The server died after the votes of round r arrived and before it decided r, and restarts from
+// its checkpoint of round r: the state it sends first is of the node's own round, marked resumed.
+// The vote went down with the old process, so the node sends the same signed frame again.
+TEST(NodeSessionTest, AServerRestartedAtTheNodesOwnRoundGetsTheSameSignedVoteAgain) {
+  SessionHarness h;
+  Replica node_replica = Replica::create(h.setup).value();
+  NodeSessionOptions options;
+  options.idle_timeout = 10s;
+  NodeSession session(h.setup, 0, *h.endpoints[1], node_replica, options);
+  ASSERT_TRUE(session.start().ok());
+  h.expect(MessageType::kControl);  // Join
+  Checkpoint state;                 // the server's checkpoint of round 0
+  state.round = 0;
+  h.replica.save_to(state);
+  h.start_round(0);
+  auto event = session.next_round();
+  ASSERT_TRUE(event.ok() && event->kind == NodeEvent::Kind::kCompute);
+  NodeWorker worker(h.setup, 0);
+  BitVector signs;
+  ASSERT_TRUE(session.submit_vote(worker.vote(node_replica, 0, signs), signs).ok());
+  const auto first = h.expect(MessageType::kVote);
+
+  h.restart_server();
+  Checkpoint resumed = state;
+  resumed.sections[std::string(kResumedSection)] = {1};
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kStateTransfer, 0, encode_checkpoint(resumed)).ok());
+  auto installed = session.poll();
+  ASSERT_TRUE(installed.ok() && installed->kind == NodeEvent::Kind::kStateInstalled);
+  EXPECT_FALSE(installed->moved);
+  h.expect(MessageType::kControl);  // its Join
+  h.start_round(0);
+  const BitVector decided(h.replica.dimension(), true);
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
+  auto applied = session.await_decision();
+  ASSERT_TRUE(applied.ok()) << applied.error().to_string();
+  EXPECT_EQ(applied->kind, NodeEvent::Kind::kDecided);
+  const auto again = h.expect(MessageType::kVote);
+  EXPECT_EQ(again.payload, first.payload);
+  EXPECT_EQ(session.stats().votes_sent, 2u);
+}
+
+// After the decision of the last round the run is over, whether or not the server's Finish arrives.
+TEST(NodeSessionTest, TheLastDecisionEndsTheRunWithoutAFinish) {
+  SessionHarness h;
+  Replica node_replica = Replica::create(h.setup).value();
+  NodeSession session(h.setup, 0, *h.endpoints[1], node_replica);
+  ASSERT_TRUE(session.start().ok());
+  h.expect(MessageType::kControl);  // Join
+  const BitVector decided(h.replica.dimension(), true);
+  NodeWorker worker(h.setup, 0);
+  for (std::uint64_t round = 0; round < h.setup.options.rounds; ++round) {
+    h.start_round(round);
+    auto event = session.next_round();
+    ASSERT_TRUE(event.ok() && event->kind == NodeEvent::Kind::kCompute) << round;
+    BitVector signs;
+    ASSERT_TRUE(session.submit_vote(worker.vote(node_replica, round, signs), signs).ok());
+    EXPECT_EQ(session.stats().votes_sent, round + 1);
+    ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, round, encode(Decision{round, decided})).ok());
+    h.replica.apply(round, decided);
+    auto applied = session.await_decision();
+    ASSERT_TRUE(applied.ok() && applied->kind == NodeEvent::Kind::kDecided) << round;
+  }
+  auto end = session.next_round();
+  ASSERT_TRUE(end.ok()) << end.error().to_string();
+  EXPECT_EQ(end->kind, NodeEvent::Kind::kFinished);
+  EXPECT_EQ(session.round(), h.setup.options.rounds);
+}
+
 TEST(NodeSessionTest, TheGradientPathEncodesTheSubmittedGradient) {
   SessionHarness h("mean");
   NodeSession session(h.setup, 0, *h.endpoints[1], h.replica);
