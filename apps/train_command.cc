@@ -283,6 +283,12 @@ int run_train(TrainCommand command) {
 namespace {
 
 int serve(const runtime::ClusterConfig& config) {
+  if (!config.checkpoint.empty() && config.node_state.empty()) {
+    std::fprintf(stderr,
+                 "ballot: warning: the cluster file sets \"checkpoint\" but not \"node_state\": after a server "
+                 "restart, nodes without their saved state abstain in the redone rounds and no quorum forms "
+                 "(docs/multi_machine.md)\n");
+  }
   Progress progress(config.training.rounds, config.metrics);
   runtime::ServerOptions options;
   options.on_round = [&](const runtime::RoundReport& report) { progress(report); };
