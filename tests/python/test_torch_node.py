@@ -50,8 +50,10 @@ def node_digests(work, nodes):
 
 
 def test_certified_code_makes_the_reverse_attacker_harmless_bit_for_bit(tmp_path):
+    # Every vote counted (a long deadline: a slow machine or a sanitizer build must not make an
+    # honest node miss a round, which with the attacker would be b + 1 faults).
     common = ["--nodes", "7", "--byzantine", "1", "--code", "deterministic", "--rounds", "12",
-              "--checkpoint-every", "1000"]
+              "--checkpoint-every", "1000", "--deadline-ms", "120000"]
     attacked, attacked_work = launch(tmp_path, "attacked", *common, "--attack", "reverse", script_args=["--model", "mlp"])
     clean, _ = launch(tmp_path, "clean", *common, "--attackers", "0", script_args=["--model", "mlp"])
     assert "adversary: node" in attacked
@@ -61,6 +63,7 @@ def test_certified_code_makes_the_reverse_attacker_harmless_bit_for_bit(tmp_path
     assert "test accuracy" in (attacked_work / "node-0.log").read_text()
     metrics = [json.loads(line) for line in (attacked_work / "metrics.jsonl").read_text().splitlines()]
     assert [row["round"] for row in metrics] == list(range(12))
+    assert all(row["votes"] == 7 for row in metrics)
     assert metrics[-1]["loss"] < metrics[0]["loss"]
 
 
