@@ -389,7 +389,13 @@ TEST_F(ProcessCluster, RejoinsThroughAFloodOfIdleSockets) {
       ::poll(sockets.data(), sockets.size(), 5);
       for (auto& socket : sockets) {
         if (socket.fd >= 0 && (socket.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-          ::close(socket.fd);  // the server closed it (a readable socket here is EOF): re-open
+          // The server closed it (a readable socket here is EOF): re-open. An abortive close
+          // (RST) leaves no TIME_WAIT behind: tens of thousands of them on loopback would exhaust
+          // the ephemeral ports, and then no process on the machine (a node that redials, the
+          // next test) could connect at all, which is not what this test measures.
+          const linger abort{1, 0};
+          (void)::setsockopt(socket.fd, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+          ::close(socket.fd);
           socket.fd = -1;
         }
         socket.revents = 0;
