@@ -305,6 +305,8 @@ int work(const runtime::ClusterConfig& config, std::size_t index) {
       "node %zu: %llu rounds, %llu votes, %llu state transfers, %llu messages withheld (signed differently before)\n",
       index, static_cast<unsigned long long>(summary->rounds), static_cast<unsigned long long>(summary->votes_sent),
       static_cast<unsigned long long>(summary->rejoins), static_cast<unsigned long long>(summary->abstained));
+  // The model it ends with: equal to the server's digest when it applied every decision.
+  std::printf("node %zu: model digest: %s\n", index, transport::to_hex(summary->model_digest).c_str());
   if (config.training.placement == runtime::Placement::kExchange) {
     std::printf("node %zu: exchange inputs: %llu missing (abstained), %llu rejected\n", index,
                 static_cast<unsigned long long>(summary->inputs_missing),

@@ -27,8 +27,9 @@ using transport::Role;
 transport::TlsTransportOptions transport_options(const ClusterConfig& config) {
   transport::TlsTransportOptions options;
   options.transport.job = config.training.job;
-  // A crashed peer's queue fills up; do not let every round wait long on it (the protocol
-  // recovers a lagging node through Join, not through a deep queue).
+  // A peer whose session is up but does not read (its host unplugged: TCP retransmits for
+  // minutes) fills its queue; do not let every round wait long on it (the protocol recovers a
+  // lagging node through Join, not through a deep queue). A peer without a session costs no wait.
   options.transport.send_timeout = std::chrono::milliseconds(200);
   return options;
 }

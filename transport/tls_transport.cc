@@ -985,6 +985,14 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
       return impl_->closing_ || (link->queue.size() < o.max_send_queue_frames &&
                                  (link->queue.empty() || link->queued_bytes + size <= o.max_send_queue_bytes));
     };
+    // No session: nothing drains the queue until the peer is back, so waiting for room would only
+    // cost every send send_timeout (each round, for a crashed, cut-off or refused peer). Its oldest
+    // frames give way instead: a peer that comes back gets the newest ones, and the protocol brings
+    // a peer that missed frames up to date itself (a node's Join and the state transfer).
+    while (!link->session && !impl_->closing_ && !link->queue.empty() && !has_room()) {
+      link->queued_bytes -= link->queue.front().size();
+      link->queue.pop_front();
+    }
     if (!link->space.wait_for(lock, o.send_timeout, has_room))
       return make_error(ErrorCode::kTimeout,
                         "send queue to node " + std::to_string(to) + " stayed full for " +

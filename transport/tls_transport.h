@@ -6,10 +6,11 @@
 // equal the certificate's (and, for the dialler, the id it dialled) -> frames both ways.
 // Each session runs on its own strand; every operation has a deadline (connect, handshake + Hello,
 // each frame from its first byte to its last, each write, shutdown). Each peer has a bounded send
-// queue (send() waits for room up to send_timeout: back-pressure) that survives reconnects;
-// reading pauses while the inbox is full. A dialled peer is redialled with exponential back-off
-// after any failure. No exception escapes an I/O handler; a failing session is closed, counted and
-// reported, and the others carry on.
+// queue that survives reconnects: while the peer has a session, send() waits for room up to
+// send_timeout (back-pressure); while it has none, the oldest queued frames are dropped to make
+// room, so a peer that is gone costs its senders no time. Reading pauses while the inbox is full.
+// A dialled peer is redialled with exponential back-off after any failure. No exception escapes
+// an I/O handler; a failing session is closed, counted and reported, and the others carry on.
 //
 // Connections: each endpoint listens (unless listen = false) and dials the peers in `dial`. Dial
 // each pair from one side only (e.g. nodes dial the server; between nodes, the lower id dials).
