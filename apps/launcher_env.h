@@ -9,10 +9,12 @@ namespace ballot::apps {
 
 struct LaunchRank {
   int rank = 0;
-  int world_size = 0;                      // 0 when the launcher does not say
-  std::string source;                      // "SLURM_PROCID", "RANK" or "OMPI_COMM_WORLD_RANK"
-  std::optional<std::string> master_addr;  // MASTER_ADDR (torchrun-style), if set
-  std::optional<int> master_port;          // MASTER_PORT, if set and numeric
+  int world_size = 0;  // 0 when the launcher does not say
+  std::string source;  // "SLURM_PROCID", "RANK" or "OMPI_COMM_WORLD_RANK"
+  // torchrun's rendezvous store (MASTER_ADDR; MASTER_PORT if numeric): read, but the server's
+  // address is the cluster file's (under torchrun's static rendezvous its agent holds the port).
+  std::optional<std::string> master_addr;
+  std::optional<int> master_port;
 };
 
 // Reads, in this order, SLURM_PROCID/SLURM_NTASKS, RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/

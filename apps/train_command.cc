@@ -345,9 +345,10 @@ int run_launch_command(const std::string& cluster_file, const std::string& init_
   if (rank->rank != 0) {
     if (auto status = require_builtin_nodes(config->training); !status.ok()) return fail(status.error());
   }
-  // torchrun-style launchers name the rendezvous host; it is where rank 0, the server, listens.
-  if (rank->master_addr) config->server_host = *rank->master_addr;
-  if (rank->master_port) config->server_port = static_cast<std::uint16_t>(*rank->master_port);
+  // The server's address is the cluster file's, under every launcher. torchrun's MASTER_ADDR and
+  // MASTER_PORT are its own rendezvous store: under its static rendezvous (--master_addr and
+  // --master_port, the many-machine form) rank 0's agent holds that port, so the server could not
+  // listen there, and the Python nodes (ballot.torch) dial the file's address.
   if (rank->world_size != 0 && static_cast<std::size_t>(rank->world_size) != config->training.nodes + 1) {
     return fail(make_error(ErrorCode::kInvalidArgument,
                            rank->source + ": the launcher started " + std::to_string(rank->world_size) +

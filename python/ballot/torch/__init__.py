@@ -9,6 +9,11 @@
 - :func:`layout_digest` the SHA-256 of a model's parameter names and shapes
 - ``python -m ballot.torch.run``  a local cluster of a training script (:mod:`ballot.torch.run`)
 
+On many machines the server is ``ballot server`` or ``ballot launch`` (rank 0 of Slurm, torchrun or
+Open MPI) and each node runs the script; ``Node`` takes its index from the launcher's rank (rank k
+is node k - 1). ``Node(model, ..., group=pg)`` makes a participant's own ``torch.distributed``
+group (its local GPUs or processes, under its own torchrun) one node (:mod:`ballot.torch.group`).
+
 The init-file functions need no torch; :class:`Node` imports it when first used.
 """
 

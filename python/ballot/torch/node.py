@@ -24,15 +24,23 @@ What :class:`Node` does:
 * If the cluster's attack spec makes this node Byzantine, the session carries the adversary, as
   ``ballot node`` would.
 
-Under ``python -m ballot.torch.run`` the environment names the cluster (``BALLOT_CLUSTER``,
-``BALLOT_NODE_INDEX``); with ``BALLOT_EXPORT_INIT=PATH`` set (the launcher's first pass), the
-constructor writes the init file and the example count to ``PATH`` and ``PATH.json`` and exits.
+Where the cluster and the index come from: the arguments; else ``BALLOT_CLUSTER`` and
+``BALLOT_NODE_INDEX`` (what ``python -m ballot.torch.run`` sets); else, for the index, the rank a
+launcher gives, as ``ballot launch`` reads it (``SLURM_PROCID``, ``RANK`` of torchrun, then
+``OMPI_COMM_WORLD_RANK``): rank 0 is the server, rank k is node k - 1. With
+``BALLOT_EXPORT_INIT=PATH`` set (the launcher's first pass), the constructor writes the init file
+and the example count to ``PATH`` and ``PATH.json`` and exits.
+
+With ``group=`` (a ``torch.distributed`` process group of this participant's own processes) the
+group is ONE node: its rank 0 holds the session and the others compute shares of each batch
+(:mod:`ballot.torch.group`). ``RANK`` is then the group's own rank and never the node index.
 
 CPU tensors only in this version; a CUDA model is refused with a clear error.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -43,8 +51,9 @@ import numpy as np
 import torch
 
 from ballot.session import NodeSession
-from ballot.torch._params_file import export_init
+from ballot.torch._params_file import export_init, layout_digest
 from ballot.torch.algorithms import RobustGradient, RobustLocalSGD, SignVote
+from ballot.torch.group import ABORT, END, GRADIENT, HELLO, PARAMS, ROUND, GroupChannel
 
 __all__ = ["Node", "CLUSTER_VARIABLE", "INDEX_VARIABLE", "EXPORT_VARIABLE"]
 
@@ -59,13 +68,21 @@ def _shape(shape: Any) -> Tuple[int, ...]:
     return tuple(int(x) for x in shape)
 
 
+def _layout_digest(named: List[Tuple[str, torch.Tensor]]) -> str:
+    return layout_digest([(name, tuple(p.shape)) for name, p in named])
+
+
 class Node:
     """Node ``index`` of the cluster file ``cluster`` with ``model``'s parameters (see the module
     docstring). ``algorithm`` defaults to the cluster's (SignVote for rule ``vote``, else
-    RobustGradient); ``examples``, when given, must equal the cluster's training-set size."""
+    RobustGradient); ``examples``, when given, must equal the cluster's training-set size.
+    ``group``: a ``torch.distributed`` process group of this participant's processes that acts as
+    this one node (every rank constructs the Node and calls :meth:`run`; only group rank 0 needs the
+    cluster file and its key)."""
 
     def __init__(self, model: torch.nn.Module, cluster: Optional[Union[str, os.PathLike]] = None,
-                 index: Optional[int] = None, *, algorithm: Any = None, examples: Optional[int] = None) -> None:
+                 index: Optional[int] = None, *, algorithm: Any = None, examples: Optional[int] = None,
+                 group: Any = None) -> None:
         named = list(model.named_parameters())
         if not named:
             raise ValueError("the model has no parameters")
@@ -76,25 +93,67 @@ class Node:
             if p.device.type != "cpu":
                 raise NotImplementedError(f"parameter '{name}' is on {p.device}: this version of ballot.torch "
                                           "trains CPU tensors; move the model to the CPU")
+        channel = GroupChannel(group) if group is not None else None
         export = os.environ.get(EXPORT_VARIABLE)
         if export:
-            digest = export_init(model, export)
-            with open(export + ".json", "w", encoding="utf-8") as meta:
-                json.dump({"examples": examples, "layout_digest": digest, "parameters": sum(p.numel() for _, p in named)},
-                          meta)
+            if channel is None or channel.leader:  # one writer
+                digest = export_init(model, export)
+                with open(export + ".json", "w", encoding="utf-8") as meta:
+                    json.dump({"examples": examples, "layout_digest": digest,
+                               "parameters": sum(p.numel() for _, p in named)}, meta)
             raise SystemExit(0)
+        self.model = model
+        self.abstained = 0
+        self._started = False
+        self._grouped = channel is not None
+        self._channel = channel if channel is not None and channel.size > 1 else None
+        self._session: Any = None
+        self._dirty = True  # the leader's parameters changed since the group last received them
+        self._in_command = False  # the leader is inside one command's collectives
+        self._group_stats: Dict[str, int] = {}
+        self._shares = 0  # batches this rank computed a share of, in a group
+        if self._channel is not None and not self._channel.leader:
+            self._open_follower(named)
+            return
+        try:
+            self._open_session(named, cluster, index, algorithm, examples)
+        except BaseException:
+            if self._channel is not None:
+                try:
+                    self._channel.header(ABORT)  # the others raise instead of waiting for the hello
+                except Exception:  # noqa: BLE001  (a member already gone: this error is the one to show)
+                    pass
+            raise
+        if self._channel is not None:
+            self._hello(named)
+
+    def _node_index(self, index: Optional[int]) -> Optional[int]:
+        if index is not None:
+            return int(index)
+        if os.environ.get(INDEX_VARIABLE) is not None:
+            return int(os.environ[INDEX_VARIABLE])
+        # Under a launcher, as `ballot launch` reads it: rank 0 is the server. In a group, RANK is
+        # the group's own (its torchrun's), not the cluster's.
+        variables = ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK") if self._grouped else (
+            "SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK")
+        for variable in variables:  # the first one set wins, as in `ballot launch`
+            if os.environ.get(variable, "").isdigit():
+                if int(os.environ[variable]) == 0:
+                    raise ValueError(f"{variable}=0: launcher rank 0 is the cluster's server (`ballot launch "
+                                     "--cluster F --init FILE`); the nodes are ranks 1 .. n")
+                return int(os.environ[variable]) - 1
+        return None
+
+    def _open_session(self, named: List[Tuple[str, torch.Tensor]], cluster: Any, index: Optional[int],
+                      algorithm: Any, examples: Optional[int]) -> None:
         if cluster is None:
             cluster = os.environ.get(CLUSTER_VARIABLE)
-        if index is None and os.environ.get(INDEX_VARIABLE) is not None:
-            index = int(os.environ[INDEX_VARIABLE])
-        if index is None:  # under a launcher, as `ballot launch` reads it: rank 0 is the server
-            for variable in ("SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK"):
-                if os.environ.get(variable, "").isdigit() and int(os.environ[variable]) > 0:
-                    index = int(os.environ[variable]) - 1
-                    break
+        index = self._node_index(index)
         if cluster is None or index is None:
+            hint = (f"; in a group, RANK is the group's own rank: set {INDEX_VARIABLE} or pass index="
+                    if self._grouped else "")
             raise ValueError(f"no cluster: pass cluster= and index=, or start the script with "
-                             f"`python -m ballot.torch.run` ({CLUSTER_VARIABLE}, {INDEX_VARIABLE})")
+                             f"`python -m ballot.torch.run` ({CLUSTER_VARIABLE}, {INDEX_VARIABLE}){hint}")
         self._session = NodeSession.from_cluster_file(cluster, int(index))
         native = self._session._native
         self.training: Dict[str, Any] = dict(native.training())
@@ -110,20 +169,72 @@ class Node:
             self._session.close()
             raise
         self.algorithm = algorithm
-        self.model = model
         self._flat = torch.from_numpy(native.parameters())  # the replica's buffer: no copy
-        self._grad = torch.zeros_like(self._flat)
+        self._make_views(named, [(int(offset), int(size), _shape(shape))
+                                 for _, shape, offset, size in native.tensors()])
+
+    def _make_views(self, named: List[Tuple[str, torch.Tensor]],
+                    layout: List[Tuple[int, int, Tuple[int, ...]]]) -> None:
+        # One extra coordinate after the gradient: the loss, reduced with it in a group.
+        self._grad_and_loss = torch.zeros(self._flat.numel() + 1)
+        self._grad = self._grad_and_loss[:self._flat.numel()]
         self._params: List[torch.nn.Parameter] = []
         self._grad_views: List[torch.Tensor] = []
         with torch.no_grad():
-            for (_, p), (_, shape, offset, size) in zip(named, native.tensors()):
-                view = self._flat[int(offset):int(offset) + int(size)].view(_shape(shape))
-                p.data = view
+            for (_, p), (offset, size, shape) in zip(named, layout):
+                p.data = self._flat[offset:offset + size].view(shape)
                 self._params.append(p)
-                self._grad_views.append(self._grad[int(offset):int(offset) + int(size)].view(_shape(shape)))
+                self._grad_views.append(self._grad[offset:offset + size].view(shape))
         self._attach_grads()
-        self.abstained = 0
-        self._started = False
+
+    # ---- the group's start: the leader sends the layout and the parameters
+    def _hello(self, named: List[Tuple[str, torch.Tensor]]) -> None:
+        channel = self._channel
+        assert channel is not None
+        tensors = list(self._session._native.tensors())
+        channel.header(HELLO, self.index, self._flat.numel(), len(tensors))
+        layout = [int(offset) for _, _, offset, _ in tensors] + [int(size) for _, _, _, size in tensors]
+        channel.broadcast(torch.tensor(layout + [int(self.byzantine)], dtype=torch.int64))
+        channel.broadcast(torch.tensor(list(bytes.fromhex(_layout_digest(named))), dtype=torch.uint8))
+        self._sync_parameters()
+
+    def _open_follower(self, named: List[Tuple[str, torch.Tensor]]) -> None:
+        channel = self._channel
+        assert channel is not None
+        command, index, dimension, count = channel.header()
+        if command == ABORT:
+            raise RuntimeError(f"group rank {channel.rank}: group rank 0 could not open the node (its error is in "
+                               "its output)")
+        if command != HELLO:
+            raise RuntimeError(f"group rank {channel.rank}: expected the node's layout from group rank 0, got "
+                               f"command {command}")
+        layout = torch.empty(2 * count + 1, dtype=torch.int64)
+        channel.broadcast(layout)
+        digest = torch.empty(32, dtype=torch.uint8)
+        channel.broadcast(digest)
+        if bytes(digest.tolist()).hex() != _layout_digest(named):
+            raise ValueError(f"group rank {channel.rank}: this model's parameters differ in names or shapes from "
+                             "group rank 0's (every rank of a group must build the same model)")
+        offsets, sizes = layout[:count].tolist(), layout[count:2 * count].tolist()
+        self._index, self._byzantine, self._round = index, bool(layout[-1]), 0
+        self.algorithm = None
+        self.training = {}
+        self._flat = torch.zeros(dimension)
+        self._make_views(named, [(int(o), int(s), tuple(p.shape)) for (_, p), o, s in zip(named, offsets, sizes)])
+        self._receive_parameters()
+
+    def _receive_parameters(self) -> None:
+        assert self._channel is not None
+        if self._channel.header()[0] != PARAMS:
+            raise RuntimeError(f"group rank {self._channel.rank}: expected the parameters from group rank 0")
+        self._channel.broadcast(self._flat)
+
+    def _sync_parameters(self) -> None:
+        """Leader: the group gets the parameters if they changed since it last got them."""
+        if self._channel is not None and self._dirty:
+            self._channel.header(PARAMS)
+            self._channel.broadcast(self._flat)
+        self._dirty = False
 
     # ---- the layout
     @staticmethod
@@ -147,7 +258,11 @@ class Node:
     def run(self, step: Step, on_round: Optional[Callable[["Node"], None]] = None) -> Dict[str, int]:
         """Takes part in the run until it ends: each round computes ``step(indices)`` (the loss of
         the training examples ``indices``) for the partitions the round asks for, runs backward and
-        submits. ``on_round(node)`` is called after each round's work. Returns the session stats."""
+        submits. ``on_round(node)`` is called after each round's work. Returns the session stats.
+        In a group every rank calls it; the other ranks compute their shares of each batch and
+        return group rank 0's round count."""
+        if self._session is None:
+            return self._follow(step, on_round)
         native = self._session._native
         # An attacker whose attack needs every honest message recomputes them with `step`.
         native.set_gradient_source(lambda round_, partition: self._honest(step, round_, partition))
@@ -157,25 +272,78 @@ class Node:
                 self._started = True
             while True:
                 event = self._session.next_round()
+                self._dirty = True  # a decision or a state transfer wrote the parameters
                 if event.over:
                     break
                 assert event.work is not None
                 self._compute(event.work, step)
+                if self._channel is not None:
+                    self._channel.header(ROUND, event.work.round)
                 if on_round is not None:
                     on_round(self)
+        except BaseException:
+            if self._channel is not None and not self._in_command:
+                try:
+                    self._channel.header(ABORT)  # between commands: the others raise instead of waiting
+                except Exception:  # noqa: BLE001  (a member already gone: the launcher ends the group)
+                    pass
+            raise
         finally:
             native.set_gradient_source(None)  # the session must not keep this node alive
         stats = self._session.stats
         stats["abstained_non_finite"] = self.abstained
+        if self._channel is not None:  # every rank ends with the agreed parameters
+            stats.update(group_rank=0, group_size=self._channel.size, group_shares=self._shares)
+            self._channel.header(END, int(stats.get("rounds", 0)), self.abstained, self.round)
+            self._channel.broadcast(self._flat)
+            self._dirty = False
         return stats
+
+    def _follow(self, step: Step, on_round: Optional[Callable[["Node"], None]]) -> Dict[str, int]:
+        """A group rank other than 0: does what group rank 0 sends until its end."""
+        channel = self._channel
+        assert channel is not None
+        while True:
+            command, a, b, c = channel.header()
+            if command == PARAMS:
+                channel.broadcast(self._flat)
+            elif command == GRADIENT:
+                self._share_backward(step, channel.indices(None, c))
+            elif command == ROUND:
+                self._round = a  # the round whose work is done (its decision is not applied yet)
+                if on_round is not None:
+                    on_round(self)
+            elif command == END:
+                channel.broadcast(self._flat)
+                self._round = c
+                self.abstained = b
+                self._group_stats = {"rounds": a, "abstained_non_finite": b, "group_rank": channel.rank,
+                                     "group_size": channel.size, "group_shares": self._shares}
+                return dict(self._group_stats)
+            elif command == ABORT:
+                raise RuntimeError(f"group rank {channel.rank}: group rank 0 stopped with an error (see its output)")
+            else:
+                raise RuntimeError(f"group rank {channel.rank}: unknown command {command} from group rank 0")
 
     def _indices(self, round_: int, partition: int) -> torch.Tensor:
         return torch.from_numpy(self._session._native.partition_indices(round_, partition).astype(np.int64))
 
     def _backward(self, step: Step, round_: int, partition: int) -> float:
-        self._grad.zero_()
+        """The gradient of partition `partition` of `round_` in self._grad; returns the loss."""
+        indices = self._indices(round_, partition)
+        if self._channel is None:
+            self._grad.zero_()
+            return self._local_backward(step, indices)
+        self._sync_parameters()
+        self._in_command = True
+        self._channel.header(GRADIENT, round_, partition, int(indices.numel()))
+        loss = self._share_backward(step, self._channel.indices(indices, int(indices.numel())))
+        self._in_command = False
+        return loss
+
+    def _local_backward(self, step: Step, indices: torch.Tensor) -> float:
         self._attach_grads()
-        loss = step(self._indices(round_, partition))
+        loss = step(indices)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             raise TypeError("step(indices) must return the loss as a one-element tensor")
         loss.backward()
@@ -185,8 +353,26 @@ class Node:
                 p.grad = g
         return float(loss.detach())
 
+    def _share_backward(self, step: Step, indices: torch.Tensor) -> float:
+        """Group: this rank's share of the batch, weighted by its size, summed over the group: the
+        gradient and the loss of the batch's mean loss (on every rank)."""
+        channel = self._channel
+        assert channel is not None
+        self._grad_and_loss.zero_()
+        share = channel.share(indices)
+        self._shares += 1
+        if share.numel() > 0:
+            loss = self._local_backward(step, share)
+            weight = share.numel() / indices.numel()
+            if weight != 1.0:
+                self._grad.mul_(weight)
+            self._grad_and_loss[-1] = loss * weight
+        channel.all_reduce_sum(self._grad_and_loss)
+        return float(self._grad_and_loss[-1])
+
     def _honest(self, step: Step, round_: int, partition: int) -> Tuple[float, np.ndarray]:
         """What an honest node sends for `partition` of `round_`: its gradient, or its local delta."""
+        self._dirty = True  # called inside the session's calls: the replica may have moved
         if isinstance(self.algorithm, RobustLocalSGD):
             loss, delta = self._local_delta(round_, partition, step)
             return loss, delta.numpy()
@@ -240,25 +426,33 @@ class Node:
                     return float("nan"), self._grad
                 with torch.no_grad():
                     self._flat.add_(self._grad, alpha=-float(algorithm.local_lr))
+                self._dirty = True
             delta = start - self._flat
         finally:
             with torch.no_grad():
                 self._flat.copy_(start)  # the replica moves only by the server's decision
+            self._dirty = True
         return sum(losses) / len(losses), delta
 
     # ---- state
     @property
     def index(self) -> int:
-        return self._session.index
+        return self._session.index if self._session is not None else self._index
 
     @property
     def round(self) -> int:
         """The next round the replica will apply."""
-        return self._session.round
+        return self._session.round if self._session is not None else self._round
 
     @property
     def byzantine(self) -> bool:
-        return self._session.byzantine
+        return self._session.byzantine if self._session is not None else self._byzantine
+
+    @property
+    def group_rank(self) -> int:
+        """This process's rank in the node's group (0 without a group: the process that speaks to
+        the cluster)."""
+        return self._channel.rank if self._channel is not None else 0
 
     @property
     def parameters(self) -> torch.Tensor:
@@ -267,14 +461,18 @@ class Node:
 
     @property
     def stats(self) -> Dict[str, int]:
-        return self._session.stats
+        return self._session.stats if self._session is not None else dict(self._group_stats)
 
     def model_digest(self) -> str:
-        """SHA-256 of the parameters (hex): equal on every replica in sync, the server's included."""
-        return self._session.model_digest()
+        """SHA-256 of the parameters (hex): equal on every replica in sync, the server's included
+        (and on every rank of a group after run())."""
+        if self._session is not None:
+            return self._session.model_digest()
+        return hashlib.sha256(self._flat.numpy().tobytes()).hexdigest()
 
     def close(self) -> None:
-        self._session.close()
+        if self._session is not None:
+            self._session.close()
 
     def __enter__(self) -> "Node":
         return self

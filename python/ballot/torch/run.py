@@ -18,6 +18,11 @@ plus ``--ballot PATH`` (the ``ballot`` program; default ``$BALLOT_PROGRAM`` or t
 Unlike ``ballot train``'s demo there is no attacker unless ``--attack`` or ``--attackers`` says so.
 The work directory (``--work-dir``, else a temporary one) keeps the logs: ``node-<i>.log`` holds
 what node i's script printed; the last lines of node 0's are shown at the end.
+
+This starts a cluster on one machine. On many machines, the same script runs under Slurm, torchrun
+or Open MPI: rank 0 runs ``ballot launch --cluster F --init FILE`` (the server) and rank k the
+script as node k - 1 (docs/pytorch.md, "On many machines"); a node may itself be a local process
+group (``Node(..., group=...)``).
 """
 
 from __future__ import annotations
