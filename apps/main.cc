@@ -115,6 +115,11 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
   command.add_option("--eval-every", t.eval_every, "Rounds between test evaluations")
       ->capture_default_str()
       ->check(whole_number_for<decltype(t.eval_every)>());
+  command
+      .add_option("--digest-every", t.digest_every,
+                  "Rounds between full parameter digests in the votes (a chain over the decisions in between)")
+      ->capture_default_str()
+      ->check(whole_number_for<decltype(t.digest_every)>(1));
   command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")
       ->capture_default_str()
       ->check(whole_number_for<decltype(config.round_deadline_ms)>(1));

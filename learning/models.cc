@@ -16,6 +16,18 @@
 namespace ballot {
 namespace {
 
+// Eigen splits a product's inner dimension into blocks sized from the CPU's caches, which it reads
+// at run time; the block sizes decide the order in which each dot product is summed, and so the
+// last bits of every gradient. Fixed sizes make the built-in models compute the same bits on every
+// x86-64 host of a cluster (an Intel server and AMD nodes must agree: the election code compares
+// the signs of honest nodes bit for bit). These are the sizes Eigen chose on the machine where the
+// pinned digests were first recorded (tests/apps/pinned_digests_test.cc): a 48 KiB L1 data cache
+// (with the 32 KiB of an AMD EPYC every vote-path digest differed), 2 MiB L2, 300 MiB reported L3.
+const bool kFixedGemmBlocking = [] {
+  Eigen::setCpuCacheSizes(48 * 1024, 2 * 1024 * 1024, std::ptrdiff_t{300} * 1024 * 1024);
+  return true;
+}();
+
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatMap = Eigen::Map<RowMat>;
 using ConstMatMap = Eigen::Map<const RowMat>;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numbers>
 #include <sstream>
 
@@ -97,8 +98,30 @@ Result<DecodedState> decode_state(std::span<const std::uint8_t> bytes, Rule rule
 
 // sign as ±1 by the packing rule (kernels/sign_logic.h): sign(0) = sign(−0) = sign(NaN) = +1.
 inline float sign_of(float g) { return kernels::sign_bit(g) ? 1.0f : -1.0f; }
-inline float vote_at(const BitVector& vote, std::size_t i) {
-  return ((vote.data()[i >> 6] >> (i & 63)) & 1u) != 0 ? 1.0f : -1.0f;
+// The vote as ±1 floats, 64 coordinates (one word) at a time through a table of the 256 byte
+// values: the per-coordinate arithmetic after it is a plain loop over floats that the compiler
+// vectorises, where reading bit i of the word for every coordinate did not (the bit-by-bit sign
+// update was the largest CPU cost of a cluster round at d = 11 M, bench/cluster/RESULTS.md).
+// The values are the same ±1, so the updates are bit-identical.
+struct VoteByteTable {
+  float values[256][8];
+  constexpr VoteByteTable() : values() {
+    for (int byte = 0; byte < 256; ++byte)
+      for (int bit = 0; bit < 8; ++bit) values[byte][bit] = ((byte >> bit) & 1) != 0 ? 1.0f : -1.0f;
+  }
+};
+constexpr VoteByteTable kVoteBytes;
+
+// Calls block(first, count, v) for each run of up to 64 coordinates, v[k] = the vote of first + k.
+template <typename Block>
+void for_each_vote_block(const BitVector& vote, Block&& block) {
+  const std::size_t d = vote.size();
+  alignas(64) float v[64];
+  for (std::size_t w = 0, first = 0; first < d; ++w, first += 64) {
+    const std::uint64_t word = vote.data()[w];
+    for (int b = 0; b < 8; ++b) std::memcpy(v + 8 * b, kVoteBytes.values[(word >> (8 * b)) & 0xffu], sizeof(float) * 8);
+    block(first, std::min<std::size_t>(64, d - first), v);
+  }
 }
 
 std::string format_double(double v) {
@@ -120,13 +143,18 @@ class Sgd final : public Optimizer {
            ",nesterov=" + (o_.nesterov ? "true" : "false");
   }
 
-  void step(std::span<float> x, std::span<const float> g, double lr) override {
+  float weight_decay() const override { return static_cast<float>(o_.weight_decay); }
+  void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), g.size());
-    run(x, lr, [&](std::size_t i) { return g[i]; });
+    run(x, scale, [&](std::size_t i) { return g[i]; });
   }
-  void step_vote(std::span<float> x, const BitVector& vote, double lr) override {
+  void step_vote(std::span<float> x, const BitVector& vote, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), vote.size());
-    run(x, lr, [&](std::size_t i) { return vote_at(vote, i); });
+    unpacked_.resize(x.size());
+    for_each_vote_block(vote, [&](std::size_t first, std::size_t count, const float* v) {
+      std::memcpy(unpacked_.data() + first, v, count * sizeof(float));
+    });
+    run(x, scale, [&](std::size_t i) { return unpacked_[i]; });
   }
 
   std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kSgd, started_ ? 1 : 0, buffer_); }
@@ -146,8 +174,8 @@ class Sgd final : public Optimizer {
 
  private:
   template <typename Direction>
-  void run(std::span<float> x, double lr_d, Direction&& direction) {
-    const float lr = static_cast<float>(lr_d), wd = static_cast<float>(o_.weight_decay);
+  void run(std::span<float> x, StepScale scale, Direction&& direction) {
+    const float lr = scale.lr, wd = scale.weight_decay;
     const float mu = static_cast<float>(o_.momentum), keep = static_cast<float>(1.0 - o_.dampening);
     if (mu == 0.0f) {
       for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * (direction(i) + wd * x[i]);
@@ -176,6 +204,7 @@ class Sgd final : public Optimizer {
   bool heavyball_;
   bool started_ = false;
   std::vector<float> buffer_;
+  std::vector<float> unpacked_;  // the vote as ±1 (scratch, not state)
 };
 
 class SignUpdate final : public Optimizer {
@@ -183,16 +212,20 @@ class SignUpdate final : public Optimizer {
   explicit SignUpdate(const SignOptions& o) : o_(o) {}
   std::string spec() const override { return "sign:wd=" + format_double(o_.weight_decay); }
 
-  void step(std::span<float> x, std::span<const float> g, double lr_d) override {
+  float weight_decay() const override { return static_cast<float>(o_.weight_decay); }
+  void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), g.size());
-    const float lr = static_cast<float>(lr_d), wd = static_cast<float>(o_.weight_decay);
+    const float lr = scale.lr, wd = scale.weight_decay;
     for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * (sign_of(g[i]) + wd * x[i]);
   }
-  void step_vote(std::span<float> x, const BitVector& vote, double lr_d) override {
+  void step_vote(std::span<float> x, const BitVector& vote, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), vote.size());
     // x ← x − η(v + λx) (Bernstein et al. 2019, Alg. 1 with weight decay after the vote).
-    const float lr = static_cast<float>(lr_d), wd = static_cast<float>(o_.weight_decay);
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * (vote_at(vote, i) + wd * x[i]);
+    const float lr = scale.lr, wd = scale.weight_decay;
+    for_each_vote_block(vote, [&](std::size_t first, std::size_t count, const float* v) {
+      float* xs = x.data() + first;
+      for (std::size_t k = 0; k < count; ++k) xs[k] -= lr * (v[k] + wd * xs[k]);
+    });
   }
   std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kSign, 0, {}); }
   Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) override {
@@ -212,10 +245,11 @@ class Signum final : public Optimizer {
   std::string spec() const override {
     return "signum:beta=" + format_double(o_.beta) + ",wd=" + format_double(o_.weight_decay);
   }
-  void step(std::span<float> x, std::span<const float> g, double lr) override {
+  float weight_decay() const override { return static_cast<float>(o_.weight_decay); }
+  void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), g.size());
     momentum_.update(g, signs_);
-    SignUpdate({o_.weight_decay}).step_vote(x, signs_, lr);
+    SignUpdate({o_.weight_decay}).step_vote(x, signs_, scale);
   }
   std::vector<std::uint8_t> save_state() const override {
     auto bytes = momentum_.save_state();
@@ -240,11 +274,12 @@ class EfSign final : public Optimizer {
  public:
   explicit EfSign(GradientLayout layout) : layout_(std::move(layout)) {}
   std::string spec() const override { return "ef_sign"; }
+  float weight_decay() const override { return 0.0f; }
 
-  void step(std::span<float> x, std::span<const float> g, double lr_d) override {
+  void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), g.size());
     BALLOT_ENFORCE_EQ(x.size(), layout_.total_size());
-    const float lr = static_cast<float>(lr_d);
+    const float lr = scale.lr;
     if (error_.size() != x.size()) error_.assign(x.size(), 0.0f);
     // Karimireddy et al. 2019, Alg. 1: p = ηg + e; Δ = (‖p‖₁/d)·sign(p); x ← x − Δ; e ← p − Δ.
     for (const LayerSegment& s : layout_.layers()) {
@@ -292,11 +327,11 @@ Status check_decay(double v) {
 
 // ---- Optimizer ----------------------------------------------------------------------------------
 
-void Optimizer::step_vote(std::span<float> params, const BitVector& vote, double lr) {
+void Optimizer::step_vote(std::span<float> params, const BitVector& vote, StepScale scale) {
   BALLOT_ENFORCE_EQ(params.size(), vote.size());
   std::vector<float> unpacked(vote.size());
   kernels::unpack_signs(vote, unpacked);  // bit 1 → +1, bit 0 → −1
-  step(params, unpacked, lr);
+  step(params, unpacked, scale);
 }
 
 std::unique_ptr<Optimizer> make_sgd(const SgdOptions& options) { return std::make_unique<Sgd>(options, false); }

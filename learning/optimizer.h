@@ -73,19 +73,37 @@ class LrSchedule {
 
 // ---- server-side (or single-process) update rules ------------------------------------------------
 
+// The two numbers of one update as the arithmetic uses them (float32): the round's learning rate
+// η and the weight decay λ. In a cluster the server puts their bits in the signed decision
+// (runtime/messages.h) and every replica applies those, so no replica recomputes a schedule.
+struct StepScale {
+  float lr = 0.0f;
+  float weight_decay = 0.0f;  // rules without weight decay (ef_sign) ignore it
+  bool operator==(const StepScale&) const = default;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
 
   // The registry spec that rebuilds this rule (make_optimizer), e.g. "sgd:momentum=0.9,wd=0.0001".
   virtual std::string spec() const = 0;
+  // λ of this rule's spec as the update applies it (0 for a rule without weight decay).
+  virtual float weight_decay() const = 0;
+  // The scale of a step at learning rate `lr` (a schedule's value) with this rule's λ.
+  StepScale scale(double lr) const { return {static_cast<float>(lr), weight_decay()}; }
 
   // One update of `params` with the aggregated `direction` (same size; BALLOT_ENFORCE) at
-  // learning rate `lr`: the fp32 mean gradient for sgd, or a vote unpacked to ±1.
-  virtual void step(std::span<float> params, std::span<const float> direction, double lr) = 0;
+  // `scale`: the fp32 mean gradient for sgd, or a vote unpacked to ±1.
+  virtual void step(std::span<float> params, std::span<const float> direction, StepScale scale) = 0;
   // The same with a packed vote (bit 1 → +1, bit 0 → −1, core/bit_vector.h). The default
   // unpacks and calls step(); sign rules read the bits directly. O(d).
-  virtual void step_vote(std::span<float> params, const BitVector& vote, double lr);
+  virtual void step_vote(std::span<float> params, const BitVector& vote, StepScale scale);
+  // At learning rate `lr` with this rule's λ (one process; tests).
+  void step(std::span<float> params, std::span<const float> direction, double lr) {
+    step(params, direction, scale(lr));
+  }
+  void step_vote(std::span<float> params, const BitVector& vote, double lr) { step_vote(params, vote, scale(lr)); }
 
   // State for checkpoints (momentum buffers, error memory), little-endian with a header.
   virtual std::vector<std::uint8_t> save_state() const = 0;

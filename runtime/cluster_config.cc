@@ -99,12 +99,28 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   BALLOT_TRY(read_path(root, "metrics", config.metrics));
   if (const auto training = root.find("training"); training != root.end()) {
     if (!training->is_object()) return config_error("'training' must be an object");
-    BALLOT_TRY(check_keys(
-        *training,
-        {"nodes",          "byzantine",       "code", "placement", "model", "update",     "worker_momentum", "lr",
-         "partition_size", "rounds",          "seed", "job",       "data",  "eval_every", "eval_examples",   "attack",
-         "attackers",      "attacker_choice", "rule", "codec"},
-        "'training'"));
+    BALLOT_TRY(check_keys(*training, {"nodes",
+                                      "byzantine",
+                                      "code",
+                                      "placement",
+                                      "model",
+                                      "update",
+                                      "worker_momentum",
+                                      "lr",
+                                      "partition_size",
+                                      "rounds",
+                                      "seed",
+                                      "job",
+                                      "data",
+                                      "eval_every",
+                                      "eval_examples",
+                                      "attack",
+                                      "attackers",
+                                      "attacker_choice",
+                                      "rule",
+                                      "codec",
+                                      "digest_every"},
+                          "'training'"));
     auto& t = config.training;
     BALLOT_TRY(read(*training, "nodes", t.nodes));
     BALLOT_TRY(read(*training, "byzantine", t.byzantine));
@@ -125,6 +141,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     BALLOT_TRY(read(*training, "data", t.data));
     BALLOT_TRY(read(*training, "eval_every", t.eval_every));
     BALLOT_TRY(read(*training, "eval_examples", t.eval_examples));
+    BALLOT_TRY(read(*training, "digest_every", t.digest_every));
     BALLOT_TRY(read(*training, "attack", t.attack));
     BALLOT_TRY(read(*training, "attackers", t.attackers));
     BALLOT_TRY(read(*training, "attacker_choice", t.attacker_choice));
@@ -212,6 +229,7 @@ std::string to_json(const ClusterConfig& config) {
         {"data", t.data},
         {"eval_every", t.eval_every},
         {"eval_examples", t.eval_examples},
+        {"digest_every", t.digest_every},
         {"attack", t.attack},
         {"attackers", t.attackers},
         {"attacker_choice", t.attacker_choice},

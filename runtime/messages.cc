@@ -1,6 +1,7 @@
 #include "runtime/messages.h"
 
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "core/byte_io.h"
@@ -41,6 +42,23 @@ Result<BitVector> read_signs(ByteReader& reader, std::size_t dimension) {
   return BitVector::from_words(dimension, words);
 }
 
+ByteWriter& put_scale(ByteWriter& writer, const StepScale& scale) {
+  return writer.put(scale.lr).put(scale.weight_decay);
+}
+
+// A scale the update could not use as a rate (negative, NaN, infinite) is malformed.
+Status read_scale(ByteReader& reader, StepScale& scale) {
+  BALLOT_ASSIGN_OR_RETURN(scale.lr, reader.read<float>("learning rate"));
+  BALLOT_ASSIGN_OR_RETURN(scale.weight_decay, reader.read<float>("weight decay"));
+  if (!(scale.lr >= 0.0f && scale.lr <= std::numeric_limits<float>::max())) {
+    return reader.malformed("learning rate " + std::to_string(scale.lr) + " is not finite and >= 0");
+  }
+  if (!(scale.weight_decay >= 0.0f && scale.weight_decay <= std::numeric_limits<float>::max())) {
+    return reader.malformed("weight decay " + std::to_string(scale.weight_decay) + " is not finite and >= 0");
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> encode(const RoundStart& message) {
@@ -64,7 +82,7 @@ std::vector<std::uint8_t> encode(const AuditedVote& message) {
 
 std::vector<std::uint8_t> encode(const Decision& message) {
   ByteWriter writer;
-  return put_signs(writer.put(message.round), message.signs).take();
+  return put_signs(put_scale(writer.put(message.round), message.scale), message.signs).take();
 }
 
 std::vector<std::uint8_t> encode(const EncodedVote& message) {
@@ -75,7 +93,7 @@ std::vector<std::uint8_t> encode(const EncodedVote& message) {
 
 std::vector<std::uint8_t> encode(const FloatDecision& message) {
   ByteWriter writer;
-  writer.put(message.round).put<std::uint64_t>(message.direction.size());
+  put_scale(writer.put(message.round), message.scale).put<std::uint64_t>(message.direction.size());
   return writer.put_array(std::span<const float>(message.direction)).take();
 }
 
@@ -155,6 +173,7 @@ Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_
   ByteReader reader(bytes, "decision");
   Decision message;
   BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
+  BALLOT_TRY(read_scale(reader, message.scale));
   BALLOT_ASSIGN_OR_RETURN(message.signs, read_signs(reader, dimension));
   BALLOT_TRY(reader.expect_end());
   return message;
@@ -181,6 +200,7 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
   ByteReader reader(bytes, "decision");
   FloatDecision message;
   BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
+  BALLOT_TRY(read_scale(reader, message.scale));
   BALLOT_ASSIGN_OR_RETURN(const auto size, reader.read<std::uint64_t>("dimension"));
   if (size != dimension) {
     return reader.malformed(std::to_string(size) + " coordinates, the model has " + std::to_string(dimension));

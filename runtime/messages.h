@@ -3,10 +3,12 @@
 // All little-endian with fixed-width fields; decoders take peer bytes, check every length against
 // the expected dimension before allocating, and return kMalformed naming the field.
 //
-//   RoundStart  (server → nodes, kRoundStart)  round u64 | deadline_ms u32 | model digest [32]
-//   Vote        (node → server, kVote)         round u64 | loss f64 | model digest [32] |
+//   RoundStart  (server → nodes, kRoundStart)  round u64 | deadline_ms u32 | state digest [32]
+//   Vote        (node → server, kVote)         round u64 | loss f64 | state digest [32] |
 //                                              dimension u64 | packed signs (⌈d/64⌉ words)
-//   Decision    (server → nodes, kDecision)    round u64 | dimension u64 | packed signs
+//   Decision    (server → nodes, kDecision)    round u64 | η f32 | λ f32 | dimension u64 | packed signs
+//               (η, λ: the round's learning rate and weight decay as the update applies them;
+//               every replica applies these bits, none recomputes a schedule)
 // Exchange placement (DESIGN.md step 2; docs/protocol.md):
 //   PartitionSigns (node j → the nodes of column j of G, kPartitionSigns): the Vote layout, with
 //               the loss of partition j's batch and the signs of partition j (encode/decode_vote)
@@ -32,6 +34,7 @@
 
 #include "core/bit_vector.h"
 #include "core/result.h"
+#include "learning/optimizer.h"
 #include "transport/crypto.h"
 #include "transport/envelope.h"
 
@@ -41,16 +44,18 @@ namespace ballot::runtime {
 // server process before it were lost (a node that sent one sends it again).
 inline constexpr std::string_view kResumedSection = "resumed";
 
+// The digests RoundStart and votes carry are Replica::state_digest() (runtime/training.h): the
+// parameters' digest every digest_every rounds, a chain over the decisions in between.
 struct RoundStart {
   std::uint64_t round = 0;
   std::uint32_t deadline_ms = 0;     // relative: clocks of different machines need not agree
-  transport::Digest model_digest{};  // the server's model before this round
+  transport::Digest model_digest{};  // the server's state digest before this round
 };
 
 struct Vote {
   std::uint64_t round = 0;
   double loss = 0.0;                 // mean batch loss of the node's partitions (for progress)
-  transport::Digest model_digest{};  // the node's model the vote was computed on
+  transport::Digest model_digest{};  // the state digest of the model the vote was computed on
   BitVector signs;
 };
 
@@ -69,13 +74,14 @@ struct AuditedVote {
 
 struct Decision {
   std::uint64_t round = 0;
+  StepScale scale;  // finite, >= 0 (decoders check)
   BitVector signs;
 };
 
 // The gradient path (rule != "vote"): a node sends its gradient through a codec, the server
 // aggregates with a robust rule and sends back the fp32 direction every replica applies.
 //   EncodedVote   (node → server, kVote)    round u64 | loss f64 | model digest [32] | length u64 | codec bytes
-//   FloatDecision (server → nodes, kDecision) round u64 | dimension u64 | d little-endian floats
+//   FloatDecision (server → nodes, kDecision) round u64 | η f32 | λ f32 | dimension u64 | d little-endian floats
 struct EncodedVote {
   std::uint64_t round = 0;
   double loss = 0.0;
@@ -85,6 +91,7 @@ struct EncodedVote {
 
 struct FloatDecision {
   std::uint64_t round = 0;
+  StepScale scale;
   std::vector<float> direction;
 };
 

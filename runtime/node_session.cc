@@ -115,6 +115,11 @@ struct NodeSession::State final : NodeAdversary::Link {
   // Nothing usable from the server for two round deadlines: ask to rejoin (the server answers a
   // Join with the state and the current round's start).
   std::chrono::milliseconds rejoin_after{0};
+  // The node's round when a round start last made it ask for the state, and when: round starts
+  // queued while its link was down arrive in a burst, and each Join would cost the server a copy
+  // of the whole model. One request per round of the node per join_retry.
+  std::optional<std::uint64_t> state_asked_round;
+  Clock::time_point state_asked_at;
 };
 
 NodeSession::NodeSession(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport,
@@ -252,6 +257,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   // sends one in answer to a stale Join, or to a vote on another model, and a second copy of a
   // vote it holds would count as a replay.
   vote_lost = voted(round) && (rewound || resumed);
+  state_asked_round.reset();
   pending.active = false;
   computing.reset();
   early.clear();
@@ -265,9 +271,15 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_round_start(const transp
   if (!start.ok() || start->round != message.round || start->round < round) return std::optional<NodeEvent>();
   started = true;
   rejoin_after = std::max(options.join_retry, std::chrono::milliseconds(2 * std::uint64_t{start->deadline_ms}));
-  if (start->round > round || start->model_digest != replica.digest()) {
-    // Behind (restarted, or missed a decision) or diverged: ask for the current state.
-    BALLOT_TRY(send_control(encode(Join{round})));
+  if (start->round > round || start->model_digest != replica.state_digest()) {
+    // Behind (restarted, or missed a decision) or diverged: ask for the current state, once until
+    // it arrives (or join_retry passed: the Join or the state may have been lost).
+    const auto now = Clock::now();
+    if (state_asked_round != round || now - state_asked_at >= options.join_retry) {
+      state_asked_round = round;
+      state_asked_at = now;
+      BALLOT_TRY(send_control(encode(Join{round})));
+    }
     return std::optional<NodeEvent>();
   }
   // A repeated start (the server answers every Join with the round's start) of a round in
@@ -303,11 +315,11 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_decision(const transport
   if (setup.sign_vote()) {
     auto decision = decode_decision(message.payload, dimension);
     if (!decision.ok() || decision->round != round) return std::optional<NodeEvent>();
-    replica.apply(round, decision->signs);
+    replica.apply(round, decision->signs, decision->scale);
   } else {
     auto decision = decode_float_decision(message.payload, dimension);
     if (!decision.ok() || decision->round != round) return std::optional<NodeEvent>();
-    replica.apply(round, std::span<const float>(decision->direction));
+    replica.apply(round, std::span<const float>(decision->direction), decision->scale);
   }
   computing.reset();
   ++round;

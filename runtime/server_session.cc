@@ -166,7 +166,7 @@ Status ServerSession::open_round(std::uint64_t round) {
   s.report.round = round;
   s.report.send_failures = s.send_failures;
   s.report.fp32_bytes = s.replica.dimension() * sizeof(float);
-  s.start = RoundStart{round, static_cast<std::uint32_t>(s.options.round_deadline.count()), s.replica.digest()};
+  s.start = RoundStart{round, static_cast<std::uint32_t>(s.options.round_deadline.count()), s.replica.state_digest()};
   std::fill(s.votes.begin(), s.votes.end(), std::nullopt);
   std::fill(s.state_sent.begin(), s.state_sent.end(), false);
   s.received = 0;
@@ -323,8 +323,9 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
   }
   report.mean_loss = counted.empty() ? 0.0 : loss / static_cast<double>(counted.size());
   if (s.setup.sign_vote()) {
-    Decision decision{s.round, runtime::decide(counted, s.replica.dimension())};
-    s.replica.apply(s.round, decision.signs);
+    // The round's scale is computed here, once, and travels in the signed decision.
+    Decision decision{s.round, s.replica.scale(s.round), runtime::decide(counted, s.replica.dimension())};
+    s.replica.apply(s.round, decision.signs, decision.scale);
     return encode(decision);
   }
   BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
@@ -338,8 +339,8 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
       }
     }
   }
-  FloatDecision decision{s.round, std::move(aggregated.value)};
-  s.replica.apply(s.round, std::span<const float>(decision.direction));
+  FloatDecision decision{s.round, s.replica.scale(s.round), std::move(aggregated.value)};
+  s.replica.apply(s.round, std::span<const float>(decision.direction), decision.scale);
   return encode(decision);
 }
 

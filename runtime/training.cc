@@ -1,6 +1,7 @@
 #include "runtime/training.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -73,6 +74,8 @@ Status TrainingOptions::validate() const {
   }
   if (partition_size == 0) return bad_option("partition size must be positive");
   if (rounds == 0) return bad_option("rounds must be positive");
+  if (digest_every == 0)
+    return bad_option("digest_every must be at least 1 (1: the full parameter digest every round)");
   if (!(worker_momentum >= 0.0 && worker_momentum < 1.0)) return bad_option("worker momentum must be in [0, 1)");
   if (placement == Placement::kExchange && rule != "vote") {
     return bad_option("placement 'exchange' relays 1-bit partition signs through G: it needs rule 'vote' (rule '" +
@@ -198,15 +201,49 @@ const attacks::Behaviour* TrainingSetup::active(attacks::Domain domain, std::uin
 Result<Replica> Replica::create(const TrainingSetup& setup) {
   BALLOT_ASSIGN_OR_RETURN(auto model, make_model(setup.options.model, shape_of(setup.data->train), setup.options.seed));
   BALLOT_ASSIGN_OR_RETURN(auto optimizer, make_optimizer(setup.options.update, model->layout()));
-  return Replica(std::move(model), std::move(optimizer), setup.schedule);
+  return Replica(std::move(model), std::move(optimizer), setup.schedule, setup.options.digest_every);
 }
 
-void Replica::apply(std::uint64_t round, const BitVector& decision) {
-  optimizer_->step_vote(model_->parameters(), decision, schedule_.at(round));
+namespace {
+transport::Digest parameters_digest(std::span<const float> params) {
+  return transport::payload_digest({reinterpret_cast<const std::uint8_t*>(params.data()), params.size_bytes()});
+}
+constexpr std::string_view kStateDigestLabel = "ballot.state.v1";
+constexpr std::string_view kStateDigestSection = "state_digest";
+}  // namespace
+
+Replica::Replica(std::unique_ptr<Model> model, std::unique_ptr<Optimizer> optimizer, LrSchedule schedule,
+                 std::uint64_t digest_every)
+    : model_(std::move(model)),
+      optimizer_(std::move(optimizer)),
+      schedule_(std::move(schedule)),
+      digest_every_(std::max<std::uint64_t>(1, digest_every)),
+      state_digest_(parameters_digest(model_->parameters())) {}
+
+void Replica::advance_state_digest(std::uint64_t round, StepScale scale, std::span<const std::uint8_t> decision) {
+  if ((round + 1) % digest_every_ == 0) {
+    state_digest_ = parameters_digest(model_->parameters());
+    return;
+  }
+  ByteWriter chain;
+  chain.put_bytes({reinterpret_cast<const std::uint8_t*>(kStateDigestLabel.data()), kStateDigestLabel.size()});
+  chain.put_bytes(state_digest_);
+  chain.put<std::uint64_t>(round);
+  chain.put<std::uint32_t>(std::bit_cast<std::uint32_t>(scale.lr));
+  chain.put<std::uint32_t>(std::bit_cast<std::uint32_t>(scale.weight_decay));
+  chain.put_bytes(transport::payload_digest(decision));
+  state_digest_ = transport::sha256(chain.bytes());
 }
 
-void Replica::apply(std::uint64_t round, std::span<const float> direction) {
-  optimizer_->step(model_->parameters(), direction, schedule_.at(round));
+void Replica::apply(std::uint64_t round, const BitVector& decision, StepScale scale) {
+  optimizer_->step_vote(model_->parameters(), decision, scale);
+  const auto words = decision.words();
+  advance_state_digest(round, scale, {reinterpret_cast<const std::uint8_t*>(words.data()), words.size_bytes()});
+}
+
+void Replica::apply(std::uint64_t round, std::span<const float> direction, StepScale scale) {
+  optimizer_->step(model_->parameters(), direction, scale);
+  advance_state_digest(round, scale, {reinterpret_cast<const std::uint8_t*>(direction.data()), direction.size_bytes()});
 }
 
 transport::Digest Replica::digest() const {
@@ -234,6 +271,7 @@ Evaluation Replica::evaluate(const Dataset& data, std::size_t max_examples) cons
 void Replica::save_to(Checkpoint& checkpoint) const {
   checkpoint.sections["model"] = float_bytes(model_->parameters());
   checkpoint.sections["optimizer"] = optimizer_->save_state();
+  checkpoint.sections[std::string(kStateDigestSection)].assign(state_digest_.begin(), state_digest_.end());
 }
 
 Status Replica::restore_from(const Checkpoint& checkpoint) {
@@ -247,8 +285,19 @@ Status Replica::restore_from(const Checkpoint& checkpoint) {
     return make_error(ErrorCode::kMalformed, "checkpoint model has " + std::to_string(model->second.size()) +
                                                  " bytes, this model needs " + std::to_string(params.size_bytes()));
   }
+  const auto state = checkpoint.sections.find(std::string(kStateDigestSection));
+  if (state != checkpoint.sections.end() && state->second.size() != state_digest_.size()) {
+    return make_error(ErrorCode::kMalformed, "checkpoint state digest has " + std::to_string(state->second.size()) +
+                                                 " bytes, not " + std::to_string(state_digest_.size()));
+  }
   BALLOT_TRY(optimizer_->load_state(optimizer->second, params.size()));
   std::memcpy(params.data(), model->second.data(), params.size_bytes());
+  // A checkpoint written before state digests existed anchors the chain at its parameters.
+  if (state == checkpoint.sections.end()) {
+    state_digest_ = parameters_digest(params);
+  } else {
+    std::copy(state->second.begin(), state->second.end(), state_digest_.begin());
+  }
   return {};
 }
 

@@ -93,7 +93,11 @@ struct TrainingOptions {
   // codec must stay "fp32" (validate() rejects any other: it would go unused).
   std::string rule = "vote";
   std::string codec = "fp32";
-  std::uint64_t eval_every = 100;     // rounds between test-set evaluations (0 = end only)
+  std::uint64_t eval_every = 100;  // rounds between test-set evaluations (0 = end only)
+  // Every replica's state digest (Replica::state_digest, what RoundStart and votes carry) is the
+  // SHA-256 of all parameters at rounds that are multiples of this, and a chain over the decisions
+  // in between (hashing d/8 decision bytes instead of 4d parameter bytes). 1: every round.
+  std::uint64_t digest_every = 10;
   std::size_t eval_examples = 10000;  // test examples per evaluation (the first ones)
 
   // Checks ranges and that the specs parse; errors name the option.
@@ -129,12 +133,26 @@ class Replica {
  public:
   static Result<Replica> create(const TrainingSetup& setup);
 
-  // Applies round `round`'s decision: the update rule at lr(round) on the packed vote.
-  void apply(std::uint64_t round, const BitVector& decision);
+  // The scale of round `round`'s update: the schedule's η(round) and the rule's λ as float32. The
+  // server computes it and sends its bits in the decision; nodes apply the decision's.
+  StepScale scale(std::uint64_t round) const { return optimizer_->scale(schedule_.at(round)); }
+  // Applies round `round`'s decision: the update rule at `scale` on the packed vote, then moves the
+  // state digest to round + 1.
+  void apply(std::uint64_t round, const BitVector& decision, StepScale scale);
   // The same for the gradient path: the update rule on the aggregated fp32 direction.
-  void apply(std::uint64_t round, std::span<const float> direction);
-  // SHA-256 of the parameters: equal digests mean bit-identical models.
+  void apply(std::uint64_t round, std::span<const float> direction, StepScale scale);
+  // At the replica's own scale(round) (one process: the lockstep engine, tests).
+  void apply(std::uint64_t round, const BitVector& decision) { apply(round, decision, scale(round)); }
+  void apply(std::uint64_t round, std::span<const float> direction) { apply(round, direction, scale(round)); }
+  // SHA-256 of the parameters: equal digests mean bit-identical models. O(d).
   transport::Digest digest() const;
+  // The digest RoundStart and votes carry, O(1) (apply() maintains it). At a round that is a
+  // multiple of options.digest_every, and after create or a restore without one, it is
+  // payload_digest(parameters) (transport/crypto.h: every parameter byte); in between it chains
+  //   SHA-256("ballot.state.v1" ‖ previous ‖ round u64 ‖ η bits u32 ‖ λ bits u32 ‖ payload_digest(decision))
+  // so replicas that applied the same decisions from the same state agree without hashing 4d bytes
+  // a round, and a replica whose parameters diverged is caught at the next multiple.
+  const transport::Digest& state_digest() const noexcept { return state_digest_; }
   // On the first `max_examples` of `data`; count 0 (nothing evaluated) for a parameters-only
   // model (learning/parameter_model.h: its nodes compute in their own framework) or no data.
   Evaluation evaluate(const Dataset& data, std::size_t max_examples) const;
@@ -143,17 +161,21 @@ class Replica {
   const Model& model() const { return *model_; }
   std::size_t dimension() const { return model_->parameters().size(); }
 
-  // Sections "model" and "optimizer" (raw little-endian floats and the optimizer's state).
+  // Sections "model", "optimizer" (raw little-endian floats and the optimizer's state) and
+  // "state_digest" (32 bytes).
   void save_to(Checkpoint& checkpoint) const;
   // Validates sizes; the replica is unchanged on error.
   Status restore_from(const Checkpoint& checkpoint);
 
  private:
-  Replica(std::unique_ptr<Model> model, std::unique_ptr<Optimizer> optimizer, LrSchedule schedule)
-      : model_(std::move(model)), optimizer_(std::move(optimizer)), schedule_(std::move(schedule)) {}
+  Replica(std::unique_ptr<Model> model, std::unique_ptr<Optimizer> optimizer, LrSchedule schedule,
+          std::uint64_t digest_every);
+  void advance_state_digest(std::uint64_t round, StepScale scale, std::span<const std::uint8_t> decision);
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
+  std::uint64_t digest_every_ = 1;
+  transport::Digest state_digest_{};
 };
 
 // Computes the gradient of partition `partition` of round `round` into `gradient` (the model's

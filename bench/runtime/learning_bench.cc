@@ -4,7 +4,9 @@
 //       AVX2+FMA and AVX-512 (what the hardware could do with a -march build);
 //   (b) Eigen GEMMs at the shapes the models run, in GFLOP/s and as a fraction of (a);
 //   (c) forward+backward time per batch (32 and 64) for logreg, the MLP and the CNN on
-//       Fashion-MNIST-shaped inputs, with the model's GEMM flops per second.
+//       Fashion-MNIST-shaped inputs, with the model's GEMM flops per second;
+//   (d) the update a replica applies to a vote (sign, heavyball) at d = 11.2 M against one
+//       read-and-write pass over the parameters (GB/s of both: the floor is the memory's).
 // Results and their reading: bench/runtime/LEARNING_RESULTS.md.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
@@ -18,6 +20,7 @@
 
 #include "core/rng.h"
 #include "learning/models.h"
+#include "learning/optimizer.h"
 
 namespace {
 
@@ -169,6 +172,43 @@ BENCHMARK_CAPTURE(BM_ForwardBackward, cnn, std::string("cnn"))
     ->Arg(32)
     ->Arg(64)
     ->Unit(benchmark::kMicrosecond);
+
+// (d) The update every replica applies to a decision, at d = 11.2 M (ResNet-18's size), against
+// its floor measured in the same run: one streaming pass that reads and writes the parameters
+// (x ← a·x + b, the same 8 bytes per coordinate; the vote adds d/8 bytes). The rule's GB/s over
+// the floor's is how close it is to the memory limit. The updates are bit-identical to the
+// per-coordinate formula (tests/learning/optimizer_test.cc).
+constexpr std::size_t kUpdateDimension = 11'200'000;
+
+void BM_UpdateFloor(benchmark::State& state) {
+  std::vector<float> x(kUpdateDimension, 0.5f);
+  const float a = 0.999f, b = 1e-7f;
+  for (auto _ : state) {
+    for (auto& v : x) v = a * v + b;
+    benchmark::DoNotOptimize(x.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(8.0 * kUpdateDimension * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_UpdateFloor)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_UpdateVote(benchmark::State& state, const std::string& spec) {
+  auto rule = ballot::make_optimizer(spec, ballot::GradientLayout::whole(kUpdateDimension)).value();
+  std::vector<float> x(kUpdateDimension, 0.5f);
+  ballot::BitVector vote(kUpdateDimension);
+  ballot::Rng rng(5);
+  for (std::size_t i = 0; i < kUpdateDimension; ++i) vote.set(i, rng.uniform_int(2) == 1);
+  const ballot::StepScale scale = rule->scale(1e-3);
+  for (auto _ : state) {
+    rule->step_vote(x, vote, scale);
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter((8.0 + 0.125) * kUpdateDimension * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_UpdateVote, sign, std::string("sign:wd=0.0001"))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_UpdateVote, heavyball, std::string("heavyball"))->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

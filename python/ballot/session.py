@@ -46,18 +46,19 @@ __all__ = ["NodeSession", "RoundWork", "NodeEvent", "Computed"]
 class RoundWork:
     """What to compute for a round: ``kind`` is ``"vote"`` (submit_vote), ``"gradient"``
     (submit_gradient) or ``"partition_signs"`` (submit_partition_signs); ``partitions`` are the
-    data partitions (batches) to compute it on; ``model_digest`` (hex) the model it is computed on."""
+    data partitions (batches) to compute it on; ``state_digest`` (hex) the state digest of the model
+    it is computed on (the server's; see :meth:`NodeSession.state_digest`)."""
 
     round: int
     kind: str
     partitions: List[int]
     deadline_ms: int
-    model_digest: str
+    state_digest: str
 
     @staticmethod
     def _of(raw: Dict[str, Any]) -> "RoundWork":
         return RoundWork(int(raw["round"]), str(raw["kind"]), list(raw["partitions"]), int(raw["deadline_ms"]),
-                         str(raw["model_digest"]))
+                         str(raw["state_digest"]))
 
 
 @dataclass(frozen=True)
@@ -197,8 +198,13 @@ class NodeSession:
         return dict(self._native.stats())
 
     def model_digest(self) -> str:
-        """The replica's model digest (hex): equal to the server's when in sync."""
+        """SHA-256 of the replica's parameters (hex): equal to the server's when in sync."""
         return str(self._native.model_digest())
+
+    def state_digest(self) -> str:
+        """The digest the protocol compares (hex): the parameters' digest every ``digest_every``
+        rounds of the cluster, a chain over the decisions in between."""
+        return str(self._native.state_digest())
 
     # ---- lifetime
     @property

@@ -264,6 +264,7 @@ class Session {
     out["rule"] = o.rule;
     out["codec"] = o.codec;
     out["attack"] = o.attack;
+    out["digest_every"] = o.digest_every;
     out["training_examples"] = node_.setup->data->train.size();
     return out;
   }
@@ -345,6 +346,7 @@ class Session {
   std::uint64_t rounds() const { return node_.setup->options.rounds; }
   bool byzantine() const { return node_.setup->is_byzantine(node_.index); }
   std::string model_digest() const { return transport::to_hex(replica_->digest()); }
+  std::string state_digest() const { return transport::to_hex(replica_->state_digest()); }
   nb::object work() const {
     if (!work_ || submitted_) return nb::none();
     return work_dict(*work_);
@@ -460,7 +462,7 @@ class Session {
     out["kind"] = kind_name(work.kind);
     out["partitions"] = nb::cast(work.partitions);
     out["deadline_ms"] = work.deadline_ms;
-    out["model_digest"] = transport::to_hex(work.model_digest);
+    out["state_digest"] = transport::to_hex(work.model_digest);
     return out;
   }
 
@@ -510,6 +512,7 @@ void register_session(nb::module_& m) {
       .def("submit_folded", &Session::submit_folded, nb::arg("loss"))
       .def("set_gradient_source", &Session::set_gradient_source, nb::arg("source").none())
       .def("model_digest", &Session::model_digest)
+      .def("state_digest", &Session::state_digest)
       .def("stats", &Session::stats)
       .def("work", &Session::work)
       .def("close", &Session::close)

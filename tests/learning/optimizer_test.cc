@@ -81,6 +81,28 @@ TEST(HeavyBall, IsSgdWithThePaperDefaultsFedWithTheVote) {
   EXPECT_EQ(x, y);
 }
 
+// ---- the step's scale ------------------------------------------------------------------------
+
+// A cluster's decision carries η and λ as float bits (runtime/messages.h): a rule applies the
+// scale it is given, its own λ only through scale(lr).
+TEST(StepScale, TheGivenScaleIsWhatTheRuleApplies) {
+  for (const char* spec : {"sign:wd=0.01", "sgd:momentum=0.9,wd=0.01", "heavyball", "signum:beta=0.9,wd=0.01"}) {
+    auto rule = make_optimizer(spec, GradientLayout::whole(70)).value();
+    EXPECT_EQ(rule->scale(0.25), (StepScale{0.25f, rule->weight_decay()})) << spec;
+    auto plain = make_optimizer(spec, GradientLayout::whole(70)).value();
+    auto scaled = make_optimizer(spec, GradientLayout::whole(70)).value();
+    auto undecayed = make_optimizer(spec, GradientLayout::whole(70)).value();
+    std::vector<float> a = random_vector(70, 5), b = a, c = a;
+    const BitVector vote = random_vote(70, 6);
+    plain->step_vote(a, vote, 0.25);
+    scaled->step_vote(b, vote, StepScale{0.25f, rule->weight_decay()});
+    undecayed->step_vote(c, vote, StepScale{0.25f, 0.0f});
+    EXPECT_EQ(a, b) << spec;
+    EXPECT_NE(a, c) << spec;  // λ = 0.01 (heavyball: 1e-4) changed something
+  }
+  EXPECT_EQ(make_optimizer("ef_sign", GradientLayout::whole(4)).value()->weight_decay(), 0.0f);
+}
+
 // ---- sign rules ------------------------------------------------------------------------------
 
 class SignSizes : public ::testing::TestWithParam<std::size_t> {};

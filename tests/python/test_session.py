@@ -173,8 +173,8 @@ def test_a_python_node_reaches_the_pinned_digest(make_cluster):
     digests = []
 
     def honest(node, work):
-        assert work.model_digest == node.model_digest()
-        digests.append(work.model_digest)
+        assert work.state_digest == node.state_digest()
+        digests.append(work.state_digest)
         out = node.compute()
         assert out.kind == "vote" and out.d == node.dimension and out.signs.dtype == np.uint64
         assert out.signs.shape == ((out.d + 63) // 64,) and np.isfinite(out.loss)

@@ -76,7 +76,7 @@ struct SessionHarness {
   void start_round(std::uint64_t round) {
     ASSERT_TRUE(
         server()
-            .send(node_id(0), MessageType::kRoundStart, round, encode(RoundStart{round, 3000, replica.digest()}))
+            .send(node_id(0), MessageType::kRoundStart, round, encode(RoundStart{round, 3000, replica.state_digest()}))
             .ok());
   }
 };
@@ -95,7 +95,7 @@ TEST(NodeSessionTest, DrivesOneRoundByHand) {
   EXPECT_EQ(event->work.kind, RoundWork::Kind::kVote);
   EXPECT_EQ(event->work.round, 0u);
   EXPECT_EQ(event->work.partitions, std::vector<std::uint32_t>{0});  // its row of the identity code
-  EXPECT_EQ(event->work.model_digest, h.replica.digest());
+  EXPECT_EQ(event->work.model_digest, h.replica.state_digest());
 
   NodeWorker worker(h.setup, 0);
   BitVector signs;
@@ -105,12 +105,13 @@ TEST(NodeSessionTest, DrivesOneRoundByHand) {
   ASSERT_TRUE(vote.ok());
   EXPECT_EQ(vote->round, 0u);
   EXPECT_EQ(vote->signs, signs);
-  EXPECT_EQ(vote->model_digest, h.replica.digest());
+  EXPECT_EQ(vote->model_digest, h.replica.state_digest());
 
   // A repeated round start (the server answers every Join with one) asks for nothing new.
   h.start_round(0);
   const BitVector decided(h.replica.dimension(), true);
-  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
+  ASSERT_TRUE(
+      h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, h.replica.scale(0), decided})).ok());
   auto applied = session.await_decision();
   ASSERT_TRUE(applied.ok());
   EXPECT_EQ(applied->kind, NodeEvent::Kind::kDecided);
@@ -133,8 +134,9 @@ TEST(NodeSessionTest, AStartOnAnotherModelAsksForTheStateAndInstallsIt) {
   // The server's model moved on: its round start names another digest.
   const BitVector decided(h.replica.dimension(), true);
   h.replica.apply(0, decided);
-  ASSERT_TRUE(
-      h.server().send(node_id(1), MessageType::kRoundStart, 0, encode(RoundStart{0, 3000, h.replica.digest()})).ok());
+  ASSERT_TRUE(h.server()
+                  .send(node_id(1), MessageType::kRoundStart, 0, encode(RoundStart{0, 3000, h.replica.state_digest()}))
+                  .ok());
   Checkpoint state;
   state.round = 1;
   h.replica.save_to(state);
@@ -171,7 +173,8 @@ TEST(NodeSessionTest, AServerRestartedFromAnOlderRoundGetsTheSameSignedVoteAgain
   ASSERT_TRUE(session.submit_vote(loss, signs).ok());
   const auto first = h.expect(MessageType::kVote);
   const BitVector decided(h.replica.dimension(), true);
-  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
+  ASSERT_TRUE(
+      h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, h.replica.scale(0), decided})).ok());
   auto applied = session.await_decision();
   ASSERT_TRUE(applied.ok() && applied->kind == NodeEvent::Kind::kDecided);
   ASSERT_EQ(session.round(), 1u);
@@ -185,7 +188,8 @@ TEST(NodeSessionTest, AServerRestartedFromAnOlderRoundGetsTheSameSignedVoteAgain
   EXPECT_EQ(session.round(), 0u);
   h.expect(MessageType::kControl);  // its Join
   h.start_round(0);
-  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
+  ASSERT_TRUE(
+      h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, h.replica.scale(0), decided})).ok());
   auto again_applied = session.await_decision();
   ASSERT_TRUE(again_applied.ok()) << again_applied.error().to_string();
   const auto again = h.expect(MessageType::kVote);
@@ -225,7 +229,8 @@ TEST(NodeSessionTest, AServerRestartedAtTheNodesOwnRoundGetsTheSameSignedVoteAga
   h.expect(MessageType::kControl);  // its Join
   h.start_round(0);
   const BitVector decided(h.replica.dimension(), true);
-  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, decided})).ok());
+  ASSERT_TRUE(
+      h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, h.replica.scale(0), decided})).ok());
   auto applied = session.await_decision();
   ASSERT_TRUE(applied.ok()) << applied.error().to_string();
   EXPECT_EQ(applied->kind, NodeEvent::Kind::kDecided);
@@ -250,7 +255,10 @@ TEST(NodeSessionTest, TheLastDecisionEndsTheRunWithoutAFinish) {
     BitVector signs;
     ASSERT_TRUE(session.submit_vote(worker.vote(node_replica, round, signs), signs).ok());
     EXPECT_EQ(session.stats().votes_sent, round + 1);
-    ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, round, encode(Decision{round, decided})).ok());
+    ASSERT_TRUE(
+        h.server()
+            .send(node_id(0), MessageType::kDecision, round, encode(Decision{round, h.replica.scale(round), decided}))
+            .ok());
     h.replica.apply(round, decided);
     auto applied = session.await_decision();
     ASSERT_TRUE(applied.ok() && applied->kind == NodeEvent::Kind::kDecided) << round;
@@ -259,6 +267,38 @@ TEST(NodeSessionTest, TheLastDecisionEndsTheRunWithoutAFinish) {
   ASSERT_TRUE(end.ok()) << end.error().to_string();
   EXPECT_EQ(end->kind, NodeEvent::Kind::kFinished);
   EXPECT_EQ(session.round(), h.setup.options.rounds);
+}
+
+// The scale travels in the signed decision: a node applies the decision's η and λ, whatever its
+// own schedule would say (a decision with an unusable scale does not decode: messages_test).
+TEST(NodeSessionTest, TheNodeAppliesTheDecisionsScaleNotItsOwnSchedule) {
+  SessionHarness h;
+  Replica node_replica = Replica::create(h.setup).value();
+  NodeSession session(h.setup, 0, *h.endpoints[1], node_replica);
+  ASSERT_TRUE(session.start().ok());
+  h.expect(MessageType::kControl);  // Join
+  h.start_round(0);
+  auto event = session.next_round();
+  ASSERT_TRUE(event.ok() && event->kind == NodeEvent::Kind::kCompute);
+  NodeWorker worker(h.setup, 0);
+  BitVector signs;
+  ASSERT_TRUE(session.submit_vote(worker.vote(node_replica, 0, signs), signs).ok());
+  const BitVector decided(h.replica.dimension(), false);
+  const StepScale own = h.replica.scale(0);
+  const StepScale sent{own.lr * 3.0f, 0.01f};
+
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, sent, decided})).ok());
+  auto applied = session.await_decision();
+  ASSERT_TRUE(applied.ok() && applied->kind == NodeEvent::Kind::kDecided);
+  EXPECT_EQ(session.round(), 1u);
+
+  Replica expected = Replica::create(h.setup).value();
+  expected.apply(0, decided, sent);
+  EXPECT_EQ(node_replica.digest(), expected.digest());
+  EXPECT_EQ(node_replica.state_digest(), expected.state_digest());
+  Replica scheduled = Replica::create(h.setup).value();
+  scheduled.apply(0, decided, own);
+  EXPECT_NE(node_replica.digest(), scheduled.digest());
 }
 
 TEST(NodeSessionTest, TheGradientPathEncodesTheSubmittedGradient) {
@@ -316,10 +356,10 @@ TEST(NodeSessionTest, TheAdversarySeamReplacesAndWithholdsTheVote) {
   EXPECT_EQ(adversary->delivered, 1);
 
   // Next round the adversary withholds: nothing reaches the server.
-  ASSERT_TRUE(
-      h.server()
-          .send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, BitVector(h.replica.dimension(), true)}))
-          .ok());
+  ASSERT_TRUE(h.server()
+                  .send(node_id(0), MessageType::kDecision, 0,
+                        encode(Decision{0, h.replica.scale(0), BitVector(h.replica.dimension(), true)}))
+                  .ok());
   ASSERT_EQ(session.await_decision()->kind, NodeEvent::Kind::kDecided);
   h.replica.apply(0, BitVector(h.replica.dimension(), true));  // the server's replica, in step
   adversary->withhold = true;
@@ -349,7 +389,7 @@ TEST(NodeSessionTest, ExchangeVotesOverTheInputsOfItsRow) {
   // The peers of its row send their partition signs (before or after its own: both are held).
   for (auto source : row) {
     if (source == 0) continue;
-    Vote signs{0, 0.25, h.replica.digest(), BitVector(h.replica.dimension(), true)};
+    Vote signs{0, 0.25, h.replica.state_digest(), BitVector(h.replica.dimension(), true)};
     ASSERT_TRUE(h.endpoints[source + 1]->send(node_id(0), MessageType::kPartitionSigns, 0, encode(signs)).ok());
   }
   ASSERT_TRUE(session.submit_partition_signs(0.5, BitVector(h.replica.dimension(), true)).ok());
@@ -360,10 +400,10 @@ TEST(NodeSessionTest, ExchangeVotesOverTheInputsOfItsRow) {
   ASSERT_TRUE(vote.ok()) << vote.error().to_string();
   EXPECT_EQ(vote->inputs.size(), row.size());  // its own input and each peer's, with their envelopes
   EXPECT_EQ(vote->vote.signs, BitVector(h.replica.dimension(), true));
-  ASSERT_TRUE(
-      h.server()
-          .send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, BitVector(h.replica.dimension(), true)}))
-          .ok());
+  ASSERT_TRUE(h.server()
+                  .send(node_id(0), MessageType::kDecision, 0,
+                        encode(Decision{0, h.replica.scale(0), BitVector(h.replica.dimension(), true)}))
+                  .ok());
   node.join();
   ASSERT_TRUE(decided.ok());
   EXPECT_EQ(decided->kind, NodeEvent::Kind::kDecided);

@@ -159,7 +159,7 @@ TEST(Roles, AuditedVotesWithInvalidInputsAreDropped) {
     if (variant == 2) input.header.round = 7;   // another round
     input = transport::sign_envelope(input.header, h.keys[input.header.sender]);
     if (variant == 1) input.signature[0] ^= 0x01;  // not the author's signature
-    AuditedVote vote{{0, 0, replica.digest(), BitVector(replica.dimension(), true)}, {input}};
+    AuditedVote vote{{0, 0, replica.state_digest(), BitVector(replica.dimension(), true)}, {input}};
     ASSERT_TRUE(h.endpoints[3]->send(kServerId, transport::MessageType::kVote, 0, encode(vote)).ok());
 
     ServerOptions options;

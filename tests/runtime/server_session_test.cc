@@ -75,7 +75,7 @@ TEST(ServerSessionTest, DecidesTheMajorityOfTheVotes) {
   ServerHarness h;
   ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options());
   ASSERT_TRUE(session.begin(0).ok());
-  const auto digest = h.replica.digest();
+  const auto digest = h.replica.state_digest();
   ASSERT_TRUE(session.open_round(0).ok());
   for (std::size_t i = 0; i < 3; ++i) {
     auto start = h.next(i, MessageType::kRoundStart);
@@ -93,7 +93,7 @@ TEST(ServerSessionTest, DecidesTheMajorityOfTheVotes) {
   EXPECT_EQ(decision->signs, BitVector(h.replica.dimension(), true));
   EXPECT_EQ(session.report().votes, 3u);
   EXPECT_TRUE(session.report().missing.empty());
-  EXPECT_NE(h.replica.digest(), digest);  // applied
+  EXPECT_NE(h.replica.state_digest(), digest);  // applied
   ASSERT_TRUE(session.send_decision(*payload).ok());
   auto sent = h.next(0, MessageType::kDecision);
   ASSERT_TRUE(sent);
@@ -104,7 +104,7 @@ TEST(ServerSessionTest, AVoteOnAnotherModelGetsTheStateAndAMalformedOneIsDropped
   ServerHarness h;
   ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(200ms));
   ASSERT_TRUE(session.begin(0).ok());
-  const auto digest = h.replica.digest();
+  const auto digest = h.replica.state_digest();
   ASSERT_TRUE(session.open_round(0).ok());
   h.vote(0, 0, digest, true);
   transport::Digest other = digest;
@@ -129,7 +129,7 @@ TEST(ServerSessionTest, NoQuorumIsATimeout) {
   ServerSession session(h.setup, *h.endpoints[0], h.replica, options);
   ASSERT_TRUE(session.begin(0).ok());
   ASSERT_TRUE(session.open_round(0).ok());
-  h.vote(0, 0, h.replica.digest(), true);
+  h.vote(0, 0, h.replica.state_digest(), true);
   EXPECT_EQ(session.collect().error().code, ErrorCode::kTimeout);
 }
 

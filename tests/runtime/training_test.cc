@@ -111,6 +111,102 @@ TEST(Replica, CheckpointRoundTripAndValidation) {
   EXPECT_FALSE(other.restore_from(checkpoint).ok());
 }
 
+transport::Digest parameters_digest(Replica& replica) {
+  const auto params = replica.model().parameters();
+  return transport::payload_digest({reinterpret_cast<const std::uint8_t*>(params.data()), params.size_bytes()});
+}
+
+TEST(Replica, TheStateDigestIsTheParametersEveryKRoundsAndAChainInBetween) {
+  auto options = small();
+  options.digest_every = 3;
+  auto setup = make(options);
+  auto a = Replica::create(setup).value();
+  auto b = Replica::create(setup).value();
+  EXPECT_EQ(a.state_digest(), parameters_digest(a));  // round 0 is a multiple
+  BitVector up(a.dimension(), true), down(a.dimension(), false);
+  std::vector<transport::Digest> seen{a.state_digest()};
+  for (std::uint64_t r = 0; r < 7; ++r) {
+    const BitVector& decision = r % 2 == 0 ? up : down;
+    a.apply(r, decision, a.scale(r));
+    b.apply(r, decision, b.scale(r));
+    EXPECT_EQ(a.state_digest(), b.state_digest()) << r;
+    if ((r + 1) % 3 == 0) {
+      EXPECT_EQ(a.state_digest(), parameters_digest(a)) << r;
+    } else {
+      EXPECT_NE(a.state_digest(), parameters_digest(a)) << r;
+    }
+    for (const auto& earlier : seen) EXPECT_NE(a.state_digest(), earlier) << r;
+    seen.push_back(a.state_digest());
+  }
+  // The chain binds the decision and both scale values: another of either gives another digest.
+  auto c = Replica::create(setup).value();
+  auto d = Replica::create(setup).value();
+  auto e = Replica::create(setup).value();
+  c.apply(0, up, StepScale{0.001f, 0.0f});
+  d.apply(0, up, StepScale{0.001f, 1e-4f});
+  e.apply(0, down, StepScale{0.001f, 0.0f});
+  EXPECT_NE(c.state_digest(), d.state_digest());
+  EXPECT_NE(c.state_digest(), e.state_digest());
+  // A replica whose update diverged after the anchor (here: a parameter moved by hand, as an
+  // update that is not bit-exact would) agrees on the chain only until the next multiple of
+  // digest_every, where the parameters' digest tells them apart.
+  auto f = Replica::create(setup).value();
+  auto g = Replica::create(setup).value();
+  f.apply(0, up, f.scale(0));
+  g.apply(0, up, g.scale(0));
+  g.model().parameters()[0] += 1.0f;
+  f.apply(1, up, f.scale(1));
+  g.apply(1, up, g.scale(1));
+  EXPECT_EQ(f.state_digest(), g.state_digest());  // round 2: still the chain
+  f.apply(2, up, f.scale(2));
+  g.apply(2, up, g.scale(2));
+  EXPECT_NE(f.state_digest(), g.state_digest());  // round 3: the parameters
+}
+
+TEST(Replica, TheDecisionsScaleIsWhatMovesTheParameters) {
+  auto setup = make(small());
+  auto own = Replica::create(setup).value();
+  auto sent = Replica::create(setup).value();
+  const BitVector up(own.dimension(), true);
+  const StepScale scale = own.scale(0);
+  EXPECT_EQ(scale.lr, static_cast<float>(setup.schedule.at(0)));
+  own.apply(0, up);
+  sent.apply(0, up, scale);
+  EXPECT_EQ(own.digest(), sent.digest());  // the same bits as the schedule's
+  auto other = Replica::create(setup).value();
+  other.apply(0, up, StepScale{2 * scale.lr, scale.weight_decay});
+  EXPECT_NE(other.digest(), own.digest());
+}
+
+TEST(Replica, CheckpointsCarryTheStateDigest) {
+  auto options = small();
+  options.digest_every = 100;
+  auto setup = make(options);
+  auto replica = Replica::create(setup).value();
+  replica.apply(0, BitVector(replica.dimension(), true));
+  Checkpoint checkpoint;
+  replica.save_to(checkpoint);
+  auto other = Replica::create(setup).value();
+  ASSERT_TRUE(other.restore_from(checkpoint).ok());
+  EXPECT_EQ(other.state_digest(), replica.state_digest());
+  // A checkpoint written before state digests anchors at its parameters.
+  checkpoint.sections.erase("state_digest");
+  auto older = Replica::create(setup).value();
+  ASSERT_TRUE(older.restore_from(checkpoint).ok());
+  EXPECT_EQ(older.state_digest(), parameters_digest(older));
+  EXPECT_EQ(older.digest(), replica.digest());
+  checkpoint.sections["state_digest"] = {1, 2, 3};
+  const auto before = older.state_digest();
+  EXPECT_EQ(older.restore_from(checkpoint).error().code, ErrorCode::kMalformed);
+  EXPECT_EQ(older.state_digest(), before);  // unchanged on error
+}
+
+TEST(TrainingOptions, DigestEveryMustBePositive) {
+  auto options = small();
+  options.digest_every = 0;
+  EXPECT_NE(options.validate().error().message.find("digest_every"), std::string::npos);
+}
+
 TEST(Decide, MajorityWithTiesToPlusOneAndEmptyIsPlusOne) {
   BitVector plus(70, true), minus(70, false);
   std::vector<const BitVector*> votes{&plus, &minus};
