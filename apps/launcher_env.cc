@@ -28,8 +28,6 @@ std::optional<LaunchRank> launch_rank_from_environment() {
       result.rank = *rank;
       result.world_size = number(launcher.size).value_or(0);
       result.source = launcher.rank;
-      if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) result.master_addr = addr;
-      result.master_port = number("MASTER_PORT");
       return result;
     }
   }

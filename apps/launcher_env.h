@@ -11,10 +11,8 @@ struct LaunchRank {
   int rank = 0;
   int world_size = 0;  // 0 when the launcher does not say
   std::string source;  // "SLURM_PROCID", "RANK" or "OMPI_COMM_WORLD_RANK"
-  // torchrun's rendezvous store (MASTER_ADDR; MASTER_PORT if numeric): read, but the server's
-  // address is the cluster file's (under torchrun's static rendezvous its agent holds the port).
-  std::optional<std::string> master_addr;
-  std::optional<int> master_port;
+  // torchrun's MASTER_ADDR / MASTER_PORT are not read: the server's address is the cluster file's
+  // (under torchrun's static rendezvous its agent holds that port).
 };
 
 // Reads, in this order, SLURM_PROCID/SLURM_NTASKS, RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/

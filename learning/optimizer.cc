@@ -146,15 +146,11 @@ class Sgd final : public Optimizer {
   float weight_decay() const override { return static_cast<float>(o_.weight_decay); }
   void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), g.size());
-    run(x, scale, [&](std::size_t i) { return g[i]; });
+    run(x, scale, [&](auto&& block) { block(0, x.size(), g.data()); });
   }
   void step_vote(std::span<float> x, const BitVector& vote, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), vote.size());
-    unpacked_.resize(x.size());
-    for_each_vote_block(vote, [&](std::size_t first, std::size_t count, const float* v) {
-      std::memcpy(unpacked_.data() + first, v, count * sizeof(float));
-    });
-    run(x, scale, [&](std::size_t i) { return unpacked_[i]; });
+    run(x, scale, [&](auto&& block) { for_each_vote_block(vote, block); });
   }
 
   std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kSgd, started_ ? 1 : 0, buffer_); }
@@ -173,38 +169,41 @@ class Sgd final : public Optimizer {
   }
 
  private:
-  template <typename Direction>
-  void run(std::span<float> x, StepScale scale, Direction&& direction) {
+  // `blocks(block)` calls block(first, count, g) for runs of the direction, g[k] = direction of
+  // coordinate first + k. Per coordinate the same float operations in the same order whatever
+  // the blocks, so a vote and its unpacked ±1 floats give the same bits.
+  template <typename Blocks>
+  void run(std::span<float> x, StepScale scale, Blocks&& blocks) {
     const float lr = scale.lr, wd = scale.weight_decay;
     const float mu = static_cast<float>(o_.momentum), keep = static_cast<float>(1.0 - o_.dampening);
+    const bool nesterov = o_.nesterov;
     if (mu == 0.0f) {
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * (direction(i) + wd * x[i]);
+      blocks([&](std::size_t first, std::size_t count, const float* g) {
+        float* xs = x.data() + first;
+        for (std::size_t k = 0; k < count; ++k) xs[k] -= lr * (g[k] + wd * xs[k]);
+      });
       started_ = true;
       return;
     }
-    if (!started_ || buffer_.size() != x.size()) {
-      // PyTorch: the buffer starts as the first (decayed) gradient, undamped.
-      buffer_.resize(x.size());
-      for (std::size_t i = 0; i < x.size(); ++i) buffer_[i] = direction(i) + wd * x[i];
-      started_ = true;
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        const float d = direction(i) + wd * x[i];
-        x[i] -= lr * (o_.nesterov ? d + mu * buffer_[i] : buffer_[i]);
+    const bool first_step = !started_ || buffer_.size() != x.size();
+    if (first_step) buffer_.resize(x.size());
+    started_ = true;
+    blocks([&](std::size_t first, std::size_t count, const float* g) {
+      float* xs = x.data() + first;
+      float* bs = buffer_.data() + first;
+      for (std::size_t k = 0; k < count; ++k) {
+        const float d = g[k] + wd * xs[k];
+        // PyTorch: the buffer starts as the first (decayed) gradient, undamped.
+        bs[k] = first_step ? d : mu * bs[k] + keep * d;
+        xs[k] -= lr * (nesterov ? d + mu * bs[k] : bs[k]);
       }
-      return;
-    }
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      const float d = direction(i) + wd * x[i];
-      buffer_[i] = mu * buffer_[i] + keep * d;
-      x[i] -= lr * (o_.nesterov ? d + mu * buffer_[i] : buffer_[i]);
-    }
+    });
   }
 
   SgdOptions o_;
   bool heavyball_;
   bool started_ = false;
   std::vector<float> buffer_;
-  std::vector<float> unpacked_;  // the vote as ±1 (scratch, not state)
 };
 
 class SignUpdate final : public Optimizer {

@@ -1,5 +1,6 @@
 #include "runtime/messages.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -42,20 +43,29 @@ Result<BitVector> read_signs(ByteReader& reader, std::size_t dimension) {
   return BitVector::from_words(dimension, words);
 }
 
-ByteWriter& put_scale(ByteWriter& writer, const StepScale& scale) {
-  return writer.put(scale.lr).put(scale.weight_decay);
+// The head every decision shares after its round: η, λ and the full-digest flag.
+ByteWriter& put_step(ByteWriter& writer, const StepScale& scale, bool full_digest) {
+  return writer.put(scale.lr).put(scale.weight_decay).put<std::uint8_t>(full_digest ? 1 : 0);
 }
 
-// A scale the update could not use as a rate (negative, NaN, infinite) is malformed.
-Status read_scale(ByteReader& reader, StepScale& scale) {
+bool usable_rate(float value) {
+  return value >= 0.0f && value <= std::numeric_limits<float>::max() && !std::signbit(value);
+}
+
+// A scale the update could not use as a rate (negative, -0, NaN, infinite) or a flag byte other
+// than 0 or 1 is malformed.
+Status read_step(ByteReader& reader, StepScale& scale, bool& full_digest) {
   BALLOT_ASSIGN_OR_RETURN(scale.lr, reader.read<float>("learning rate"));
   BALLOT_ASSIGN_OR_RETURN(scale.weight_decay, reader.read<float>("weight decay"));
-  if (!(scale.lr >= 0.0f && scale.lr <= std::numeric_limits<float>::max())) {
+  BALLOT_ASSIGN_OR_RETURN(const auto flag, reader.read<std::uint8_t>("full digest"));
+  if (!usable_rate(scale.lr)) {
     return reader.malformed("learning rate " + std::to_string(scale.lr) + " is not finite and >= 0");
   }
-  if (!(scale.weight_decay >= 0.0f && scale.weight_decay <= std::numeric_limits<float>::max())) {
+  if (!usable_rate(scale.weight_decay)) {
     return reader.malformed("weight decay " + std::to_string(scale.weight_decay) + " is not finite and >= 0");
   }
+  if (flag > 1) return reader.malformed("full digest flag " + std::to_string(flag) + " is not 0 or 1");
+  full_digest = flag == 1;
   return {};
 }
 
@@ -82,7 +92,7 @@ std::vector<std::uint8_t> encode(const AuditedVote& message) {
 
 std::vector<std::uint8_t> encode(const Decision& message) {
   ByteWriter writer;
-  return put_signs(put_scale(writer.put(message.round), message.scale), message.signs).take();
+  return put_signs(put_step(writer.put(message.round), message.scale, message.full_digest), message.signs).take();
 }
 
 std::vector<std::uint8_t> encode(const EncodedVote& message) {
@@ -93,13 +103,13 @@ std::vector<std::uint8_t> encode(const EncodedVote& message) {
 
 std::vector<std::uint8_t> encode(const FloatDecision& message) {
   ByteWriter writer;
-  put_scale(writer.put(message.round), message.scale).put<std::uint64_t>(message.direction.size());
+  put_step(writer.put(message.round), message.scale, message.full_digest).put<std::uint64_t>(message.direction.size());
   return writer.put_array(std::span<const float>(message.direction)).take();
 }
 
 std::vector<std::uint8_t> encode(const Join& message) {
   ByteWriter writer;
-  return put_tag(writer, kJoinTag).put(message.round).take();
+  return put_digest(put_tag(writer, kJoinTag).put(message.round), message.state_digest).take();
 }
 
 std::vector<std::uint8_t> encode(const Finish& message) {
@@ -173,7 +183,7 @@ Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_
   ByteReader reader(bytes, "decision");
   Decision message;
   BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
-  BALLOT_TRY(read_scale(reader, message.scale));
+  BALLOT_TRY(read_step(reader, message.scale, message.full_digest));
   BALLOT_ASSIGN_OR_RETURN(message.signs, read_signs(reader, dimension));
   BALLOT_TRY(reader.expect_end());
   return message;
@@ -200,7 +210,7 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
   ByteReader reader(bytes, "decision");
   FloatDecision message;
   BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
-  BALLOT_TRY(read_scale(reader, message.scale));
+  BALLOT_TRY(read_step(reader, message.scale, message.full_digest));
   BALLOT_ASSIGN_OR_RETURN(const auto size, reader.read<std::uint64_t>("dimension"));
   if (size != dimension) {
     return reader.malformed(std::to_string(size) + " coordinates, the model has " + std::to_string(dimension));
@@ -219,8 +229,13 @@ Result<Control> decode_control(std::span<const std::uint8_t> bytes) {
     return Control{Evidence{*proof}};
   }
   BALLOT_ASSIGN_OR_RETURN(const auto value, reader.read<std::uint64_t>("round"));
+  if (std::memcmp(tag.data(), kJoinTag, 4) == 0) {
+    Join join{value, {}};
+    BALLOT_TRY(read_digest(reader, join.state_digest));
+    BALLOT_TRY(reader.expect_end());
+    return Control{join};
+  }
   BALLOT_TRY(reader.expect_end());
-  if (std::memcmp(tag.data(), kJoinTag, 4) == 0) return Control{Join{value}};
   if (std::memcmp(tag.data(), kFinishTag, 4) == 0) return Control{Finish{value}};
   return reader.malformed("unknown tag");
 }

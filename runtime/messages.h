@@ -6,9 +6,11 @@
 //   RoundStart  (server → nodes, kRoundStart)  round u64 | deadline_ms u32 | state digest [32]
 //   Vote        (node → server, kVote)         round u64 | loss f64 | state digest [32] |
 //                                              dimension u64 | packed signs (⌈d/64⌉ words)
-//   Decision    (server → nodes, kDecision)    round u64 | η f32 | λ f32 | dimension u64 | packed signs
+//   Decision    (server → nodes, kDecision)    round u64 | η f32 | λ f32 | full digest u8 |
+//                                              dimension u64 | packed signs
 //               (η, λ: the round's learning rate and weight decay as the update applies them;
-//               every replica applies these bits, none recomputes a schedule)
+//               every replica applies these bits, none recomputes a schedule; full digest 1: the
+//               next state digest is the parameters', 0: the chain — the server's digest_every)
 // Exchange placement (DESIGN.md step 2; docs/protocol.md):
 //   PartitionSigns (node j → the nodes of column j of G, kPartitionSigns): the Vote layout, with
 //               the loss of partition j's batch and the signs of partition j (encode/decode_vote)
@@ -16,7 +18,8 @@
 //                                              count × the inputs' signed envelope metadata
 //                                              (transport/envelope.h, 136 bytes each), authors
 //                                              strictly ascending
-//   Join        (node → server, kControl)      tag "JOIN" | round the node holds u64
+//   Join        (node → server, kControl)      tag "JOIN" | round the node holds u64 |
+//                                              its state digest [32]
 //   Finish      (server → nodes, kControl)     tag "DONE" | rounds completed u64
 //   Evidence    (node → server, kControl)      tag "PRUF" | an equivocation proof its verifier
 //                                              holds (2 × 136-byte envelopes, transport/envelope.h)
@@ -74,29 +77,33 @@ struct AuditedVote {
 
 struct Decision {
   std::uint64_t round = 0;
-  StepScale scale;  // finite, >= 0 (decoders check)
+  StepScale scale;           // finite, >= 0, not -0 (decoders check)
+  bool full_digest = false;  // Replica::apply: the state digest after it is the parameters'
   BitVector signs;
 };
 
 // The gradient path (rule != "vote"): a node sends its gradient through a codec, the server
 // aggregates with a robust rule and sends back the fp32 direction every replica applies.
 //   EncodedVote   (node → server, kVote)    round u64 | loss f64 | model digest [32] | length u64 | codec bytes
-//   FloatDecision (server → nodes, kDecision) round u64 | η f32 | λ f32 | dimension u64 | d little-endian floats
+//   FloatDecision (server → nodes, kDecision) round u64 | η f32 | λ f32 | full digest u8 | dimension u64 |
+//                                             d little-endian floats
 struct EncodedVote {
   std::uint64_t round = 0;
   double loss = 0.0;
-  transport::Digest model_digest{};
-  std::vector<std::uint8_t> bytes;  // coding::Codec output; the server's codec validates it
+  transport::Digest model_digest{};  // the state digest of the model it was computed on
+  std::vector<std::uint8_t> bytes;   // coding::Codec output; the server's codec validates it
 };
 
 struct FloatDecision {
   std::uint64_t round = 0;
   StepScale scale;
+  bool full_digest = false;
   std::vector<float> direction;
 };
 
 struct Join {
-  std::uint64_t round = 0;  // the round the node's state is at (0 after a fresh start)
+  std::uint64_t round = 0;           // the round the node's state is at (0 after a fresh start)
+  transport::Digest state_digest{};  // its Replica::state_digest(): another than the server's gets the state
 };
 
 struct Finish {

@@ -145,7 +145,7 @@ Status NodeSession::start() {
     BALLOT_ASSIGN_OR_RETURN(s.codec, coding::make_codec(s.setup.options.codec));
   }
   s.rejoin_after = std::max(s.options.join_retry, std::chrono::milliseconds(2 * 3000));
-  BALLOT_TRY(s.send_control(encode(Join{s.round})));
+  BALLOT_TRY(s.send_control(encode(Join{s.round, s.replica.state_digest()})));
   s.last_heard = s.last_rejoin = Clock::now();
   return {};
 }
@@ -177,7 +177,7 @@ Result<NodeEvent> NodeSession::poll() {
       }
       if (!s.started || (now - s.last_heard >= s.rejoin_after && now - s.last_rejoin >= s.rejoin_after)) {
         s.last_rejoin = now;
-        BALLOT_TRY(s.send_control(encode(Join{s.round})));
+        BALLOT_TRY(s.send_control(encode(Join{s.round, s.replica.state_digest()})));
       }
       continue;
     }
@@ -262,7 +262,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   computing.reset();
   early.clear();
   ++stats.rejoins;
-  BALLOT_TRY(send_control(encode(Join{round})));
+  BALLOT_TRY(send_control(encode(Join{round, replica.state_digest()})));
   return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kStateInstalled, .round = round, .moved = moved});
 }
 
@@ -278,7 +278,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_round_start(const transp
     if (state_asked_round != round || now - state_asked_at >= options.join_retry) {
       state_asked_round = round;
       state_asked_at = now;
-      BALLOT_TRY(send_control(encode(Join{round})));
+      BALLOT_TRY(send_control(encode(Join{round, replica.state_digest()})));
     }
     return std::optional<NodeEvent>();
   }
@@ -315,11 +315,11 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_decision(const transport
   if (setup.sign_vote()) {
     auto decision = decode_decision(message.payload, dimension);
     if (!decision.ok() || decision->round != round) return std::optional<NodeEvent>();
-    replica.apply(round, decision->signs, decision->scale);
+    replica.apply(round, decision->signs, decision->scale, decision->full_digest);
   } else {
     auto decision = decode_float_decision(message.payload, dimension);
     if (!decision.ok() || decision->round != round) return std::optional<NodeEvent>();
-    replica.apply(round, std::span<const float>(decision->direction), decision->scale);
+    replica.apply(round, std::span<const float>(decision->direction), decision->scale, decision->full_digest);
   }
   computing.reset();
   ++round;

@@ -53,7 +53,7 @@ struct RoundWork {
   Kind kind = Kind::kVote;
   std::uint64_t round = 0;
   std::uint32_t deadline_ms = 0;
-  transport::Digest model_digest{};       // the model it is computed on (the replica's)
+  transport::Digest model_digest{};       // the server's state digest of the model it is computed on
   std::vector<std::uint32_t> partitions;  // the batches to compute (TrainingSetup::sampler)
 };
 

@@ -247,9 +247,16 @@ Status ServerSession::State::on_control(const transport::Message& message) {
     return {};
   }
   // A (re)starting node: a node at another round (behind, or ahead of a resumed server) gets the
-  // state before this round; every joining node gets this round's start (it may have connected
-  // after the broadcast).
-  return send_state_and_start(message.from, std::get<Join>(*control).round != round);
+  // state before this round, once per round (a node cut off from the server re-sends its Join
+  // every two deadlines, and its transport delivers all of them when the link returns: each would
+  // cost a copy of the whole model); every joining node gets this round's start (it may have
+  // connected after the broadcast).
+  // A node at the server's round on another state (its parameters diverged) gets it too.
+  const std::size_t index = message.from - 1;
+  const Join& join = std::get<Join>(*control);
+  const bool with_state = (join.round != round || join.state_digest != start.model_digest) && !state_sent[index];
+  if (with_state) state_sent[index] = true;
+  return send_state_and_start(message.from, with_state);
 }
 
 Status ServerSession::State::on_vote(transport::Message& message) {
@@ -324,8 +331,9 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
   report.mean_loss = counted.empty() ? 0.0 : loss / static_cast<double>(counted.size());
   if (s.setup.sign_vote()) {
     // The round's scale is computed here, once, and travels in the signed decision.
-    Decision decision{s.round, s.replica.scale(s.round), runtime::decide(counted, s.replica.dimension())};
-    s.replica.apply(s.round, decision.signs, decision.scale);
+    Decision decision{s.round, s.replica.scale(s.round), s.replica.full_digest_after(s.round),
+                      runtime::decide(counted, s.replica.dimension())};
+    s.replica.apply(s.round, decision.signs, decision.scale, decision.full_digest);
     return encode(decision);
   }
   BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
@@ -339,8 +347,9 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
       }
     }
   }
-  FloatDecision decision{s.round, s.replica.scale(s.round), std::move(aggregated.value)};
-  s.replica.apply(s.round, std::span<const float>(decision.direction), decision.scale);
+  FloatDecision decision{s.round, s.replica.scale(s.round), s.replica.full_digest_after(s.round),
+                         std::move(aggregated.value)};
+  s.replica.apply(s.round, std::span<const float>(decision.direction), decision.scale, decision.full_digest);
   return encode(decision);
 }
 

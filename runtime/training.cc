@@ -220,8 +220,9 @@ Replica::Replica(std::unique_ptr<Model> model, std::unique_ptr<Optimizer> optimi
       digest_every_(std::max<std::uint64_t>(1, digest_every)),
       state_digest_(parameters_digest(model_->parameters())) {}
 
-void Replica::advance_state_digest(std::uint64_t round, StepScale scale, std::span<const std::uint8_t> decision) {
-  if ((round + 1) % digest_every_ == 0) {
+void Replica::advance_state_digest(std::uint64_t round, StepScale scale, bool full_digest,
+                                   std::span<const std::uint8_t> decision) {
+  if (full_digest) {
     state_digest_ = parameters_digest(model_->parameters());
     return;
   }
@@ -235,15 +236,17 @@ void Replica::advance_state_digest(std::uint64_t round, StepScale scale, std::sp
   state_digest_ = transport::sha256(chain.bytes());
 }
 
-void Replica::apply(std::uint64_t round, const BitVector& decision, StepScale scale) {
+void Replica::apply(std::uint64_t round, const BitVector& decision, StepScale scale, bool full_digest) {
   optimizer_->step_vote(model_->parameters(), decision, scale);
   const auto words = decision.words();
-  advance_state_digest(round, scale, {reinterpret_cast<const std::uint8_t*>(words.data()), words.size_bytes()});
+  advance_state_digest(round, scale, full_digest,
+                       {reinterpret_cast<const std::uint8_t*>(words.data()), words.size_bytes()});
 }
 
-void Replica::apply(std::uint64_t round, std::span<const float> direction, StepScale scale) {
+void Replica::apply(std::uint64_t round, std::span<const float> direction, StepScale scale, bool full_digest) {
   optimizer_->step(model_->parameters(), direction, scale);
-  advance_state_digest(round, scale, {reinterpret_cast<const std::uint8_t*>(direction.data()), direction.size_bytes()});
+  advance_state_digest(round, scale, full_digest,
+                       {reinterpret_cast<const std::uint8_t*>(direction.data()), direction.size_bytes()});
 }
 
 transport::Digest Replica::digest() const {

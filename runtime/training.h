@@ -136,19 +136,28 @@ class Replica {
   // The scale of round `round`'s update: the schedule's η(round) and the rule's λ as float32. The
   // server computes it and sends its bits in the decision; nodes apply the decision's.
   StepScale scale(std::uint64_t round) const { return optimizer_->scale(schedule_.at(round)); }
+  // Whether the state digest after round `round`'s decision is the parameters' (round + 1 is a
+  // multiple of options.digest_every). The server's answer travels in the decision.
+  bool full_digest_after(std::uint64_t round) const { return (round + 1) % digest_every_ == 0; }
   // Applies round `round`'s decision: the update rule at `scale` on the packed vote, then moves the
-  // state digest to round + 1.
-  void apply(std::uint64_t round, const BitVector& decision, StepScale scale);
+  // state digest to round + 1 (the parameters' digest when `full_digest`, else the chain).
+  void apply(std::uint64_t round, const BitVector& decision, StepScale scale, bool full_digest);
   // The same for the gradient path: the update rule on the aggregated fp32 direction.
-  void apply(std::uint64_t round, std::span<const float> direction, StepScale scale);
-  // At the replica's own scale(round) (one process: the lockstep engine, tests).
-  void apply(std::uint64_t round, const BitVector& decision) { apply(round, decision, scale(round)); }
-  void apply(std::uint64_t round, std::span<const float> direction) { apply(round, direction, scale(round)); }
+  void apply(std::uint64_t round, std::span<const float> direction, StepScale scale, bool full_digest);
+  // With the replica's own scale(round) and full_digest_after(round) (one process: the lockstep
+  // engine, tests).
+  void apply(std::uint64_t round, const BitVector& decision) {
+    apply(round, decision, scale(round), full_digest_after(round));
+  }
+  void apply(std::uint64_t round, std::span<const float> direction) {
+    apply(round, direction, scale(round), full_digest_after(round));
+  }
   // SHA-256 of the parameters: equal digests mean bit-identical models. O(d).
   transport::Digest digest() const;
-  // The digest RoundStart and votes carry, O(1) (apply() maintains it). At a round that is a
-  // multiple of options.digest_every, and after create or a restore without one, it is
-  // payload_digest(parameters) (transport/crypto.h: every parameter byte); in between it chains
+  // The digest RoundStart and votes carry, O(1) (apply() maintains it). After a decision flagged
+  // full_digest (the server's rounds that are multiples of options.digest_every), and after create
+  // or a restore without one, it is payload_digest(parameters) (transport/crypto.h: every
+  // parameter byte); in between it chains
   //   SHA-256("ballot.state.v1" ‖ previous ‖ round u64 ‖ η bits u32 ‖ λ bits u32 ‖ payload_digest(decision))
   // so replicas that applied the same decisions from the same state agree without hashing 4d bytes
   // a round, and a replica whose parameters diverged is caught at the next multiple.
@@ -170,7 +179,8 @@ class Replica {
  private:
   Replica(std::unique_ptr<Model> model, std::unique_ptr<Optimizer> optimizer, LrSchedule schedule,
           std::uint64_t digest_every);
-  void advance_state_digest(std::uint64_t round, StepScale scale, std::span<const std::uint8_t> decision);
+  void advance_state_digest(std::uint64_t round, StepScale scale, bool full_digest,
+                            std::span<const std::uint8_t> decision);
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;

@@ -986,12 +986,30 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
                                  (link->queue.empty() || link->queued_bytes + size <= o.max_send_queue_bytes));
     };
     // No session: nothing drains the queue until the peer is back, so waiting for room would only
-    // cost every send send_timeout (each round, for a crashed, cut-off or refused peer). Its oldest
-    // frames give way instead: a peer that comes back gets the newest ones, and the protocol brings
-    // a peer that missed frames up to date itself (a node's Join and the state transfer).
-    while (!link->session && !impl_->closing_ && !link->queue.empty() && !has_room()) {
-      link->queued_bytes -= link->queue.front().size();
-      link->queue.pop_front();
+    // cost every send send_timeout (each round, for a crashed, cut-off or refused peer). The oldest
+    // round-scoped frames (round starts, votes, partition signs, decisions) give way instead, and
+    // an older state transfer gives way to a newer one: the protocol brings a peer that missed them
+    // up to date itself (a node's Join, the state transfer). Control frames (Join, Finish,
+    // evidence) and the newest state never give way; without anything to evict the send waits.
+    if (!link->session && !impl_->closing_) {
+      const auto type_of = [](const OutboundFrame& queued) {
+        return queued.head.size() > 5 ? static_cast<MessageType>(queued.head[5]) : MessageType::kControl;
+      };
+      const MessageType incoming = type_of(frame);
+      const auto evictable = [&](const OutboundFrame& queued) {
+        const MessageType type = type_of(queued);
+        return type == MessageType::kRoundStart || type == MessageType::kVote || type == MessageType::kPartitionSigns ||
+               type == MessageType::kDecision ||
+               (type == MessageType::kStateTransfer && incoming == MessageType::kStateTransfer);
+      };
+      for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {
+        if (!evictable(*it)) {
+          ++it;
+          continue;
+        }
+        link->queued_bytes -= it->size();
+        it = link->queue.erase(it);
+      }
     }
     if (!link->space.wait_for(lock, o.send_timeout, has_room))
       return make_error(ErrorCode::kTimeout,

@@ -70,8 +70,9 @@ class Transport {
 
   // Signs `payload` once and queues it to `to`. Waits up to options.send_timeout while the peer's
   // queue is full (back-pressure), then kTimeout (TlsTransport waits only while the peer has a
-  // session; without one it drops the oldest queued frames instead). kNotFound for a peer not in
-  // the registry, kInvalidArgument for a payload above the type's limit.
+  // session; without one it drops the oldest queued round frames instead, never control frames or
+  // the newest state). kNotFound for a peer not in the registry, kInvalidArgument for a payload
+  // above the type's limit.
   Status send(NodeId to, MessageType type, std::uint64_t round, std::vector<std::uint8_t> payload);
   // One signature, the same bytes to every peer in `to` (first error wins; all are attempted).
   Status broadcast(const std::vector<NodeId>& to, MessageType type, std::uint64_t round,

@@ -11,7 +11,7 @@ For every (rate, d, n) it makes a virtual cluster of n + 1 hosts (host 0: Ballot
 one pass over d floats per gradient, so that communication and the CPU work around it dominate):
 
   vote      Ballot's 1-bit vote round: signs, Ed25519-signed envelopes, mutual TLS 1.3, majority
-            vote at the server, signed 1-bit decision back, update and model digest everywhere
+            vote at the server, signed 1-bit decision back, update and state digest everywhere
   vote2     the same with two transport threads at the server ("server": {"io_threads": 2})
   exchange  the same with the exchange placement (nodes relay signed signs along G's columns)
   fp32      Ballot's gradient path with codec fp32 and rule mean (float gradients up, float

@@ -202,8 +202,9 @@ class NodeSession:
         return str(self._native.model_digest())
 
     def state_digest(self) -> str:
-        """The digest the protocol compares (hex): the parameters' digest every ``digest_every``
-        rounds of the cluster, a chain over the decisions in between."""
+        """The digest the protocol compares (hex): the SHA-256 tree of the parameters every
+        ``digest_every`` rounds of the cluster (so not :meth:`model_digest`'s plain SHA-256 even
+        then), a chain over the decisions in between."""
         return str(self._native.state_digest())
 
     # ---- lifetime

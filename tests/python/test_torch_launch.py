@@ -93,6 +93,9 @@ os.replace(out + ".tmp", out)
 print(f"node {node.index} rank {node.group_rank}: digest {result['digest']} loss {loss:.4f}", flush=True)
 node.close()
 if group is not None:
+    # Every rank leaves the group together: torch 1.13's gloo aborts a rank ("terminate called
+    # without an active exception") that destroys its group while another still uses it.
+    dist.barrier()
     dist.destroy_process_group()
 '''
 

@@ -32,15 +32,22 @@ TEST(Messages, RoundTrips) {
   EXPECT_EQ(decoded_vote->signs, vote.signs);
   EXPECT_EQ(decoded_vote->model_digest, vote.model_digest);
 
-  Decision decision{9, {0.001f, 0.0001f}, pattern(64)};
+  Decision decision{9, {0.001f, 0.0001f}, true, pattern(64)};
   auto decoded_decision = decode_decision(encode(decision), 64);
   ASSERT_TRUE(decoded_decision.ok());
   EXPECT_EQ(decoded_decision->signs, decision.signs);
   EXPECT_EQ(decoded_decision->scale, decision.scale);  // the float bits as sent
 
-  auto join = decode_control(encode(Join{5}));
+  Join sent_join{5, {}};
+  sent_join.state_digest[31] = 7;
+  auto join = decode_control(encode(sent_join));
   ASSERT_TRUE(join.ok());
   EXPECT_EQ(std::get<Join>(*join).round, 5u);
+  EXPECT_EQ(std::get<Join>(*join).state_digest, sent_join.state_digest);
+  const auto join_bytes = encode(sent_join);
+  for (std::size_t length = 0; length < join_bytes.size(); ++length) {
+    EXPECT_FALSE(decode_control(std::span(join_bytes).first(length)).ok()) << length;
+  }
   auto finish = decode_control(encode(Finish{11}));
   ASSERT_TRUE(finish.ok());
   EXPECT_EQ(std::get<Finish>(*finish).rounds, 11u);
@@ -77,27 +84,34 @@ TEST(Messages, WrongDimensionIsRejectedBeforeReadingTheSigns) {
 TEST(Messages, DecisionsCarryTheScaleBitsAndRefuseAnUnusableOne) {
   const float smallest = std::numeric_limits<float>::denorm_min();
   for (StepScale scale : {StepScale{0.0f, 0.0f}, StepScale{smallest, 1e-4f}, StepScale{3.0e38f, 0.5f}}) {
-    EXPECT_EQ(decode_decision(encode(Decision{2, scale, pattern(70)}), 70)->scale, scale);
-    EXPECT_EQ(decode_float_decision(encode(FloatDecision{2, scale, {1.0f}}), 1)->scale, scale);
+    EXPECT_EQ(decode_decision(encode(Decision{2, scale, false, pattern(70)}), 70)->scale, scale);
+    EXPECT_EQ(decode_float_decision(encode(FloatDecision{2, scale, false, {1.0f}}), 1)->scale, scale);
   }
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  for (StepScale scale : {StepScale{-0.001f, 0.0f}, StepScale{nan, 0.0f}, StepScale{inf, 0.0f},
-                          StepScale{0.001f, -1.0f}, StepScale{0.001f, nan}, StepScale{0.001f, inf}}) {
-    auto signs = decode_decision(encode(Decision{2, scale, pattern(70)}), 70);
+  for (StepScale scale :
+       {StepScale{-0.001f, 0.0f}, StepScale{-0.0f, 0.0f}, StepScale{nan, 0.0f}, StepScale{inf, 0.0f},
+        StepScale{0.001f, -1.0f}, StepScale{0.001f, -0.0f}, StepScale{0.001f, nan}, StepScale{0.001f, inf}}) {
+    auto signs = decode_decision(encode(Decision{2, scale, false, pattern(70)}), 70);
     ASSERT_FALSE(signs.ok());
     EXPECT_EQ(signs.error().code, ErrorCode::kMalformed);
-    EXPECT_NE(signs.error().message.find(
-                  std::isnan(scale.lr) || !(scale.lr >= 0) || std::isinf(scale.lr) ? "learning rate" : "weight decay"),
-              std::string::npos)
+    const bool bad_lr = std::isnan(scale.lr) || !(scale.lr >= 0) || std::isinf(scale.lr) || std::signbit(scale.lr);
+    EXPECT_NE(signs.error().message.find(bad_lr ? "learning rate" : "weight decay"), std::string::npos)
         << signs.error().message;
-    EXPECT_EQ(decode_float_decision(encode(FloatDecision{2, scale, {1.0f}}), 1).error().code, ErrorCode::kMalformed);
+    EXPECT_EQ(decode_float_decision(encode(FloatDecision{2, scale, false, {1.0f}}), 1).error().code,
+              ErrorCode::kMalformed);
   }
-  // round u64 | η f32 | λ f32 | dimension u64 | words
-  EXPECT_EQ(encode(Decision{0, {}, BitVector(64)}).size(), 8 + 4 + 4 + 8 + 8u);
+  // The full-digest flag is one byte, 0 or 1.
+  EXPECT_TRUE(decode_decision(encode(Decision{2, {}, true, pattern(70)}), 70)->full_digest);
+  EXPECT_FALSE(decode_decision(encode(Decision{2, {}, false, pattern(70)}), 70)->full_digest);
+  auto flagged = encode(Decision{2, {}, true, pattern(70)});
+  flagged[16] = 2;  // round 8 | η 4 | λ 4 | flag
+  EXPECT_NE(decode_decision(flagged, 70).error().message.find("full digest flag"), std::string::npos);
+  // round u64 | η f32 | λ f32 | flag u8 | dimension u64 | words
+  EXPECT_EQ(encode(Decision{0, {}, false, BitVector(64)}).size(), 8 + 4 + 4 + 1 + 8 + 8u);
 }
 
 TEST(Messages, PaddingBitsAndUnknownTagsAreMalformed) {
-  auto decision = encode(Decision{1, {}, pattern(65)});
+  auto decision = encode(Decision{1, {}, false, pattern(65)});
   decision.back() |= 0x80;  // a bit past coordinate 64 in the last word
   EXPECT_EQ(decode_decision(decision, 65).error().code, ErrorCode::kMalformed);
   auto control = encode(Join{1});
@@ -117,7 +131,7 @@ TEST(Messages, GradientPathPayloads) {
     EXPECT_FALSE(decode_encoded_vote(std::span(bytes).first(length), 100).ok());
   }
 
-  FloatDecision decision{4, {0.05f, 0.0f}, {1.0f, -2.5f, 0.0f}};
+  FloatDecision decision{4, {0.05f, 0.0f}, false, {1.0f, -2.5f, 0.0f}};
   auto decoded_decision = decode_float_decision(encode(decision), 3);
   ASSERT_TRUE(decoded_decision.ok());
   EXPECT_EQ(decoded_decision->direction, decision.direction);

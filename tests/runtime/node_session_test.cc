@@ -110,8 +110,10 @@ TEST(NodeSessionTest, DrivesOneRoundByHand) {
   // A repeated round start (the server answers every Join with one) asks for nothing new.
   h.start_round(0);
   const BitVector decided(h.replica.dimension(), true);
-  ASSERT_TRUE(
-      h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, h.replica.scale(0), decided})).ok());
+  ASSERT_TRUE(h.server()
+                  .send(node_id(0), MessageType::kDecision, 0,
+                        encode(Decision{0, h.replica.scale(0), h.replica.full_digest_after(0), decided}))
+                  .ok());
   auto applied = session.await_decision();
   ASSERT_TRUE(applied.ok());
   EXPECT_EQ(applied->kind, NodeEvent::Kind::kDecided);
@@ -173,8 +175,10 @@ TEST(NodeSessionTest, AServerRestartedFromAnOlderRoundGetsTheSameSignedVoteAgain
   ASSERT_TRUE(session.submit_vote(loss, signs).ok());
   const auto first = h.expect(MessageType::kVote);
   const BitVector decided(h.replica.dimension(), true);
-  ASSERT_TRUE(
-      h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, h.replica.scale(0), decided})).ok());
+  ASSERT_TRUE(h.server()
+                  .send(node_id(0), MessageType::kDecision, 0,
+                        encode(Decision{0, h.replica.scale(0), h.replica.full_digest_after(0), decided}))
+                  .ok());
   auto applied = session.await_decision();
   ASSERT_TRUE(applied.ok() && applied->kind == NodeEvent::Kind::kDecided);
   ASSERT_EQ(session.round(), 1u);
@@ -188,8 +192,10 @@ TEST(NodeSessionTest, AServerRestartedFromAnOlderRoundGetsTheSameSignedVoteAgain
   EXPECT_EQ(session.round(), 0u);
   h.expect(MessageType::kControl);  // its Join
   h.start_round(0);
-  ASSERT_TRUE(
-      h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, h.replica.scale(0), decided})).ok());
+  ASSERT_TRUE(h.server()
+                  .send(node_id(0), MessageType::kDecision, 0,
+                        encode(Decision{0, h.replica.scale(0), h.replica.full_digest_after(0), decided}))
+                  .ok());
   auto again_applied = session.await_decision();
   ASSERT_TRUE(again_applied.ok()) << again_applied.error().to_string();
   const auto again = h.expect(MessageType::kVote);
@@ -229,8 +235,10 @@ TEST(NodeSessionTest, AServerRestartedAtTheNodesOwnRoundGetsTheSameSignedVoteAga
   h.expect(MessageType::kControl);  // its Join
   h.start_round(0);
   const BitVector decided(h.replica.dimension(), true);
-  ASSERT_TRUE(
-      h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, h.replica.scale(0), decided})).ok());
+  ASSERT_TRUE(h.server()
+                  .send(node_id(0), MessageType::kDecision, 0,
+                        encode(Decision{0, h.replica.scale(0), h.replica.full_digest_after(0), decided}))
+                  .ok());
   auto applied = session.await_decision();
   ASSERT_TRUE(applied.ok()) << applied.error().to_string();
   EXPECT_EQ(applied->kind, NodeEvent::Kind::kDecided);
@@ -255,10 +263,10 @@ TEST(NodeSessionTest, TheLastDecisionEndsTheRunWithoutAFinish) {
     BitVector signs;
     ASSERT_TRUE(session.submit_vote(worker.vote(node_replica, round, signs), signs).ok());
     EXPECT_EQ(session.stats().votes_sent, round + 1);
-    ASSERT_TRUE(
-        h.server()
-            .send(node_id(0), MessageType::kDecision, round, encode(Decision{round, h.replica.scale(round), decided}))
-            .ok());
+    ASSERT_TRUE(h.server()
+                    .send(node_id(0), MessageType::kDecision, round,
+                          encode(Decision{round, h.replica.scale(round), h.replica.full_digest_after(round), decided}))
+                    .ok());
     h.replica.apply(round, decided);
     auto applied = session.await_decision();
     ASSERT_TRUE(applied.ok() && applied->kind == NodeEvent::Kind::kDecided) << round;
@@ -287,18 +295,50 @@ TEST(NodeSessionTest, TheNodeAppliesTheDecisionsScaleNotItsOwnSchedule) {
   const StepScale own = h.replica.scale(0);
   const StepScale sent{own.lr * 3.0f, 0.01f};
 
-  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, sent, decided})).ok());
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, sent, false, decided})).ok());
   auto applied = session.await_decision();
   ASSERT_TRUE(applied.ok() && applied->kind == NodeEvent::Kind::kDecided);
   EXPECT_EQ(session.round(), 1u);
 
   Replica expected = Replica::create(h.setup).value();
-  expected.apply(0, decided, sent);
+  expected.apply(0, decided, sent, false);
   EXPECT_EQ(node_replica.digest(), expected.digest());
   EXPECT_EQ(node_replica.state_digest(), expected.state_digest());
   Replica scheduled = Replica::create(h.setup).value();
-  scheduled.apply(0, decided, own);
+  scheduled.apply(0, decided, own, false);
   EXPECT_NE(node_replica.digest(), scheduled.digest());
+}
+
+// Round starts queued while a node's link was down arrive in a burst: the node asks for the
+// state once (a Join with its round and state digest), not once per start.
+TEST(NodeSessionTest, ABurstOfStartsOnAnotherStateSendsOneJoin) {
+  SessionHarness h;
+  NodeSessionOptions options;
+  options.join_retry = 5000ms;
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica, options);
+  ASSERT_TRUE(session.start().ok());
+  h.expect(MessageType::kControl);  // the first Join
+  std::thread poller([&] {
+    auto event = session.poll();
+    EXPECT_TRUE(event.ok() && event->kind == NodeEvent::Kind::kFinished);
+  });
+  transport::Digest other = h.replica.state_digest();
+  other[0] ^= 1;
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_TRUE(h.server().send(node_id(0), MessageType::kRoundStart, 0, encode(RoundStart{0, 3000, other})).ok());
+  }
+  std::size_t joins = 0;
+  for (auto message = h.server().receive(300ms); message.ok(); message = h.server().receive(300ms)) {
+    if (message->type != MessageType::kControl) continue;
+    auto control = decode_control(message->payload);
+    ASSERT_TRUE(control.ok() && std::holds_alternative<Join>(*control));
+    EXPECT_EQ(std::get<Join>(*control).round, 0u);
+    EXPECT_EQ(std::get<Join>(*control).state_digest, h.replica.state_digest());
+    ++joins;
+  }
+  EXPECT_EQ(joins, 1u);
+  ASSERT_TRUE(h.server().send(node_id(0), MessageType::kControl, 0, encode(Finish{0})).ok());
+  poller.join();
 }
 
 TEST(NodeSessionTest, TheGradientPathEncodesTheSubmittedGradient) {
@@ -358,7 +398,8 @@ TEST(NodeSessionTest, TheAdversarySeamReplacesAndWithholdsTheVote) {
   // Next round the adversary withholds: nothing reaches the server.
   ASSERT_TRUE(h.server()
                   .send(node_id(0), MessageType::kDecision, 0,
-                        encode(Decision{0, h.replica.scale(0), BitVector(h.replica.dimension(), true)}))
+                        encode(Decision{0, h.replica.scale(0), h.replica.full_digest_after(0),
+                                        BitVector(h.replica.dimension(), true)}))
                   .ok());
   ASSERT_EQ(session.await_decision()->kind, NodeEvent::Kind::kDecided);
   h.replica.apply(0, BitVector(h.replica.dimension(), true));  // the server's replica, in step
@@ -402,7 +443,8 @@ TEST(NodeSessionTest, ExchangeVotesOverTheInputsOfItsRow) {
   EXPECT_EQ(vote->vote.signs, BitVector(h.replica.dimension(), true));
   ASSERT_TRUE(h.server()
                   .send(node_id(0), MessageType::kDecision, 0,
-                        encode(Decision{0, h.replica.scale(0), BitVector(h.replica.dimension(), true)}))
+                        encode(Decision{0, h.replica.scale(0), h.replica.full_digest_after(0),
+                                        BitVector(h.replica.dimension(), true)}))
                   .ok());
   node.join();
   ASSERT_TRUE(decided.ok());

@@ -68,10 +68,10 @@ std::vector<CorpusSeed> message_seeds(const transport::SigningKey& key) {
   audited.inputs.push_back(envelope(key, transport::MessageType::kPartitionSigns, 12, 501, 41));
   out.push_back({"audited_vote_65", encode(audited)});
   out.push_back({"audited_vote_0_inputs", encode(AuditedVote{Vote{3, 1.0, digest(9), signs(130)}, {}})});
-  out.push_back({"decision_64", encode(Decision{12, {0.001f, 0.0001f}, signs(64)})});
-  out.push_back({"decision_130", encode(Decision{13, {0.5f, 0.0f}, signs(130)})});
+  out.push_back({"decision_64", encode(Decision{12, {0.001f, 0.0001f}, true, signs(64)})});
+  out.push_back({"decision_130", encode(Decision{13, {0.5f, 0.0f}, false, signs(130)})});
   out.push_back({"encoded_vote", encode(EncodedVote{12, 0.25, digest(11), ramp(18, 7)})});
-  out.push_back({"float_decision_3", encode(FloatDecision{12, {0.05f, 0.0f}, {0.5f, -1.25f, 3.0f}})});
+  out.push_back({"float_decision_3", encode(FloatDecision{12, {0.05f, 0.0f}, false, {0.5f, -1.25f, 3.0f}})});
   out.push_back({"join", encode(Join{4})});
   out.push_back({"finish", encode(Finish{200})});
   const transport::EquivocationProof proof{envelope(key, transport::MessageType::kVote, 2, 600, 10),

@@ -122,6 +122,38 @@ TEST(ServerSessionTest, AVoteOnAnotherModelGetsTheStateAndAMalformedOneIsDropped
   EXPECT_EQ(decode_checkpoint(state->payload)->round, 0u);
 }
 
+// A node cut off from the server re-sends its Join every two deadlines; when its link returns, all
+// of them arrive at once. It gets the state once in the round, and the round's start for each.
+TEST(ServerSessionTest, ABurstOfJoinsGetsTheStateOncePerRound) {
+  ServerHarness h;
+  ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(200ms));
+  ASSERT_TRUE(session.begin(0).ok());
+  ASSERT_TRUE(session.open_round(0).ok());
+  for (std::size_t i = 0; i < 3; ++i) h.vote(i, 0, h.replica.state_digest(), true);
+  ASSERT_TRUE(session.collect().ok());
+  auto decision = session.decide();
+  ASSERT_TRUE(decision.ok());
+  ASSERT_TRUE(session.send_decision(*decision).ok());
+  while (h.node(2).receive(50ms).ok()) {
+  }
+  ASSERT_TRUE(session.open_round(1).ok());
+  h.node(2).set_round(1);
+  for (int k = 0; k < 5; ++k) ASSERT_TRUE(h.node(2).send(kServerId, MessageType::kControl, 1, encode(Join{0})).ok());
+  h.vote(0, 1, h.replica.state_digest(), true);
+  h.vote(1, 1, h.replica.state_digest(), true);
+  ASSERT_TRUE(session.collect().ok());  // the deadline passes with the quorum of two
+  std::size_t states = 0, starts = 0;
+  for (auto message = h.node(2).receive(200ms); message.ok(); message = h.node(2).receive(200ms)) {
+    if (message->type == MessageType::kStateTransfer) {
+      ++states;
+      EXPECT_EQ(decode_checkpoint(message->payload)->round, 1u);
+    }
+    if (message->type == MessageType::kRoundStart) ++starts;
+  }
+  EXPECT_EQ(states, 1u);
+  EXPECT_EQ(starts, 1u + 5u);  // open_round's broadcast and one per Join
+}
+
 TEST(ServerSessionTest, NoQuorumIsATimeout) {
   ServerHarness h;
   auto options = h.options(50ms);

@@ -127,8 +127,8 @@ TEST(Replica, TheStateDigestIsTheParametersEveryKRoundsAndAChainInBetween) {
   std::vector<transport::Digest> seen{a.state_digest()};
   for (std::uint64_t r = 0; r < 7; ++r) {
     const BitVector& decision = r % 2 == 0 ? up : down;
-    a.apply(r, decision, a.scale(r));
-    b.apply(r, decision, b.scale(r));
+    a.apply(r, decision, a.scale(r), a.full_digest_after(r));
+    b.apply(r, decision, b.scale(r), b.full_digest_after(r));
     EXPECT_EQ(a.state_digest(), b.state_digest()) << r;
     if ((r + 1) % 3 == 0) {
       EXPECT_EQ(a.state_digest(), parameters_digest(a)) << r;
@@ -142,9 +142,9 @@ TEST(Replica, TheStateDigestIsTheParametersEveryKRoundsAndAChainInBetween) {
   auto c = Replica::create(setup).value();
   auto d = Replica::create(setup).value();
   auto e = Replica::create(setup).value();
-  c.apply(0, up, StepScale{0.001f, 0.0f});
-  d.apply(0, up, StepScale{0.001f, 1e-4f});
-  e.apply(0, down, StepScale{0.001f, 0.0f});
+  c.apply(0, up, StepScale{0.001f, 0.0f}, false);
+  d.apply(0, up, StepScale{0.001f, 1e-4f}, false);
+  e.apply(0, down, StepScale{0.001f, 0.0f}, false);
   EXPECT_NE(c.state_digest(), d.state_digest());
   EXPECT_NE(c.state_digest(), e.state_digest());
   // A replica whose update diverged after the anchor (here: a parameter moved by hand, as an
@@ -152,14 +152,14 @@ TEST(Replica, TheStateDigestIsTheParametersEveryKRoundsAndAChainInBetween) {
   // digest_every, where the parameters' digest tells them apart.
   auto f = Replica::create(setup).value();
   auto g = Replica::create(setup).value();
-  f.apply(0, up, f.scale(0));
-  g.apply(0, up, g.scale(0));
+  f.apply(0, up, f.scale(0), f.full_digest_after(0));
+  g.apply(0, up, g.scale(0), g.full_digest_after(0));
   g.model().parameters()[0] += 1.0f;
-  f.apply(1, up, f.scale(1));
-  g.apply(1, up, g.scale(1));
+  f.apply(1, up, f.scale(1), f.full_digest_after(1));
+  g.apply(1, up, g.scale(1), g.full_digest_after(1));
   EXPECT_EQ(f.state_digest(), g.state_digest());  // round 2: still the chain
-  f.apply(2, up, f.scale(2));
-  g.apply(2, up, g.scale(2));
+  f.apply(2, up, f.scale(2), f.full_digest_after(2));
+  g.apply(2, up, g.scale(2), g.full_digest_after(2));
   EXPECT_NE(f.state_digest(), g.state_digest());  // round 3: the parameters
 }
 
@@ -171,10 +171,10 @@ TEST(Replica, TheDecisionsScaleIsWhatMovesTheParameters) {
   const StepScale scale = own.scale(0);
   EXPECT_EQ(scale.lr, static_cast<float>(setup.schedule.at(0)));
   own.apply(0, up);
-  sent.apply(0, up, scale);
+  sent.apply(0, up, scale, own.full_digest_after(0));
   EXPECT_EQ(own.digest(), sent.digest());  // the same bits as the schedule's
   auto other = Replica::create(setup).value();
-  other.apply(0, up, StepScale{2 * scale.lr, scale.weight_decay});
+  other.apply(0, up, StepScale{2 * scale.lr, scale.weight_decay}, false);
   EXPECT_NE(other.digest(), own.digest());
 }
 

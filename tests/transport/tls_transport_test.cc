@@ -144,26 +144,32 @@ TEST_F(TlsTransportTest, RedialsAfterServerRestartAndKeepsQueuedFrames) {
 
 // A peer with no session (crashed, unplugged, refused) must not cost every send the send timeout:
 // the oldest frames queued for it give way, and when it connects it gets the newest ones.
-TEST_F(TlsTransportTest, SendsToAPeerWithoutASessionDoNotWaitAndKeepTheNewestFrames) {
+TEST_F(TlsTransportTest, SendsToAPeerWithoutASessionEvictTheOldestRoundFramesOnly) {
   auto options = tls_options(nullptr);
-  options.transport.max_send_queue_frames = 2;
+  options.transport.max_send_queue_frames = 3;
   options.transport.send_timeout = 2000ms;
   auto server = TlsTransport::create(pki_.credentials(0), pki_.registry(), options).value();
   ASSERT_FALSE(server->connected(3));
   const auto started = std::chrono::steady_clock::now();
+  // A state transfer and a control frame (a Finish) stay; round-scoped frames give way.
+  ASSERT_TRUE(server->send(3, MessageType::kStateTransfer, 0, bytes_of(10, 100)).ok());
+  ASSERT_TRUE(server->send(3, MessageType::kControl, 0, bytes_of(10, 101)).ok());
   for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(server->send(3, MessageType::kControl, 0, bytes_of(10, static_cast<std::uint8_t>(i))).ok());
+    ASSERT_TRUE(server->send(3, MessageType::kRoundStart, 0, bytes_of(10, static_cast<std::uint8_t>(i))).ok());
   EXPECT_LT(std::chrono::steady_clock::now() - started, 1000ms);  // waiting would take 3 x 2 s
   auto node_options = tls_options(nullptr);
   node_options.listen = false;
   node_options.dial[0] = PeerAddress{"127.0.0.1", server->port()};
   auto node = TlsTransport::create(pki_.credentials(3), pki_.registry(), node_options).value();
-  for (std::uint8_t value : {3, 4}) {
+  for (std::uint8_t value : {100, 101, 4}) {
     auto got = node->receive(3000ms);
     ASSERT_TRUE(got.ok()) << got.error().to_string();
     EXPECT_EQ(got->payload, bytes_of(10, value));
   }
   EXPECT_EQ(node->receive(200ms).error().code, ErrorCode::kTimeout);
+  // A queue of frames that never give way: the send waits for room, then reports the timeout.
+  for (std::uint8_t value : {1, 2, 3}) ASSERT_TRUE(server->send(2, MessageType::kControl, 0, bytes_of(10, value)).ok());
+  EXPECT_EQ(server->send(2, MessageType::kControl, 0, bytes_of(10, 4)).error().code, ErrorCode::kTimeout);
 }
 
 TEST_F(TlsTransportTest, BackPressureWhenThePeerDoesNotRead) {
