@@ -48,3 +48,10 @@ function(ballot_add_executable name)
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE ballot_build_flags)
 endfunction()
+
+# ballot_exact_float_math(<target>): the float arithmetic that replicas must reproduce bit for bit
+# (kernels/update_logic.h) is compiled without fused multiply-add contraction, so a build with
+# -march=native computes what the baseline build and the CUDA kernels compute.
+function(ballot_exact_float_math target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
+endfunction()

@@ -14,6 +14,7 @@
 #include "kernels/momentum.h"
 #include "kernels/sign_kernels.h"
 #include "kernels/sign_logic.h"
+#include "kernels/update_logic.h"
 
 namespace ballot {
 namespace {
@@ -175,12 +176,12 @@ class Sgd final : public Optimizer {
   template <typename Blocks>
   void run(std::span<float> x, StepScale scale, Blocks&& blocks) {
     const float lr = scale.lr, wd = scale.weight_decay;
-    const float mu = static_cast<float>(o_.momentum), keep = static_cast<float>(1.0 - o_.dampening);
-    const bool nesterov = o_.nesterov;
-    if (mu == 0.0f) {
+    const kernels::SgdFactors factors{lr, wd, static_cast<float>(o_.momentum), static_cast<float>(1.0 - o_.dampening),
+                                      o_.nesterov};
+    if (factors.momentum == 0.0f) {
       blocks([&](std::size_t first, std::size_t count, const float* g) {
         float* xs = x.data() + first;
-        for (std::size_t k = 0; k < count; ++k) xs[k] -= lr * (g[k] + wd * xs[k]);
+        for (std::size_t k = 0; k < count; ++k) xs[k] = kernels::decayed_step(xs[k], g[k], lr, wd);
       });
       started_ = true;
       return;
@@ -191,12 +192,8 @@ class Sgd final : public Optimizer {
     blocks([&](std::size_t first, std::size_t count, const float* g) {
       float* xs = x.data() + first;
       float* bs = buffer_.data() + first;
-      for (std::size_t k = 0; k < count; ++k) {
-        const float d = g[k] + wd * xs[k];
-        // PyTorch: the buffer starts as the first (decayed) gradient, undamped.
-        bs[k] = first_step ? d : mu * bs[k] + keep * d;
-        xs[k] -= lr * (nesterov ? d + mu * bs[k] : bs[k]);
-      }
+      // PyTorch: the buffer starts as the first (decayed) gradient, undamped.
+      for (std::size_t k = 0; k < count; ++k) kernels::momentum_sgd_step(xs[k], bs[k], g[k], factors, first_step);
     });
   }
 
@@ -215,7 +212,7 @@ class SignUpdate final : public Optimizer {
   void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), g.size());
     const float lr = scale.lr, wd = scale.weight_decay;
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] -= lr * (sign_of(g[i]) + wd * x[i]);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = kernels::decayed_step(x[i], sign_of(g[i]), lr, wd);
   }
   void step_vote(std::span<float> x, const BitVector& vote, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), vote.size());
@@ -223,7 +220,7 @@ class SignUpdate final : public Optimizer {
     const float lr = scale.lr, wd = scale.weight_decay;
     for_each_vote_block(vote, [&](std::size_t first, std::size_t count, const float* v) {
       float* xs = x.data() + first;
-      for (std::size_t k = 0; k < count; ++k) xs[k] -= lr * (v[k] + wd * xs[k]);
+      for (std::size_t k = 0; k < count; ++k) xs[k] = kernels::decayed_step(xs[k], v[k], lr, wd);
     });
   }
   std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kSign, 0, {}); }

@@ -83,6 +83,29 @@ Status majority_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std:
                      "vote kernel launch");
 }
 
+Status momentum_pack_signs(float* d_momentum, const float* d_gradient, std::size_t count, MomentumFactors factors,
+                           std::uint64_t* d_words, void* stream) {
+  return cuda_status(static_cast<cudaError_t>(ballot_cuda_launch_momentum_pack(
+                         d_momentum, d_gradient, count, factors.keep, factors.mix, d_words, stream)),
+                     "momentum pack kernel launch");
+}
+
+Status apply_update(float* d_params, const std::uint64_t* d_vote, const float* d_direction, float* d_buffer,
+                    std::size_t count, const SgdFactors& factors, bool first_step, void* stream) {
+  if (count == 0) return {};  // nothing to update (an empty tensor's data pointer may be null)
+  if ((d_vote == nullptr) == (d_direction == nullptr)) {
+    return make_error(ErrorCode::kInvalidArgument, "an update needs exactly one of a vote and an fp32 direction");
+  }
+  if (factors.momentum != 0.0f && d_buffer == nullptr && count != 0) {
+    return make_error(ErrorCode::kInvalidArgument, "an update with momentum needs its buffer");
+  }
+  return cuda_status(
+      static_cast<cudaError_t>(ballot_cuda_launch_update(
+          d_params, d_vote, d_direction, factors.momentum != 0.0f ? d_buffer : nullptr, count, factors.lr,
+          factors.weight_decay, factors.momentum, factors.keep, factors.nesterov ? 1 : 0, first_step ? 1 : 0, stream)),
+      "update kernel launch");
+}
+
 Status philox_words(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
                     std::uint32_t* d_out, void* cuda_stream) {
   return cuda_status(
@@ -125,6 +148,55 @@ Result<std::vector<float>> unpack_signs_on_device(const BitVector& signs, float 
   BALLOT_TRY(unpack_signs(d_words.get(), signs.size(), -scale, scale, d_out.get(), nullptr));
   BALLOT_TRY(d_out.download(out.data()));
   return out;
+}
+
+Result<BitVector> momentum_pack_signs_on_device(std::span<float> momentum, std::span<const float> gradient,
+                                                MomentumFactors factors) {
+  BALLOT_TRY(require_device());
+  if (momentum.size() != gradient.size()) {
+    return make_error(ErrorCode::kInvalidArgument, "momentum and gradient sizes differ");
+  }
+  BitVector out(momentum.size());
+  DeviceBuffer<float> d_momentum(momentum.size()), d_gradient(gradient.size());
+  DeviceBuffer<std::uint64_t> d_words(out.num_words());
+  BALLOT_TRY(d_momentum.status());
+  BALLOT_TRY(d_gradient.status());
+  BALLOT_TRY(d_words.status());
+  BALLOT_TRY(d_momentum.upload(momentum.data()));
+  BALLOT_TRY(d_gradient.upload(gradient.data()));
+  BALLOT_TRY(momentum_pack_signs(d_momentum.get(), d_gradient.get(), momentum.size(), factors, d_words.get(), nullptr));
+  BALLOT_TRY(d_momentum.download(momentum.data()));
+  BALLOT_TRY(d_words.download(out.data()));
+  return out;
+}
+
+Status apply_update_on_device(std::span<float> params, const BitVector* vote, std::span<const float> direction,
+                              std::span<float> buffer, const SgdFactors& factors, bool first_step) {
+  BALLOT_TRY(require_device());
+  const std::size_t d = params.size();
+  if ((vote != nullptr && vote->size() != d) || (vote == nullptr && direction.size() != d) ||
+      (factors.momentum != 0.0f && buffer.size() != d)) {
+    return make_error(ErrorCode::kInvalidArgument, "update sizes differ");
+  }
+  DeviceBuffer<float> d_params(d), d_direction(vote == nullptr ? d : 0), d_buffer(buffer.size());
+  DeviceBuffer<std::uint64_t> d_vote(vote != nullptr ? vote->num_words() : 0);
+  BALLOT_TRY(d_params.status());
+  BALLOT_TRY(d_direction.status());
+  BALLOT_TRY(d_buffer.status());
+  BALLOT_TRY(d_vote.status());
+  BALLOT_TRY(d_params.upload(params.data()));
+  if (vote != nullptr) {
+    BALLOT_TRY(d_vote.upload(vote->data()));
+  } else {
+    BALLOT_TRY(d_direction.upload(direction.data()));
+  }
+  if (!buffer.empty()) BALLOT_TRY(d_buffer.upload(buffer.data()));
+  BALLOT_TRY(apply_update(d_params.get(), vote != nullptr ? d_vote.get() : nullptr,
+                          vote == nullptr ? d_direction.get() : nullptr, buffer.empty() ? nullptr : d_buffer.get(), d,
+                          factors, first_step, nullptr));
+  BALLOT_TRY(d_params.download(params.data()));
+  if (!buffer.empty()) BALLOT_TRY(d_buffer.download(buffer.data()));
+  return {};
 }
 
 Result<BitVector> majority_vote_on_device(std::span<const BitVector> inputs, std::span<const std::uint32_t> weights) {

@@ -16,6 +16,8 @@
 
 #include "core/bit_vector.h"
 #include "core/result.h"
+#include "kernels/momentum.h"
+#include "kernels/update_logic.h"
 
 namespace ballot::kernels::cuda {
 
@@ -36,6 +38,20 @@ Status unpack_signs(const std::uint64_t* d_words, std::size_t count, float negat
 Status majority_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std::size_t num_words,
                      const std::uint32_t* d_weights, std::uint64_t total_weight, std::uint64_t* d_out, void* stream);
 
+// The node's hot path, bit-identical to the CPU (kernels/update_logic.h):
+// Signum's momentum fused with the sign pack: d_momentum ← β·m + (1−β)·g, then d_words = the
+// signs of the new momentum (kernels::signum_momentum followed by kernels::pack_signs).
+Status momentum_pack_signs(float* d_momentum, const float* d_gradient, std::size_t count, MomentumFactors factors,
+                           std::uint64_t* d_words, void* stream);
+// An update rule from a decision (learning/optimizer.h): the direction is the packed vote d_vote
+// (bit 1 → +1, 0 → −1) or the fp32 d_direction — exactly one of them non-null (else
+// kInvalidArgument). With factors.momentum == 0 it is the sign rule / plain SGD,
+// x ← x − η(v + λx), and d_buffer is unused; otherwise SGD with momentum (heavy ball on a vote)
+// over the momentum buffer d_buffer (count floats), which starts as the decayed direction when
+// first_step.
+Status apply_update(float* d_params, const std::uint64_t* d_vote, const float* d_direction, float* d_buffer,
+                    std::size_t count, const SgdFactors& factors, bool first_step, void* stream);
+
 // Words first … first + count − 1 of the random stream Rng(seed, stream) (core/rng.h), one
 // thread per word: the GPU draws exactly the numbers the CPU does.
 Status philox_words(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
@@ -46,6 +62,13 @@ Result<std::vector<std::uint32_t>> philox_words_on_device(std::uint64_t seed, st
                                                           std::size_t count);
 Result<BitVector> pack_signs_on_device(std::span<const float> values);
 Result<std::vector<float>> unpack_signs_on_device(const BitVector& signs, float scale);
+// momentum is updated in place; returns the signs of the new momentum.
+Result<BitVector> momentum_pack_signs_on_device(std::span<float> momentum, std::span<const float> gradient,
+                                                MomentumFactors factors);
+// params (and buffer, when factors.momentum != 0) updated in place from the vote or direction
+// (one of them non-empty, of params' size).
+Status apply_update_on_device(std::span<float> params, const BitVector* vote, std::span<const float> direction,
+                              std::span<float> buffer, const SgdFactors& factors, bool first_step);
 Result<BitVector> majority_vote_on_device(std::span<const BitVector> inputs,
                                           std::span<const std::uint32_t> weights = {});
 

@@ -9,12 +9,17 @@
 #define ballot ballot_in_cuda_unit
 #include "core/philox.h"
 #include "kernels/sign_logic.h"
+#include "kernels/update_logic.h"
 
 namespace {
 
 using ballot_in_cuda_unit::kernels::bitsliced_add;
 using ballot_in_cuda_unit::kernels::bitsliced_greater_equal;
+using ballot_in_cuda_unit::kernels::decayed_step;
+using ballot_in_cuda_unit::kernels::momentum_sgd_step;
+using ballot_in_cuda_unit::kernels::momentum_step;
 using ballot_in_cuda_unit::kernels::planes_for;
+using ballot_in_cuda_unit::kernels::SgdFactors;
 using ballot_in_cuda_unit::kernels::sign_bit;
 using ballot_in_cuda_unit::kernels::vote_threshold;
 
@@ -55,6 +60,41 @@ __global__ void pack_kernel(const float* values, std::size_t count, std::uint64_
   }
 }
 
+// Signum's momentum fused with the sign pack: the pack kernel's loop, where each lane first loads
+// its 2 · kWordsPerWarp momentum and gradient values, updates and stores the momentum, then takes
+// the ballots of sign(new m). One pass over m and g instead of two.
+__global__ void momentum_pack_kernel(float* momentum, const float* gradient, std::size_t count, float keep, float mix,
+                                     std::uint64_t* words, std::size_t num_words) {
+  const unsigned lane = threadIdx.x % 32;
+  const std::size_t warps_in_grid = (static_cast<std::size_t>(gridDim.x) * blockDim.x) / 32;
+  for (std::size_t base = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * kWordsPerWarp;
+       base < num_words; base += warps_in_grid * kWordsPerWarp) {
+    float m[2 * kWordsPerWarp], g[2 * kWordsPerWarp];
+#pragma unroll
+    for (int j = 0; j < 2 * kWordsPerWarp; ++j) {
+      const std::size_t index = 64 * base + 32 * static_cast<std::size_t>(j) + lane;
+      m[j] = index < count ? momentum[index] : 0.0f;
+      g[j] = index < count ? gradient[index] : 0.0f;
+    }
+    bool bits[2 * kWordsPerWarp];
+#pragma unroll
+    for (int j = 0; j < 2 * kWordsPerWarp; ++j) {
+      const std::size_t index = 64 * base + 32 * static_cast<std::size_t>(j) + lane;
+      const float updated = momentum_step(m[j], g[j], keep, mix);
+      bits[j] = index < count && sign_bit(updated);
+      if (index < count) momentum[index] = updated;
+    }
+#pragma unroll
+    for (int j = 0; j < kWordsPerWarp; ++j) {
+      const unsigned low_bits = __ballot_sync(0xffffffffu, bits[2 * j]);
+      const unsigned high_bits = __ballot_sync(0xffffffffu, bits[2 * j + 1]);
+      if (lane == static_cast<unsigned>(j) && base + j < num_words) {
+        words[base + j] = static_cast<std::uint64_t>(low_bits) | (static_cast<std::uint64_t>(high_bits) << 32);
+      }
+    }
+  }
+}
+
 // Each thread writes kFloatsPerThread consecutive outputs from one word: one 16-byte store when the
 // output is 16-byte aligned there (torch and cudaMalloc allocations are), else four 4-byte stores.
 constexpr int kFloatsPerThread = 4;
@@ -76,6 +116,63 @@ __global__ void unpack_kernel(const std::uint64_t* words, std::size_t count, flo
   }
 }
 
+// The update rules from a decision (kernels/update_logic.h), kFloatsPerThread consecutive
+// coordinates a thread: 16-byte loads and stores where every array is 16-byte aligned there (the
+// alignment of an offset multiple of 4 is that of the base pointer, so the branch is uniform).
+// The direction is the vote's bits (±1) or an fp32 array; the momentum buffer is used when
+// kMomentum.
+struct Four {
+  float v[4];
+};
+__device__ inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+__device__ inline Four load4(const float* p, std::size_t i, std::size_t count, bool vector) {
+  Four out{};
+  if (vector) {
+    const float4 v = *reinterpret_cast<const float4*>(p + i);
+    out = Four{{v.x, v.y, v.z, v.w}};
+  } else {
+    for (int k = 0; k < 4; ++k) out.v[k] = i + k < count ? p[i + k] : 0.0f;
+  }
+  return out;
+}
+__device__ inline void store4(float* p, std::size_t i, std::size_t count, bool vector, const Four& value) {
+  if (vector) {
+    *reinterpret_cast<float4*>(p + i) = make_float4(value.v[0], value.v[1], value.v[2], value.v[3]);
+  } else {
+    for (int k = 0; k < 4 && i + k < count; ++k) p[i + k] = value.v[k];
+  }
+}
+
+template <bool kVote, bool kMomentum>
+__global__ void update_kernel(float* params, const std::uint64_t* vote, const float* direction, float* buffer,
+                              std::size_t count, SgdFactors factors, bool first_step) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x * kFloatsPerThread;
+  const bool aligned = aligned16(params) && (kVote || aligned16(direction)) && (!kMomentum || aligned16(buffer));
+  for (std::size_t i = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kFloatsPerThread; i < count;
+       i += stride) {
+    const bool vector = aligned && i + kFloatsPerThread <= count;
+    Four x = load4(params, i, count, vector);
+    Four g;
+    if constexpr (kVote) {
+      const std::uint64_t word = vote[i / 64] >> (i % 64);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) g.v[k] = ((word >> k) & 1u) ? 1.0f : -1.0f;
+    } else {
+      g = load4(direction, i, count, vector);
+    }
+    if constexpr (kMomentum) {
+      Four b = load4(buffer, i, count, vector);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) momentum_sgd_step(x.v[k], b.v[k], g.v[k], factors, first_step);
+      store4(buffer, i, count, vector, b);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) x.v[k] = decayed_step(x.v[k], g.v[k], factors.lr, factors.weight_decay);
+    }
+    store4(params, i, count, vector, x);
+  }
+}
+
 // One thread per output word, bit-sliced counters in registers (the CPU's algorithm, shared code).
 // The counter width is a template parameter so that every plane index is a compile-time constant
 // after inlining and unrolling — a runtime-sized counter array lives in local memory instead (the
@@ -90,6 +187,8 @@ __global__ void vote_kernel(const std::uint64_t* inputs, std::size_t num_inputs,
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t w = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < num_words; w += stride) {
     std::uint64_t planes[kPlanes] = {};
+    // Unrolled so that several rows' loads are in flight before the first add needs its word.
+#pragma unroll 4
     for (std::size_t i = 0; i < num_inputs; ++i) {
       const std::uint64_t x = inputs[i * num_words + w];
       if constexpr (kWeighted) {
@@ -169,6 +268,39 @@ extern "C" int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_
     launch_vote<16>(d_inputs, num_inputs, num_words, d_weights, threshold, d_out, as_stream(stream));
   } else {
     launch_vote<32>(d_inputs, num_inputs, num_words, d_weights, threshold, d_out, as_stream(stream));
+  }
+  return cudaGetLastError();
+}
+
+extern "C" int ballot_cuda_launch_momentum_pack(float* d_momentum, const float* d_gradient, std::size_t count,
+                                                float keep, float mix, std::uint64_t* d_words, void* stream) {
+  const std::size_t num_words = (count + 63) / 64;
+  if (num_words == 0) return cudaSuccess;
+  momentum_pack_kernel<<<grid_for((num_words + kWordsPerWarp - 1) / kWordsPerWarp * 32), kThreadsPerBlock, 0,
+                         as_stream(stream)>>>(d_momentum, d_gradient, count, keep, mix, d_words, num_words);
+  return cudaGetLastError();
+}
+
+extern "C" int ballot_cuda_launch_update(float* d_params, const std::uint64_t* d_vote, const float* d_direction,
+                                         float* d_buffer, std::size_t count, float lr, float weight_decay,
+                                         float momentum, float keep, int nesterov, int first_step, void* stream) {
+  if (count == 0) return cudaSuccess;
+  const SgdFactors factors{lr, weight_decay, momentum, keep, nesterov != 0};
+  const unsigned grid = grid_for((count + kFloatsPerThread - 1) / kFloatsPerThread);
+  const cudaStream_t s = as_stream(stream);
+  const bool with_momentum = d_buffer != nullptr;
+  if (d_vote != nullptr && with_momentum) {
+    update_kernel<true, true>
+        <<<grid, kThreadsPerBlock, 0, s>>>(d_params, d_vote, d_direction, d_buffer, count, factors, first_step != 0);
+  } else if (d_vote != nullptr) {
+    update_kernel<true, false>
+        <<<grid, kThreadsPerBlock, 0, s>>>(d_params, d_vote, d_direction, d_buffer, count, factors, first_step != 0);
+  } else if (with_momentum) {
+    update_kernel<false, true>
+        <<<grid, kThreadsPerBlock, 0, s>>>(d_params, d_vote, d_direction, d_buffer, count, factors, first_step != 0);
+  } else {
+    update_kernel<false, false>
+        <<<grid, kThreadsPerBlock, 0, s>>>(d_params, d_vote, d_direction, d_buffer, count, factors, first_step != 0);
   }
   return cudaGetLastError();
 }

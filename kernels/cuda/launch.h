@@ -16,4 +16,10 @@ int ballot_cuda_launch_philox(std::uint64_t seed, std::uint64_t stream, std::uin
 int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std::size_t num_words,
                             const std::uint32_t* d_weights, std::uint64_t total_weight, std::uint64_t* d_out,
                             void* stream);
+int ballot_cuda_launch_momentum_pack(float* d_momentum, const float* d_gradient, std::size_t count, float keep,
+                                     float mix, std::uint64_t* d_words, void* stream);
+// d_vote or d_direction (the other null); d_buffer null without momentum.
+int ballot_cuda_launch_update(float* d_params, const std::uint64_t* d_vote, const float* d_direction, float* d_buffer,
+                              std::size_t count, float lr, float weight_decay, float momentum, float keep, int nesterov,
+                              int first_step, void* stream);
 }

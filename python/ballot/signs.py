@@ -8,6 +8,11 @@ uint64; the bits are the same).
 CPU arrays use the AVX2/AVX-512 kernels chosen at run time. On a build with CUDA
 (``ballot.has_cuda``), CUDA tensors are packed, unpacked and voted by the CUDA kernels on the
 caller's current torch stream, without synchronising; results are bit-identical to the CPU.
+
+The node's hot path has the same two versions: ``momentum_pack`` (Signum's worker momentum fused
+with the pack) and ``apply_update`` (the sign, SGD and heavy-ball rules applied from a decision),
+whose float arithmetic is the C++ replicas' (round to nearest, no fused multiply-add), so a GPU
+replica stays bit-identical to a CPU one.
 """
 
 from __future__ import annotations
@@ -78,6 +83,55 @@ def majority_vote(inputs: Any, d: int, weights: Optional[Sequence[int]] = None) 
         raise ValueError("weights: must be non-negative")
     _native.majority_vote(inputs, int(d), w, device_weights, out, cuda_stream(reference))
     return out
+
+
+def momentum_pack(momentum: Any, gradient: Any, beta: float = 0.9) -> Any:
+    """Signum's worker momentum and its signs in one pass: ``momentum`` (float32, updated in place)
+    becomes ``beta * momentum + (1 - beta) * gradient`` and the packed signs of the new momentum
+    are returned (same array type and device)."""
+    if len(momentum.shape) != 1:
+        raise ValueError("momentum: expected a 1-D array")
+    out = _words_like(momentum, words_for(int(momentum.shape[0])))
+    _native.momentum_pack(momentum, gradient, float(beta), out, cuda_stream(momentum))
+    return out
+
+
+def apply_update(
+    params: Any,
+    *,
+    lr: float,
+    vote: Any = None,
+    direction: Any = None,
+    weight_decay: float = 0.0,
+    momentum: float = 0.0,
+    buffer: Any = None,
+    dampening: float = 0.0,
+    nesterov: bool = False,
+    first_step: bool = False,
+) -> None:
+    """Applies one update to the float32 ``params`` in place, from the packed ``vote`` (bit 1 is
+    +1) or the float32 ``direction`` — exactly one of them:
+
+    - ``momentum == 0``: ``x <- x - lr * (v + weight_decay * x)`` (the ``sign`` rule on a vote,
+      plain SGD on a direction);
+    - ``momentum > 0``: SGD with momentum as PyTorch defines it over ``buffer`` (float32, updated
+      in place; it starts as the decayed direction when ``first_step``): the ``heavyball`` rule on a
+      vote, ``sgd`` on a direction.
+
+    ``lr`` and ``weight_decay`` are used as float32, as the signed decision carries them."""
+    _native.apply_update(
+        params,
+        vote,
+        direction,
+        buffer,
+        float(lr),
+        float(weight_decay),
+        float(momentum),
+        float(dampening),
+        bool(nesterov),
+        bool(first_step),
+        cuda_stream(params),
+    )
 
 
 def agreement(a: Any, b: Any, d: int) -> int:

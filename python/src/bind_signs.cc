@@ -3,19 +3,26 @@
 // and CUDA share one signature; CUDA work is queued on the stream handle the caller passes
 // (torch's current stream), never synchronised here.
 //
+// The node's hot path — Signum's momentum fused with the pack, and the update rules applied from a
+// decision — runs the same per-coordinate arithmetic on both devices (kernels/update_logic.h), so
+// a GPU replica and a CPU replica compute the same bits.
+//
 // On the CPU, packed inputs are validated and copied into BitVectors (BitVector::from_words: a
 // wrong word count or a set padding bit is a ValueError) — d/8 bytes per vector, 1/32 of the
 // floats they stand for.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 
 #include "core/bit_vector.h"
 #include "core/config.h"
 #include "kernels/majority_vote.h"
+#include "kernels/momentum.h"
 #include "kernels/sign_kernels.h"
+#include "kernels/update_logic.h"
 #include "python/src/native.h"
 #if BALLOT_HAVE_CUDA
 #include "kernels/cuda/cuda_kernels.h"
@@ -124,7 +131,8 @@ WordRows word_rows(nb::handle inputs) {
   for (std::size_t i = 0; i < matrix.shape(0); ++i)
     out.rows.push_back(
         {base + static_cast<std::ptrdiff_t>(i) * matrix.stride(0), matrix.shape(1), device, matrix.device_id()});
-  out.contiguous_2d = matrix.shape(0) <= 1 || static_cast<std::size_t>(matrix.stride(0)) == matrix.shape(1);
+  out.contiguous_2d = matrix.shape(0) <= 1 || matrix.shape(1) == 0 ||  // torch strides an empty row by 1
+                      static_cast<std::size_t>(matrix.stride(0)) == matrix.shape(1);
   out.arrays.push_back(std::move(matrix));
   return out;
 }
@@ -192,6 +200,94 @@ void vote(nb::handle inputs, std::size_t d, std::optional<std::vector<std::uint3
   copy_out(result, out);
 }
 
+// momentum ← β·momentum + (1−β)·gradient in place; out = the signs of the new momentum.
+void momentum_pack(nb::handle momentum, nb::handle gradient, double beta, nb::handle out_words, std::uintptr_t stream) {
+  if (!(beta >= 0.0 && beta < 1.0)) throw nb::value_error("beta: must be in [0, 1)");
+  const auto [m, device] = floats_on_device(momentum, "momentum", /*writable=*/true);
+  const auto [g, g_device] = floats_on_device(gradient, "gradient", /*writable=*/false);
+  const Words out = words_of(out_words, "out", /*writable=*/true);
+  same_device(device, g_device, "momentum_pack");
+  same_device(device, out.device, "momentum_pack");
+  if (m.size() != g.size()) throw nb::value_error("momentum and gradient: sizes differ");
+  require_words(out, m.size(), "out");
+  if (device == Device::kCuda) {
+#if BALLOT_HAVE_CUDA
+    unwrap(kernels::cuda::momentum_pack_signs(m.data(), g.data(), m.size(), kernels::momentum_factors(beta), out.data,
+                                              reinterpret_cast<void*>(stream)));
+    return;
+#else
+    (void)stream;
+    no_cuda();
+#endif
+  }
+  BitVector bits;
+  {
+    nb::gil_scoped_release released;
+    kernels::signum_momentum(m, g, beta);
+    kernels::pack_signs(m, bits);
+  }
+  copy_out(bits, out);
+}
+
+// One update from a decision, in place (learning/optimizer.h's sign / sgd / heavyball rules): the
+// direction is the packed vote or an fp32 array (exactly one); the momentum buffer is needed when
+// momentum > 0.
+void apply_update(nb::handle params, nb::handle vote_words, nb::handle direction, nb::handle buffer, double lr,
+                  double weight_decay, double momentum, double dampening, bool nesterov, bool first_step,
+                  std::uintptr_t stream) {
+  if (!(momentum >= 0.0 && momentum < 1.0)) throw nb::value_error("momentum: must be in [0, 1)");
+  if (!(dampening >= 0.0 && dampening < 1.0)) throw nb::value_error("dampening: must be in [0, 1)");
+  if (!std::isfinite(lr) || !std::isfinite(weight_decay)) throw nb::value_error("lr and weight_decay: must be finite");
+  const kernels::SgdFactors factors{static_cast<float>(lr), static_cast<float>(weight_decay),
+                                    static_cast<float>(momentum), static_cast<float>(1.0 - dampening), nesterov};
+  const auto [x, device] = floats_on_device(params, "params", /*writable=*/true);
+  const std::size_t d = x.size();
+  if (vote_words.is_none() == direction.is_none())
+    throw nb::value_error("apply_update: give exactly one of a vote and a direction");
+  std::optional<Words> vote;
+  std::span<const float> g;
+  if (!vote_words.is_none()) {
+    vote = words_of(vote_words, "vote", /*writable=*/false);
+    same_device(device, vote->device, "apply_update");
+    require_words(*vote, d, "vote");
+  } else {
+    const auto [values, g_device] = floats_on_device(direction, "direction", /*writable=*/false);
+    same_device(device, g_device, "apply_update");
+    if (values.size() != d) throw nb::value_error("direction: must hold as many floats as params");
+    g = values;
+  }
+  std::span<float> b;
+  if (factors.momentum != 0.0f) {
+    if (buffer.is_none()) throw nb::value_error("buffer: an update with momentum needs its buffer");
+    const auto [values, b_device] = floats_on_device(buffer, "buffer", /*writable=*/true);
+    same_device(device, b_device, "apply_update");
+    if (values.size() != d) throw nb::value_error("buffer: must hold as many floats as params");
+    b = values;
+  }
+  if (device == Device::kCuda) {
+#if BALLOT_HAVE_CUDA
+    unwrap(kernels::cuda::apply_update(x.data(), vote ? vote->data : nullptr, vote ? nullptr : g.data(),
+                                       b.empty() ? nullptr : b.data(), d, factors, first_step,
+                                       reinterpret_cast<void*>(stream)));
+    return;
+#else
+    (void)stream;
+    no_cuda();
+#endif
+  }
+  const BitVector bits = vote ? bits_of(*vote, d, "vote") : BitVector();
+  const std::uint64_t* words = bits.data();
+  nb::gil_scoped_release released;
+  for (std::size_t i = 0; i < d; ++i) {
+    const float v = vote ? (((words[i / 64] >> (i % 64)) & 1u) != 0 ? 1.0f : -1.0f) : g[i];
+    if (b.empty()) {
+      x[i] = kernels::decayed_step(x[i], v, factors.lr, factors.weight_decay);
+    } else {
+      kernels::momentum_sgd_step(x[i], b[i], v, factors, first_step);
+    }
+  }
+}
+
 std::size_t agreement(nb::handle a, nb::handle b, std::size_t d) {
   const Words wa = words_of(a, "a", false);
   const Words wb = words_of(b, "b", false);
@@ -214,6 +310,11 @@ void register_signs(nb::module_& m) {
   m.def("unpack_signs", &unpack, nb::arg("signs"), nb::arg("d"), nb::arg("out"), nb::arg("scale"), nb::arg("stream"));
   m.def("majority_vote", &vote, nb::arg("inputs"), nb::arg("d"), nb::arg("weights").none(),
         nb::arg("device_weights").none(), nb::arg("out"), nb::arg("stream"));
+  m.def("momentum_pack", &momentum_pack, nb::arg("momentum"), nb::arg("gradient"), nb::arg("beta"), nb::arg("out"),
+        nb::arg("stream"));
+  m.def("apply_update", &apply_update, nb::arg("params"), nb::arg("vote").none(), nb::arg("direction").none(),
+        nb::arg("buffer").none(), nb::arg("lr"), nb::arg("weight_decay"), nb::arg("momentum"), nb::arg("dampening"),
+        nb::arg("nesterov"), nb::arg("first_step"), nb::arg("stream"));
   m.def("agreement", &agreement, nb::arg("a"), nb::arg("b"), nb::arg("d"));
   m.def("cuda_device_count", &cuda_device_count);
 }

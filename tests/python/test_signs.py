@@ -80,3 +80,94 @@ def test_cuda_tensors_match_the_cpu(rng):
         assert torch.equal(signs.majority_vote([r.cuda() for r in rows], d).cpu(), signs.majority_vote(rows, d))
         assert torch.equal(signs.majority_vote([r.cuda() for r in rows], d, weights=[1, 2, 3, 0, 1]).cpu(),
                            signs.majority_vote(rows, d, weights=[1, 2, 3, 0, 1]))
+
+
+def _momentum_reference(m, g, beta):
+    keep, mix = np.float32(beta), np.float32(1.0 - beta)
+    return keep * m + mix * g  # float32 multiplies and an add, each rounded to nearest
+
+
+@pytest.mark.parametrize("d", [0, 1, 63, 64, 65, 4099])
+def test_momentum_pack_is_the_signum_momentum_and_its_signs(rng, d):
+    m = rng.standard_normal(d).astype(np.float32)
+    g = rng.standard_normal(d).astype(np.float32)
+    expected = _momentum_reference(m, g, 0.9)
+    words = signs.momentum_pack(m, g, 0.9)
+    np.testing.assert_array_equal(m, expected)  # bit for bit
+    np.testing.assert_array_equal(words, reference_pack(expected))
+
+
+def test_apply_update_is_the_sign_rule_and_heavy_ball(rng):
+    d = 1000
+    x = rng.standard_normal(d).astype(np.float32)
+    v = rng.standard_normal(d).astype(np.float32)
+    vote = signs.pack(v)
+    ones = np.where(v < 0, np.float32(-1), np.float32(1))
+    lr, wd = np.float32(0.01), np.float32(1e-4)
+
+    sign_rule = x.copy()
+    signs.apply_update(sign_rule, vote=vote, lr=0.01, weight_decay=1e-4)
+    np.testing.assert_array_equal(sign_rule, x - lr * (ones + wd * x))
+
+    params, buffer = x.copy(), np.zeros(d, np.float32)
+    expected_x, expected_b = x.copy(), None
+    for step in range(3):
+        signs.apply_update(params, vote=vote, lr=0.01, weight_decay=1e-4, momentum=0.9, buffer=buffer,
+                           first_step=step == 0)
+        decayed = ones + wd * expected_x
+        expected_b = decayed if step == 0 else np.float32(0.9) * expected_b + np.float32(1.0) * decayed
+        expected_x = expected_x - lr * expected_b
+    np.testing.assert_array_equal(params, expected_x)
+    np.testing.assert_array_equal(buffer, expected_b)
+
+    sgd = x.copy()
+    signs.apply_update(sgd, direction=v, lr=0.01, weight_decay=1e-4)
+    np.testing.assert_array_equal(sgd, x - lr * (v + wd * x))
+
+
+def test_hot_path_refuses_bad_arguments(rng):
+    x = np.zeros(10, np.float32)
+    vote = signs.pack(x)
+    with pytest.raises(ValueError, match="exactly one"):
+        signs.apply_update(x, lr=0.1)
+    with pytest.raises(ValueError, match="exactly one"):
+        signs.apply_update(x, vote=vote, direction=x, lr=0.1)
+    with pytest.raises(ValueError, match="buffer"):
+        signs.apply_update(x, vote=vote, lr=0.1, momentum=0.9)
+    with pytest.raises(ValueError, match="momentum"):
+        signs.apply_update(x, vote=vote, lr=0.1, momentum=1.5, buffer=x.copy())
+    with pytest.raises(ValueError, match="finite"):
+        signs.apply_update(x, vote=vote, lr=float("nan"))
+    with pytest.raises(ValueError):
+        signs.apply_update(x, vote=signs.pack(np.zeros(200, np.float32)), lr=0.1)  # 200 signs for 10 params
+    with pytest.raises(ValueError, match="beta"):
+        signs.momentum_pack(x, x.copy(), 1.0)
+    with pytest.raises(ValueError, match="sizes"):
+        signs.momentum_pack(x, np.zeros(11, np.float32))
+
+
+def test_cuda_hot_path_matches_the_cpu(rng):
+    torch = torch_or_skip()
+    import ballot
+
+    if not ballot.has_cuda or signs.cuda_device_count() == 0 or not torch.cuda.is_available():
+        pytest.skip("no CUDA device (or a build without CUDA): the CUDA path is checked on a GPU machine")
+    for d in (0, 1, 63, 64, 65, (1 << 20) + 3):
+        m = torch.from_numpy(rng.standard_normal(d + 1).astype(np.float32))
+        g = torch.from_numpy(rng.standard_normal(d + 1).astype(np.float32))
+        for offset in (0, 1):  # a view at an odd offset takes the kernels' unaligned path
+            cpu_m, gpu_m = m[offset:offset + d].clone(), m.cuda()[offset:offset + d]
+            gpu_words = signs.momentum_pack(gpu_m, g.cuda()[offset:offset + d], 0.9)
+            cpu_words = signs.momentum_pack(cpu_m, g[offset:offset + d], 0.9)
+            assert torch.equal(gpu_m.cpu(), cpu_m) and torch.equal(gpu_words.cpu(), cpu_words)
+
+            vote = cpu_words
+            cpu_x, gpu_x = m[offset:offset + d].clone(), m.cuda()[offset:offset + d]
+            cpu_b, gpu_b = torch.zeros(d), torch.zeros(d, device="cuda")
+            for step in range(2):
+                options = dict(lr=0.05, weight_decay=1e-4, momentum=0.9, first_step=step == 0)
+                signs.apply_update(cpu_x, vote=vote, buffer=cpu_b, **options)
+                signs.apply_update(gpu_x, vote=vote.cuda(), buffer=gpu_b, **options)
+                signs.apply_update(cpu_x, direction=g[offset:offset + d], lr=0.01, weight_decay=1e-3)
+                signs.apply_update(gpu_x, direction=g.cuda()[offset:offset + d], lr=0.01, weight_decay=1e-3)
+            assert torch.equal(gpu_x.cpu(), cpu_x) and torch.equal(gpu_b.cpu(), cpu_b), (d, offset)

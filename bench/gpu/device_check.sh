@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The GPU checks in one run, for a GPU machine without package registries (../shared/gpu/README.md):
+# builds only what runs on the GPU (the CUDA and NCCL tests, gpu_bench and, where nanobind and
+# Python's headers are present, the Python module) against the packages that
+# ../shared/gpu/prepare-deps.sh put in DEPS, then runs the CUDA tests, compute-sanitizer on them,
+# the NCCL test, gpu_bench, the torch-ops baseline and the Python CUDA tests.
+# Usage, from the project's root: LOG_DIR=dir DEPS=.gpu-deps bash bench/gpu/device_check.sh
+set -u
+deps=$(cd "${DEPS:-.gpu-deps}" && pwd)
+log=${LOG_DIR:-/tmp/ballot-gpu-logs}
+mkdir -p "$log"
+exec > >(tee "$log/device_check.log") 2>&1
+prefix=/tmp/ballot-deps
+build=/tmp/ballot-gpu
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader
+mkdir -p "$prefix"
+for f in "$deps"/*.deb; do dpkg -x "$f" "$prefix"; done
+L=$prefix/usr/lib/x86_64-linux-gnu
+ln -sf "$(ls "$prefix"/lib/x86_64-linux-gnu/libz.so.1.* "$prefix"/usr/lib/x86_64-linux-gnu/libz.so.1.* 2>/dev/null | head -1)" "$L/libz.so"
+export LD_LIBRARY_PATH=$L:$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+nccl_h=$(find /usr/include /usr/local -name nccl.h 2>/dev/null | head -1)
+nccl_so=$(find /usr/lib /usr/local -name "libnccl.so*" 2>/dev/null | head -1)
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+configure() {
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix/usr" \
+    -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DBALLOT_CUDA=ON -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
+    ${nccl_h:+-DBALLOT_NCCL=ON -DBALLOT_NCCL_INCLUDE_DIR="$(dirname "$nccl_h")" -DBALLOT_NCCL_LIBRARY="$nccl_so"} \
+    -DOPENSSL_ROOT_DIR="$prefix/usr" -DBoost_DIR="$L/cmake/Boost-1.74.0" \
+    -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include/x86_64-linux-gnu -isystem $prefix/usr/include" \
+    -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,$L" -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath,$L" "$@" \
+    > "$log/configure.log" 2>&1
+}
+targets="kernels_cuda_test gpu_bench"
+if configure -DBALLOT_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)"; then
+  targets="$targets ballot_python"
+else
+  echo "the Python module is not built here: $(grep -m1 -i error "$log/configure.log")"
+  rm -rf "$build"
+  configure || { tail -30 "$log/configure.log"; exit 1; }
+fi
+grep -q "NCCL ON" "$log/configure.log" && targets="$targets transport_nccl_test"
+echo "== build: $targets"
+start=$(date +%s)
+cmake --build "$build" -j"$(nproc)" --target $targets > "$log/build.log" 2>&1 ||
+  { grep -B2 -A12 "error" "$log/build.log" | head -60; exit 1; }
+echo "built in $(($(date +%s) - start)) s"
+echo "== kernel resources (ptxas -v, sm_${arch:-90})"
+nvcc -std=c++20 -I. -I"$build/generated" -arch=sm_"${arch:-90}" -Xptxas -v -c kernels/cuda/launch.cu -o /dev/null 2>&1 |
+  awk '/Compiling entry/ { name = $0; sub(/.*launch_cu_[0-9a-f]+/, "", name); name = substr(name, 1, 36) }
+       /stack frame/ { frame = $0; sub(/.*info *: */, "", frame) }
+       /Used/ { regs = $0; sub(/.*info *: */, "", regs); print name ": " regs "; " frame }' 
+echo "== CUDA tests"
+"$build/tests/kernels/kernels_cuda_test" 2>&1 | tail -25
+echo "== compute-sanitizer memcheck (CUDA tests)"
+timeout 240 compute-sanitizer --tool memcheck "$build/tests/kernels/kernels_cuda_test" > "$log/memcheck.log" 2>&1
+grep -E "ERROR SUMMARY|PASSED|FAILED" "$log/memcheck.log" | tail -4
+if [ -x "$build/tests/transport/transport_nccl_test" ]; then
+  echo "== NCCL test"
+  "$build/tests/transport/transport_nccl_test" 2>&1 | tail -6
+fi
+echo "== gpu_bench"
+timeout 240 "$build/bench/gpu/gpu_bench" --benchmark_counters_tabular=true 2>&1
+echo "== torch ops (same GPU)"
+timeout 120 python3 bench/gpu/torch_ops.py 2>&1
+if ls "$build"/python/ballot/_native*.so > /dev/null 2>&1; then
+  echo "== Python: ballot.signs on CUDA tensors"
+  PYTHONPATH="$build/python" timeout 120 python3 -m pytest -q -p no:cacheprovider tests/python/test_signs.py 2>&1 | tail -6
+fi

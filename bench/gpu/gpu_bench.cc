@@ -1,0 +1,284 @@
+// GPU benchmarks: every CUDA kernel of kernels/cuda as a fraction of the device's own memory
+// bandwidth, both measured in the same run:
+//   read bandwidth   a kernel that reads 1 GiB once (probes.cu) — the limit of pack and vote,
+//                    which read far more than they write;
+//   copy bandwidth   cudaMemcpyAsync of 1 GiB device to device, counting the bytes read and
+//                    written — the limit of unpack, the fused momentum + pack and the updates,
+//                    which read and write about as much.
+// Times come from CUDA events around each launch (manual time). A summary with the targets is
+// printed at the end. Without a CUDA device the program says so and exits 0.
+// Run: build/<preset>/bench/gpu/gpu_bench [--benchmark_filter=...]; results in RESULTS.md.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+extern "C" int ballot_bench_launch_read(const void* data, std::size_t bytes, float* sink, unsigned blocks,
+                                        void* stream);
+
+namespace {
+
+namespace cuda = ballot::kernels::cuda;
+
+void check(cudaError_t code, const char* what) {
+  if (code != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(code));
+    std::exit(1);
+  }
+}
+void check(const ballot::Status& status) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s\n", status.error().to_string().c_str());
+    std::exit(1);
+  }
+}
+
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(std::size_t count) : count_(count) {
+    check(cudaMalloc(reinterpret_cast<void**>(&pointer_), std::max<std::size_t>(count, 1) * sizeof(T)), "cudaMalloc");
+  }
+  ~DeviceArray() { cudaFree(pointer_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return pointer_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  T* pointer_ = nullptr;
+  std::size_t count_;
+};
+
+struct Device {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  unsigned read_blocks = 0;
+  double read_bandwidth = 0;  // bytes per second
+  double copy_bandwidth = 0;  // bytes read + written per second
+  std::string name;
+};
+Device g_device;
+
+// The fraction of its limit each benchmark reached (mean time), for the summary.
+std::map<std::string, double> g_fractions;
+
+// Seconds of one launch, from CUDA events on the benchmark stream.
+template <typename Launch>
+double time_once(Launch&& launch) {
+  check(cudaEventRecord(g_device.start, g_device.stream), "event");
+  launch();
+  check(cudaEventRecord(g_device.stop, g_device.stream), "event");
+  check(cudaEventSynchronize(g_device.stop), "event sync");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, g_device.start, g_device.stop), "elapsed");
+  return ms / 1e3;
+}
+
+// Times `launch` (after one warm-up) and reports bytes/s and the fraction of `limit`.
+template <typename Launch>
+void run(benchmark::State& state, const std::string& label, double bytes, double limit, Launch&& launch) {
+  launch();
+  double total = 0;
+  for (auto _ : state) {
+    const double seconds = time_once(launch);
+    state.SetIterationTime(seconds);
+    total += seconds;
+  }
+  const double mean = total / static_cast<double>(state.iterations());
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes * static_cast<double>(state.iterations())));
+  state.counters["of_limit"] = bytes / mean / limit;
+  g_fractions[label] = bytes / mean / limit;
+}
+
+// Random floats in (-0.5, 0.5) and random words, made on the host once per size.
+std::vector<float> random_floats(std::size_t count, std::uint64_t seed) {
+  ballot::Rng rng(seed);
+  std::vector<float> values(count);
+  for (auto& v : values) v = rng.uniform_float() - 0.5f;
+  return values;
+}
+template <typename T>
+void upload(const DeviceArray<T>& array, const void* host, std::size_t bytes) {
+  check(cudaMemcpy(array.get(), host, bytes, cudaMemcpyHostToDevice), "upload");
+}
+// Fills a device float array with a repeated block of random values (cheap for 2^28 floats).
+void fill_random(const DeviceArray<float>& array, std::size_t count, std::uint64_t seed) {
+  const std::size_t block = std::min<std::size_t>(count, std::size_t{1} << 22);
+  const auto values = random_floats(block, seed);
+  for (std::size_t first = 0; first < count; first += block) {
+    check(cudaMemcpy(array.get() + first, values.data(), std::min(block, count - first) * sizeof(float),
+                     cudaMemcpyHostToDevice),
+          "upload");
+  }
+}
+void fill_random_words(const DeviceArray<std::uint64_t>& array, std::size_t count, std::uint64_t seed) {
+  ballot::Rng rng(seed);
+  std::vector<std::uint64_t> words(count);
+  for (auto& w : words) w = (static_cast<std::uint64_t>(rng.next_u32()) << 32) | rng.next_u32();
+  upload(array, words.data(), count * sizeof(std::uint64_t));
+}
+
+std::string pow2(std::int64_t d) {
+  int k = 0;
+  while ((std::int64_t{1} << k) < d) ++k;
+  return "2^" + std::to_string(k);
+}
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  const std::size_t bytes = std::size_t{1} << 30;
+  DeviceArray<float> data(bytes / 4), sink(256 * g_device.read_blocks);
+  run(state, "read probe", static_cast<double>(bytes), g_device.read_bandwidth,
+      [&] { ballot_bench_launch_read(data.get(), bytes, sink.get(), g_device.read_blocks, g_device.stream); });
+}
+
+void BM_CopyBandwidth(benchmark::State& state) {
+  const std::size_t bytes = std::size_t{1} << 30;
+  DeviceArray<std::uint8_t> from(bytes), to(bytes);
+  run(state, "copy probe", 2.0 * bytes, g_device.copy_bandwidth,
+      [&] { check(cudaMemcpyAsync(to.get(), from.get(), bytes, cudaMemcpyDeviceToDevice, g_device.stream), "copy"); });
+}
+
+void BM_Pack(benchmark::State& state) {
+  const auto d = static_cast<std::size_t>(state.range(0));
+  DeviceArray<float> values(d);
+  DeviceArray<std::uint64_t> words((d + 63) / 64);
+  fill_random(values, d, 1);
+  run(state, "pack d=" + pow2(state.range(0)) + " (of read)", 4.0 * d, g_device.read_bandwidth,
+      [&] { check(cuda::pack_signs(values.get(), d, words.get(), g_device.stream)); });
+}
+
+void BM_Unpack(benchmark::State& state) {
+  const auto d = static_cast<std::size_t>(state.range(0));
+  DeviceArray<std::uint64_t> words((d + 63) / 64);
+  DeviceArray<float> out(d);
+  fill_random_words(words, (d + 63) / 64, 2);
+  run(state, "unpack d=" + pow2(state.range(0)) + " (of copy)", d / 8.0 + 4.0 * d, g_device.copy_bandwidth,
+      [&] { check(cuda::unpack_signs(words.get(), d, -1.0f, 1.0f, out.get(), g_device.stream)); });
+}
+
+void BM_Vote(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto d = static_cast<std::size_t>(state.range(1));
+  const std::size_t num_words = (d + 63) / 64;
+  DeviceArray<std::uint64_t> inputs(n * num_words), out(num_words);
+  fill_random_words(inputs, n * num_words, 3);
+  run(state, "vote n=" + std::to_string(n) + " d=" + pow2(state.range(1)) + " (of read)", n * d / 8.0,
+      g_device.read_bandwidth,
+      [&] { check(cuda::majority_vote(inputs.get(), n, num_words, nullptr, n, out.get(), g_device.stream)); });
+}
+
+void BM_MomentumPack(benchmark::State& state) {
+  const auto d = static_cast<std::size_t>(state.range(0));
+  DeviceArray<float> momentum(d), gradient(d);
+  DeviceArray<std::uint64_t> words((d + 63) / 64);
+  fill_random(momentum, d, 4);
+  fill_random(gradient, d, 5);
+  // Reads m and g, writes m and the signs.
+  run(state, "momentum+pack d=" + pow2(state.range(0)) + " (of copy)", 12.0 * d + d / 8.0, g_device.copy_bandwidth,
+      [&] {
+        check(cuda::momentum_pack_signs(momentum.get(), gradient.get(), d, ballot::kernels::momentum_factors(0.9),
+                                        words.get(), g_device.stream));
+      });
+}
+
+// kind 0: sign rule from a vote; 1: heavy ball from a vote; 2: sgd from an fp32 direction.
+void BM_Update(benchmark::State& state) {
+  const auto d = static_cast<std::size_t>(state.range(0));
+  const int kind = static_cast<int>(state.range(1));
+  DeviceArray<float> params(d), buffer(kind == 1 ? d : 0), direction(kind == 2 ? d : 0);
+  DeviceArray<std::uint64_t> vote(kind == 2 ? 0 : (d + 63) / 64);
+  fill_random(params, d, 6);
+  if (kind == 1) fill_random(buffer, d, 7);
+  if (kind == 2) fill_random(direction, d, 8);
+  if (kind != 2) fill_random_words(vote, (d + 63) / 64, 9);
+  const ballot::kernels::SgdFactors factors{1e-4f, 1e-4f, kind == 1 ? 0.9f : 0.0f, 1.0f, false};
+  const char* names[] = {"sign update", "heavy-ball update", "sgd update (fp32)"};
+  const double bytes = kind == 0 ? 8.0 * d + d / 8.0 : kind == 1 ? 16.0 * d + d / 8.0 : 12.0 * d;
+  run(state, std::string(names[kind]) + " d=" + pow2(state.range(0)) + " (of copy)", bytes, g_device.copy_bandwidth,
+      [&] {
+        check(cuda::apply_update(params.get(), kind == 2 ? nullptr : vote.get(), kind == 2 ? direction.get() : nullptr,
+                                 kind == 1 ? buffer.get() : nullptr, d, factors, false, g_device.stream));
+      });
+}
+
+constexpr std::int64_t k24 = std::int64_t{1} << 24, k26 = std::int64_t{1} << 26, k28 = std::int64_t{1} << 28;
+
+BENCHMARK(BM_ReadBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CopyBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Pack)->Arg(k24)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Unpack)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Vote)->Args({3, k28})->Args({15, k26})->Args({15, k28})->Args({63, k26})->UseManualTime()->Unit(
+    benchmark::kMicrosecond);
+BENCHMARK(BM_MomentumPack)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Update)->Args({k26, 0})->Args({k28, 0})->Args({k26, 1})->Args({k26, 2})->UseManualTime()->Unit(
+    benchmark::kMicrosecond);
+
+// The device's read and copy bandwidth: the best of 20 runs of each probe over 1 GiB.
+void measure_limits() {
+  const std::size_t bytes = std::size_t{1} << 30;
+  DeviceArray<std::uint8_t> a(bytes), b(bytes);
+  DeviceArray<float> sink(256 * g_device.read_blocks);
+  double best_read = 1e9, best_copy = 1e9;
+  for (int i = 0; i < 21; ++i) {
+    const double read =
+        time_once([&] { ballot_bench_launch_read(a.get(), bytes, sink.get(), g_device.read_blocks, g_device.stream); });
+    const double copy = time_once(
+        [&] { check(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, g_device.stream), "copy"); });
+    if (i > 0) best_read = std::min(best_read, read), best_copy = std::min(best_copy, copy);
+  }
+  g_device.read_bandwidth = bytes / best_read;
+  g_device.copy_bandwidth = 2.0 * bytes / best_copy;
+}
+
+void print_summary() {
+  std::printf("\nSummary on %s: read bandwidth %.0f GB/s, copy bandwidth %.0f GB/s (read + written), 1 GiB each\n",
+              g_device.name.c_str(), g_device.read_bandwidth / 1e9, g_device.copy_bandwidth / 1e9);
+  std::printf("%-44s %9s %9s %5s\n", "kernel (limit)", "reached", "target", "met");
+  const auto target_for = [](const std::string& label) -> double {
+    if (label.rfind("vote n=15 d=2^28", 0) == 0) return 0.70;
+    if (label.rfind("pack d=2^26", 0) == 0 || label.rfind("pack d=2^28", 0) == 0) return 0.85;
+    if (label.rfind("unpack", 0) == 0 || label.find("update") != std::string::npos) return 0.80;
+    return 0.0;
+  };
+  for (const auto& [label, fraction] : g_fractions) {
+    const double target = target_for(label);
+    if (target > 0) {
+      std::printf("%-44s %8.0f%% %8.0f%% %5s\n", label.c_str(), 100 * fraction, 100 * target,
+                  fraction >= target ? "yes" : "NO");
+    } else {
+      std::printf("%-44s %8.0f%% %9s %5s\n", label.c_str(), 100 * fraction, "-", "");
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (cuda::device_count() == 0) {
+    std::printf("gpu_bench: no CUDA device on this machine; nothing measured.\n");
+    return 0;
+  }
+  cudaDeviceProp properties{};
+  check(cudaGetDeviceProperties(&properties, 0), "device properties");
+  g_device.name = properties.name;
+  g_device.read_blocks = static_cast<unsigned>(properties.multiProcessorCount) * 8;
+  check(cudaStreamCreate(&g_device.stream), "stream");
+  check(cudaEventCreate(&g_device.start), "event");
+  check(cudaEventCreate(&g_device.stop), "event");
+  measure_limits();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_summary();
+  return 0;
+}

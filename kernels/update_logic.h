@@ -1,0 +1,63 @@
+// Per-coordinate arithmetic of the workers' Signum momentum and of the update rules applied from
+// a decision, shared by the CPU code (kernels/momentum.h, learning/optimizer.cc) and the CUDA
+// kernels (kernels/cuda) so that a replica on a GPU computes the same bits as one on a CPU.
+//
+// Every step is a fixed sequence of IEEE float32 multiplies and adds, each rounded to nearest,
+// never fused into a multiply-add: on the GPU through the _rn intrinsics (which nvcc never
+// contracts), on the CPU because the targets that instantiate these functions (kernels, learning,
+// coding) compile with -ffp-contract=off (ballot_exact_float_math, cmake/BallotTargets.cmake).
+#pragma once
+
+#include "core/host_device.h"
+
+namespace ballot::kernels {
+
+BALLOT_HOST_DEVICE inline float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+BALLOT_HOST_DEVICE inline float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+BALLOT_HOST_DEVICE inline float sub_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+// Signum's momentum, m ← βm + (1−β)g, with keep = β and mix = 1 − β as float32.
+BALLOT_HOST_DEVICE inline float momentum_step(float m, float g, float keep, float mix) {
+  return add_rn(mul_rn(keep, m), mul_rn(mix, g));
+}
+
+// The sign rule and plain SGD: x ← x − η(v + λx), v the ±1 vote or the fp32 direction.
+BALLOT_HOST_DEVICE inline float decayed_step(float x, float v, float lr, float weight_decay) {
+  return sub_rn(x, mul_rn(lr, add_rn(v, mul_rn(weight_decay, x))));
+}
+
+// SGD with momentum as PyTorch defines it (learning/optimizer.h): d = g + λx;
+// b ← d on the first step, else μb + (1 − τ)d; x ← x − η·(nesterov ? d + μb : b).
+struct SgdFactors {
+  float lr = 0.0f;
+  float weight_decay = 0.0f;  // λ
+  float momentum = 0.0f;      // μ
+  float keep = 1.0f;          // 1 − τ (dampening τ)
+  bool nesterov = false;
+};
+BALLOT_HOST_DEVICE inline void momentum_sgd_step(float& x, float& buffer, float g, const SgdFactors& f,
+                                                 bool first_step) {
+  const float d = add_rn(g, mul_rn(f.weight_decay, x));
+  buffer = first_step ? d : add_rn(mul_rn(f.momentum, buffer), mul_rn(f.keep, d));
+  x = sub_rn(x, mul_rn(f.lr, f.nesterov ? add_rn(d, mul_rn(f.momentum, buffer)) : buffer));
+}
+
+}  // namespace ballot::kernels

@@ -1,0 +1,52 @@
+#include "kernels/update_logic.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace ballot::kernels {
+namespace {
+
+// a·b + c where a fused multiply-add and two roundings differ: a·b = 1 + 2^-11 + 2^-24 rounds to
+// 1 + 2^-11 (a tie, to even), so the rounded sum is 0 while a fused one is 2^-24.
+constexpr float kA = 1.0f + 0x1p-12f;
+constexpr float kC = -(1.0f + 0x1p-11f);
+
+TEST(UpdateLogic, EveryOperationIsRoundedSeparately) {
+  EXPECT_EQ(std::fma(kA, kA, kC), 0x1p-24f);  // what a contracted build would give
+  EXPECT_EQ(momentum_step(kA, kC, kA, 1.0f), 0.0f);
+  EXPECT_EQ(add_rn(mul_rn(kA, kA), kC), 0.0f);
+}
+
+TEST(UpdateLogic, MomentumStepIsSignumsFormula) {
+  EXPECT_EQ(momentum_step(2.0f, 4.0f, 0.5f, 0.25f), 2.0f);  // 0.5·2 + 0.25·4
+  EXPECT_EQ(momentum_step(0.0f, -3.0f, 0.9f, 0.1f), 0.1f * -3.0f);
+}
+
+TEST(UpdateLogic, DecayedStepIsTheSignRule) {
+  // x − η(v + λx) = 1 − 0.5·(−1 + 0.25·1) = 1.375
+  EXPECT_EQ(decayed_step(1.0f, -1.0f, 0.5f, 0.25f), 1.375f);
+  EXPECT_EQ(decayed_step(1.0f, 1.0f, 0.5f, 0.0f), 0.5f);
+}
+
+TEST(UpdateLogic, MomentumSgdFollowsPytorch) {
+  const SgdFactors f{0.5f, 0.0f, 0.5f, 1.0f, false};
+  float x = 1.0f, buffer = 123.0f;
+  momentum_sgd_step(x, buffer, 2.0f, f, /*first_step=*/true);  // the buffer starts as the direction
+  EXPECT_EQ(buffer, 2.0f);
+  EXPECT_EQ(x, 0.0f);
+  momentum_sgd_step(x, buffer, 2.0f, f, false);  // b = 0.5·2 + 2 = 3; x = 0 − 0.5·3
+  EXPECT_EQ(buffer, 3.0f);
+  EXPECT_EQ(x, -1.5f);
+
+  const SgdFactors nesterov{0.5f, 0.5f, 0.5f, 0.5f, true};
+  x = 2.0f;
+  buffer = 1.0f;
+  // d = 1 + 0.5·2 = 2; b = 0.5·1 + 0.5·2 = 1.5; x = 2 − 0.5·(2 + 0.5·1.5) = 0.625
+  momentum_sgd_step(x, buffer, 1.0f, nesterov, false);
+  EXPECT_EQ(buffer, 1.5f);
+  EXPECT_EQ(x, 0.625f);
+}
+
+}  // namespace
+}  // namespace ballot::kernels
