@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The GPU checks in one run, for a GPU machine without package registries (../shared/gpu/README.md):
 # builds only what runs on the GPU (the CUDA and NCCL tests, gpu_bench and, where nanobind and
-# Python's headers are present, the Python module) against the packages that
+# Python's headers are present, the Python module and the `ballot` program) against the packages that
 # ../shared/gpu/prepare-deps.sh put in DEPS, then runs the CUDA tests, compute-sanitizer on them,
-# the NCCL test, gpu_bench, the torch-ops baseline and the Python CUDA tests.
+# the NCCL test, gpu_bench, the torch-ops baseline and the Python CUDA tests (ballot.signs,
+# ballot.torch nodes with CUDA models in a local cluster).
 # Usage, from the project's root: LOG_DIR=dir DEPS=.gpu-deps bash bench/gpu/device_check.sh
 set -u
 deps=$(cd "${DEPS:-.gpu-deps}" && pwd)
@@ -32,7 +33,7 @@ configure() {
 }
 targets="kernels_cuda_test gpu_bench"
 if configure -DBALLOT_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)"; then
-  targets="$targets ballot_python"
+  targets="$targets ballot_python ballot"
 else
   echo "the Python module is not built here: $(grep -m1 -i error "$log/configure.log")"
   rm -rf "$build"
@@ -63,6 +64,7 @@ timeout 240 "$build/bench/gpu/gpu_bench" --benchmark_counters_tabular=true 2>&1
 echo "== torch ops (same GPU)"
 timeout 120 python3 bench/gpu/torch_ops.py 2>&1
 if ls "$build"/python/ballot/_native*.so > /dev/null 2>&1; then
-  echo "== Python: ballot.signs on CUDA tensors"
-  PYTHONPATH="$build/python" timeout 120 python3 -m pytest -q -p no:cacheprovider tests/python/test_signs.py 2>&1 | tail -6
+  echo "== Python: ballot.signs on CUDA tensors, ballot.torch nodes with CUDA models"
+  PYTHONPATH="$build/python" timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_signs.py \
+    tests/python/test_torch_node.py -k "not fashion and not launch and not certified and not alie" 2>&1 | tail -8
 fi

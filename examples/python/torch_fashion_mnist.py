@@ -16,7 +16,9 @@ Every node runs this script; the server is `ballot server` and needs no torch. T
         --update sgd --lr constant:lr=1 --rounds 500 \\
         examples/python/torch_fashion_mnist.py --algorithm local --local-steps 4
 
-Node 0 prints the test accuracy of the final parameters, which every honest node shares.
+Node 0 prints the test accuracy of the final parameters, which every honest node shares. Add
+`--device cuda` after the script to train the model on a GPU (the replica and the protocol stay on
+the host; see ballot.torch.node).
 """
 
 import argparse
@@ -79,11 +81,13 @@ def main():
     parser.add_argument("--local-steps", type=int, default=4)
     parser.add_argument("--local-lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="where the model trains: cpu, cuda or cuda:K")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
-    model = Cnn() if args.model == "cnn" else Mlp()
-    train_x, train_y = load("train")
+    device = torch.device(args.device)
+    model = (Cnn() if args.model == "cnn" else Mlp()).to(device)
+    train_x, train_y = (t.to(device) for t in load("train"))
     algorithm = {
         "vote": bt.SignVote(),
         "gradient": bt.RobustGradient(),
@@ -92,6 +96,7 @@ def main():
     node = bt.Node(model, algorithm=algorithm, examples=len(train_x))
 
     def step(indices):
+        indices = indices.to(device)
         return F.cross_entropy(model(train_x[indices]), train_y[indices])
 
     started = time.time()
@@ -99,7 +104,7 @@ def main():
     print(f"node {node.index}: {stats['rounds']} rounds in {time.time() - started:.1f} s, "
           f"{stats['votes_sent']} votes sent, byzantine={node.byzantine}, digest {node.model_digest()}", flush=True)
     if node.index == 0:
-        test_x, test_y = load("t10k")
+        test_x, test_y = (t.to(device) for t in load("t10k"))
         model.eval()
         with torch.no_grad():
             correct = sum(int((model(test_x[i:i + 1000]).argmax(1) == test_y[i:i + 1000]).sum())

@@ -110,16 +110,19 @@ def torch_cluster(make_cluster, tmp_path, **training):
     return make_cluster(**settings)
 
 
-def run_threads(cluster, step_for):
-    """Every node as a thread of this process; returns {index: (stats, digest)} or raises."""
+def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None):
+    """Every node as a thread of this process; returns {index: (stats, digest)} or raises.
+    ``on_end(node)`` runs in the node's thread after its run."""
     torch.set_num_threads(1)
     results, errors = {}, []
-    nodes = [bt.Node(Tiny(), cluster.file, i) for i in range(cluster.nodes)]
+    nodes = [bt.Node(model_for(i), cluster.file, i) for i in range(cluster.nodes)]
 
     def work(node):
         try:
             model = node.model
             results[node.index] = (node.run(step_for(node.index, model)), node.model_digest())
+            if on_end is not None:
+                on_end(node)
         except Exception as error:  # reported by the main thread
             errors.append(error)
         finally:
@@ -167,6 +170,42 @@ def test_the_gradient_path_from_threads(make_cluster, tmp_path):
     cluster = torch_cluster(make_cluster, tmp_path, rule="trimmed_mean:f=1", update="sgd", codec="fp32")
     results = run_threads(cluster, plain_step)
     assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+
+
+def test_a_model_on_two_devices_is_refused(make_cluster, tmp_path):
+    model = Tiny()
+    model.b.to("meta")
+    with pytest.raises(ValueError, match="'b.weight' is on meta, 'a.weight' on cpu"):
+        bt.Node(model, tmp_path / "none.json", 0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the CUDA path is checked on a GPU machine")
+@pytest.mark.parametrize("training", [
+    {},  # the vote (signs of the partitions' gradients, worker momentum on the host)
+    dict(rule="trimmed_mean:f=1", update="sgd:momentum=0.9", codec="fp32"),
+])
+def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, training):
+    cluster = torch_cluster(make_cluster, tmp_path, **training)
+    on_gpu = {0, 2, 3}  # the others train on the CPU in the same cluster
+    x, y = DATA_X.cuda(), DATA_Y.cuda()
+    checked = []
+
+    def step_for(index, model):
+        if index in on_gpu:
+            return lambda idx: F.cross_entropy(model(x[idx.cuda()]), y[idx.cuda()])
+        return plain_step(index, model)
+
+    def on_end(node):
+        if node.index in on_gpu:
+            assert node.parameters.is_cuda and node.model.a.weight.is_cuda
+            # the GPU copy holds the host replica's exact bits
+            assert torch.equal(node.parameters.cpu(), torch.from_numpy(node._session._native.parameters()))
+            checked.append(node.index)
+
+    results = run_threads(cluster, step_for, lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end)
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+    assert sorted(checked) == sorted(on_gpu)
+    assert all(stats["rounds"] == 8 for stats, _ in results.values())
 
 
 def test_a_different_model_is_refused_naming_the_parameter(make_cluster, tmp_path):

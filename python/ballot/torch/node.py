@@ -35,7 +35,13 @@ With ``group=`` (a ``torch.distributed`` process group of this participant's own
 group is ONE node: its rank 0 holds the session and the others compute shares of each batch
 (:mod:`ballot.torch.group`). ``RANK`` is then the group's own rank and never the node index.
 
-CPU tensors only in this version; a CUDA model is refused with a clear error.
+A model on a CUDA device keeps its parameters and gradients in CUDA buffers (the parameters views
+of one flat CUDA tensor, the gradients views of another): forward and backward run on the GPU.
+The session's replica stays on the host, where it applies each signed decision and computes the
+state digests; after every decision or state transfer its parameters are copied to the GPU (4d
+bytes), and each gradient the round asks for is copied to the host (4d bytes) where the session
+folds, encodes and signs it. The GPU copy therefore holds the replica's exact bits. A group of
+CUDA processes as one node is not supported yet (refused).
 """
 
 from __future__ import annotations
@@ -90,9 +96,16 @@ class Node:
             if p.dtype != torch.float32:
                 raise TypeError(f"parameter '{name}' is {p.dtype}: Ballot trains float32 parameters "
                                 "(autocast inside step() is fine)")
-            if p.device.type != "cpu":
-                raise NotImplementedError(f"parameter '{name}' is on {p.device}: this version of ballot.torch "
-                                          "trains CPU tensors; move the model to the CPU")
+            if p.device != named[0][1].device:
+                raise ValueError(f"parameter '{name}' is on {p.device}, '{named[0][0]}' on {named[0][1].device}: "
+                                 "a node trains a model on one device")
+            if p.device.type not in ("cpu", "cuda"):
+                raise NotImplementedError(f"parameter '{name}' is on {p.device}: ballot.torch trains CPU and CUDA "
+                                          "tensors")
+        self._device = named[0][1].device
+        if self._device.type == "cuda" and group is not None:
+            raise NotImplementedError("a group of CUDA processes as one node is not supported yet: run one process "
+                                      "per node, or the group on the CPU")
         channel = GroupChannel(group) if group is not None else None
         export = os.environ.get(EXPORT_VARIABLE)
         if export:
@@ -175,14 +188,17 @@ class Node:
 
     def _make_views(self, named: List[Tuple[str, torch.Tensor]],
                     layout: List[Tuple[int, int, Tuple[int, ...]]]) -> None:
+        # The tensor the model's parameters view: the replica's buffer itself, or its copy on the
+        # model's CUDA device (refreshed after every change of the replica, _refresh).
+        self._model_flat = self._flat if self._device.type == "cpu" else self._flat.to(self._device)
         # One extra coordinate after the gradient: the loss, reduced with it in a group.
-        self._grad_and_loss = torch.zeros(self._flat.numel() + 1)
+        self._grad_and_loss = torch.zeros(self._flat.numel() + 1, device=self._device)
         self._grad = self._grad_and_loss[:self._flat.numel()]
         self._params: List[torch.nn.Parameter] = []
         self._grad_views: List[torch.Tensor] = []
         with torch.no_grad():
             for (_, p), (offset, size, shape) in zip(named, layout):
-                p.data = self._flat[offset:offset + size].view(shape)
+                p.data = self._model_flat[offset:offset + size].view(shape)
                 self._params.append(p)
                 self._grad_views.append(self._grad[offset:offset + size].view(shape))
         self._attach_grads()
@@ -273,6 +289,7 @@ class Node:
             while True:
                 event = self._session.next_round()
                 self._dirty = True  # a decision or a state transfer wrote the parameters
+                self._refresh()
                 if event.over:
                     break
                 assert event.work is not None
@@ -325,6 +342,17 @@ class Node:
             else:
                 raise RuntimeError(f"group rank {channel.rank}: unknown command {command} from group rank 0")
 
+    def _refresh(self) -> None:
+        """A CUDA model: the replica's parameters (host) copied to the model's device."""
+        if self._model_flat is not self._flat:
+            with torch.no_grad():
+                self._model_flat.copy_(self._flat)
+
+    @staticmethod
+    def _numpy(tensor: torch.Tensor) -> np.ndarray:
+        """The host array the session reads (a copy for a CUDA tensor; a view for a CPU one)."""
+        return tensor.numpy() if tensor.device.type == "cpu" else tensor.detach().cpu().numpy()
+
     def _indices(self, round_: int, partition: int) -> torch.Tensor:
         return torch.from_numpy(self._session._native.partition_indices(round_, partition).astype(np.int64))
 
@@ -373,10 +401,11 @@ class Node:
     def _honest(self, step: Step, round_: int, partition: int) -> Tuple[float, np.ndarray]:
         """What an honest node sends for `partition` of `round_`: its gradient, or its local delta."""
         self._dirty = True  # called inside the session's calls: the replica may have moved
+        self._refresh()
         if isinstance(self.algorithm, RobustLocalSGD):
             loss, delta = self._local_delta(round_, partition, step)
-            return loss, delta.numpy()
-        return self._backward(step, round_, partition), self._grad.numpy()
+            return loss, self._numpy(delta)
+        return self._backward(step, round_, partition), self._numpy(self._grad)
 
     def _finite(self, loss: float, gradient: torch.Tensor) -> bool:
         # One read pass: a finite sum means finite entries (a NaN or Inf makes the sum non-finite);
@@ -402,7 +431,7 @@ class Node:
             if not self._finite(loss, direction):
                 self._abstain(work.round)
                 return
-            native.submit_gradient(loss, direction.numpy())
+            native.submit_gradient(loss, self._numpy(direction))
             return
         losses = []
         for partition in work.partitions:
@@ -410,13 +439,14 @@ class Node:
             if not self._finite(loss, self._grad):
                 self._abstain(work.round)
                 return
-            native.fold(partition, self._grad.numpy())
+            native.fold(partition, self._numpy(self._grad))
             losses.append(loss)
         native.submit_folded(sum(losses) / len(losses) if losses else 0.0)
 
     def _local_delta(self, round_: int, partition: int, step: Step) -> Tuple[float, torch.Tensor]:
         algorithm = self.algorithm
-        start = self._flat.clone()
+        flat = self._model_flat
+        start = flat.clone()
         losses = []
         try:
             for h in range(int(algorithm.sync_every)):
@@ -425,12 +455,12 @@ class Node:
                 if not self._finite(loss, self._grad):
                     return float("nan"), self._grad
                 with torch.no_grad():
-                    self._flat.add_(self._grad, alpha=-float(algorithm.local_lr))
+                    flat.add_(self._grad, alpha=-float(algorithm.local_lr))
                 self._dirty = True
-            delta = start - self._flat
+            delta = start - flat
         finally:
             with torch.no_grad():
-                self._flat.copy_(start)  # the replica moves only by the server's decision
+                flat.copy_(start)  # the replica moves only by the server's decision
             self._dirty = True
         return sum(losses) / len(losses), delta
 
@@ -456,8 +486,8 @@ class Node:
 
     @property
     def parameters(self) -> torch.Tensor:
-        """The flat parameter vector (the model's parameters are views of it)."""
-        return self._flat
+        """The flat parameter vector (the model's parameters are views of it; on the model's device)."""
+        return self._model_flat
 
     @property
     def stats(self) -> Dict[str, int]:
