@@ -6,6 +6,7 @@
 # the NCCL test, gpu_bench, the torch-ops baseline and the Python CUDA tests (ballot.signs,
 # ballot.torch nodes with CUDA models in a local cluster).
 # Usage, from the project's root: LOG_DIR=dir DEPS=.gpu-deps bash bench/gpu/device_check.sh
+# (BENCH=0 skips compute-sanitizer and the benchmarks: a quicker re-check of the tests.)
 set -u
 deps=$(cd "${DEPS:-.gpu-deps}" && pwd)
 log=${LOG_DIR:-/tmp/ballot-gpu-logs}
@@ -52,19 +53,21 @@ nvcc -std=c++20 -I. -I"$build/generated" -arch=sm_"${arch:-90}" -Xptxas -v -c ke
        /Used/ { regs = $0; sub(/.*info *: */, "", regs); print name ": " regs "; " frame }' 
 echo "== CUDA tests"
 "$build/tests/kernels/kernels_cuda_test" 2>&1 | tail -25
-echo "== compute-sanitizer memcheck (CUDA tests)"
-timeout 240 compute-sanitizer --tool memcheck "$build/tests/kernels/kernels_cuda_test" > "$log/memcheck.log" 2>&1
-grep -E "ERROR SUMMARY|PASSED|FAILED" "$log/memcheck.log" | tail -4
-if [ -x "$build/tests/transport/transport_nccl_test" ]; then
-  echo "== NCCL test"
-  "$build/tests/transport/transport_nccl_test" 2>&1 | tail -6
+if [ "${BENCH:-1}" != 0 ]; then
+  echo "== compute-sanitizer memcheck (CUDA tests)"
+  timeout 240 compute-sanitizer --tool memcheck "$build/tests/kernels/kernels_cuda_test" > "$log/memcheck.log" 2>&1
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$log/memcheck.log" | tail -4
+  if [ -x "$build/tests/transport/transport_nccl_test" ]; then
+    echo "== NCCL test"
+    "$build/tests/transport/transport_nccl_test" 2>&1 | tail -6
+  fi
+  echo "== gpu_bench"
+  timeout 240 "$build/bench/gpu/gpu_bench" --benchmark_counters_tabular=true 2>&1
+  echo "== torch ops (same GPU)"
+  timeout 120 python3 bench/gpu/torch_ops.py 2>&1
 fi
-echo "== gpu_bench"
-timeout 240 "$build/bench/gpu/gpu_bench" --benchmark_counters_tabular=true 2>&1
-echo "== torch ops (same GPU)"
-timeout 120 python3 bench/gpu/torch_ops.py 2>&1
 if ls "$build"/python/ballot/_native*.so > /dev/null 2>&1; then
   echo "== Python: ballot.signs on CUDA tensors, ballot.torch nodes with CUDA models"
-  PYTHONPATH="$build/python" timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_signs.py \
+  PYTHONPATH="$build/python" timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_signs.py \
     tests/python/test_torch_node.py -k "not fashion and not launch and not certified and not alie" 2>&1 | tail -8
 fi
