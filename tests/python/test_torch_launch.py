@@ -73,15 +73,20 @@ EXAMPLES = 256
 gen = torch.Generator().manual_seed(7)
 X = torch.randn(EXAMPLES, 6, generator=gen)
 Y = (X[:, 0] > 0).long() + (X[:, 1] > 0.5).long()
+device = torch.device(os.environ.get("TINY_DEVICE", "cpu"))
+if device.type == "cuda":  # one GPU per rank of a group where there are several
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+X, Y = X.to(device), Y.to(device)
 group = None
-if os.environ.get("TINY_GROUP") == "gloo":  # this node is a local process group (torchrun's)
+if os.environ.get("TINY_GROUP") in ("gloo", "nccl"):  # this node is a local process group (torchrun's)
     import torch.distributed as dist
-    dist.init_process_group("gloo")
+    dist.init_process_group(os.environ["TINY_GROUP"])
     group = dist.group.WORLD
 algorithm = bt.RobustLocalSGD(sync_every=3, local_lr=0.2) if os.environ.get("TINY_ALGORITHM") == "local" else None
-model = Tiny()
+model = Tiny().to(device)
 node = bt.Node(model, examples=EXAMPLES, algorithm=algorithm, group=group)
-stats = node.run(lambda idx: F.cross_entropy(model(X[idx]), Y[idx]))
+stats = node.run(lambda idx: F.cross_entropy(model(X[idx.to(device)]), Y[idx.to(device)]))
 with torch.no_grad():
     loss = float(F.cross_entropy(model(X), Y))
 result = {"index": node.index, "group_rank": node.group_rank, "digest": node.model_digest(),
@@ -246,17 +251,18 @@ def test_torchrun_starts_the_server_and_the_nodes_as_on_many_machines(make_run, 
     assert max(run.result(i)["loss"] for i in range(run.nodes)) < run.initial_loss()
 
 
-def group_run(make_run, name, group_node, algorithm, **training):
-    """A 3-node cluster; node `group_node` (if any) is a two-process gloo group under torchrun."""
+def group_run(make_run, name, group_node, algorithm, backend="gloo", device="cpu", **training):
+    """A 3-node cluster; node `group_node` (if any) is a two-process group (`backend`) under
+    torchrun; every node's model on `device`."""
     run = make_run(name, **training)
-    extra = {"TINY_ALGORITHM": algorithm}
+    extra = {"TINY_ALGORITHM": algorithm, "TINY_DEVICE": device}
     for i in range(run.nodes):
         if i == group_node:
             # What --standalone does, on a port of this test's (torch 1.13's --standalone takes 29400).
             run.start(f"node-{i}", torchrun("--nnodes", "1", "--nproc_per_node", "2", "--rdzv_backend", "c10d",
                                             "--rdzv_endpoint", f"127.0.0.1:{free_port()}", "--rdzv_id",
                                             uuid.uuid4().hex, "--log_dir", run.root / f"node-{i}-logs",
-                                            run.script), run.env(BALLOT_NODE_INDEX=str(i), TINY_GROUP="gloo", **extra))
+                                            run.script), run.env(BALLOT_NODE_INDEX=str(i), TINY_GROUP=backend, **extra))
         else:
             run.start(f"node-{i}", [sys.executable, run.script], run.env(BALLOT_NODE_INDEX=str(i), **extra))
     run.start("server", [PROGRAM, "server", "--cluster", run.file], run.env())
@@ -293,6 +299,20 @@ def test_a_two_process_gloo_group_is_one_node(make_run, algorithm, training):
     assert abs(grouped_loss - single_loss) < 0.02 * initial, (initial, grouped_loss, single_loss)
     print(f"{algorithm}: initial loss {initial:.4f}, group run {grouped_loss:.4f}, single-process run "
           f"{single_loss:.4f}; parameters {'identical' if server == single_server else 'differ in the last bits'}")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the CUDA path is checked on a GPU machine")
+@pytest.mark.parametrize("backend", ["gloo", "nccl"])
+def test_a_group_of_cuda_processes_is_one_node(make_run, backend):
+    if backend == "nccl" and torch.cuda.device_count() < 2:
+        pytest.skip("an NCCL group needs one GPU per rank; this machine has one (the gloo case stages through the CPU)")
+    grouped, server = group_run(make_run, f"cuda-{backend}", 1, "vote", backend=backend, device="cuda")
+    ranks = [grouped.result(1, 0), grouped.result(1, 1)]
+    assert {r["digest"] for r in ranks} == {server}
+    assert {grouped.result(i)["digest"] for i in (0, 2)} == {server}
+    assert ranks[0]["shares"] == ranks[1]["shares"] >= grouped.rounds
+    assert all(row["votes"] == 3 for row in grouped.metric_rows())
+    assert ranks[0]["loss"] < grouped.initial_loss()
 
 
 def test_a_group_whose_rank_zero_cannot_open_the_node_ends(make_run):

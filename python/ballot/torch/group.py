@@ -46,8 +46,8 @@ HELLO, PARAMS, GRADIENT, ROUND, END, ABORT = 1, 2, 3, 4, 5, 6
 
 class GroupChannel:
     """The collectives between group rank 0 (the leader, which holds the node session) and the
-    other ranks of a local ``torch.distributed`` group. CPU tensors go to the group's device and
-    back when the backend needs one (NCCL)."""
+    other ranks of a local ``torch.distributed`` group. A tensor on another device than the
+    backend's (NCCL: the rank's current CUDA device; gloo: the CPU) is staged there and back."""
 
     def __init__(self, group: Any) -> None:
         import torch.distributed as dist
@@ -77,22 +77,22 @@ class GroupChannel:
         return self.rank == 0
 
     # ---- collectives (every rank calls them in the same order)
-    def broadcast(self, tensor: torch.Tensor) -> None:
-        """``tensor`` (CPU, contiguous) becomes the leader's, in place."""
-        if self.device.type == "cpu":
-            self._dist.broadcast(tensor, src=self.root, group=self.group)
+    def _on_device(self, tensor: torch.Tensor, collective: Any) -> None:
+        """Runs ``collective`` on ``tensor`` in place, staged through the backend's device when the
+        tensor is elsewhere (a CPU tensor under NCCL, a CUDA one under gloo)."""
+        if tensor.device == self.device:
+            collective(tensor)
             return
         staged = tensor.to(self.device)
-        self._dist.broadcast(staged, src=self.root, group=self.group)
-        tensor.copy_(staged.cpu())
+        collective(staged)
+        tensor.copy_(staged)
+
+    def broadcast(self, tensor: torch.Tensor) -> None:
+        """``tensor`` (contiguous) becomes the leader's, in place."""
+        self._on_device(tensor, lambda t: self._dist.broadcast(t, src=self.root, group=self.group))
 
     def all_reduce_sum(self, tensor: torch.Tensor) -> None:
-        if self.device.type == "cpu":
-            self._dist.all_reduce(tensor, group=self.group)
-            return
-        staged = tensor.to(self.device)
-        self._dist.all_reduce(staged, group=self.group)
-        tensor.copy_(staged.cpu())
+        self._on_device(tensor, lambda t: self._dist.all_reduce(t, group=self.group))
 
     def header(self, command: int = 0, a: int = 0, b: int = 0, c: int = 0) -> Tuple[int, int, int, int]:
         """The leader sends (command, a, b, c); the others receive it (their arguments are ignored)."""

@@ -40,8 +40,9 @@ of one flat CUDA tensor, the gradients views of another): forward and backward r
 The session's replica stays on the host, where it applies each signed decision and computes the
 state digests; after every decision or state transfer its parameters are copied to the GPU (4d
 bytes), and each gradient the round asks for is copied to the host (4d bytes) where the session
-folds, encodes and signs it. The GPU copy therefore holds the replica's exact bits. A group of
-CUDA processes as one node is not supported yet (refused).
+folds, encodes and signs it. The GPU copy therefore holds the replica's exact bits. In a group
+of CUDA processes (``dist.init_process_group("nccl")``, one GPU each) the ranks all-reduce their
+gradients on their GPUs and rank 0 copies the sum to the host.
 """
 
 from __future__ import annotations
@@ -103,9 +104,6 @@ class Node:
                 raise NotImplementedError(f"parameter '{name}' is on {p.device}: ballot.torch trains CPU and CUDA "
                                           "tensors")
         self._device = named[0][1].device
-        if self._device.type == "cuda" and group is not None:
-            raise NotImplementedError("a group of CUDA processes as one node is not supported yet: run one process "
-                                      "per node, or the group on the CPU")
         channel = GroupChannel(group) if group is not None else None
         export = os.environ.get(EXPORT_VARIABLE)
         if export:
@@ -243,13 +241,13 @@ class Node:
         assert self._channel is not None
         if self._channel.header()[0] != PARAMS:
             raise RuntimeError(f"group rank {self._channel.rank}: expected the parameters from group rank 0")
-        self._channel.broadcast(self._flat)
+        self._channel.broadcast(self._model_flat)
 
     def _sync_parameters(self) -> None:
         """Leader: the group gets the parameters if they changed since it last got them."""
         if self._channel is not None and self._dirty:
             self._channel.header(PARAMS)
-            self._channel.broadcast(self._flat)
+            self._channel.broadcast(self._model_flat)  # what the ranks compute on (local SGD steps included)
         self._dirty = False
 
     # ---- the layout
@@ -312,7 +310,7 @@ class Node:
         if self._channel is not None:  # every rank ends with the agreed parameters
             stats.update(group_rank=0, group_size=self._channel.size, group_shares=self._shares)
             self._channel.header(END, int(stats.get("rounds", 0)), self.abstained, self.round)
-            self._channel.broadcast(self._flat)
+            self._channel.broadcast(self._model_flat)
             self._dirty = False
         return stats
 
@@ -323,7 +321,7 @@ class Node:
         while True:
             command, a, b, c = channel.header()
             if command == PARAMS:
-                channel.broadcast(self._flat)
+                channel.broadcast(self._model_flat)
             elif command == GRADIENT:
                 self._share_backward(step, channel.indices(None, c))
             elif command == ROUND:
@@ -331,7 +329,7 @@ class Node:
                 if on_round is not None:
                     on_round(self)
             elif command == END:
-                channel.broadcast(self._flat)
+                channel.broadcast(self._model_flat)
                 self._round = c
                 self.abstained = b
                 self._group_stats = {"rounds": a, "abstained_non_finite": b, "group_rank": channel.rank,
@@ -498,7 +496,7 @@ class Node:
         (and on every rank of a group after run())."""
         if self._session is not None:
             return self._session.model_digest()
-        return hashlib.sha256(self._flat.numpy().tobytes()).hexdigest()
+        return hashlib.sha256(self._numpy(self._model_flat).tobytes()).hexdigest()
 
     def close(self) -> None:
         if self._session is not None:
