@@ -38,6 +38,21 @@ unsigned grid_for(std::size_t threads) {
 // uniform across a warp, so every lane takes part in every ballot.
 constexpr int kWordsPerWarp = 4;
 
+// Words base … base + kWordsPerWarp − 1 from the lanes' bits: two ballots per word (bit k of a
+// ballot = lane k, matching bit k = coordinate 64w + k); lane j stores word base + j. Every lane
+// of the warp must call it (the ballots are warp-wide).
+__device__ inline void store_ballots(const bool (&bits)[2 * kWordsPerWarp], unsigned lane, std::size_t base,
+                                     std::size_t num_words, std::uint64_t* words) {
+#pragma unroll
+  for (int j = 0; j < kWordsPerWarp; ++j) {
+    const unsigned low_bits = __ballot_sync(0xffffffffu, bits[2 * j]);
+    const unsigned high_bits = __ballot_sync(0xffffffffu, bits[2 * j + 1]);
+    if (lane == static_cast<unsigned>(j) && base + j < num_words) {
+      words[base + j] = static_cast<std::uint64_t>(low_bits) | (static_cast<std::uint64_t>(high_bits) << 32);
+    }
+  }
+}
+
 __global__ void pack_kernel(const float* values, std::size_t count, std::uint64_t* words, std::size_t num_words) {
   const unsigned lane = threadIdx.x % 32;
   const std::size_t warps_in_grid = (static_cast<std::size_t>(gridDim.x) * blockDim.x) / 32;
@@ -49,14 +64,7 @@ __global__ void pack_kernel(const float* values, std::size_t count, std::uint64_
       const std::size_t index = 64 * base + 32 * static_cast<std::size_t>(j) + lane;
       bits[j] = index < count && sign_bit(values[index]);
     }
-#pragma unroll
-    for (int j = 0; j < kWordsPerWarp; ++j) {
-      const unsigned low_bits = __ballot_sync(0xffffffffu, bits[2 * j]);
-      const unsigned high_bits = __ballot_sync(0xffffffffu, bits[2 * j + 1]);
-      if (lane == static_cast<unsigned>(j) && base + j < num_words) {
-        words[base + j] = static_cast<std::uint64_t>(low_bits) | (static_cast<std::uint64_t>(high_bits) << 32);
-      }
-    }
+    store_ballots(bits, lane, base, num_words, words);
   }
 }
 
@@ -84,14 +92,7 @@ __global__ void momentum_pack_kernel(float* momentum, const float* gradient, std
       bits[j] = index < count && sign_bit(updated);
       if (index < count) momentum[index] = updated;
     }
-#pragma unroll
-    for (int j = 0; j < kWordsPerWarp; ++j) {
-      const unsigned low_bits = __ballot_sync(0xffffffffu, bits[2 * j]);
-      const unsigned high_bits = __ballot_sync(0xffffffffu, bits[2 * j + 1]);
-      if (lane == static_cast<unsigned>(j) && base + j < num_words) {
-        words[base + j] = static_cast<std::uint64_t>(low_bits) | (static_cast<std::uint64_t>(high_bits) << 32);
-      }
-    }
+    store_ballots(bits, lane, base, num_words, words);
   }
 }
 
