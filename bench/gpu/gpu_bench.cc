@@ -1,7 +1,7 @@
-// GPU benchmarks: every CUDA kernel of kernels/cuda as a fraction of the device's own memory
-// bandwidth, both measured in the same run:
-//   read bandwidth   a kernel that reads 1 GiB once (probes.cu) — the limit of pack and vote,
-//                    which read far more than they write;
+// GPU benchmarks: every CUDA kernel of kernels/cuda and robust/cuda as a fraction of the device's
+// own memory bandwidth, both measured in the same run:
+//   read bandwidth   a kernel that reads 1 GiB once (probes.cu) — the limit of pack, vote and the
+//                    coordinate-wise rules, which read far more than they write;
 //   copy bandwidth   cudaMemcpyAsync of 1 GiB device to device, counting the bytes read and
 //                    written — the limit of unpack, the fused momentum + pack and the updates,
 //                    which read and write about as much.
@@ -20,6 +20,7 @@
 
 #include "core/rng.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "robust/cuda/robust_cuda.h"
 
 extern "C" int ballot_bench_launch_read(const void* data, std::size_t bytes, float* sink, unsigned blocks,
                                         void* stream);
@@ -210,6 +211,26 @@ void BM_Update(benchmark::State& state) {
       });
 }
 
+// A coordinate-wise rule over n rows of d floats (robust/cuda), f = (n − 1)/4: one read of n·d
+// floats (all finite, so the second pass returns at once). The sorting network's work does not
+// depend on the values, so the rows fill_random makes (repeats of one block) time like any others.
+void BM_CoordinateRule(benchmark::State& state) {
+  const auto rule = static_cast<ballot::robust::cuda::CoordinateRule>(state.range(0));
+  const auto n = static_cast<std::size_t>(state.range(1));
+  const auto d = static_cast<std::size_t>(state.range(2));
+  const std::size_t f = (n - 1) / 4;
+  DeviceArray<float> inputs(n * d), out(d);
+  DeviceArray<std::uint64_t> non_finite(1);
+  fill_random(inputs, n * d, 10);
+  const char* names[] = {"mean", "median", "trimmed mean", "meamed"};
+  run(state,
+      std::string(names[state.range(0)]) + " n=" + std::to_string(n) + " d=" + pow2(state.range(2)) + " (of read)",
+      4.0 * n * d, g_device.read_bandwidth, [&] {
+        check(ballot::robust::cuda::coordinate_wise(rule, f, inputs.get(), n, d, out.get(), non_finite.get(),
+                                                    g_device.stream));
+      });
+}
+
 constexpr std::int64_t k24 = std::int64_t{1} << 24, k26 = std::int64_t{1} << 26, k28 = std::int64_t{1} << 28;
 
 BENCHMARK(BM_ReadBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -218,6 +239,7 @@ BENCHMARK(BM_Pack)->Arg(k24)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmar
 BENCHMARK(BM_Unpack)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Vote)->Args({3, k28})->Args({15, k26})->Args({15, k28})->Args({63, k26})->UseManualTime()->Unit(
     benchmark::kMicrosecond);
+BENCHMARK(BM_CoordinateRule)->ArgsProduct({{0, 1, 2}, {15, 25}, {k24}})->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MomentumPack)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Update)->Args({k26, 0})->Args({k28, 0})->Args({k26, 1})->Args({k26, 2})->UseManualTime()->Unit(
     benchmark::kMicrosecond);
