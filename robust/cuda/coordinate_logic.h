@@ -16,10 +16,10 @@
 //    max(median − x[s], x[s + w − 1] − median), the lowest on ties, scanning from start 0 instead
 //    when x[first − 1] == x[first]; the window summed into four double accumulators, rank r into
 //    (r − first) mod 4, combined as (s0 + s1) + (s2 + s3).
-// For the order statistics a thread keeps one coordinate of every row in kWires registers (+∞ in
-// the slots of rows it does not use), so every array index is a compile-time constant: loops over
-// slots are fold expressions (static_for), never runtime-indexed (a runtime index would put the
-// array on the stack; the ptxas ctest forbids that).
+// A thread keeps one coordinate of every row in kWires registers (+∞ in the slots of rows it does
+// not use), so every array index is a compile-time constant: loops over slots are fold
+// expressions (static_for), never runtime-indexed (a runtime index would put the array on the
+// stack; the ptxas ctest forbids that).
 #pragma once
 
 #include <cstddef>
@@ -186,11 +186,10 @@ BALLOT_HOST_DEVICE inline void sort_wires(float (&v)[kWires]) {
 }
 
 // What one call computes, the same for every coordinate: which rows are used, and the rule's
-// ranks for m of them.
+// ranks for m = popcount(rows).
 struct CoordinatePlan {
-  int n = 0;                            // rows read
-  std::uint64_t excluded = 0;           // bit i: row i is left out (non-finite)
-  int m = 0;                            // rows used
+  std::uint64_t rows = 0;  // bit i: row i is used
+  int m = 0;
   int lo = 0, hi = 0;                   // kMedian, kTrimmedMean: the ranks averaged, [lo, hi)
   int window = 0, first = 0, last = 0;  // kClosestWindow: w and the window starts scanned
 };
@@ -198,9 +197,8 @@ struct CoordinatePlan {
 BALLOT_HOST_DEVICE inline CoordinatePlan plan_for(CoordinateOp op, int n, int f, std::uint64_t excluded) {
   CoordinatePlan plan;
   const std::uint64_t all = n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
-  plan.n = n;
-  plan.excluded = excluded & all;
-  plan.m = n - popcount64(plan.excluded);
+  plan.rows = all & ~excluded;
+  plan.m = popcount64(plan.rows);
   const int m = plan.m, k = n - m;
   const int remaining = f - (k < f ? k : f);
   if (m == 0) return plan;
@@ -211,7 +209,6 @@ BALLOT_HOST_DEVICE inline CoordinatePlan plan_for(CoordinateOp op, int n, int f,
     plan.lo = remaining;
     plan.hi = m - remaining;
   } else if (op == CoordinateOp::kClosestWindow) {
-    // first is 0 for MeaMed (w > m/2); the general form is the CPU engine's window_ranks.
     const int w = m - remaining, lo_mid = (m - 1) / 2, hi_mid = m / 2;
     plan.window = w;
     plan.first = lo_mid + 1 >= w ? lo_mid + 1 - w : 0;
@@ -220,73 +217,22 @@ BALLOT_HOST_DEVICE inline CoordinatePlan plan_for(CoordinateOp op, int n, int f,
   return plan;
 }
 
-// Folds x into a probe that becomes NaN once a non-finite value is seen (x·0 is ±0 for finite x,
-// NaN otherwise): one fused multiply-add per value on the GPU. Which rows are non-finite is found
-// afterwards, only where the probe says so (non_finite_rows): per-value bit masks kept the kernels
-// from reaching the memory bandwidth.
-BALLOT_HOST_DEVICE inline float probe_non_finite(float probe, float x) {
-#if defined(__CUDA_ARCH__)
-  return __fmaf_rn(x, 0.0f, probe);
-#else
-  return probe + x * 0.0f;
-#endif
-}
-// Bit i set iff column[i · stride] is non-finite, i < n.
-BALLOT_HOST_DEVICE inline std::uint64_t non_finite_rows(const float* column, std::size_t stride, int n) {
-  std::uint64_t bad = 0;
-  for (int i = 0; i < n; ++i) {
-    bad |= static_cast<std::uint64_t>(non_finite(column[static_cast<std::size_t>(i) * stride])) << i;
-  }
-  return bad;
-}
-
-// The mean of the column's rows that are not excluded, added in row order; `probe` (only when no
-// row is excluded) is NaN iff a value read is non-finite.
-BALLOT_HOST_DEVICE inline float mean_column(const float* column, std::size_t stride, const CoordinatePlan& plan,
-                                            float& probe) {
-  if (plan.m == 0) return quiet_nan();
-  double sum = 0.0;
-  float p = 0.0f;
-  if (plan.excluded == 0) {
-#if defined(__CUDA_ARCH__)
-#pragma unroll 8
-#endif
-    for (int i = 0; i < plan.n; ++i) {
-      const float x = column[static_cast<std::size_t>(i) * stride];
-      p = probe_non_finite(p, x);
-      sum = dadd_rn(sum, x);
-    }
-  } else {
-    for (int i = 0; i < plan.n; ++i) {
-      if (!((plan.excluded >> i) & 1u)) sum = dadd_rn(sum, column[static_cast<std::size_t>(i) * stride]);
-    }
-  }
-  probe = p;
-  return scaled_mean(sum, plan.m);
-}
-
-// v[i] = column[i · stride] for i < n, +∞ above n and for the excluded rows; returns a probe that
-// is NaN iff a value read is non-finite.
+// v[i] = column[i · stride] for the rows in `rows`, +∞ elsewhere; returns the rows read that hold
+// a non-finite value.
 template <int kWires>
-BALLOT_HOST_DEVICE inline float gather_column(const float* column, std::size_t stride, const CoordinatePlan& plan,
-                                              float (&v)[kWires]) {
-  float probe = 0.0f;
+BALLOT_HOST_DEVICE inline std::uint64_t gather_column(const float* column, std::size_t stride, std::uint64_t rows,
+                                                      float (&v)[kWires]) {
+  std::uint64_t bad = 0;
   static_for<kWires>([&](auto slot) {
     constexpr int r = decltype(slot)::value;
-    if (r < plan.n) {
+    if ((rows >> r) & 1u) {
       v[r] = column[static_cast<std::size_t>(r) * stride];
-      probe = probe_non_finite(probe, v[r]);
+      bad |= static_cast<std::uint64_t>(non_finite(v[r])) << r;
     } else {
       v[r] = infinity();
     }
   });
-  if (plan.excluded != 0) {
-    static_for<kWires>([&](auto slot) {
-      constexpr int r = decltype(slot)::value;
-      if ((plan.excluded >> r) & 1u) v[r] = infinity();
-    });
-  }
-  return probe;
+  return bad;
 }
 
 // v[rank] for a rank known only at run time.
@@ -351,39 +297,42 @@ BALLOT_HOST_DEVICE inline float closest_window_mean(const float (&v)[kWires], co
   return scaled_mean(dadd_rn(dadd_rn(s0, s1), dadd_rn(s2, s3)), w);
 }
 
-// One output coordinate of an order statistic from its gathered column (sorted in place); NaN when
-// no row is usable.
+// One output coordinate from its gathered column (sorted in place for the order statistics);
+// NaN when no row is usable.
 template <CoordinateOp kOp, int kWires>
-BALLOT_HOST_DEVICE inline float reduce_sorted(float (&v)[kWires], const CoordinatePlan& plan) {
+BALLOT_HOST_DEVICE inline float reduce_coordinate(float (&v)[kWires], const CoordinatePlan& plan) {
   if (plan.m == 0) return quiet_nan();
-  sort_wires(v);
-  if constexpr (kOp == CoordinateOp::kClosestWindow) {
-    return closest_window_mean(v, plan);
-  } else {
+  if constexpr (kOp == CoordinateOp::kMean) {
     double sum = 0.0;
     static_for<kWires>([&](auto slot) {
       constexpr int r = decltype(slot)::value;
-      if (r >= plan.lo && r < plan.hi) sum = dadd_rn(sum, v[r]);
+      if ((plan.rows >> r) & 1u) sum = dadd_rn(sum, v[r]);
     });
-    return scaled_mean(sum, plan.hi - plan.lo);
+    return scaled_mean(sum, plan.m);
+  } else {
+    sort_wires(v);
+    if constexpr (kOp == CoordinateOp::kClosestWindow) {
+      return closest_window_mean(v, plan);
+    } else {
+      double sum = 0.0;
+      static_for<kWires>([&](auto slot) {
+        constexpr int r = decltype(slot)::value;
+        if (r >= plan.lo && r < plan.hi) sum = dadd_rn(sum, v[r]);
+      });
+      return scaled_mean(sum, plan.hi - plan.lo);
+    }
   }
 }
 
 // The kernels' body for coordinate j of n rows of d floats (row i at inputs + i·d): out[j], and
-// whether a value read there is non-finite (then non_finite_rows names the rows). The mean keeps
-// no column (kWires unused).
+// the rows read there that hold a non-finite value.
 template <CoordinateOp kOp, int kWires>
-BALLOT_HOST_DEVICE inline bool reduce_column(const float* inputs, std::size_t d, std::size_t j,
-                                             const CoordinatePlan& plan, float* out) {
-  float probe = 0.0f;
-  if constexpr (kOp == CoordinateOp::kMean) {
-    out[j] = mean_column(inputs + j, d, plan, probe);
-  } else {
-    float v[kWires];
-    probe = gather_column(inputs + j, d, plan, v);
-    out[j] = reduce_sorted<kOp>(v, plan);
-  }
-  return probe != probe;
+BALLOT_HOST_DEVICE inline std::uint64_t reduce_column(const float* inputs, std::size_t d, std::size_t j,
+                                                      const CoordinatePlan& plan, float* out) {
+  float v[kWires];
+  const std::uint64_t bad = gather_column(inputs + j, d, plan.rows, v);
+  out[j] = reduce_coordinate<kOp>(v, plan);
+  return bad;
 }
 
 }  // namespace ballot::robust::cuda

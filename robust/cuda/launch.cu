@@ -12,7 +12,6 @@ namespace {
 
 using ballot_in_cuda_unit::robust::cuda::CoordinateOp;
 using ballot_in_cuda_unit::robust::cuda::CoordinatePlan;
-using ballot_in_cuda_unit::robust::cuda::non_finite_rows;
 using ballot_in_cuda_unit::robust::cuda::plan_for;
 using ballot_in_cuda_unit::robust::cuda::reduce_column;
 
@@ -32,18 +31,14 @@ unsigned grid_for(std::size_t count) {
   return static_cast<unsigned>(blocks == 0 ? 1 : blocks < cap ? blocks : cap);
 }
 
-// One thread per coordinate (grid-stride): the rule of coordinate_logic.h over the column (held in
-// kWires registers for the order statistics), one output. Two launches per call, as the CPU makes
-// two attempts: the first (exclude = false) uses every row and ORs the rows it finds non-finite into
+// One thread per coordinate (grid-stride): the column of every row in kWires registers, the rule
+// of coordinate_logic.h, one output. Two launches per call, as the CPU makes two attempts:
+// the first (exclude = false) uses every row and ORs the rows it finds non-finite into
 // *non_finite; the second (exclude = true) returns at once when that mask is 0 and otherwise
 // recomputes every coordinate without those rows, overwriting the first pass's output. The row
-// reads are coalesced: a warp reads 32 consecutive floats of each row. The loop runs the same
-// number of times on every lane of a warp (lanes past d idle), so that a warp that saw a
-// non-finite value can name its rows with full-warp votes and shuffles and one atomic. The minimum
-// of one block per SM lets ptxas use the registers it needs: by default it chose 80 registers and a
-// 28-byte spill for the 32-wire kernels (sm_90) to fit three blocks.
+// reads are coalesced: a warp reads 32 consecutive floats of each row.
 template <CoordinateOp kOp, int kWires>
-__global__ void __launch_bounds__(kThreadsPerBlock, 1)
+__global__ void __launch_bounds__(kThreadsPerBlock)
     coordinate_kernel(const float* __restrict__ inputs, int n, std::size_t d, int f,
                       std::uint64_t* __restrict__ non_finite, bool exclude, float* __restrict__ out) {
   std::uint64_t excluded = 0;
@@ -52,16 +47,17 @@ __global__ void __launch_bounds__(kThreadsPerBlock, 1)
     if (excluded == 0) return;  // uniform: every thread reads the same word
   }
   const CoordinatePlan plan = plan_for(kOp, n, f, excluded);
-  const unsigned lane = threadIdx.x % 32;
+  std::uint64_t bad = 0;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t base = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x - lane; base < d;
-       base += stride) {
-    const std::size_t j = base + lane;
-    const bool saw_non_finite = j < d && reduce_column<kOp, kWires>(inputs, d, j, plan, out) && !exclude;
-    if (__any_sync(0xffffffffu, saw_non_finite)) {
-      std::uint64_t bad = saw_non_finite ? non_finite_rows(inputs + j, d, n) : 0;
-      for (int offset = 16; offset > 0; offset /= 2) bad |= __shfl_xor_sync(0xffffffffu, bad, offset);
-      if (lane == 0) atomicOr(reinterpret_cast<unsigned long long*>(non_finite), static_cast<unsigned long long>(bad));
+  for (std::size_t j = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < d; j += stride) {
+    bad |= reduce_column<kOp, kWires>(inputs, d, j, plan, out);
+  }
+  // One atomic per warp that saw a non-finite value (never in the second pass: it reads no such
+  // row). Every lane gets here, so the full-warp shuffles are safe.
+  if (__any_sync(0xffffffffu, bad != 0)) {
+    for (int offset = 16; offset > 0; offset /= 2) bad |= __shfl_xor_sync(0xffffffffu, bad, offset);
+    if (threadIdx.x % 32 == 0) {
+      atomicOr(reinterpret_cast<unsigned long long*>(non_finite), static_cast<unsigned long long>(bad));
     }
   }
 }
@@ -78,23 +74,19 @@ cudaError_t launch(const float* inputs, int n, std::size_t d, int f, std::uint64
 template <CoordinateOp kOp>
 cudaError_t launch_for(const float* inputs, int n, std::size_t d, int f, std::uint64_t* non_finite, float* out,
                        cudaStream_t stream) {
-  if constexpr (kOp == CoordinateOp::kMean) {
-    return launch<kOp, 1>(inputs, n, d, f, non_finite, out, stream);
-  } else {
-    switch (ballot_in_cuda_unit::robust::cuda::wires_for(n)) {
-      case 8:
-        return launch<kOp, 8>(inputs, n, d, f, non_finite, out, stream);
-      case 16:
-        return launch<kOp, 16>(inputs, n, d, f, non_finite, out, stream);
-      case 24:
-        return launch<kOp, 24>(inputs, n, d, f, non_finite, out, stream);
-      case 32:
-        return launch<kOp, 32>(inputs, n, d, f, non_finite, out, stream);
-      case 48:
-        return launch<kOp, 48>(inputs, n, d, f, non_finite, out, stream);
-      default:
-        return launch<kOp, 64>(inputs, n, d, f, non_finite, out, stream);
-    }
+  switch (ballot_in_cuda_unit::robust::cuda::wires_for(n)) {
+    case 8:
+      return launch<kOp, 8>(inputs, n, d, f, non_finite, out, stream);
+    case 16:
+      return launch<kOp, 16>(inputs, n, d, f, non_finite, out, stream);
+    case 24:
+      return launch<kOp, 24>(inputs, n, d, f, non_finite, out, stream);
+    case 32:
+      return launch<kOp, 32>(inputs, n, d, f, non_finite, out, stream);
+    case 48:
+      return launch<kOp, 48>(inputs, n, d, f, non_finite, out, stream);
+    default:
+      return launch<kOp, 64>(inputs, n, d, f, non_finite, out, stream);
   }
 }
 
