@@ -263,7 +263,7 @@ int run_evaluate(const EvaluateCommand& command) {
 
   auto data = runtime::load_training_data(grid->base);
   if (!data.ok()) return fail(data.error());
-  const auto shared = std::make_shared<const TrainTestSplit>(std::move(*data));
+  const auto shared = std::make_shared<const learning::TrainTestSplit>(std::move(*data));
 
   evaluation::ProgressBar progress(stdout, evaluation::ProgressBar::is_terminal(stdout), all_cells, work);
   evaluation::RunnerOptions options;

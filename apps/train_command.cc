@@ -205,8 +205,8 @@ int run_train(TrainCommand command) {
   if (command.lockstep) {
     auto data = runtime::load_training_data(config.training);
     if (!data.ok()) return fail(data.error());
-    auto setup =
-        runtime::make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(*data)));
+    auto setup = runtime::make_training_setup(config.training,
+                                              std::make_shared<const learning::TrainTestSplit>(std::move(*data)));
     if (!setup.ok()) return fail(setup.error());
     std::ofstream metrics;
     if (!config.metrics.empty()) metrics.open(config.metrics, std::ios::app);
@@ -233,8 +233,8 @@ int run_train(TrainCommand command) {
   if (command.simulate) {
     auto data = runtime::load_training_data(config.training);
     if (!data.ok()) return fail(data.error());
-    auto setup =
-        runtime::make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(*data)));
+    auto setup = runtime::make_training_setup(config.training,
+                                              std::make_shared<const learning::TrainTestSplit>(std::move(*data)));
     if (!setup.ok()) return fail(setup.error());
     Progress progress(config.training.rounds, config.metrics);
     runtime::SimulationOptions options;

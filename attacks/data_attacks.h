@@ -15,7 +15,7 @@ namespace ballot::attacks {
 
 // In place. Labels ≥ classes (which a validated Dataset never holds) are left unchanged.
 void flip_labels(std::span<std::uint8_t> labels, std::size_t classes);
-inline void flip_labels(Batch& batch, std::size_t classes) {
+inline void flip_labels(learning::Batch& batch, std::size_t classes) {
   flip_labels(std::span<std::uint8_t>(batch.labels), classes);
 }
 

@@ -184,7 +184,7 @@ std::string defence_update(const Grid& grid, const Defence& defence) {
 Result<std::string> defence_lr(const Grid& grid, const Defence& defence) {
   if (defence.lr) return *defence.lr;
   if (!grid.lr_per_update) return grid.base.lr;
-  return default_lr_schedule(defence_update(grid, defence), grid.base.rounds);
+  return learning::default_lr_schedule(defence_update(grid, defence), grid.base.rounds);
 }
 
 std::string defence_lr_source(const Grid& grid, const Defence& defence) {
@@ -326,7 +326,8 @@ Status Grid::validate() const {
         return grid_error(where + ": update: " + update.error().message);
     }
     if (d.lr) {
-      if (auto lr = LrSchedule::parse(*d.lr); !lr.ok()) return grid_error(where + ": lr: " + lr.error().message);
+      if (auto lr = learning::LrSchedule::parse(*d.lr); !lr.ok())
+        return grid_error(where + ": lr: " + lr.error().message);
     } else if (auto lr = defence_lr(*this, d); !lr.ok()) {
       return grid_error(where + ": no default learning rate for update '" + defence_update(*this, d) +
                         "' (give the defence an lr): " + lr.error().message);
@@ -490,7 +491,7 @@ Grid paper_preset(std::uint64_t rounds) {
   grid.base.worker_momentum = 0.9;
   // The sign rule's default schedule (lr 0.001 decaying to 5% by the last round); base.lr only
   // shows it, as lr_per_update takes it from the update rule.
-  grid.base.lr = default_lr_schedule(grid.base.update, rounds).value_or(grid.base.lr);
+  grid.base.lr = learning::default_lr_schedule(grid.base.update, rounds).value_or(grid.base.lr);
   grid.lr_per_update = true;
   grid.base.partition_size = 32;
   grid.base.rounds = rounds;

@@ -524,8 +524,8 @@ std::string server_momentum(const std::string& update) {
   if (!spec.ok()) return "?";
   double value = 0.0;
   if (spec->name() == "sgd" || spec->name() == "heavyball") {
-    value =
-        spec->get_double("momentum", spec->name() == "heavyball" ? kHeavyBallVoteOptions.momentum : 0.0).value_or(0.0);
+    value = spec->get_double("momentum", spec->name() == "heavyball" ? learning::kHeavyBallVoteOptions.momentum : 0.0)
+                .value_or(0.0);
   } else if (spec->name() == "signum") {
     value = spec->get_double("beta", 0.9).value_or(0.0);
   }

@@ -144,7 +144,7 @@ MessageBytes message_bytes(const runtime::TrainingSetup& setup, const GradientLa
   return out;
 }
 
-CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<const TrainTestSplit>& data,
+CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<const learning::TrainTestSplit>& data,
                     const RunnerOptions& options, double& reported) {
   CellResult out;
   if (cell.not_applicable) {
@@ -234,7 +234,7 @@ double cell_work(const Cell& cell) {
 namespace {
 
 // The cells of one grid (no tuning); the caller finishes the progress bar.
-GridResult run_cells(const Grid& grid, const std::shared_ptr<const TrainTestSplit>& data,
+GridResult run_cells(const Grid& grid, const std::shared_ptr<const learning::TrainTestSplit>& data,
                      const RunnerOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   GridResult out;
@@ -315,7 +315,7 @@ std::pair<std::size_t, double> grid_work(const Grid& grid) {
   return {cells, work};
 }
 
-Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSplit> data,
+Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const learning::TrainTestSplit> data,
                             const RunnerOptions& options) {
   BALLOT_TRY(grid.validate());
   if (data == nullptr) return make_error(ErrorCode::kInvalidArgument, "run_grid: no dataset");
@@ -325,7 +325,7 @@ Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSpl
   bool cancelled = false;
   if (grid.tune_lr && !tuned_defences(grid).empty()) {
     BALLOT_ASSIGN_OR_RETURN(auto split, holdout_split(*data, grid.tune_lr->holdout));
-    const auto holdout = std::make_shared<const TrainTestSplit>(std::move(split));
+    const auto holdout = std::make_shared<const learning::TrainTestSplit>(std::move(split));
     const GridResult sweep = run_cells(sweep_grid(grid), holdout, options);
     sweeps = choose_learning_rates(grid, sweep.cells, sweep.results);
     for (auto& s : sweeps) s.holdout = holdout->test.size();
@@ -345,7 +345,7 @@ Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSpl
 Result<GridResult> run_grid(const Grid& grid, const RunnerOptions& options) {
   BALLOT_TRY(grid.validate());
   BALLOT_ASSIGN_OR_RETURN(auto data, runtime::load_training_data(grid.base));
-  return run_grid(grid, std::make_shared<const TrainTestSplit>(std::move(data)), options);
+  return run_grid(grid, std::make_shared<const learning::TrainTestSplit>(std::move(data)), options);
 }
 
 }  // namespace ballot::evaluation

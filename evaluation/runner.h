@@ -127,7 +127,7 @@ bool runs_in_simulator(const Cell& cell);
 // Runs the learning-rate sweep when grid.tune_lr is set, then every cell of expand() of the
 // (tuned) grid on `data`. Errors: an invalid grid (Grid::validate), a null dataset, a holdout
 // the training set cannot spare. Cell failures are results, not errors.
-Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const TrainTestSplit> data,
+Result<GridResult> run_grid(const Grid& grid, std::shared_ptr<const learning::TrainTestSplit> data,
                             const RunnerOptions& options = {});
 // Loads grid.base.data once (runtime::load_training_data), then runs the grid.
 Result<GridResult> run_grid(const Grid& grid, const RunnerOptions& options = {});

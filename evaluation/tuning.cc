@@ -44,7 +44,7 @@ std::vector<std::size_t> tuned_defences(const Grid& grid) {
 }
 
 Result<std::string> scale_lr(const std::string& schedule, double factor) {
-  BALLOT_ASSIGN_OR_RETURN(const auto parsed, LrSchedule::parse(schedule));
+  BALLOT_ASSIGN_OR_RETURN(const auto parsed, learning::LrSchedule::parse(schedule));
   const double lr = parsed.base() * factor;
   if (!(lr > 0.0) || !std::isfinite(lr)) {
     return make_error(ErrorCode::kInvalidArgument, "scale_lr: factor " + factor_text(factor) + " gives no valid rate");
@@ -85,8 +85,8 @@ Grid sweep_grid(const Grid& grid) {
   return sweep;
 }
 
-Result<TrainTestSplit> holdout_split(const TrainTestSplit& data, std::size_t holdout) {
-  const Dataset& train = data.train;
+Result<learning::TrainTestSplit> holdout_split(const learning::TrainTestSplit& data, std::size_t holdout) {
+  const learning::Dataset& train = data.train;
   if (holdout == 0) holdout = train.size() / 6;
   if (holdout == 0 || holdout >= train.size()) {
     return make_error(ErrorCode::kInvalidArgument, "tune_lr: holdout " + std::to_string(holdout) +
@@ -95,8 +95,8 @@ Result<TrainTestSplit> holdout_split(const TrainTestSplit& data, std::size_t hol
   }
   const std::size_t keep = train.size() - holdout;
   const std::size_t f = train.num_features;
-  TrainTestSplit out;
-  for (Dataset* part : {&out.train, &out.test}) {
+  learning::TrainTestSplit out;
+  for (learning::Dataset* part : {&out.train, &out.test}) {
     part->num_features = f;
     part->num_classes = train.num_classes;
     part->rows = train.rows;

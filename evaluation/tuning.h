@@ -62,7 +62,7 @@ Grid sweep_grid(const Grid& grid);
 // The training set split for the sweep: train = all but the last `holdout` training examples
 // (0: a sixth of them), test = those. Errors (kInvalidArgument): holdout ≥ the training set's
 // size, or a training set too small to spare any.
-Result<TrainTestSplit> holdout_split(const TrainTestSplit& data, std::size_t holdout);
+Result<learning::TrainTestSplit> holdout_split(const learning::TrainTestSplit& data, std::size_t holdout);
 
 // Scale the base rate of an LrSchedule spec: "constant:lr=η > rest" → "constant:lr=η·f > rest".
 Result<std::string> scale_lr(const std::string& schedule, double factor);

@@ -14,7 +14,7 @@
 #include "core/byte_io.h"
 #include "core/enforce.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 constexpr std::uint64_t kSyntheticPurpose = 0x73796e7468000000ULL;  // "synth"
@@ -469,4 +469,4 @@ Result<std::vector<std::vector<std::uint32_t>>> split_dirichlet(std::span<const 
                                                   std::to_string(options.max_attempts) + " attempts");
 }
 
-}  // namespace ballot
+}  // namespace ballot::learning

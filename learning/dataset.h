@@ -19,7 +19,7 @@
 #include "core/result.h"
 #include "core/rng.h"
 
-namespace ballot {
+namespace ballot::learning {
 
 // n labelled examples of `num_features` floats each, row-major. Images are stored as
 // rows × cols × channels (channel fastest), pixel values scaled to [0, 1].
@@ -171,4 +171,4 @@ Result<std::vector<std::vector<std::uint32_t>>> split_dirichlet(std::span<const 
 // a < 1. shape > 0. Exposed for tests of the Dirichlet draw.
 double sample_gamma(Rng& rng, double shape);
 
-}  // namespace ballot
+}  // namespace ballot::learning

@@ -7,7 +7,7 @@
 #include "core/enforce.h"
 #include "learning/dataset.h"
 
-namespace ballot {
+namespace ballot::learning {
 
 double softmax_cross_entropy(std::span<const float> logits, std::span<const std::uint8_t> labels,
                              std::size_t num_classes, std::span<float> grad_logits) {
@@ -70,4 +70,4 @@ Evaluation evaluate(Model& model, const Dataset& data, std::size_t batch_size) {
   return result;
 }
 
-}  // namespace ballot
+}  // namespace ballot::learning

@@ -18,7 +18,7 @@
 
 #include "core/gradient_layout.h"
 
-namespace ballot {
+namespace ballot::learning {
 
 struct Dataset;
 
@@ -68,4 +68,4 @@ Evaluation evaluate(Model& model, const Dataset& data, std::size_t batch_size = 
 double softmax_cross_entropy(std::span<const float> logits, std::span<const std::uint8_t> labels,
                              std::size_t num_classes, std::span<float> grad_logits);
 
-}  // namespace ballot
+}  // namespace ballot::learning

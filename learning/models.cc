@@ -13,7 +13,7 @@
 #include "learning/dataset.h"
 #include "learning/parameter_model.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 // Eigen splits a product's inner dimension into blocks sized from the CPU's caches, which it reads
@@ -521,4 +521,4 @@ Result<std::unique_ptr<Model>> make_model(std::string_view text, const ModelShap
                     "unknown model '" + spec.name() + "' (known: logreg, mlp, cnn, synthetic, init)");
 }
 
-}  // namespace ballot
+}  // namespace ballot::learning

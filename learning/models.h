@@ -22,7 +22,7 @@
 #include "core/result.h"
 #include "learning/model.h"
 
-namespace ballot {
+namespace ballot::learning {
 
 inline constexpr std::uint64_t kInitPurpose = 0x696e697400000000ULL;  // "init"
 
@@ -72,4 +72,4 @@ ModelShape shape_of(const Dataset& data);
 //                may not hold ','). A missing or bad file is its read error, after the spec.
 Result<std::unique_ptr<Model>> make_model(std::string_view spec, const ModelShape& shape, std::uint64_t seed);
 
-}  // namespace ballot
+}  // namespace ballot::learning

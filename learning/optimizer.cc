@@ -16,7 +16,7 @@
 #include "kernels/sign_logic.h"
 #include "kernels/update_logic.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 // ---- state bytes: "BOST" | version u8 | rule u8 | flags u8 | 0 u8 | count u64 | count × f32 ------
@@ -615,4 +615,4 @@ Result<LrSchedule> LrSchedule::parse(std::string_view text) {
   return schedule;
 }
 
-}  // namespace ballot
+}  // namespace ballot::learning

@@ -34,7 +34,7 @@
 #include "core/registry.h"
 #include "core/result.h"
 
-namespace ballot {
+namespace ballot::learning {
 
 // ---- learning-rate schedules -------------------------------------------------------------------
 
@@ -195,4 +195,4 @@ class WorkerMomentum {
   std::vector<float> momentum_;
 };
 
-}  // namespace ballot
+}  // namespace ballot::learning

@@ -15,7 +15,7 @@
 #include "core/byte_io.h"
 #include "core/enforce.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 constexpr std::array<std::uint8_t, 8> kMagic = {'B', 'A', 'L', 'L', 'O', 'T', 'P', '1'};
@@ -252,4 +252,4 @@ Status write_parameter_file(const std::filesystem::path& path, const ParameterFi
   return {};
 }
 
-}  // namespace ballot
+}  // namespace ballot::learning

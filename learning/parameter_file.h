@@ -32,7 +32,7 @@
 
 #include "core/result.h"
 
-namespace ballot {
+namespace ballot::learning {
 
 inline constexpr std::uint32_t kParameterFileVersion = 1;
 inline constexpr std::size_t kMaxParameterTensors = 65536;
@@ -75,4 +75,4 @@ Result<ParameterFile> read_parameter_file(const std::filesystem::path& path);
 // never sees half a file. Encoding errors as encode_parameter_file; the OS's as kIo.
 Status write_parameter_file(const std::filesystem::path& path, const ParameterFile& file);
 
-}  // namespace ballot
+}  // namespace ballot::learning

@@ -4,7 +4,7 @@
 
 #include "core/enforce.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 constexpr const char* kNoForward =
@@ -15,7 +15,7 @@ constexpr const char* kNoForward =
 
 ParameterModel::ParameterModel(ParameterFile file, std::filesystem::path source)
     : source_(std::move(source)), tensors_(std::move(file.tensors)), params_(std::move(file.values)) {
-  digest_ = ballot::layout_digest(tensors_);
+  digest_ = learning::layout_digest(tensors_);
   // Offsets and sizes follow from the shapes, whether or not the file came from decoding.
   std::size_t offset = 0;
   for (auto& tensor : tensors_) {
@@ -45,4 +45,4 @@ Result<std::unique_ptr<Model>> make_parameter_model(const std::filesystem::path&
   return std::unique_ptr<Model>(std::make_unique<ParameterModel>(std::move(file), path));
 }
 
-}  // namespace ballot
+}  // namespace ballot::learning

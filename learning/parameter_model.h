@@ -19,7 +19,7 @@
 #include "learning/model.h"
 #include "learning/parameter_file.h"
 
-namespace ballot {
+namespace ballot::learning {
 
 class ParameterModel final : public Model {
  public:
@@ -60,4 +60,4 @@ class ParameterModel final : public Model {
 // Reads `path` and builds its model; errors as read_parameter_file.
 Result<std::unique_ptr<Model>> make_parameter_model(const std::filesystem::path& path);
 
-}  // namespace ballot
+}  // namespace ballot::learning

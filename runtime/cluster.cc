@@ -60,7 +60,8 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   BALLOT_ASSIGN_OR_RETURN(auto registry, transport::load_registry(config.keys));
   BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(config.training));
   BALLOT_ASSIGN_OR_RETURN(
-      auto setup, make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(data))));
+      auto setup,
+      make_training_setup(config.training, std::make_shared<const learning::TrainTestSplit>(std::move(data))));
   auto tls = transport_options(config);
   tls.listen_host = config.server_host;
   tls.listen_port = config.server_port;
@@ -92,7 +93,8 @@ Result<ClusterNode> open_cluster_node(const ClusterConfig& config, std::size_t n
   BALLOT_ASSIGN_OR_RETURN(auto registry, transport::load_registry(config.keys));
   BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(config.training));
   BALLOT_ASSIGN_OR_RETURN(
-      auto made, make_training_setup(config.training, std::make_shared<const TrainTestSplit>(std::move(data))));
+      auto made,
+      make_training_setup(config.training, std::make_shared<const learning::TrainTestSplit>(std::move(data))));
   auto setup = std::make_unique<TrainingSetup>(std::move(made));
   auto tls = transport_options(config);
   tls.listen = false;

@@ -39,10 +39,10 @@ namespace ballot::runtime {
 
 struct ExperimentRound {
   std::uint64_t round = 0;
-  double mean_loss = 0.0;  // mean batch loss of the votes counted
-  std::size_t votes = 0;   // votes counted (absent: crashed, omitted, rejected attackers)
-  bool evaluated = false;  // test evaluation this round (options.eval_every, and the last)
-  Evaluation test;         // when evaluated
+  double mean_loss = 0.0;     // mean batch loss of the votes counted
+  std::size_t votes = 0;      // votes counted (absent: crashed, omitted, rejected attackers)
+  bool evaluated = false;     // test evaluation this round (options.eval_every, and the last)
+  learning::Evaluation test;  // when evaluated
   // Sign path: coordinates where the applied decision differs from the attack-free one.
   // Gradient path: coordinates whose sign differs between the aggregate and the attack-free one.
   std::size_t changed_coordinates = 0;
@@ -50,7 +50,7 @@ struct ExperimentRound {
 
 struct ExperimentResult {
   std::vector<ExperimentRound> rounds;
-  Evaluation test;  // final, on the whole test set
+  learning::Evaluation test;  // final, on the whole test set
   transport::Digest model_digest{};
   std::uint64_t rounds_changed = 0;  // rounds with changed_coordinates > 0
   double seconds = 0.0;

@@ -44,7 +44,7 @@ Result<BitVector> read_signs(ByteReader& reader, std::size_t dimension) {
 }
 
 // The head every decision shares after its round: η, λ and the full-digest flag.
-ByteWriter& put_step(ByteWriter& writer, const StepScale& scale, bool full_digest) {
+ByteWriter& put_step(ByteWriter& writer, const learning::StepScale& scale, bool full_digest) {
   return writer.put(scale.lr).put(scale.weight_decay).put<std::uint8_t>(full_digest ? 1 : 0);
 }
 
@@ -54,7 +54,7 @@ bool usable_rate(float value) {
 
 // A scale the update could not use as a rate (negative, -0, NaN, infinite) or a flag byte other
 // than 0 or 1 is malformed.
-Status read_step(ByteReader& reader, StepScale& scale, bool& full_digest) {
+Status read_step(ByteReader& reader, learning::StepScale& scale, bool& full_digest) {
   BALLOT_ASSIGN_OR_RETURN(scale.lr, reader.read<float>("learning rate"));
   BALLOT_ASSIGN_OR_RETURN(scale.weight_decay, reader.read<float>("weight decay"));
   BALLOT_ASSIGN_OR_RETURN(const auto flag, reader.read<std::uint8_t>("full digest"));

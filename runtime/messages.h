@@ -77,8 +77,8 @@ struct AuditedVote {
 
 struct Decision {
   std::uint64_t round = 0;
-  StepScale scale;           // finite, >= 0, not -0 (decoders check)
-  bool full_digest = false;  // Replica::apply: the state digest after it is the parameters'
+  learning::StepScale scale;  // finite, >= 0, not -0 (decoders check)
+  bool full_digest = false;   // Replica::apply: the state digest after it is the parameters'
   BitVector signs;
 };
 
@@ -96,7 +96,7 @@ struct EncodedVote {
 
 struct FloatDecision {
   std::uint64_t round = 0;
-  StepScale scale;
+  learning::StepScale scale;
   bool full_digest = false;
   std::vector<float> direction;
 };

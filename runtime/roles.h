@@ -66,7 +66,7 @@ struct DefenceReport {
 struct TrainingSummary {
   std::uint64_t first_round = 0;  // > 0 when resumed from a checkpoint
   std::uint64_t rounds = 0;       // rounds completed in total
-  Evaluation test;
+  learning::Evaluation test;
   transport::Digest model_digest{};
   double seconds = 0.0;
   DefenceReport defences;

@@ -37,7 +37,7 @@ struct RoundReport {
   std::vector<std::size_t> missing;  // node indices without a counted vote
   double mean_loss = 0.0;            // mean of the counted nodes' batch losses
   bool evaluated = false;
-  Evaluation test;                       // when evaluated
+  learning::Evaluation test;             // when evaluated
   double seconds = 0.0;                  // wall time of the round
   double vote_wait_seconds = 0.0;        // of which waiting for votes (compute + transport)
   std::uint64_t bytes_per_vote = 0;      // payload bytes of one vote

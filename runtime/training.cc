@@ -83,7 +83,7 @@ Status TrainingOptions::validate() const {
   }
   BALLOT_TRY(code_spec(*this));
   BALLOT_TRY(Spec::parse(model));
-  BALLOT_TRY(LrSchedule::parse(lr));
+  BALLOT_TRY(learning::LrSchedule::parse(lr));
   BALLOT_TRY(Spec::parse(data));
   BALLOT_ASSIGN_OR_RETURN(auto adversary, attacks::AttackSpec::parse(attack));
   if (rule == "vote" && codec != TrainingOptions{}.codec) {
@@ -125,16 +125,16 @@ Status TrainingOptions::validate() const {
   return {};
 }
 
-Result<TrainTestSplit> load_training_data(const TrainingOptions& options) {
+Result<learning::TrainTestSplit> load_training_data(const TrainingOptions& options) {
   BALLOT_ASSIGN_OR_RETURN(Spec spec, Spec::parse(options.data));
   if (spec.name() == "fashion-mnist" || spec.name() == "mnist") {
     BALLOT_TRY(spec.check_known({"dir"}));
-    const std::string dir = spec.get_string("dir", std::string(kDefaultFashionMnistDir));
-    return load_mnist_dir(dir);
+    const std::string dir = spec.get_string("dir", std::string(learning::kDefaultFashionMnistDir));
+    return learning::load_mnist_dir(dir);
   }
   if (spec.name() == "synthetic") {
     BALLOT_TRY(spec.check_known({"examples", "features", "classes", "separation", "noise", "seed"}));
-    SyntheticOptions synthetic;
+    learning::SyntheticOptions synthetic;
     BALLOT_ASSIGN_OR_RETURN(auto examples, spec.get_int("examples", 4096));
     BALLOT_ASSIGN_OR_RETURN(auto features, spec.get_int("features", 32));
     BALLOT_ASSIGN_OR_RETURN(auto classes, spec.get_int("classes", 10));
@@ -146,9 +146,9 @@ Result<TrainTestSplit> load_training_data(const TrainingOptions& options) {
     synthetic.num_features = static_cast<std::size_t>(features);
     synthetic.num_classes = static_cast<std::size_t>(classes);
     synthetic.seed = static_cast<std::uint64_t>(seed);
-    TrainTestSplit split;
-    BALLOT_ASSIGN_OR_RETURN(split.train, make_synthetic(synthetic));
-    BALLOT_ASSIGN_OR_RETURN(split.test, make_synthetic_test(synthetic, synthetic.num_examples / 4 + 1));
+    learning::TrainTestSplit split;
+    BALLOT_ASSIGN_OR_RETURN(split.train, learning::make_synthetic(synthetic));
+    BALLOT_ASSIGN_OR_RETURN(split.test, learning::make_synthetic_test(synthetic, synthetic.num_examples / 4 + 1));
     return split;
   }
   if (spec.name() == "external") {
@@ -157,7 +157,7 @@ Result<TrainTestSplit> load_training_data(const TrainingOptions& options) {
     BALLOT_TRY(spec.check_known({"train"}));
     BALLOT_ASSIGN_OR_RETURN(auto train, spec.get_int("train", 0));
     if (train <= 0 || train > (std::int64_t{1} << 28)) return bad_option("external:train=N needs N in 1..2^28");
-    TrainTestSplit split;
+    learning::TrainTestSplit split;
     split.train.labels.assign(static_cast<std::size_t>(train), 0);  // sizes only; no features
     return split;
   }
@@ -176,13 +176,15 @@ Result<std::vector<std::size_t>> choose_attackers(const TrainingOptions& options
   return attacks::select_byzantine(options.attacker_choice, options.nodes, options.attackers, options.seed, &code);
 }
 
-Result<TrainingSetup> make_training_setup(const TrainingOptions& options, std::shared_ptr<const TrainTestSplit> data) {
+Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
+                                          std::shared_ptr<const learning::TrainTestSplit> data) {
   BALLOT_TRY(options.validate());
   BALLOT_ENFORCE(data != nullptr);
   if (data->train.size() == 0) return bad_option("the training set is empty");
   BALLOT_ASSIGN_OR_RETURN(auto code, make_code(options));
-  BALLOT_ASSIGN_OR_RETURN(auto schedule, LrSchedule::parse(options.lr));
-  PartitionSampler sampler(PartitionOptions{options.seed, options.partition_size}, data->train.size());
+  BALLOT_ASSIGN_OR_RETURN(auto schedule, learning::LrSchedule::parse(options.lr));
+  learning::PartitionSampler sampler(learning::PartitionOptions{options.seed, options.partition_size},
+                                     data->train.size());
   BALLOT_ASSIGN_OR_RETURN(auto attack, attacks::AttackSpec::parse(options.attack));
   BALLOT_ASSIGN_OR_RETURN(auto byzantine, choose_attackers(options, code));
   return TrainingSetup{options,           std::move(data),     std::move(code), std::move(sampler), std::move(schedule),
@@ -199,8 +201,9 @@ const attacks::Behaviour* TrainingSetup::active(attacks::Domain domain, std::uin
 }
 
 Result<Replica> Replica::create(const TrainingSetup& setup) {
-  BALLOT_ASSIGN_OR_RETURN(auto model, make_model(setup.options.model, shape_of(setup.data->train), setup.options.seed));
-  BALLOT_ASSIGN_OR_RETURN(auto optimizer, make_optimizer(setup.options.update, model->layout()));
+  BALLOT_ASSIGN_OR_RETURN(
+      auto model, learning::make_model(setup.options.model, learning::shape_of(setup.data->train), setup.options.seed));
+  BALLOT_ASSIGN_OR_RETURN(auto optimizer, learning::make_optimizer(setup.options.update, model->layout()));
   return Replica(std::move(model), std::move(optimizer), setup.schedule, setup.options.digest_every);
 }
 
@@ -212,15 +215,15 @@ constexpr std::string_view kStateDigestLabel = "ballot.state.v1";
 constexpr std::string_view kStateDigestSection = "state_digest";
 }  // namespace
 
-Replica::Replica(std::unique_ptr<Model> model, std::unique_ptr<Optimizer> optimizer, LrSchedule schedule,
-                 std::uint64_t digest_every)
+Replica::Replica(std::unique_ptr<learning::Model> model, std::unique_ptr<learning::Optimizer> optimizer,
+                 learning::LrSchedule schedule, std::uint64_t digest_every)
     : model_(std::move(model)),
       optimizer_(std::move(optimizer)),
       schedule_(std::move(schedule)),
       digest_every_(std::max<std::uint64_t>(1, digest_every)),
       state_digest_(parameters_digest(model_->parameters())) {}
 
-void Replica::advance_state_digest(std::uint64_t round, StepScale scale, bool full_digest,
+void Replica::advance_state_digest(std::uint64_t round, learning::StepScale scale, bool full_digest,
                                    std::span<const std::uint8_t> decision) {
   if (full_digest) {
     state_digest_ = parameters_digest(model_->parameters());
@@ -236,14 +239,15 @@ void Replica::advance_state_digest(std::uint64_t round, StepScale scale, bool fu
   state_digest_ = transport::sha256(chain.bytes());
 }
 
-void Replica::apply(std::uint64_t round, const BitVector& decision, StepScale scale, bool full_digest) {
+void Replica::apply(std::uint64_t round, const BitVector& decision, learning::StepScale scale, bool full_digest) {
   optimizer_->step_vote(model_->parameters(), decision, scale);
   const auto words = decision.words();
   advance_state_digest(round, scale, full_digest,
                        {reinterpret_cast<const std::uint8_t*>(words.data()), words.size_bytes()});
 }
 
-void Replica::apply(std::uint64_t round, std::span<const float> direction, StepScale scale, bool full_digest) {
+void Replica::apply(std::uint64_t round, std::span<const float> direction, learning::StepScale scale,
+                    bool full_digest) {
   optimizer_->step(model_->parameters(), direction, scale);
   advance_state_digest(round, scale, full_digest,
                        {reinterpret_cast<const std::uint8_t*>(direction.data()), direction.size_bytes()});
@@ -254,12 +258,12 @@ transport::Digest Replica::digest() const {
   return transport::sha256({reinterpret_cast<const std::uint8_t*>(params.data()), params.size_bytes()});
 }
 
-Evaluation Replica::evaluate(const Dataset& data, std::size_t max_examples) const {
+learning::Evaluation Replica::evaluate(const learning::Dataset& data, std::size_t max_examples) const {
   if (!model_->has_forward() || data.size() == 0 || max_examples == 0) return {};
   // evaluate() needs a mutable model for its scratch buffers; a clone keeps this const.
   auto copy = model_->clone();
-  if (max_examples >= data.size()) return ballot::evaluate(*copy, data);
-  Dataset head;
+  if (max_examples >= data.size()) return learning::evaluate(*copy, data);
+  learning::Dataset head;
   head.num_features = data.num_features;
   head.num_classes = data.num_classes;
   head.rows = data.rows;
@@ -268,7 +272,7 @@ Evaluation Replica::evaluate(const Dataset& data, std::size_t max_examples) cons
   head.features.assign(data.features.begin(),
                        data.features.begin() + static_cast<std::ptrdiff_t>(max_examples * data.num_features));
   head.labels.assign(data.labels.begin(), data.labels.begin() + static_cast<std::ptrdiff_t>(max_examples));
-  return ballot::evaluate(*copy, head);
+  return learning::evaluate(*copy, head);
 }
 
 void Replica::save_to(Checkpoint& checkpoint) const {
@@ -320,21 +324,22 @@ NodeWorker NodeWorker::all_partitions(const TrainingSetup& setup) {
 NodeWorker::NodeWorker(const TrainingSetup& setup, std::size_t node, std::vector<std::uint32_t> partitions, bool honest)
     : setup_(&setup), node_(node), honest_(honest), partitions_(std::move(partitions)) {
   for (auto partition : partitions_) {
-    if (setup.options.worker_momentum > 0) momentum_.emplace(partition, WorkerMomentum(setup.options.worker_momentum));
+    if (setup.options.worker_momentum > 0)
+      momentum_.emplace(partition, learning::WorkerMomentum(setup.options.worker_momentum));
   }
   signs_.resize(setup.options.nodes);
 }
 
 void NodeWorker::load_batch(std::uint64_t round, std::uint32_t partition) {
   const auto indices = setup_->sampler.indices(round, partition);
-  gather(setup_->data->train, indices, batch_);
+  learning::gather(setup_->data->train, indices, batch_);
   if (!honest_ && setup_->active(attacks::Domain::kData, round) != nullptr) {
     attacks::flip_labels(batch_.labels, setup_->data->train.num_classes);
   }
 }
 
 double NodeWorker::compute_gradient(Replica& replica, std::uint64_t round, std::uint32_t partition) {
-  Model& model = replica.model();
+  learning::Model& model = replica.model();
   if (source_) return source_(round, partition, model.gradients());
   load_batch(round, partition);
   return model.forward_backward(batch_.features, batch_.labels);
@@ -405,7 +410,7 @@ std::vector<std::uint8_t> NodeWorker::save_state() const {
 }
 
 Status NodeWorker::load_state(std::span<const std::uint8_t> bytes, std::size_t dimension) {
-  std::map<std::uint32_t, WorkerMomentum> restored;
+  std::map<std::uint32_t, learning::WorkerMomentum> restored;
   ByteReader reader(bytes, "node state");
   while (reader.remaining() > 0) {
     BALLOT_ASSIGN_OR_RETURN(const auto partition, reader.read<std::uint64_t>("partition"));
@@ -417,7 +422,7 @@ Status NodeWorker::load_state(std::span<const std::uint8_t> bytes, std::size_t d
       return reader.malformed("partition " + std::to_string(partition) + "'s momentum runs past the end");
     }
     BALLOT_ASSIGN_OR_RETURN(const auto state, reader.take_bytes(static_cast<std::size_t>(length), "momentum"));
-    WorkerMomentum momentum(setup_->options.worker_momentum);
+    learning::WorkerMomentum momentum(setup_->options.worker_momentum);
     BALLOT_TRY(momentum.load_state(state, dimension));
     restored.emplace(static_cast<std::uint32_t>(partition), std::move(momentum));
   }

@@ -105,14 +105,14 @@ struct TrainingOptions {
 };
 
 // Loads the dataset named by `options.data`.
-Result<TrainTestSplit> load_training_data(const TrainingOptions& options);
+Result<learning::TrainTestSplit> load_training_data(const TrainingOptions& options);
 
 struct TrainingSetup {
   TrainingOptions options;
-  std::shared_ptr<const TrainTestSplit> data;
+  std::shared_ptr<const learning::TrainTestSplit> data;
   coding::AllocationMatrix code;
-  PartitionSampler sampler;
-  LrSchedule schedule;
+  learning::PartitionSampler sampler;
+  learning::LrSchedule schedule;
   attacks::AttackSpec attack;
   std::vector<std::size_t> byzantine;  // node indices that attack, ascending
 
@@ -127,7 +127,8 @@ Result<coding::AllocationMatrix> make_code(const TrainingOptions& options);
 // The Byzantine node indices the options choose (empty without an attack), ascending.
 Result<std::vector<std::size_t>> choose_attackers(const TrainingOptions& options, const coding::AllocationMatrix& code);
 
-Result<TrainingSetup> make_training_setup(const TrainingOptions& options, std::shared_ptr<const TrainTestSplit> data);
+Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
+                                          std::shared_ptr<const learning::TrainTestSplit> data);
 
 class Replica {
  public:
@@ -135,15 +136,15 @@ class Replica {
 
   // The scale of round `round`'s update: the schedule's η(round) and the rule's λ as float32. The
   // server computes it and sends its bits in the decision; nodes apply the decision's.
-  StepScale scale(std::uint64_t round) const { return optimizer_->scale(schedule_.at(round)); }
+  learning::StepScale scale(std::uint64_t round) const { return optimizer_->scale(schedule_.at(round)); }
   // Whether the state digest after round `round`'s decision is the parameters' (round + 1 is a
   // multiple of options.digest_every). The server's answer travels in the decision.
   bool full_digest_after(std::uint64_t round) const { return (round + 1) % digest_every_ == 0; }
   // Applies round `round`'s decision: the update rule at `scale` on the packed vote, then moves the
   // state digest to round + 1 (the parameters' digest when `full_digest`, else the chain).
-  void apply(std::uint64_t round, const BitVector& decision, StepScale scale, bool full_digest);
+  void apply(std::uint64_t round, const BitVector& decision, learning::StepScale scale, bool full_digest);
   // The same for the gradient path: the update rule on the aggregated fp32 direction.
-  void apply(std::uint64_t round, std::span<const float> direction, StepScale scale, bool full_digest);
+  void apply(std::uint64_t round, std::span<const float> direction, learning::StepScale scale, bool full_digest);
   // With the replica's own scale(round) and full_digest_after(round) (one process: the lockstep
   // engine, tests).
   void apply(std::uint64_t round, const BitVector& decision) {
@@ -164,10 +165,10 @@ class Replica {
   const transport::Digest& state_digest() const noexcept { return state_digest_; }
   // On the first `max_examples` of `data`; count 0 (nothing evaluated) for a parameters-only
   // model (learning/parameter_model.h: its nodes compute in their own framework) or no data.
-  Evaluation evaluate(const Dataset& data, std::size_t max_examples) const;
+  learning::Evaluation evaluate(const learning::Dataset& data, std::size_t max_examples) const;
 
-  Model& model() { return *model_; }
-  const Model& model() const { return *model_; }
+  learning::Model& model() { return *model_; }
+  const learning::Model& model() const { return *model_; }
   std::size_t dimension() const { return model_->parameters().size(); }
 
   // Sections "model", "optimizer" (raw little-endian floats and the optimizer's state) and
@@ -177,13 +178,13 @@ class Replica {
   Status restore_from(const Checkpoint& checkpoint);
 
  private:
-  Replica(std::unique_ptr<Model> model, std::unique_ptr<Optimizer> optimizer, LrSchedule schedule,
-          std::uint64_t digest_every);
-  void advance_state_digest(std::uint64_t round, StepScale scale, bool full_digest,
+  Replica(std::unique_ptr<learning::Model> model, std::unique_ptr<learning::Optimizer> optimizer,
+          learning::LrSchedule schedule, std::uint64_t digest_every);
+  void advance_state_digest(std::uint64_t round, learning::StepScale scale, bool full_digest,
                             std::span<const std::uint8_t> decision);
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<Optimizer> optimizer_;
-  LrSchedule schedule_;
+  std::unique_ptr<learning::Model> model_;
+  std::unique_ptr<learning::Optimizer> optimizer_;
+  learning::LrSchedule schedule_;
   std::uint64_t digest_every_ = 1;
   transport::Digest state_digest_{};
 };
@@ -242,8 +243,8 @@ class NodeWorker {
   std::size_t node_;
   bool honest_;  // false: may apply the node's data-domain attack
   std::vector<std::uint32_t> partitions_;
-  std::map<std::uint32_t, WorkerMomentum> momentum_;
-  Batch batch_;
+  std::map<std::uint32_t, learning::WorkerMomentum> momentum_;
+  learning::Batch batch_;
   std::vector<BitVector> signs_;
   GradientSource source_;
   // The gradient of `partition` into the replica model's gradients(); returns the loss.

@@ -58,16 +58,16 @@ int main(int argc, char** argv) {
   const std::string schedule_text =
       get("schedule", "constant:lr=0.001 > cosine:rounds=" + std::to_string(rounds) + ",min=0.05");
 
-  auto schedule = LrSchedule::parse(schedule_text);
+  auto schedule = learning::LrSchedule::parse(schedule_text);
   if (!schedule.ok()) return std::fprintf(stderr, "%s\n", schedule.error().to_string().c_str()), 2;
-  auto data = load_fashion_mnist(get("data", std::string(kDefaultFashionMnistDir)));
+  auto data = learning::load_fashion_mnist(get("data", std::string(learning::kDefaultFashionMnistDir)));
   if (!data.ok()) return std::fprintf(stderr, "%s\n", data.error().to_string().c_str()), 1;
-  auto model = make_model("mlp:hidden=" + hidden, shape_of(data->train), seed);
+  auto model = learning::make_model("mlp:hidden=" + hidden, learning::shape_of(data->train), seed);
   if (!model.ok()) return std::fprintf(stderr, "%s\n", model.error().to_string().c_str()), 2;
-  Model& m = **model;
+  learning::Model& m = **model;
   const std::string server_spec =
       rule == "heavyball" ? "heavyball:wd=" + std::to_string(wd) : "sign:wd=" + std::to_string(wd);
-  auto server = make_optimizer(server_spec, m.layout());
+  auto server = learning::make_optimizer(server_spec, m.layout());
   if (!server.ok()) return std::fprintf(stderr, "%s\n", server.error().to_string().c_str()), 2;
 
   std::printf(
@@ -76,13 +76,13 @@ int main(int argc, char** argv) {
       hidden.c_str(), m.parameters().size(), workers, batch, beta, (*server)->spec().c_str(), schedule->spec().c_str());
   std::printf("%8s %10s %10s %10s %9s\n", "round", "lr", "test_acc", "test_loss", "seconds");
 
-  PartitionSampler sampler({seed, batch}, data->train.size());
-  std::vector<WorkerMomentum> momentum(workers, WorkerMomentum(beta));
+  learning::PartitionSampler sampler({seed, batch}, data->train.size());
+  std::vector<learning::WorkerMomentum> momentum(workers, learning::WorkerMomentum(beta));
   std::vector<BitVector> signs(workers);
   const std::size_t d = m.parameters().size();
   BitVector vote(d);
   std::vector<std::uint32_t> ones(d);
-  Batch b;
+  learning::Batch b;
   double compute_seconds = 0.0;
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   for (std::uint64_t r = 0; r < rounds; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     for (std::size_t w = 0; w < workers; ++w) {
-      gather(data->train, sampler.indices(r, w), b);
+      learning::gather(data->train, sampler.indices(r, w), b);
       m.forward_backward(b.features, b.labels);
       momentum[w].update(m.gradients(), signs[w]);
     }
@@ -103,14 +103,14 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < d; ++i) vote.set(i, 2 * ones[i] >= workers);
     (*server)->step_vote(m.parameters(), vote, schedule->at(r));
     if ((r + 1) % eval_every == 0 || r + 1 == rounds) {
-      const Evaluation e = evaluate(m, data->test);
+      const learning::Evaluation e = learning::evaluate(m, data->test);
       best = std::max(best, e.accuracy);
       std::printf("%8llu %10.6f %10.4f %10.4f %9.1f\n", static_cast<unsigned long long>(r + 1), schedule->at(r),
                   e.accuracy, e.loss, seconds());
       std::fflush(stdout);
     }
   }
-  const Evaluation final_eval = evaluate(m, data->test);
+  const learning::Evaluation final_eval = learning::evaluate(m, data->test);
   std::printf("final test accuracy %.4f (best %.4f) after %llu rounds, %.1f s (%.1f s in worker forward/backward)\n",
               final_eval.accuracy, best, static_cast<unsigned long long>(rounds), seconds(), compute_seconds);
   return final_eval.accuracy >= 0.85 ? 0 : 3;

@@ -143,7 +143,7 @@ double model_flops(const std::string& spec, double batch) {
 
 void BM_ForwardBackward(benchmark::State& state, const std::string& spec) {
   const auto batch = static_cast<std::size_t>(state.range(0));
-  auto model = ballot::make_model(spec, ballot::ModelShape{}, 1).value();
+  auto model = ballot::learning::make_model(spec, ballot::learning::ModelShape{}, 1).value();
   ballot::Rng rng(3);
   std::vector<float> x(batch * 784);
   std::vector<std::uint8_t> y(batch);
@@ -194,12 +194,12 @@ void BM_UpdateFloor(benchmark::State& state) {
 BENCHMARK(BM_UpdateFloor)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_UpdateVote(benchmark::State& state, const std::string& spec) {
-  auto rule = ballot::make_optimizer(spec, ballot::GradientLayout::whole(kUpdateDimension)).value();
+  auto rule = ballot::learning::make_optimizer(spec, ballot::GradientLayout::whole(kUpdateDimension)).value();
   std::vector<float> x(kUpdateDimension, 0.5f);
   ballot::BitVector vote(kUpdateDimension);
   ballot::Rng rng(5);
   for (std::size_t i = 0; i < kUpdateDimension; ++i) vote.set(i, rng.uniform_int(2) == 1);
-  const ballot::StepScale scale = rule->scale(1e-3);
+  const ballot::learning::StepScale scale = rule->scale(1e-3);
   for (auto _ : state) {
     rule->step_vote(x, vote, scale);
     benchmark::DoNotOptimize(x.data());

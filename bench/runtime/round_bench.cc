@@ -40,7 +40,8 @@ const runtime::TrainingSetup& setup() {
   static const runtime::TrainingSetup instance = [] {
     auto options = options_for_bench();
     auto data = runtime::load_training_data(options).value();
-    return runtime::make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
+    return runtime::make_training_setup(options, std::make_shared<const learning::TrainTestSplit>(std::move(data)))
+        .value();
   }();
   return instance;
 }
@@ -56,7 +57,7 @@ void BM_Compute(benchmark::State& state) {
   for (auto _ : state) {
     for (auto partition : worker.partitions()) {
       const auto indices = setup().sampler.indices(round, partition);
-      Batch batch = gather(setup().data->train, indices);
+      learning::Batch batch = learning::gather(setup().data->train, indices);
       benchmark::DoNotOptimize(replica.model().forward_backward(batch.features, batch.labels));
     }
     ++round;

@@ -28,12 +28,12 @@ std::string hex(const std::array<std::uint8_t, 32>& digest) {
 }
 
 nb::dict read(const std::string& path) {
-  Result<ParameterFile> result = make_error(ErrorCode::kInternal, "not read");
+  Result<learning::ParameterFile> result = make_error(ErrorCode::kInternal, "not read");
   {
     nb::gil_scoped_release released;
-    result = read_parameter_file(path);
+    result = learning::read_parameter_file(path);
   }
-  ParameterFile file = unwrap(std::move(result));
+  learning::ParameterFile file = unwrap(std::move(result));
   nb::list tensors;
   for (const auto& tensor : file.tensors) {
     nb::list shape;
@@ -43,7 +43,7 @@ nb::dict read(const std::string& path) {
                        nb::tuple(shape), tensor.offset, tensor.size));
   }
   nb::dict out;
-  out["layout_digest"] = hex(layout_digest(file.tensors));
+  out["layout_digest"] = hex(learning::layout_digest(file.tensors));
   out["tensors"] = tensors;
   out["values"] = to_numpy(std::move(file.values));
   return out;
@@ -51,12 +51,12 @@ nb::dict read(const std::string& path) {
 
 void write(const std::string& path, const std::vector<std::pair<std::string, std::vector<std::uint64_t>>>& tensors,
            nb::handle values) {
-  ParameterFile file;
+  learning::ParameterFile file;
   for (const auto& [name, shape] : tensors) file.tensors.push_back({name, shape});
   const auto floats = cpu_floats(values, "values");
   file.values.assign(floats.begin(), floats.end());
   nb::gil_scoped_release released;
-  unwrap(write_parameter_file(path, file));
+  unwrap(learning::write_parameter_file(path, file));
 }
 
 }  // namespace

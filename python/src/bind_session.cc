@@ -219,7 +219,7 @@ class Session {
   // has their shapes; a built-in model's layer segments are flat.
   nb::list tensors() const {
     nb::list out;
-    if (const auto* file = dynamic_cast<const ParameterModel*>(&replica_->model())) {
+    if (const auto* file = dynamic_cast<const learning::ParameterModel*>(&replica_->model())) {
       for (const auto& t : file->tensors()) {
         nb::list shape;
         for (auto dim : t.shape) shape.append(dim);

@@ -32,7 +32,7 @@ TEST(FlipLabels, OtherClassCountsAndOutOfRangeLabels) {
 }
 
 TEST(FlipLabels, BatchOverloadLeavesFeaturesAlone) {
-  Batch batch;
+  learning::Batch batch;
   batch.num_features = 2;
   batch.features = {0.5f, 1.5f, 2.5f, 3.5f};
   batch.labels = {2, 7};

@@ -211,9 +211,9 @@ TEST(DefenceLr, EachUpdateRuleHasItsOwnDefault) {
   EXPECT_EQ(defence_lr(grid, heavy).value_or(""), "constant:lr=0.0003 > cosine:rounds=200,min=0.05");
   heavy.update = "sgd";
   EXPECT_EQ(defence_lr(grid, heavy).value_or(""), "constant:lr=0.3 > cosine:rounds=200,min=0.05");
-  EXPECT_EQ(default_lr_schedule("ef_sign", 10).value_or(""), "constant:lr=0.3 > cosine:rounds=10,min=0.05");
-  EXPECT_FALSE(default_lr_schedule("adam", 10).ok());
-  EXPECT_FALSE(default_lr_schedule("sign", 0).ok());
+  EXPECT_EQ(learning::default_lr_schedule("ef_sign", 10).value_or(""), "constant:lr=0.3 > cosine:rounds=10,min=0.05");
+  EXPECT_FALSE(learning::default_lr_schedule("adam", 10).ok());
+  EXPECT_FALSE(learning::default_lr_schedule("sign", 0).ok());
   // A rate given for the grid replaces the defaults; a defence's own replaces both.
   grid.lr_per_update = false;
   grid.base.lr = "constant:lr=0.02";

@@ -19,7 +19,7 @@ TEST(ScaleLr, ChangesOnlyTheBaseRate) {
 }
 
 TEST(HoldoutSplit, LastExamplesScoreTheSweep) {
-  TrainTestSplit data;
+  learning::TrainTestSplit data;
   data.train.num_features = 2;
   data.train.num_classes = 3;
   for (std::uint8_t i = 0; i < 12; ++i) {
@@ -70,9 +70,9 @@ TEST(SweepGrid, OneAttackFreeCellPerDefenceAndFactor) {
   ASSERT_EQ(sweep.defences.size(), 6u);
   EXPECT_EQ(sweep.defences[0].name, "signSGD-MV @ lr×0.1");
   // The untuned rate is the update rule's default, its cosine over the sweep's rounds.
-  EXPECT_EQ(sweep.defences[1].lr.value_or(""), default_lr_schedule("sign:wd=0", 6).value_or("?"));
+  EXPECT_EQ(sweep.defences[1].lr.value_or(""), learning::default_lr_schedule("sign:wd=0", 6).value_or("?"));
   EXPECT_EQ(sweep.defences[5].lr.value_or(""),
-            scale_lr(default_lr_schedule("sgd:momentum=0.9", 6).value_or("?"), 10.0).value_or("!"));
+            scale_lr(learning::default_lr_schedule("sgd:momentum=0.9", 6).value_or("?"), 10.0).value_or("!"));
   std::size_t cells = 0;
   for (const auto& cell : expand(sweep)) cells += cell.same_as ? 0 : 1;
   EXPECT_EQ(cells, 6u);
@@ -117,9 +117,9 @@ TEST(ChooseLearningRates, BestHeldOutAccuracyTiesTowardTheUntunedRate) {
   const Grid tuned = with_tuned_lr(grid, sweeps);
   EXPECT_FALSE(tuned.tune_lr.has_value());
   // The chosen factor on the grid's own schedule (cosine over its 12 rounds, not the sweep's 6).
-  EXPECT_EQ(tuned.defences[0].lr.value_or(""), default_lr_schedule("sign:wd=0", 12).value_or("?"));
+  EXPECT_EQ(tuned.defences[0].lr.value_or(""), learning::default_lr_schedule("sign:wd=0", 12).value_or("?"));
   EXPECT_EQ(tuned.defences[1].lr.value_or(""),
-            scale_lr(default_lr_schedule("sgd:momentum=0.9", 12).value_or("?"), 10.0).value_or("!"));
+            scale_lr(learning::default_lr_schedule("sgd:momentum=0.9", 12).value_or("?"), 10.0).value_or("!"));
   EXPECT_EQ(tuned.defences[2].lr.value_or(""), "constant:lr=0.05");
 }
 

@@ -8,9 +8,9 @@
 #include "learning/dataset.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  ballot::IdxLimits limits;
+  ballot::learning::IdxLimits limits;
   limits.max_bytes = std::size_t{1} << 20;  // a fuzzer's header may claim gigabytes
-  const auto parsed = ballot::parse_idx(std::span<const std::uint8_t>(data, size), "fuzz input", limits);
+  const auto parsed = ballot::learning::parse_idx(std::span<const std::uint8_t>(data, size), "fuzz input", limits);
   if (!parsed.ok()) return 0;
   std::size_t product = 1;
   for (auto dim : parsed->dims) product *= dim;

@@ -23,7 +23,8 @@ struct Fixture {
     const auto options = fuzzing::node_state_run();
     auto data = runtime::load_training_data(options);
     check(data.ok());
-    auto made = runtime::make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(*data)));
+    auto made =
+        runtime::make_training_setup(options, std::make_shared<const learning::TrainTestSplit>(std::move(*data)));
     check(made.ok());
     setup = std::make_unique<runtime::TrainingSetup>(std::move(*made));
     auto made_replica = runtime::Replica::create(*setup);

@@ -43,13 +43,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<float> direction(params);
   for (std::size_t i = 0; i < params; ++i) direction[i] = static_cast<float>(i % 7) - 3.0f;
   if (spec == nullptr) {
-    WorkerMomentum momentum;
+    learning::WorkerMomentum momentum;
     BitVector signs;
     momentum.update(direction, signs);
     exercise(momentum, bytes, params);
     return 0;
   }
-  auto rule = make_optimizer(spec, fuzzing::optimizer_layout(params));
+  auto rule = learning::make_optimizer(spec, fuzzing::optimizer_layout(params));
   if (!rule.ok()) return 0;  // a rule this layout does not take (ef_sign needs parameters)
   std::vector<float> weights(params, 0.5f);
   (*rule)->step(weights, direction, 0.1);

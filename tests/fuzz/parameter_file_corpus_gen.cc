@@ -15,8 +15,8 @@ namespace {
 using namespace ballot;
 using fuzzing::CorpusSeed;
 
-CorpusSeed seed(const std::string& name, std::vector<ParameterTensor> tensors) {
-  ParameterFile file;
+CorpusSeed seed(const std::string& name, std::vector<learning::ParameterTensor> tensors) {
+  learning::ParameterFile file;
   file.tensors = std::move(tensors);
   std::size_t total = 0;
   for (const auto& tensor : file.tensors) {
@@ -25,7 +25,7 @@ CorpusSeed seed(const std::string& name, std::vector<ParameterTensor> tensors) {
     total += elements;
   }
   for (std::size_t i = 0; i < total; ++i) file.values.push_back(static_cast<float>(i % 13) * 0.125f - 0.75f);
-  return {name, encode_parameter_file(file).value()};
+  return {name, learning::encode_parameter_file(file).value()};
 }
 
 std::vector<CorpusSeed> seeds() {

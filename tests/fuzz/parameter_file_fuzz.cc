@@ -22,25 +22,25 @@ void check(bool condition) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace ballot;
   const std::span<const std::uint8_t> bytes(data, size);
-  const auto decoded = decode_parameter_file(bytes);
+  const auto decoded = learning::decode_parameter_file(bytes);
   if (!decoded.ok()) {
     check(decoded.error().code == ErrorCode::kMalformed);
     return 0;
   }
   const auto& file = *decoded;
-  check(!file.tensors.empty() && file.tensors.size() <= kMaxParameterTensors);
+  check(!file.tensors.empty() && file.tensors.size() <= learning::kMaxParameterTensors);
   std::set<std::string> names;
   std::size_t offset = 0;
   for (const auto& tensor : file.tensors) {
     check(!tensor.name.empty() && names.insert(tensor.name).second);
-    check(tensor.shape.size() <= kMaxParameterRank);
+    check(tensor.shape.size() <= learning::kMaxParameterRank);
     std::size_t elements = 1;
     for (auto dim : tensor.shape) elements *= static_cast<std::size_t>(dim);
     check(tensor.offset == offset && tensor.size == elements);
     offset += elements;
   }
   check(offset == file.values.size());
-  const auto encoded = encode_parameter_file(file);
+  const auto encoded = learning::encode_parameter_file(file);
   check(encoded.ok());
   check(encoded->size() == size && std::equal(encoded->begin(), encoded->end(), bytes.begin()));
   return 0;

@@ -51,12 +51,12 @@ std::vector<std::uint8_t> optimizer_seed(std::size_t index, std::size_t count_in
   std::vector<std::uint8_t> seed = {static_cast<std::uint8_t>(index), static_cast<std::uint8_t>(count_index)};
   std::vector<std::uint8_t> state;
   if (spec == nullptr) {
-    WorkerMomentum momentum;
+    learning::WorkerMomentum momentum;
     BitVector signs;
     for (int s = 0; s < steps; ++s) momentum.update(floats(direction(params, s)), signs);
     state = momentum.save_state();
   } else {
-    auto rule = make_optimizer(spec, fuzzing::optimizer_layout(params)).value();
+    auto rule = learning::make_optimizer(spec, fuzzing::optimizer_layout(params)).value();
     std::vector<float> weights(params, 0.25f);
     for (int s = 0; s < steps; ++s) rule->step(weights, floats(direction(params, s)), 0.05);
     state = rule->save_state();
@@ -81,7 +81,7 @@ std::vector<CorpusSeed> node_seeds() {
   const auto options = fuzzing::node_state_run();
   auto data = runtime::load_training_data(options).value();
   const auto setup =
-      runtime::make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
+      runtime::make_training_setup(options, std::make_shared<const learning::TrainTestSplit>(std::move(data))).value();
   auto replica = runtime::Replica::create(setup).value();
   std::vector<CorpusSeed> seeds;
   runtime::NodeWorker worker(setup, 0);

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 namespace fs = std::filesystem;
@@ -445,4 +445,4 @@ TEST_P(GammaMoments, MeanAndVarianceEqualTheShape) {
 INSTANTIATE_TEST_SUITE_P(Shapes, GammaMoments, ::testing::Values(0.1, 0.5, 1.0, 2.5, 10.0));
 
 }  // namespace
-}  // namespace ballot
+}  // namespace ballot::learning

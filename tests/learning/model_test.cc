@@ -9,7 +9,7 @@
 #include "learning/dataset.h"
 #include "learning/models.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 TEST(SoftmaxCrossEntropy, UniformLogitsCostLogClassesAndGradientsSumToZero) {
@@ -77,4 +77,4 @@ TEST(Evaluate, CountsArgMaxHitsAndMeanLossOverBatches) {
 }
 
 }  // namespace
-}  // namespace ballot
+}  // namespace ballot::learning

@@ -10,7 +10,7 @@
 #include "core/rng.h"
 #include "learning/dataset.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 // Small shapes: 6×6 single-channel "images" (36 features), 4 classes, so that a full
@@ -176,4 +176,4 @@ TEST(Models, SyntheticGradientIsOnePassOverTheParameters) {
 }
 
 }  // namespace
-}  // namespace ballot
+}  // namespace ballot::learning

@@ -18,7 +18,7 @@
 #include "learning/dataset.h"
 #include "learning/models.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 std::vector<float> random_vector(std::size_t n, std::uint64_t seed) {
@@ -445,4 +445,4 @@ TEST(UpdateRuleTable, DocsListEveryRule) {
 }
 
 }  // namespace
-}  // namespace ballot
+}  // namespace ballot::learning

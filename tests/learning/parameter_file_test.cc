@@ -13,7 +13,7 @@
 
 #include "core/byte_io.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 ParameterFile small_file() {
@@ -296,4 +296,4 @@ TEST_F(ParameterFileOnDisk, MissingAndCorruptFilesNameThePath) {
 }
 
 }  // namespace
-}  // namespace ballot
+}  // namespace ballot::learning

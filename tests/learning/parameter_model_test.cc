@@ -11,7 +11,7 @@
 #include "core/enforce.h"
 #include "learning/models.h"
 
-namespace ballot {
+namespace ballot::learning {
 namespace {
 
 ParameterFile two_layers() {
@@ -108,4 +108,4 @@ TEST_F(ParameterModelTest, MissingOrBadFilesAreClearErrors) {
 }
 
 }  // namespace
-}  // namespace ballot
+}  // namespace ballot::learning

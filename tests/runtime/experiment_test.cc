@@ -180,7 +180,7 @@ TEST(Experiment, AlieAndIpmBreakThePlainMean) {
   options.eval_every = 0;
   auto data = load_training_data(options);
   if (!data.ok()) GTEST_SKIP() << "Fashion-MNIST is not installed (scripts/setup.sh): " << data.error().to_string();
-  auto shared = std::make_shared<const TrainTestSplit>(std::move(*data));
+  auto shared = std::make_shared<const learning::TrainTestSplit>(std::move(*data));
   const auto run_on = [&](const TrainingOptions& o) {
     auto setup = make_training_setup(o, shared);
     EXPECT_TRUE(setup.ok()) << setup.error().to_string();

@@ -8,6 +8,8 @@
 namespace ballot::runtime {
 namespace {
 
+using learning::StepScale;
+
 BitVector pattern(std::size_t d) {
   BitVector bits(d);
   for (std::size_t i = 0; i < d; i += 5) bits.set(i, true);

@@ -59,7 +59,7 @@ struct SessionHarness {
     options.rule = std::move(rule);
 
     auto data = load_training_data(options).value();
-    return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
+    return make_training_setup(options, std::make_shared<const learning::TrainTestSplit>(std::move(data))).value();
   }
 
   transport::Transport& server() { return *endpoints[0]; }
@@ -292,8 +292,8 @@ TEST(NodeSessionTest, TheNodeAppliesTheDecisionsScaleNotItsOwnSchedule) {
   BitVector signs;
   ASSERT_TRUE(session.submit_vote(worker.vote(node_replica, 0, signs), signs).ok());
   const BitVector decided(h.replica.dimension(), false);
-  const StepScale own = h.replica.scale(0);
-  const StepScale sent{own.lr * 3.0f, 0.01f};
+  const learning::StepScale own = h.replica.scale(0);
+  const learning::StepScale sent{own.lr * 3.0f, 0.01f};
 
   ASSERT_TRUE(h.server().send(node_id(0), MessageType::kDecision, 0, encode(Decision{0, sent, false, decided})).ok());
   auto applied = session.await_decision();

@@ -56,7 +56,7 @@ struct Harness {
     options.eval_every = 0;
     options.partition_size = 4;
     auto data = load_training_data(options).value();
-    return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
+    return make_training_setup(options, std::make_shared<const learning::TrainTestSplit>(std::move(data))).value();
   }
 };
 

@@ -13,7 +13,7 @@ namespace ballot::runtime::testing {
 // What every role builds from `options`: the data, loaded, and the training setup.
 inline Result<TrainingSetup> setup_for(const TrainingOptions& options) {
   BALLOT_ASSIGN_OR_RETURN(auto data, load_training_data(options));
-  return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data)));
+  return make_training_setup(options, std::make_shared<const learning::TrainTestSplit>(std::move(data)));
 }
 
 // An MLP on 2000 synthetic examples of 4 classes with b = 1: trains in a fraction of a second per

@@ -45,7 +45,7 @@ struct ServerHarness {
     options.eval_every = 0;
     options.partition_size = 4;
     auto data = load_training_data(options).value();
-    return make_training_setup(options, std::make_shared<const TrainTestSplit>(std::move(data))).value();
+    return make_training_setup(options, std::make_shared<const learning::TrainTestSplit>(std::move(data))).value();
   }
 
   ServerSessionOptions options(std::chrono::milliseconds deadline = 2000ms) {

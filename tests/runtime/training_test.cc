@@ -32,8 +32,9 @@ TEST(TrainingOptions, ValidateNamesTheOption) {
   EXPECT_FALSE(options.validate().ok());
   options = small();
   options.code = "deterministic:b=x";
-  EXPECT_FALSE(
-      make_training_setup(options, std::make_shared<const TrainTestSplit>(load_training_data(options).value())).ok());
+  EXPECT_FALSE(make_training_setup(
+                   options, std::make_shared<const learning::TrainTestSplit>(load_training_data(options).value()))
+                   .ok());
   options = small();
   options.data = "imagenet";
   EXPECT_NE(load_training_data(options).error().message.find("unknown dataset"), std::string::npos);
@@ -72,7 +73,7 @@ TEST(NodeWorker, VoteIsTheElectionOfItsPartitionSigns) {
     worker.vote(replica, 3, vote);
     std::vector<BitVector> signs(setup.options.nodes, BitVector(d));
     for (std::uint32_t j = 0; j < setup.options.nodes; ++j) {
-      Batch batch = gather(setup.data->train, setup.sampler.indices(3, j));
+      learning::Batch batch = learning::gather(setup.data->train, setup.sampler.indices(3, j));
       replica.model().forward_backward(batch.features, batch.labels);
       signs[j] = kernels::pack_signs(replica.model().gradients());
     }
@@ -142,9 +143,9 @@ TEST(Replica, TheStateDigestIsTheParametersEveryKRoundsAndAChainInBetween) {
   auto c = Replica::create(setup).value();
   auto d = Replica::create(setup).value();
   auto e = Replica::create(setup).value();
-  c.apply(0, up, StepScale{0.001f, 0.0f}, false);
-  d.apply(0, up, StepScale{0.001f, 1e-4f}, false);
-  e.apply(0, down, StepScale{0.001f, 0.0f}, false);
+  c.apply(0, up, learning::StepScale{0.001f, 0.0f}, false);
+  d.apply(0, up, learning::StepScale{0.001f, 1e-4f}, false);
+  e.apply(0, down, learning::StepScale{0.001f, 0.0f}, false);
   EXPECT_NE(c.state_digest(), d.state_digest());
   EXPECT_NE(c.state_digest(), e.state_digest());
   // A replica whose update diverged after the anchor (here: a parameter moved by hand, as an
@@ -168,13 +169,13 @@ TEST(Replica, TheDecisionsScaleIsWhatMovesTheParameters) {
   auto own = Replica::create(setup).value();
   auto sent = Replica::create(setup).value();
   const BitVector up(own.dimension(), true);
-  const StepScale scale = own.scale(0);
+  const learning::StepScale scale = own.scale(0);
   EXPECT_EQ(scale.lr, static_cast<float>(setup.schedule.at(0)));
   own.apply(0, up);
   sent.apply(0, up, scale, own.full_digest_after(0));
   EXPECT_EQ(own.digest(), sent.digest());  // the same bits as the schedule's
   auto other = Replica::create(setup).value();
-  other.apply(0, up, StepScale{2 * scale.lr, scale.weight_decay}, false);
+  other.apply(0, up, learning::StepScale{2 * scale.lr, scale.weight_decay}, false);
   EXPECT_NE(other.digest(), own.digest());
 }
 

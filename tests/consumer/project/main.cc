@@ -31,7 +31,7 @@ int main() {
   ballot::kernels::majority_vote(votes, result);
   ok &= check(result.get(0) && !result.get(1) && result.get(2), "majority vote");
 
-  auto update = ballot::make_optimizer("sign", ballot::GradientLayout::whole(3));
+  auto update = ballot::learning::make_optimizer("sign", ballot::GradientLayout::whole(3));
   std::vector<float> params{0.0f, 0.0f, 0.0f};
   if (update.ok()) update.value()->step_vote(params, result, 0.5);
   ok &= check(update.ok() && params[0] == -0.5f && params[1] == 0.5f, "sign update rule");

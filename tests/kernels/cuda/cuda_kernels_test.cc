@@ -114,18 +114,19 @@ TEST_F(CudaKernels, SignUpdateFromAVoteMatchesTheCpuRule) {
     const BitVector vote = kernels::pack_signs(random_values(size, size + 12));
     const SgdFactors factors{0.01f, 1e-4f, 0.0f, 1.0f, false};
     ASSERT_TRUE(apply_update_on_device(params, &vote, {}, {}, factors, false).ok());
-    make_sign_update({1e-4})->step_vote(cpu, vote, StepScale{0.01f, 1e-4f});
+    learning::make_sign_update({1e-4})->step_vote(cpu, vote, learning::StepScale{0.01f, 1e-4f});
     EXPECT_EQ(params, cpu) << "size " << size;
   }
 }
 
 TEST_F(CudaKernels, SgdAndHeavyBallMatchTheCpuRulesOverSeveralSteps) {
-  const SgdOptions variants[] = {kHeavyBallVoteOptions, {0.9, 5e-4, 0.1, true}, {0.0, 1e-3, 0.0, false}};
-  for (const SgdOptions& options : variants) {
+  const learning::SgdOptions variants[] = {
+      learning::kHeavyBallVoteOptions, {0.9, 5e-4, 0.1, true}, {0.0, 1e-3, 0.0, false}};
+  for (const learning::SgdOptions& options : variants) {
     for (const bool from_vote : {true, false}) {
       for (const std::size_t size : {std::size_t{65}, std::size_t{4099}, (std::size_t{1} << 20) + 3}) {
         std::vector<float> params = random_values(size, size + 21), cpu = params, buffer(size, 0.0f);
-        auto rule = make_sgd(options);
+        auto rule = learning::make_sgd(options);
         const SgdFactors factors{0.05f, static_cast<float>(options.weight_decay), static_cast<float>(options.momentum),
                                  static_cast<float>(1.0 - options.dampening), options.nesterov};
         for (int step = 0; step < 3; ++step) {
@@ -136,9 +137,9 @@ TEST_F(CudaKernels, SgdAndHeavyBallMatchTheCpuRulesOverSeveralSteps) {
                           options.momentum != 0.0 ? std::span<float>(buffer) : std::span<float>{}, factors, step == 0)
                           .ok());
           if (from_vote) {
-            rule->step_vote(cpu, vote, StepScale{0.05f, factors.weight_decay});
+            rule->step_vote(cpu, vote, learning::StepScale{0.05f, factors.weight_decay});
           } else {
-            rule->step(cpu, direction, StepScale{0.05f, factors.weight_decay});
+            rule->step(cpu, direction, learning::StepScale{0.05f, factors.weight_decay});
           }
           ASSERT_EQ(params, cpu) << "momentum " << options.momentum << ", vote " << from_vote << ", size " << size
                                  << ", step " << step;
