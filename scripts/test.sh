@@ -12,9 +12,22 @@ jobs=$(nproc)
 scripts/setup.sh
 python=$(scripts/python_env.sh)
 
+# ctest of a preset; when the only failure is the one test known to stall now and then in full
+# runs (a server under a loopback flood: bench and causes in docs/security.md, "Known issue"), that
+# test is run once more, alone, and must pass. Any other failure fails the run at once.
+ctest_preset() {
+  local preset=$1 flaky='ProcessCluster.RejoinsThroughAFloodOfIdleSockets'
+  if ctest --preset "$preset" -j "$jobs"; then return 0; fi
+  local failed
+  failed=$(cut -d: -f2- "build/$preset/Testing/Temporary/LastTestsFailed.log")
+  if [[ "$failed" != "$flaky" ]]; then return 1; fi
+  echo "== $flaky failed in the full run: once more, alone"
+  ctest --preset "$preset" -R "^${flaky}\$"
+}
+
 echo "== build and test: default preset (C++ and the Python extension)"
 scripts/build.sh default -DBALLOT_PYTHON=ON -DPython_EXECUTABLE="$python"
-ctest --preset default -j "$jobs"
+ctest_preset default
 
 echo "== Python tests (pytest, build tree's package, Debian's torch, ByzFL)"
 export PYTHONPATH="$PWD/build/default/python"
@@ -33,8 +46,7 @@ BALLOT_TEST_PACKAGING=1 "$python" -m pytest -q tests/python/test_packaging.py
 
 echo "== build and test: debug-asan preset (ASan + UBSan)"
 scripts/build.sh debug-asan -DBALLOT_PYTHON=ON -DPython_EXECUTABLE="$python"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --preset debug-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest_preset debug-asan
 
 echo "== Python tests under ASan + UBSan (the sanitized extension in the system interpreter)"
 # The interpreter is not instrumented, so the runtime is preloaded (with libstdc++, whose
