@@ -13,7 +13,7 @@ scripts/setup.sh
 python=$(scripts/python_env.sh)
 
 # ctest of a preset; when the only failure is the one test known to stall now and then in full
-# runs (a server under a loopback flood: bench and causes in docs/security.md, "Known issue"), that
+# runs (a server under a flood of idle loopback connections: docs/security.md, "Known issue"), that
 # test is run once more, alone, and must pass. Any other failure fails the run at once.
 ctest_preset() {
   local preset=$1 flaky='ProcessCluster.RejoinsThroughAFloodOfIdleSockets'
