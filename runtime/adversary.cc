@@ -40,7 +40,8 @@ const RoundView& HonestView::compute(Replica& replica, std::uint64_t round) {
   view_.losses.assign(n, 0.0);
   if (setup_->sign_vote()) {
     view_.partition_signs.resize(n);
-    std::vector<double> partition_loss(n, 0.0);
+    auto& partition_loss = view_.partition_losses;
+    partition_loss.assign(n, 0.0);
     for (std::uint32_t j = 0; j < n; ++j) {
       partition_loss[j] = worker_.partition_signs(replica, round, j, view_.partition_signs[j]);
     }
@@ -91,14 +92,6 @@ bool omits_vote(const TrainingSetup& setup, std::size_t node, std::uint64_t roun
   constexpr std::uint64_t kOmissionPurpose = 0x6f6d697373696f6eULL;  // "omission"
   Rng rng(setup.options.seed, Rng::stream_id({round, node, kOmissionPurpose}));
   return rng.bernoulli(behaviour->probability);
-}
-
-bool protocol_suppresses_vote(const TrainingSetup& setup, std::size_t node, std::uint64_t round) {
-  if (!setup.is_byzantine(node)) return false;
-  const auto* behaviour = setup.active(attacks::Domain::kProtocol, round);
-  if (behaviour == nullptr) return false;
-  if (behaviour->kind == attacks::AttackKind::kOmission) return omits_vote(setup, node, round);
-  return true;
 }
 
 std::size_t coalition_rank(const TrainingSetup& setup, std::size_t node) {

@@ -33,7 +33,8 @@ struct RoundView {
   std::vector<BitVector> honest_votes;
   // Gradient path: the honest gradient of every node i (partition i).
   std::vector<std::vector<float>> gradients;
-  std::vector<double> losses;  // per node: its honest batch loss
+  std::vector<double> losses;            // per node: its honest batch loss (mean over its row)
+  std::vector<double> partition_losses;  // vote path, per partition j: its batch loss
   // The coalition's votes when the omniscient election attack is active this round (one per
   // Byzantine node, in setup.byzantine order), computed once for all members; else empty.
   std::vector<BitVector> omniscient_votes;
@@ -90,10 +91,6 @@ void byzantine_gradient(const TrainingSetup& setup, const RoundView* view, std::
 // Protocol domain. Whether Byzantine node `node` drops its vote of `round` under the omission
 // attack: a Bernoulli(p) draw from the run's seed, the same in every engine.
 bool omits_vote(const TrainingSetup& setup, std::size_t node, std::uint64_t round);
-// The lockstep engine's model of the protocol domain (runtime/experiment.h): whether the node's
-// vote of `round` does not count — crashed, omitted, delayed past the deadline, or rejected by
-// the transport or the server (equivocation, replay, forgery, bad frames, wrong digest).
-bool protocol_suppresses_vote(const TrainingSetup& setup, std::size_t node, std::uint64_t round);
 
 // The index of Byzantine node `node` within setup.byzantine (its rank in the coalition).
 std::size_t coalition_rank(const TrainingSetup& setup, std::size_t node);

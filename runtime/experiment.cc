@@ -8,7 +8,12 @@
 #include "coding/codec_registry.h"
 #include "robust/registry.h"
 #include "runtime/adversary.h"
+#include "runtime/detail/lockstep_network.h"
+#include "runtime/detail/memory_cluster.h"
+#include "runtime/messages.h"
 #include "runtime/node_attacks.h"
+#include "runtime/node_session.h"
+#include "runtime/server_session.h"
 
 namespace ballot::runtime {
 namespace {
@@ -27,178 +32,222 @@ std::size_t differing_signs(std::span<const float> a, std::span<const float> b) 
   return count;
 }
 
-Error stalled(std::uint64_t round, std::size_t absent, std::size_t budget) {
+Error stalled(std::uint64_t round, const TrainingSetup& setup, const Error& cause) {
+  const auto n = setup.options.nodes;
+  const auto b = setup.options.byzantine;
   return make_error(ErrorCode::kUnavailable,
-                    "round " + std::to_string(round) + ": " + std::to_string(absent) +
-                        " votes are absent but the fault budget is b = " + std::to_string(budget) +
-                        "; the server would wait for a quorum that never comes");
+                    "round " + std::to_string(round) + ": fewer than the quorum of n - b = " + std::to_string(n - b) +
+                        " votes arrived, so more are absent than the fault budget b = " + std::to_string(b) +
+                        " allows; the server would wait for a quorum that never comes (" + cause.message + ")");
 }
 
-// The per-run state of the engine.
+// The per-run state of the engine: the server session and n node sessions on one thread, over the
+// in-memory network with virtual time (runtime/detail/lockstep_network.h).
 class Engine {
  public:
-  Engine(const TrainingSetup& setup, Replica replica)
-      : setup_(setup), replica_(std::move(replica)), coalition_(std::make_shared<Coalition>(setup)) {}
+  explicit Engine(const TrainingSetup& setup) : setup_(setup), n_(setup.options.nodes) {}
 
   Status init() {
-    const std::size_t n = setup_.options.nodes;
-    data_attack_ = setup_.attack.find(attacks::Domain::kData) != nullptr;
-    // Each attacker's content goes through the node session's seam (runtime/node_attacks.h), fed
-    // by the engine's own view of the honest messages.
-    for (auto node : setup_.byzantine)
-      adversaries_.emplace(node, make_node_adversary(setup_, node, replica_, coalition_));
-    if (data_attack_) {
-      for (auto node : setup_.byzantine) own_workers_.emplace(node, NodeWorker(setup_, node));
+    BALLOT_ASSIGN_OR_RETURN(auto server_replica, Replica::create(setup_));
+    server_replica_ = std::make_unique<Replica>(std::move(server_replica));
+    auto quarantine = std::make_shared<Quarantine>();
+    BALLOT_ASSIGN_OR_RETURN(auto cluster, detail::make_memory_cluster(setup_, quarantine));
+    server_endpoint_ = std::make_shared<detail::LockstepEndpoint>(time_, std::move(cluster.endpoints[kServerId]),
+                                                                  /*drives_time=*/true);
+    ServerSessionOptions server_options;
+    server_options.quarantine = quarantine;
+    server_options.registry = cluster.registry;
+    server_options.clock = server_endpoint_;
+    exchange_wait_ = std::chrono::milliseconds(
+                         static_cast<std::int64_t>(NodeSessionOptions{}.exchange_input_fraction *
+                                                   static_cast<double>(server_options.round_deadline.count()))) +
+                     std::chrono::milliseconds(1);
+    server_ = std::make_unique<ServerSession>(setup_, *server_endpoint_, *server_replica_, server_options);
+    // The honest messages of each round, computed once on the server's replica (the same model as
+    // every node's); the attackers' seam reads the same view.
+    coalition_ = std::make_shared<Coalition>(setup_);
+    const bool data_attack = setup_.attack.find(attacks::Domain::kData) != nullptr;
+    nodes_.resize(n_);
+    for (std::size_t i = 0; i < n_; ++i) {
+      Participant& node = nodes_[i];
+      BALLOT_ASSIGN_OR_RETURN(auto replica, Replica::create(setup_));
+      node.replica = std::make_unique<Replica>(std::move(replica));
+      node.endpoint =
+          std::make_shared<detail::LockstepEndpoint>(time_, std::move(cluster.endpoints[node_id(i)]), false);
+      NodeSessionOptions options;
+      options.evidence = cluster.evidence[node_id(i)];
+      options.adversary = make_node_adversary(setup_, i, *node.replica, coalition_);
+      options.clock = node.endpoint;
+      node.session = std::make_unique<NodeSession>(setup_, i, *node.endpoint, *node.replica, options);
+      // A label-flipping attacker trains on its own flipped labels, as a Node does.
+      if (data_attack && setup_.is_byzantine(i)) node.own_worker.emplace(setup_, i);
     }
     if (!setup_.sign_vote()) {
-      for (int copy = 0; copy < 2; ++copy) {
-        BALLOT_ASSIGN_OR_RETURN(aggregators_[copy], robust::make_aggregator(setup_.options.rule));
-      }
-      BALLOT_ASSIGN_OR_RETURN(server_codec_, coding::make_codec(setup_.options.codec));
-      for (std::size_t i = 0; i < n; ++i) {
+      BALLOT_ASSIGN_OR_RETURN(reference_aggregator_, robust::make_aggregator(setup_.options.rule));
+      BALLOT_ASSIGN_OR_RETURN(reference_codec_, coding::make_codec(setup_.options.codec));
+      for (std::size_t i = 0; i < n_; ++i) {
         BALLOT_ASSIGN_OR_RETURN(auto codec, coding::make_codec(setup_.options.codec));
-        codecs_.push_back(std::move(codec));
+        shadow_codecs_.push_back(std::move(codec));
       }
-      for (auto node : setup_.byzantine) {
-        BALLOT_ASSIGN_OR_RETURN(auto codec, coding::make_codec(setup_.options.codec));
-        shadow_codecs_.emplace(node, std::move(codec));
+    }
+    for (auto& node : nodes_) BALLOT_TRY(node.session->start());
+    return server_->begin(0);
+  }
+
+  Result<ExperimentRound> round(std::uint64_t r) {
+    BALLOT_TRY(server_->open_round(r));
+    const auto shared_view = coalition_->view(*server_replica_, r);
+    const RoundView& view = *shared_view;
+    std::vector<std::uint64_t> votes_before(n_);
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (nodes_[i].session) votes_before[i] = nodes_[i].session->stats().votes_sent;
+      BALLOT_TRY(drive(i, view, std::chrono::milliseconds(0)));
+    }
+    if (exchange()) {
+      // The inputs of every row are sent: each node votes over them, or waits for the missing ones
+      // until its input deadline.
+      for (std::size_t i = 0; i < n_; ++i) {
+        BALLOT_TRY(drive(i, view, std::chrono::milliseconds(0)));
+        if (nodes_[i].session && nodes_[i].session->stats().votes_sent == votes_before[i])
+          BALLOT_TRY(drive(i, view, exchange_wait_));
+      }
+    }
+    if (auto collected = server_->collect(); !collected.ok()) {
+      if (collected.error().code == ErrorCode::kTimeout) return stalled(r, setup_, collected.error());
+      return std::move(collected).error();
+    }
+    BALLOT_ASSIGN_OR_RETURN(auto decision, server_->decide());
+    const RoundReport& server_report = server_->report();
+    ExperimentRound report;
+    report.round = r;
+    report.votes = server_report.votes;
+    report.mean_loss = server_report.mean_loss;
+    BALLOT_ASSIGN_OR_RETURN(report.changed_coordinates, changed_by_the_attack(r, view, decision));
+    BALLOT_TRY(server_->send_decision(std::move(decision)));
+    const std::uint64_t done = r + 1;
+    const auto every = setup_.options.eval_every;
+    if (done == setup_.options.rounds || (every != 0 && done % every == 0)) {
+      report.evaluated = true;
+      report.test = server_replica_->evaluate(setup_.data->test, setup_.options.eval_examples);
+    }
+    return report;
+  }
+
+  Replica& replica() { return *server_replica_; }
+
+ private:
+  struct Participant {
+    std::unique_ptr<Replica> replica;
+    std::shared_ptr<detail::LockstepEndpoint> endpoint;
+    std::unique_ptr<NodeSession> session;  // null once the node crashed for good
+    std::optional<NodeWorker> own_worker;  // a label-flipping attacker's
+  };
+
+  bool exchange() const { return setup_.options.placement == Placement::kExchange && setup_.sign_vote(); }
+
+  // Node i handles what has arrived (and waits up to `wait` of its own time), computing the work
+  // its session hands out from the round's view.
+  Status drive(std::size_t i, const RoundView& view, std::chrono::milliseconds wait) {
+    Participant& node = nodes_[i];
+    if (!node.session) {
+      // Crashed for good: what is sent to it is read and dropped, so its inbox does not grow.
+      while (node.endpoint->receive(std::chrono::milliseconds(0)).ok()) {
+      }
+      return {};
+    }
+    while (node.session) {
+      BALLOT_ASSIGN_OR_RETURN(auto event, node.session->poll_for(wait));
+      if (!event) return {};
+      wait = std::chrono::milliseconds(0);
+      switch (event->kind) {
+        case NodeEvent::Kind::kCompute:
+          BALLOT_TRY(submit(node, i, event->work, view));
+          break;
+        case NodeEvent::Kind::kCrashed:
+          // Gone for good: its process would exit.
+          node.session.reset();
+          return {};
+        case NodeEvent::Kind::kFinished:
+          return {};
+        case NodeEvent::Kind::kDecided:
+        case NodeEvent::Kind::kStateInstalled:
+          break;
       }
     }
     return {};
   }
 
-  Result<ExperimentRound> round(std::uint64_t r) {
-    ExperimentRound report;
-    report.round = r;
-    const auto shared_view = coalition_->view(replica_, r);
-    const RoundView& view = *shared_view;
-    BALLOT_ASSIGN_OR_RETURN(report, setup_.sign_vote() ? vote_round(r, view) : gradient_round(r, view));
-    const std::uint64_t done = r + 1;
-    const auto every = setup_.options.eval_every;
-    if (done == setup_.options.rounds || (every != 0 && done % every == 0)) {
-      report.evaluated = true;
-      report.test = replica_.evaluate(setup_.data->test, setup_.options.eval_examples);
-    }
-    return report;
-  }
-
-  Replica& replica() { return replica_; }
-
- private:
-  // The vote a node sends this round, or nullopt when it sends none the server would count.
-  bool sends(std::size_t node, std::uint64_t r) const {
-    return !setup_.is_byzantine(node) || !protocol_suppresses_vote(setup_, node, r);
-  }
-  // A crashed node computes nothing (a Node under the crash attack ignores the round), while the
-  // other protocol attacks compute and encode the vote and then withhold or spoil it.
-  bool crashed(std::size_t node, std::uint64_t r) const {
-    const auto it = adversaries_.find(node);
-    return it != adversaries_.end() && it->second->silence(r) != NodeAdversary::Silence::kNone;
-  }
-
-  Result<ExperimentRound> vote_round(std::uint64_t r, const RoundView& view) {
-    const std::size_t n = setup_.options.nodes;
-    ExperimentRound report;
-    report.round = r;
-    std::vector<BitVector> sent(n);
-    std::vector<const BitVector*> counted;
-    double loss = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      double node_loss = view.losses[i];
-      if (setup_.is_byzantine(i)) {
-        // The attacker computes its own vote every round it is up (its momentum advances even
-        // when it sends nothing), exactly as a Node does.
-        if (crashed(i, r)) continue;
-        if (auto own = own_workers_.find(i); own != own_workers_.end()) {
-          node_loss = own->second.vote(replica_, r, sent[i]);
-        } else {
-          sent[i] = view.honest_votes[i];
-        }
-        if (!sends(i, r)) continue;
-        adversaries_.at(i)->replace(transport::MessageType::kVote, {r, nullptr, &sent[i], nullptr});
-        counted.push_back(&sent[i]);
-      } else {
-        counted.push_back(&view.honest_votes[i]);
+  // What node i's worker computes: the round's honest view (each partition computed once for all
+  // the nodes that hold it), or an attacker's own work on flipped labels.
+  Status submit(Participant& node, std::size_t i, const RoundWork& work, const RoundView& view) {
+    // Work of an earlier round (a node catching up after a crash): it would be late; sends nothing.
+    if (work.round != view.round) return {};
+    NodeSession& session = *node.session;
+    if (work.kind == RoundWork::Kind::kPartitionSigns) {
+      const auto partition = work.partitions.front();
+      if (node.own_worker) {
+        BitVector signs;
+        const double loss = node.own_worker->partition_signs(*node.replica, work.round, partition, signs);
+        return session.submit_partition_signs(loss, std::move(signs));
       }
-      loss += node_loss;
+      return session.submit_partition_signs(view.partition_losses[partition], view.partition_signs[partition]);
     }
-    if (n - counted.size() > setup_.options.byzantine) return stalled(r, n - counted.size(), setup_.options.byzantine);
-    const std::size_t d = replica_.dimension();
-    const BitVector decision = decide(counted, d);
-    std::vector<const BitVector*> honest;
-    for (const auto& vote : view.honest_votes) honest.push_back(&vote);
-    report.changed_coordinates = differing_bits(decision, decide(honest, d));
-    report.votes = counted.size();
-    report.mean_loss = counted.empty() ? 0.0 : loss / static_cast<double>(counted.size());
-    replica_.apply(r, decision);
-    return report;
+    if (work.kind == RoundWork::Kind::kVote) {
+      if (node.own_worker) {
+        BitVector signs;
+        const double loss = node.own_worker->vote(*node.replica, work.round, signs);
+        return session.submit_vote(loss, std::move(signs));
+      }
+      return session.submit_vote(view.losses[i], view.honest_votes[i]);
+    }
+    if (node.own_worker) {
+      std::vector<float> gradient;
+      const double loss = node.own_worker->gradient(*node.replica, work.round, gradient);
+      return session.submit_gradient(loss, std::move(gradient));
+    }
+    return session.submit_gradient(view.losses[i], view.gradients[i]);
   }
 
-  Result<ExperimentRound> gradient_round(std::uint64_t r, const RoundView& view) {
-    const std::size_t n = setup_.options.nodes;
-    const auto& layout = replica_.model().layout();
-    ExperimentRound report;
-    report.round = r;
-    std::vector<std::vector<float>> decoded;
+  // Sign path: the coordinates where the applied decision differs from the majority of every
+  // node's honest vote. Gradient path: the coordinates whose sign differs between the applied
+  // aggregate and the rule over every node's honest message (each through its codec).
+  Result<std::size_t> changed_by_the_attack(std::uint64_t r, const RoundView& view,
+                                            const std::vector<std::uint8_t>& decision) {
+    const std::size_t d = server_replica_->dimension();
+    if (setup_.sign_vote()) {
+      BALLOT_ASSIGN_OR_RETURN(auto applied, decode_decision(decision, d));
+      std::vector<const BitVector*> honest;
+      for (const auto& vote : view.honest_votes) honest.push_back(&vote);
+      return differing_bits(applied.signs, decide(honest, d));
+    }
+    BALLOT_ASSIGN_OR_RETURN(auto applied, decode_float_decision(decision, d));
+    const auto& layout = server_replica_->model().layout();
     std::vector<std::vector<float>> attack_free;
-    std::vector<float> message;
-    double loss = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      double node_loss = view.losses[i];
-      const bool byzantine = setup_.is_byzantine(i);
-      if (byzantine) {
-        BALLOT_ASSIGN_OR_RETURN(auto honest, encode_decode(*shadow_codecs_.at(i), view.gradients[i], r, i));
-        attack_free.push_back(std::move(honest));
-        if (crashed(i, r)) continue;
-        if (auto own = own_workers_.find(i); own != own_workers_.end()) {
-          node_loss = own->second.gradient(replica_, r, message);
-        } else {
-          message = view.gradients[i];
-        }
-        adversaries_.at(i)->replace(transport::MessageType::kVote, {r, nullptr, nullptr, &message});
-      } else {
-        message = view.gradients[i];
-      }
-      // Encoded before the protocol attack decides whether it is sent, as at a Node: a stateful
-      // codec's memory (error feedback) advances either way.
-      BALLOT_ASSIGN_OR_RETURN(auto received, encode_decode(*codecs_[i], message, r, i));
-      if (!sends(i, r)) continue;
-      if (!byzantine) attack_free.push_back(received);
-      decoded.push_back(std::move(received));
-      loss += node_loss;
+    for (std::size_t i = 0; i < n_; ++i) {
+      Rng rng = codec_rng(setup_, r, i);
+      const auto encoded = shadow_codecs_[i]->encode(view.gradients[i], layout, rng);
+      BALLOT_ASSIGN_OR_RETURN(auto decoded, reference_codec_->decode(encoded.bytes, layout));
+      attack_free.push_back(std::move(decoded));
     }
-    if (n - decoded.size() > setup_.options.byzantine) return stalled(r, n - decoded.size(), setup_.options.byzantine);
-    BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(decoded));
-    BALLOT_ASSIGN_OR_RETURN(auto aggregated, aggregators_[0]->aggregate(inputs));
-    BALLOT_ASSIGN_OR_RETURN(auto reference_inputs, robust::InputMatrix::from_rows(attack_free));
-    BALLOT_ASSIGN_OR_RETURN(auto reference, aggregators_[1]->aggregate(reference_inputs));
-    report.changed_coordinates = differing_signs(aggregated.value, reference.value);
-    report.votes = decoded.size();
-    report.mean_loss = decoded.empty() ? 0.0 : loss / static_cast<double>(decoded.size());
-    (void)layout;
-    replica_.apply(r, std::span<const float>(aggregated.value));
-    return report;
-  }
-
-  // What the server decodes from node `node`'s message, as the real server would.
-  Result<std::vector<float>> encode_decode(coding::Codec& codec, std::span<const float> gradient, std::uint64_t r,
-                                           std::size_t node) {
-    const auto& layout = replica_.model().layout();
-    Rng rng = codec_rng(setup_, r, node);
-    const auto encoded = codec.encode(gradient, layout, rng);
-    return server_codec_->decode(encoded.bytes, layout);
+    BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(attack_free));
+    BALLOT_ASSIGN_OR_RETURN(auto reference, reference_aggregator_->aggregate(inputs));
+    return differing_signs(applied.direction, reference.value);
   }
 
   const TrainingSetup& setup_;
-  Replica replica_;
-  std::shared_ptr<Coalition> coalition_;  // the honest messages of each round (all of them, for the report)
-  std::map<std::size_t, std::shared_ptr<NodeAdversary>> adversaries_;  // per Byzantine node
-  bool data_attack_ = false;
-  std::map<std::size_t, NodeWorker> own_workers_;       // label-flipping attackers' own workers
-  std::unique_ptr<robust::Aggregator> aggregators_[2];  // applied, attack-free reference
-  std::unique_ptr<coding::Codec> server_codec_;
-  std::vector<std::unique_ptr<coding::Codec>> codecs_;                   // per node (EF state)
-  std::map<std::size_t, std::unique_ptr<coding::Codec>> shadow_codecs_;  // attackers' honest twins
+  const std::size_t n_;
+  detail::LockstepTime time_;
+  std::unique_ptr<Replica> server_replica_;
+  std::shared_ptr<detail::LockstepEndpoint> server_endpoint_;
+  std::unique_ptr<ServerSession> server_;
+  std::chrono::milliseconds exchange_wait_{0};
+  std::shared_ptr<Coalition> coalition_;
+  std::vector<Participant> nodes_;
+  // The attack-free reference of the gradient path: every node's honest message through its own
+  // codec twin (error feedback included), decoded and aggregated.
+  std::unique_ptr<robust::Aggregator> reference_aggregator_;
+  std::unique_ptr<coding::Codec> reference_codec_;
+  std::vector<std::unique_ptr<coding::Codec>> shadow_codecs_;
 };
 
 }  // namespace
@@ -217,16 +266,7 @@ std::string experiment_json_line(const ExperimentRound& round) {
 
 Result<ExperimentResult> run_experiment(const TrainingSetup& setup, const ExperimentOptions& options) {
   const auto started = Clock::now();
-  if (setup.options.placement == Placement::kExchange && (setup.attack.find(attacks::Domain::kData) != nullptr ||
-                                                          setup.attack.find(attacks::Domain::kProtocol) != nullptr)) {
-    // Those attacks change what a source sends to its column (flipped, absent or equivocating
-    // partition signs), which this engine does not model; votes-only attacks it does.
-    return make_error(ErrorCode::kUnavailable,
-                      "the lockstep engine runs the exchange placement only with vote attacks (sign domain); attack '" +
-                          setup.options.attack + "' acts on the partition signs a source relays: use simulate()");
-  }
-  BALLOT_ASSIGN_OR_RETURN(Replica replica, Replica::create(setup));
-  Engine engine(setup, std::move(replica));
+  Engine engine(setup);
   BALLOT_TRY(engine.init());
   ExperimentResult result;
   for (std::uint64_t r = 0; r < setup.options.rounds; ++r) {

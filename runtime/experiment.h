@@ -1,24 +1,22 @@
-// The lockstep experiment engine: the same deterministic round logic as the server and nodes
-// (runtime/training.h, runtime/adversary.h), run in one thread without transport, for security
-// evaluations and for hundreds of nodes.
+// The lockstep experiment engine: the server session and n node sessions (runtime/server_session.h,
+// runtime/node_session.h) — the same protocol code as the process cluster and the simulator —
+// driven round by round on one thread, over the in-memory network with real Ed25519-signed
+// envelopes and virtual time (runtime/detail/lockstep_network.h), for security evaluations.
 //
 // Honest nodes that compute the same partition of the same round on the same model get the same
 // signs (the sampler and the worker momentum are functions of (seed, round, partition) and the
-// decisions): the engine computes each partition once per round and lets every honest node that
-// holds it use the result. A round therefore costs n partition gradients whatever the code's
-// redundancy, against n·r in the message-passing simulator. With no fault the final model is
-// bit-identical to simulate() and to the process cluster for the same options (tested).
+// decisions): the engine computes each partition once per round, on the server's replica, and
+// hands every honest node's session the message its own worker would have computed. A round
+// therefore costs n partition gradients whatever the code's redundancy, against n·r in the
+// simulator. With no fault the final model is bit-identical to simulate() and to the process
+// cluster for the same options (tested).
 //
-// Protocol-domain attacks act on the wire; here they only make the attacker's vote absent for the
-// round (crash, omission, delay past the deadline) or rejected (equivocation, replay, forgery,
-// malformed or oversized frames, wrong digest). What the real defences do against them —
-// rejected frames, quarantine, equivocation proofs — is measured by simulate() over the
-// in-memory transport, whose verifier and quarantine are the real ones.
-//
-// Exchange placement: the honest votes are the same as in the replicated placement (each node
-// votes over the signs its row's sources computed, which are the signs it would compute itself),
-// so the engine runs it as the replicated one; attacks on what a source relays (data- and
-// protocol-domain) are not modelled here and are kUnavailable (simulate() runs them).
+// Every attack acts where it does in a cluster: at the node session's seam (runtime/node_attacks.h)
+// and on the wire. Protocol attacks are real — equivocation is caught by the verifiers and
+// quarantined, forged or malformed frames are rejected by the transport, a crashed node's vote is
+// absent until it rejoins through a state transfer — in both placements. Deadlines pass in virtual
+// time: a round that waits for its deadline costs no wall time, and a delayed vote arrives after
+// the server decided.
 //
 // The engine also computes the attack-free decision of every round (each Byzantine node's vote
 // replaced by the honest vote it would have sent) and reports where the applied decision differs.
@@ -62,12 +60,12 @@ struct ExperimentOptions {
   std::function<bool()> cancelled;
 };
 
-// Runs setup.options.rounds rounds. Errors: a setup the engine cannot run (e.g. more absent
-// votes in a round than the fault budget b allows — the real server would stall: kUnavailable
-// naming the round), or what model creation returns.
 // One round as a JSON object on one line (the metrics file of `ballot train --lockstep`).
 std::string experiment_json_line(const ExperimentRound& round);
 
+// Runs setup.options.rounds rounds. Errors: more votes absent in a round than the fault budget b
+// allows (the real server would stall: kUnavailable naming the round), or what model creation
+// returns.
 Result<ExperimentResult> run_experiment(const TrainingSetup& setup, const ExperimentOptions& options = {});
 
 }  // namespace ballot::runtime

@@ -1,7 +1,6 @@
 #include "runtime/node_attacks.h"
 
 #include <limits>
-#include <thread>
 
 #include "attacks/protocol_attacks.h"
 #include "runtime/messages.h"
@@ -94,8 +93,8 @@ Result<bool> SpecAdversary::deliver(MessageType type, std::uint64_t round, std::
       break;
     case AttackKind::kDelay:
       // Past the deadline by default: the vote arrives when the server has moved on.
-      std::this_thread::sleep_for(attack->delay_ms != 0 ? std::chrono::milliseconds(attack->delay_ms)
-                                                        : 2 * std::chrono::milliseconds(deadline_ms));
+      link.sleep_for(attack->delay_ms != 0 ? std::chrono::milliseconds(attack->delay_ms)
+                                           : 2 * std::chrono::milliseconds(deadline_ms));
       break;
     case AttackKind::kEquivocation: {
       // Exchange placement: the partition signs equivocate; the vote is one.

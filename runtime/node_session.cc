@@ -14,7 +14,7 @@
 namespace ballot::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SessionClock;
 using transport::MessageType;
 
 using detail::tolerate_peer_failure;
@@ -51,7 +51,8 @@ struct NodeSession::State final : NodeAdversary::Link {
         exchange(s.options.placement == Placement::kExchange && s.sign_vote()),
         row(s.code.row(i)),
         column(s.code.column(i)),
-        adversary(options.adversary) {
+        adversary(options.adversary),
+        clock(options.clock ? options.clock : steady_session_clock()) {
     if (!adversary) adversary = std::make_shared<NodeAdversary>();
   }
 
@@ -62,6 +63,8 @@ struct NodeSession::State final : NodeAdversary::Link {
   Status send(transport::NodeId to, transport::OutboundFrame frame) override {
     return tolerate_peer_failure(transport.send_frame(to, std::move(frame)), stats.send_failures);
   }
+  void sleep_for(std::chrono::milliseconds duration) override { clock->sleep_for(duration); }
+  Clock::time_point now() const { return clock->now(); }
   Status send_control(std::vector<std::uint8_t> payload) {
     return tolerate_peer_failure(transport.send(kServerId, MessageType::kControl, round, std::move(payload)),
                                  stats.send_failures);
@@ -71,6 +74,8 @@ struct NodeSession::State final : NodeAdversary::Link {
   bool silent(std::uint64_t r) const { return adversary->silence(r) != NodeAdversary::Silence::kNone; }
   bool voted(std::uint64_t r) const { return last_vote && last_vote_round == r; }
 
+  // Handles messages until the next event, or until `until` passed without one (nullopt).
+  Result<std::optional<NodeEvent>> run_until(std::optional<Clock::time_point> until);
   Result<std::optional<NodeEvent>> handle(transport::Message& message);
   Result<std::optional<NodeEvent>> on_state_transfer(const transport::Message& message);
   Result<std::optional<NodeEvent>> on_round_start(const transport::Message& message);
@@ -93,6 +98,7 @@ struct NodeSession::State final : NodeAdversary::Link {
   const std::vector<std::uint32_t> row;
   const std::vector<std::uint32_t> column;
   std::shared_ptr<NodeAdversary> adversary;
+  std::shared_ptr<SessionClock> clock;
   std::optional<SignedRecord> record;
   std::unique_ptr<coding::Codec> codec;  // gradient path
   NodeSessionStats stats;
@@ -146,43 +152,62 @@ Status NodeSession::start() {
   }
   s.rejoin_after = std::max(s.options.join_retry, std::chrono::milliseconds(2 * 3000));
   BALLOT_TRY(s.send_control(encode(Join{s.round, s.replica.state_digest()})));
-  s.last_heard = s.last_rejoin = Clock::now();
+  s.last_heard = s.last_rejoin = s.now();
   return {};
 }
 
 Result<NodeEvent> NodeSession::poll() {
+  auto event = state_->run_until(std::nullopt);  // without an end: an event or an error
+  if (!event.ok()) return std::move(event).error();
+  NodeEvent next;
+  if (event->has_value()) next = std::move(**event);
+  return next;
+}
+
+Result<std::optional<NodeEvent>> NodeSession::poll_for(std::chrono::milliseconds max_wait) {
   State& s = *state_;
+  return s.run_until(s.now() + std::max(max_wait, std::chrono::milliseconds(0)));
+}
+
+Result<std::optional<NodeEvent>> NodeSession::State::run_until(std::optional<Clock::time_point> until) {
+  using std::chrono::milliseconds;
   while (true) {
-    if (s.options.evidence) {
-      const auto proofs = s.options.evidence->proofs();
-      for (; s.forwarded < proofs.size(); ++s.forwarded)
-        BALLOT_TRY(s.send_control(encode(Evidence{proofs[s.forwarded]})));
+    if (options.evidence) {
+      const auto proofs = options.evidence->proofs();
+      for (; forwarded < proofs.size(); ++forwarded) BALLOT_TRY(send_control(encode(Evidence{proofs[forwarded]})));
     }
     // The decision of the last round is applied: the run is over, whether or not the server's
     // Finish arrives (the server saved its final checkpoint before it sent that decision).
-    if (s.started && s.round >= s.setup.options.rounds)
-      return NodeEvent{.kind = NodeEvent::Kind::kFinished, .round = s.round};
-    auto timeout = s.started ? std::min(s.options.idle_timeout, s.rejoin_after) : s.options.join_retry;
-    if (s.pending.active) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(s.pending.deadline - Clock::now());
-      timeout = std::clamp(left + std::chrono::milliseconds(1), std::chrono::milliseconds(1), timeout);
+    if (started && round >= setup.options.rounds)
+      return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kFinished, .round = round});
+    auto timeout = started ? std::min(options.idle_timeout, rejoin_after) : options.join_retry;
+    if (pending.active) {
+      const auto left = std::chrono::duration_cast<milliseconds>(pending.deadline - now());
+      timeout = std::min(timeout, std::max(left + milliseconds(1), milliseconds(1)));
     }
-    auto message = s.transport.receive(timeout);
+    if (until)
+      timeout = std::min(timeout, std::max(std::chrono::duration_cast<milliseconds>(*until - now()), milliseconds(0)));
+    auto message = transport.receive(timeout);
     if (!message.ok()) {
       if (message.error().code != ErrorCode::kTimeout) return std::move(message).error();
-      BALLOT_TRY(s.finish_exchange_vote());
-      const auto now = Clock::now();
-      if (now - s.last_heard >= s.options.idle_timeout) {
-        return make_error(ErrorCode::kTimeout, "node " + std::to_string(s.index) + ": no message from the server");
+      BALLOT_TRY(finish_exchange_vote());
+      const auto at = now();
+      if (at - last_heard >= options.idle_timeout) {
+        return make_error(ErrorCode::kTimeout, "node " + std::to_string(index) + ": no message from the server");
       }
-      if (!s.started || (now - s.last_heard >= s.rejoin_after && now - s.last_rejoin >= s.rejoin_after)) {
-        s.last_rejoin = now;
-        BALLOT_TRY(s.send_control(encode(Join{s.round, s.replica.state_digest()})));
+      // Before the first round start: a Join every join_retry; after it: when the server has been
+      // silent for rejoin_after.
+      const auto since_join = at - last_rejoin;
+      if ((!started && since_join >= options.join_retry) ||
+          (started && at - last_heard >= rejoin_after && since_join >= rejoin_after)) {
+        last_rejoin = at;
+        BALLOT_TRY(send_control(encode(Join{round, replica.state_digest()})));
       }
+      if (until && at >= *until) return std::optional<NodeEvent>();
       continue;
     }
-    BALLOT_ASSIGN_OR_RETURN(auto event, s.handle(*message));
-    if (event) return *std::move(event);
+    BALLOT_ASSIGN_OR_RETURN(auto event, handle(*message));
+    if (event) return event;
   }
 }
 
@@ -209,7 +234,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::handle(transport::Message& 
     BALLOT_TRY(on_partition_signs(message));
     return std::optional<NodeEvent>();
   }
-  last_heard = Clock::now();
+  last_heard = now();
   // Crash: silent while active. Without an end the node is gone for good; with one it comes back
   // behind and rejoins through the state transfer.
   if (message.type != MessageType::kControl && silent(message.round)) {
@@ -274,10 +299,10 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_round_start(const transp
   if (start->round > round || start->model_digest != replica.state_digest()) {
     // Behind (restarted, or missed a decision) or diverged: ask for the current state, once until
     // it arrives (or join_retry passed: the Join or the state may have been lost).
-    const auto now = Clock::now();
-    if (state_asked_round != round || now - state_asked_at >= options.join_retry) {
+    const auto at = now();
+    if (state_asked_round != round || at - state_asked_at >= options.join_retry) {
       state_asked_round = round;
-      state_asked_at = now;
+      state_asked_at = at;
       BALLOT_TRY(send_control(encode(Join{round, replica.state_digest()})));
     }
     return std::optional<NodeEvent>();
@@ -391,7 +416,7 @@ Status NodeSession::submit_partition_signs(double loss, BitVector signs) {
   const double fraction = std::clamp(s.options.exchange_input_fraction, 0.0, 1.0);
   const auto wait = std::chrono::duration<double, std::milli>(fraction * static_cast<double>(start.deadline_ms));
   s.pending = State::PendingVote{
-      true, start.round, start, Clock::now() + std::chrono::duration_cast<Clock::duration>(wait), {}};
+      true, start.round, start, s.now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait), {}};
   if (s.in_row(s.index) && envelope) {  // its own input is handled here, without the network
     s.pending.inputs.push_back(State::Input{static_cast<std::uint32_t>(s.index), std::move(own), *envelope});
   }
@@ -469,7 +494,7 @@ bool NodeSession::State::inputs_complete() const {
 
 // Votes over the inputs held once all of the row arrived or the input deadline passed.
 Status NodeSession::State::finish_exchange_vote() {
-  if (!pending.active || (!inputs_complete() && Clock::now() < pending.deadline)) return {};
+  if (!pending.active || (!inputs_complete() && now() < pending.deadline)) return {};
   pending.active = false;
   std::vector<coding::ExchangeInput> inputs;
   for (const auto& input : pending.inputs) inputs.push_back({input.source, &input.signs.signs});

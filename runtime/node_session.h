@@ -7,7 +7,8 @@
 //
 //   session.start();                                   // Join
 //   while (true) {
-//     auto event = session.poll();                     // or next_round() / await_decision()
+//     auto event = session.poll();                     // or next_round() / await_decision(),
+//                                                      // or poll_for(wait): nullopt when idle
 //     kCompute:  compute event.work's partitions on the replica, then submit_vote /
 //                submit_gradient / submit_partition_signs (exactly one, for event.work.round)
 //     kDecided:  the session applied the decision of round event.round − 1 to the replica
@@ -31,6 +32,7 @@
 #include "core/bit_vector.h"
 #include "core/result.h"
 #include "runtime/quarantine.h"
+#include "runtime/session_clock.h"
 #include "runtime/training.h"
 #include "transport/transport.h"
 
@@ -76,6 +78,7 @@ class NodeAdversary {
     virtual transport::OutboundFrame seal(transport::MessageType type, std::uint64_t round,
                                           std::vector<std::uint8_t> payload) = 0;
     virtual Status send(transport::NodeId to, transport::OutboundFrame frame) = 0;  // peer failures tolerated
+    virtual void sleep_for(std::chrono::milliseconds duration) = 0;                 // on the session's clock
   };
   // A message's content before it is encoded: signs or gradient, with or without the digest.
   struct Content {
@@ -112,6 +115,7 @@ struct NodeSessionOptions {
   std::filesystem::path record_path;
   std::shared_ptr<const transport::Registry> registry;
   std::uint64_t record_rounds = 164;
+  std::shared_ptr<SessionClock> clock;  // null: the steady clock (runtime/session_clock.h)
 };
 
 struct NodeSessionStats {
@@ -136,6 +140,9 @@ class NodeSession {
   Status start();
   // Handles messages until the next event. kTimeout after idle_timeout without the server.
   Result<NodeEvent> poll();
+  // The same, but returns nullopt once `max_wait` passed without an event (0: handle what has
+  // arrived, wait for nothing).
+  Result<std::optional<NodeEvent>> poll_for(std::chrono::milliseconds max_wait);
   // poll() until work to compute (kCompute) or the end (kFinished, kCrashed); the kDecided and
   // kStateInstalled events on the way pass unseen (a caller with per-round state uses poll()).
   Result<NodeEvent> next_round();

@@ -15,7 +15,7 @@
 namespace ballot::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SessionClock;
 using transport::MessageType;
 
 using detail::tolerate_peer_failure;
@@ -34,6 +34,7 @@ struct ServerSession::State {
         transport(t),
         replica(r),
         options(std::move(o)),
+        clock(options.clock ? options.clock : steady_session_clock()),
         n(s.options.nodes),
         quorum(s.options.nodes - s.options.byzantine),
         exchange(s.options.placement == Placement::kExchange && s.sign_vote()),
@@ -69,6 +70,7 @@ struct ServerSession::State {
   transport::Transport& transport;
   Replica& replica;
   ServerSessionOptions options;
+  std::shared_ptr<SessionClock> clock;
   const std::size_t n;
   const std::size_t quorum;
   const bool exchange;
@@ -124,9 +126,10 @@ Status ServerSession::begin(std::uint64_t first_round) {
     }
     return false;
   };
-  const auto until = Clock::now() + (s.options.join_wait.count() > 0 ? s.options.join_wait : s.options.round_deadline);
+  const auto until =
+      s.clock->now() + (s.options.join_wait.count() > 0 ? s.options.join_wait : s.options.round_deadline);
   while (waiting()) {
-    const auto now = Clock::now();
+    const auto now = s.clock->now();
     if (now >= until) break;
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
     auto message = s.transport.receive(std::min(wait, std::chrono::milliseconds(200)) + std::chrono::milliseconds(1));
@@ -159,7 +162,7 @@ Status ServerSession::begin(std::uint64_t first_round) {
 
 Status ServerSession::open_round(std::uint64_t round) {
   State& s = *state_;
-  s.started = Clock::now();
+  s.started = s.clock->now();
   s.round = round;
   s.transport.set_round(round);
   s.report = RoundReport{};
@@ -187,7 +190,7 @@ Status ServerSession::collect() {
     return true;
   };
   while (!all_in()) {
-    const auto now = Clock::now();
+    const auto now = s.clock->now();
     if (now >= deadline && s.received >= s.quorum) break;
     if (now >= give_up) {
       return make_error(ErrorCode::kTimeout, "round " + std::to_string(s.round) + ": only " +
@@ -309,7 +312,7 @@ Status ServerSession::State::on_vote(transport::Message& message) {
 Result<std::vector<std::uint8_t>> ServerSession::decide() {
   State& s = *state_;
   RoundReport& report = s.report;
-  report.vote_wait_seconds = std::chrono::duration<double>(Clock::now() - s.started).count();
+  report.vote_wait_seconds = std::chrono::duration<double>(s.clock->now() - s.started).count();
   std::vector<const BitVector*> counted;
   std::vector<std::span<const float>> gradients;
   double loss = 0;

@@ -25,6 +25,7 @@
 #include "core/result.h"
 #include "runtime/node_session.h"
 #include "runtime/quarantine.h"
+#include "runtime/session_clock.h"
 #include "runtime/training.h"
 #include "transport/transport.h"
 
@@ -55,6 +56,7 @@ struct ServerSessionOptions {
   std::chrono::milliseconds join_wait{0};               // for every node's Join before round one (0: one deadline)
   std::shared_ptr<Quarantine> quarantine;               // null: no quarantine
   std::shared_ptr<const transport::Registry> registry;  // to check signatures of relayed inputs and proofs
+  std::shared_ptr<SessionClock> clock;                  // null: the steady clock (runtime/session_clock.h)
 };
 
 class ServerSession {

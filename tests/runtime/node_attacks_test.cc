@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "runtime_test_util.h"
@@ -30,10 +32,14 @@ class CountingLink final : public NodeAdversary::Link {
   }
   Status send(transport::NodeId to, transport::OutboundFrame) override {
     sent_to.push_back(to);
+    slept_before_send.push_back(slept);
     return {};
   }
+  void sleep_for(std::chrono::milliseconds duration) override { slept += duration; }
   int sealed = 0;
   std::vector<transport::NodeId> sent_to;
+  std::chrono::milliseconds slept{0};
+  std::vector<std::chrono::milliseconds> slept_before_send;
 };
 
 transport::OutboundFrame honest_frame(const std::vector<std::uint8_t>& payload) {
@@ -123,6 +129,26 @@ TEST(SpecAdversary, OmissionWithholdsTheVoteAndWrongDigestSpoilsTheClaim) {
   const transport::Digest honest_digest = digest;
   spoils.replace(MessageType::kVote, {0, &digest, nullptr, nullptr});
   EXPECT_NE(digest, honest_digest);
+}
+
+// The delay attack waits on the session's clock (real time in a cluster, virtual time in the
+// lockstep engine), then sends the honest vote.
+TEST(SpecAdversary, DelayWaitsOnTheLinksClockThenSends) {
+  for (const auto& [spec, expected] : {std::pair{"delay", std::chrono::milliseconds(2000)},
+                                       std::pair{"delay:ms=250", std::chrono::milliseconds(250)}}) {
+    auto setup = setup_for(options_with(spec));
+    ASSERT_TRUE(setup.ok()) << setup.error().to_string();
+    auto replica = Replica::create(*setup);
+    ASSERT_TRUE(replica.ok());
+    SpecAdversary delays(*setup, 0, *replica, nullptr);
+    CountingLink link;
+    const std::vector<std::uint8_t> payload{9};
+    auto went = delays.deliver(MessageType::kVote, 1, 1000, payload, honest_frame(payload), {0}, link);
+    ASSERT_TRUE(went.ok());
+    EXPECT_TRUE(*went) << spec;
+    ASSERT_EQ(link.slept_before_send.size(), 1u);
+    EXPECT_EQ(link.slept_before_send[0], expected) << spec;
+  }
 }
 
 }  // namespace

@@ -81,6 +81,32 @@ struct SessionHarness {
   }
 };
 
+// poll_for: what has arrived is handled; with nothing to handle it returns nothing once its wait
+// passed (0: at once), and sends no Join before join_retry.
+TEST(NodeSessionTest, PollForReturnsNothingWhenIdleAndTheEventWhenThereIsOne) {
+  SessionHarness h;
+  NodeSessionOptions options;
+  options.join_retry = 10s;
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica, options);
+  ASSERT_TRUE(session.start().ok());
+  ASSERT_TRUE(std::holds_alternative<Join>(decode_control(h.expect(MessageType::kControl).payload).value()));
+  const auto started = std::chrono::steady_clock::now();
+  auto idle = session.poll_for(0ms);
+  ASSERT_TRUE(idle.ok()) << idle.error().to_string();
+  EXPECT_FALSE(idle->has_value());
+  auto waited = session.poll_for(50ms);
+  ASSERT_TRUE(waited.ok());
+  EXPECT_FALSE(waited->has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 50ms);
+  EXPECT_EQ(h.server().receive(0ms).error().code, ErrorCode::kTimeout);  // no second Join yet
+
+  h.start_round(0);
+  auto event = session.poll_for(0ms);  // the start has arrived: no wait needed
+  ASSERT_TRUE(event.ok() && event->has_value());
+  EXPECT_EQ((*event)->kind, NodeEvent::Kind::kCompute);
+  EXPECT_EQ((*event)->work.round, 0u);
+}
+
 TEST(NodeSessionTest, DrivesOneRoundByHand) {
   SessionHarness h;
   NodeSession session(h.setup, 0, *h.endpoints[1], h.replica);
