@@ -164,7 +164,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--work-dir", train.work_dir, "Keep keys, logs, metrics and checkpoints here");
   train_cmd->add_flag("--simulate", train.simulate, "Run in-process over the in-memory transport instead");
   train_cmd->add_flag("--lockstep", train.lockstep,
-                      "Run in the lockstep experiment engine: one thread, no transport, each partition computed once");
+                      "Run in the lockstep experiment engine: the sessions on one thread in virtual time, each "
+                      "partition computed once");
   add_training_flags(*train_cmd, train.config.training, train.config);
   std::string init_file;
   const auto init_help =

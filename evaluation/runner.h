@@ -17,8 +17,9 @@
 // other. Baselines with same_as copy the result of the cell they repeat.
 //
 // Cells whose attack has a protocol-domain part (crash, omission, delay, equivocation, replay,
-// forged signatures, malformed or oversized frames, wrong digests) act on the wire, which the
-// lockstep engine does not have: they run in the message simulator instead (runtime/simulator.h:
+// forged signatures, malformed or oversized frames, wrong digests) act on the wire. The lockstep
+// engine runs them in virtual time; the grid runs them on real time, to measure the rounds they
+// slow down, in the message simulator (runtime/simulator.h:
 // the server and every node on threads over the in-memory transport, with real Ed25519
 // envelopes, the real verifier and a quarantine), with Grid::protocol_deadline_ms as the round
 // deadline, and report what the defences did (DefenceOutcome). There the attack-free comparison

@@ -120,6 +120,13 @@ class NodeSession:
         """Handles messages until the next event."""
         return NodeEvent._of(self._native.poll())
 
+    def poll_for(self, timeout: float) -> Optional[NodeEvent]:
+        """Handles messages until the next event, or returns None when none came within
+        ``timeout`` seconds (``0``: only what has already arrived) — for a caller with its own loop
+        (asyncio, a GUI, other sockets) that must not block. ValueError outside [0, 86400]."""
+        raw = self._native.poll_for(float(timeout))
+        return NodeEvent._of(raw) if raw is not None else None
+
     def next_round(self) -> NodeEvent:
         """Waits for work to compute (``"compute"``) or the end (``"finished"``, ``"crashed"``)."""
         return NodeEvent._of(self._native.next_round())

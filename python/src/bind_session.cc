@@ -5,7 +5,7 @@
 // its session is the one runtime::Node::run drives: the same protocol code. The caller computes —
 // with the built-in NodeWorker (compute) or signs of its own — and submits.
 //
-// Every network wait (start, poll, next_round, await_decision) and the computation run without
+// Every network wait (start, poll, poll_for, next_round, await_decision) and the computation run without
 // the GIL; one Python thread at a time may use a session (another gets a RuntimeError). Input
 // from Python is checked before it reaches the session: the wrong dtype is a TypeError, the wrong
 // length, or a submission of the wrong kind, a ValueError; a submission with no round open, or a
@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -125,6 +127,23 @@ class Session {
   nb::dict poll() {
     Busy busy(*this, /*needs_start=*/true);
     return event_dict(wait([](const NodeEvent&) { return true; }));
+  }
+
+  // The next event if one comes within `timeout` seconds (0: only what has arrived), else None.
+  nb::object poll_for(double timeout) {
+    Busy busy(*this, true);
+    if (!std::isfinite(timeout) || timeout < 0 || timeout > 86400.0)
+      throw nb::value_error("timeout must be a number of seconds in [0, 86400]");
+    const auto wait_for = std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(timeout * 1000.0)));
+    Result<std::optional<NodeEvent>> result = make_error(ErrorCode::kInternal, "not polled");
+    {
+      nb::gil_scoped_release released;
+      result = session_->poll_for(wait_for);
+      if (result.ok() && result->has_value()) saw(**result);
+    }
+    auto event = unwrap(std::move(result));
+    if (!event) return nb::none();
+    return event_dict(*event);
   }
 
   nb::dict next_round() {
@@ -397,14 +416,7 @@ class Session {
       while (true) {
         result = session_->poll();
         if (!result.ok()) break;
-        keeper_->observe(*result, *worker_, *session_, *replica_);
-        if (result->kind == NodeEvent::Kind::kCompute) {
-          work_ = result->work;
-          submitted_ = false;
-          folded_.clear();
-        } else if (result->kind != NodeEvent::Kind::kDecided || (work_ && result->round > work_->round)) {
-          submitted_ = true;  // the open round, if any, was overtaken (the session sends nothing for it)
-        }
+        saw(*result);
         if (stop(*result)) break;
         // Between events, a pending Ctrl-C (or other signal handler's exception) ends the wait.
         nb::gil_scoped_acquire held;
@@ -412,6 +424,18 @@ class Session {
       }
     }
     return unwrap(std::move(result));
+  }
+
+  // What every event changes here: the node state file, the open round.
+  void saw(const NodeEvent& event) {
+    keeper_->observe(event, *worker_, *session_, *replica_);
+    if (event.kind == NodeEvent::Kind::kCompute) {
+      work_ = event.work;
+      submitted_ = false;
+      folded_.clear();
+    } else if (event.kind != NodeEvent::Kind::kDecided || (work_ && event.round > work_->round)) {
+      submitted_ = true;  // the open round, if any, was overtaken (the session sends nothing for it)
+    }
   }
 
   const RoundWork& open_work() const {
@@ -498,6 +522,7 @@ void register_session(nb::module_& m) {
       .def_static("from_cluster_file", &Session::from_cluster_file, nb::arg("path"), nb::arg("index"))
       .def("start", &Session::start)
       .def("poll", &Session::poll)
+      .def("poll_for", &Session::poll_for, nb::arg("timeout"))
       .def("next_round", &Session::next_round)
       .def("await_decision", &Session::await_decision)
       .def("compute", &Session::compute)

@@ -140,7 +140,9 @@ TEST(RunGridWithTuning, SweepsThenRunsTheGridAtTheChosenRates) {
     const std::string chosen = result->grid.defences[sweep.defence].lr.value_or("");
     EXPECT_EQ(chosen, scale_lr(sweep.untuned, sweep.candidates[*sweep.chosen].factor).value_or("?"));
     for (const auto& cell : result->cells) {
-      if (cell.defence == sweep.defence) EXPECT_EQ(cell.options.lr, chosen) << cell.index;
+      if (cell.defence == sweep.defence) {
+        EXPECT_EQ(cell.options.lr, chosen) << cell.index;
+      }
     }
   }
   EXPECT_FALSE(result->cancelled);

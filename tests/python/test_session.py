@@ -193,6 +193,35 @@ def test_a_python_node_reaches_the_pinned_digest(make_cluster):
         node.next_round()
 
 
+def test_a_node_driven_without_blocking_reaches_the_pinned_digest(make_cluster):
+    """poll_for: a caller with its own loop polls with a short timeout (None: nothing yet)."""
+    cluster = make_cluster()
+    index = honest_index(cluster)
+    node = NodeSession.from_cluster_file(cluster.file, index)
+    cluster.start_server()
+    node.start()
+    cluster.start_nodes(except_index=index)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="timeout"):
+            node.poll_for(bad)
+    idle = 0
+    while True:
+        event = node.poll_for(0.005)
+        if event is None:
+            idle += 1
+            assert idle < 100_000
+            continue
+        if event.over:
+            break
+        if event.kind == "compute":
+            node.submit(node.compute())
+    with node:
+        assert event.kind == "finished"
+        assert idle > 0  # it did return while nothing had arrived
+        assert node.model_digest() == PINNED_30
+        assert node.stats["votes_sent"] == 30
+
+
 def test_bad_input_is_an_error_and_the_round_stays_open(make_cluster):
     cluster = make_cluster()
     index = honest_index(cluster)
