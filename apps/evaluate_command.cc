@@ -223,7 +223,7 @@ void add_evaluate_options(CLI::App& command, EvaluateCommand& c) {
                      "Rounds of each sweep run (default: --rounds); implies --tune-lr");
   command
       .add_option("--protocol-deadline-ms", c.protocol_deadline_ms,
-                  "Round deadline of the cells with protocol attacks, which run in the message simulator (default 300)")
+                  "Round deadline in virtual time, where protocol attacks withhold or delay votes (default 300)")
       ->check(whole_number_for<std::uint32_t>(1));
   command.add_option("-j,--jobs", c.jobs, "Cells run in parallel (threads)")
       ->capture_default_str()

@@ -42,7 +42,7 @@
 //   "attacker_choice": "random",        // "random" | "worst" | "0,3" (runtime TrainingOptions)
 //   "target_accuracy": 0.8,
 //   "baseline": true,                   // run the attack-free cells
-//   "protocol_deadline_ms": 300,        // round deadline of the simulator cells (protocol attacks)
+//   "protocol_deadline_ms": 300,        // round deadline (virtual time) of the cells
 //   "tune_lr": true                     // or {"factors": [0.1, 0.3, 1, 3, 10], "rounds": 200,
 //                                       //     "holdout": 10000}: see LrTuning
 // }
@@ -106,9 +106,9 @@ struct Grid {
   std::string attacker_choice = "random";
   double target_accuracy = 0.8;  // for "rounds to target"
   bool baseline = true;
-  // Round deadline of the cells that run in the message simulator (protocol-domain attacks,
-  // evaluation/runner.h): after it the server decides with n − b votes. Each round an absent or
-  // late attacker costs up to this much wall time.
+  // The server's round deadline in every cell (virtual time, runtime/experiment.h): after it the
+  // server decides with n − b votes. It matters where a protocol attack withholds or delays a
+  // vote (a delay without its own length sends at twice it); it costs no wall time.
   std::uint32_t protocol_deadline_ms = 300;
   // True: a defence without its own lr gets the default schedule of its update rule
   // (default_lr_schedule over base.rounds) and base.lr is not used; false: base.lr for every

@@ -151,10 +151,9 @@ std::vector<Aggregate> aggregate(const GridResult& result) {
       }
       ++a.done;
       accuracy.push_back(r.final_accuracy);
-      if (r.compared_with_attack_free()) {
-        changed.push_back(r.changed_fraction());
-        coordinates.push_back(r.changed_coordinate_fraction());
-      } else {
+      changed.push_back(r.changed_fraction());
+      coordinates.push_back(r.changed_coordinate_fraction());
+      if (r.defences) {
         const DefenceOutcome& d = *r.defences;
         rejected.push_back(static_cast<double>(d.rejected_messages));
         events.push_back(static_cast<double>(d.misbehaviour_events));
@@ -178,7 +177,7 @@ std::vector<Aggregate> aggregate(const GridResult& result) {
     a.changed_fraction = mean_sd(changed);
     a.changed_coordinates = mean_sd(coordinates);
     a.compared = changed.size();
-    a.simulated = rejected.size();
+    a.with_defences = rejected.size();
     a.rejected_messages = mean_sd(rejected);
     a.misbehaviour_events = mean_sd(events);
     a.quarantined_byzantine = mean_sd(quarantined);
@@ -406,12 +405,11 @@ std::string results_json(const GridResult& result) {
       entry["final_accuracy"] = r.final_accuracy;
       entry["final_loss"] = r.final_loss;
       entry["rounds"] = r.rounds;
-      entry["engine"] = r.compared_with_attack_free() ? "lockstep" : "simulator";
-      if (r.compared_with_attack_free()) {
-        entry["rounds_changed"] = r.rounds_changed;
-        entry["changed_fraction"] = r.changed_fraction();
-        entry["changed_coordinates_per_round"] = r.changed_coordinates;
-      } else {
+      entry["engine"] = "lockstep";
+      entry["rounds_changed"] = r.rounds_changed;
+      entry["changed_fraction"] = r.changed_fraction();
+      entry["changed_coordinates_per_round"] = r.changed_coordinates;
+      if (r.defences) {
         const DefenceOutcome& d = *r.defences;
         entry["defences"] = {{"rejected_messages", d.rejected_messages},
                              {"misbehaviour_events", d.misbehaviour_events},
@@ -465,15 +463,15 @@ std::string results_json(const GridResult& result) {
 
 namespace {
 
-// Protocol attacks act on the wire: their cells ran in the message simulator, and what counts is
-// what the defences did. Empty when the grid has no such cell for `setting`.
+// Protocol attacks act on the wire: what counts there is what the defences did. Empty when the
+// grid has no such cell for `setting`.
 std::string defences_table(const Grid& grid, std::span<const Aggregate> aggregates, Setting setting) {
   const auto stat = [](const Stats& s, int digits) {
     return fixed(s.mean, digits) + (s.sd > 0 ? " ± " + fixed(s.sd, digits) : "");
   };
   std::string rows;
   for (const auto& a : aggregates) {
-    if (a.setting != setting || a.simulated == 0) continue;
+    if (a.setting != setting || a.with_defences == 0) continue;
     rows += table_row(
         {md(grid.defences[a.defence].name), md(attack_label(a.attack)),
          percent_stats(a.accuracy) + (a.done < a.seeds ? "*" : ""), stat(a.rejected_messages, 1),
@@ -489,11 +487,11 @@ std::string defences_table(const Grid& grid, std::span<const Aggregate> aggregat
                                          "Byzantine nodes quarantined",
                                          "equivocation proofs",
                                          "votes missing per round",
-                                         "slowest round (s)"};
-  return "\nProtocol attacks, run in the message simulator (real signed envelopes, verifier and quarantine; round "
-         "deadline " +
-         std::to_string(grid.protocol_deadline_ms) + " ms) — what the defences did, mean over seeds:\n\n" +
-         table_row(head) + table_rule(head.size()) + rows;
+                                         "longest round (s, virtual)"};
+  return "\nProtocol attacks (real signed envelopes, verifiers and quarantine; round deadline " +
+         std::to_string(grid.protocol_deadline_ms) +
+         " ms of virtual time) — what the defences did, mean over seeds:\n\n" + table_row(head) +
+         table_rule(head.size()) + rows;
 }
 
 // What a defence's cells run with, read from the cells themselves (after tuning).

@@ -46,9 +46,9 @@ struct Aggregate {
   std::size_t reached = 0;
   Stats changed_fraction;     // over the finished cells compared with the attack-free vote
   Stats changed_coordinates;  // mean fraction of coordinates changed per round
-  std::size_t compared = 0;   // finished cells that were compared (lockstep engine)
-  // Protocol attacks (cells run in the message simulator): what the defences did, per cell.
-  std::size_t simulated = 0;  // finished cells run in the simulator
+  std::size_t compared = 0;   // finished cells that were compared
+  // Protocol attacks: what the defences did, per cell.
+  std::size_t with_defences = 0;  // finished cells with a protocol attack
   Stats rejected_messages;
   Stats misbehaviour_events;
   Stats quarantined_byzantine;  // Byzantine nodes quarantined by the end

@@ -12,7 +12,6 @@
 #include "coding/codec_registry.h"
 #include "runtime/messages.h"
 #include "runtime/quarantine.h"
-#include "runtime/simulator.h"
 
 namespace ballot::evaluation {
 namespace {
@@ -50,9 +49,10 @@ std::string outcome(const CellResult& result) {
 
 // `reported` accumulates the work handed to the progress bar, so that the runner adds only the
 // rest when the cell ends (early, failed or done).
-CellResult run_in_engine(const Grid& grid, const runtime::TrainingSetup& setup, const RunnerOptions& options,
-                         double& reported) {
+CellResult run_in_engine(const Grid& grid, const Cell& cell, const runtime::TrainingSetup& setup,
+                         const RunnerOptions& options, double& reported) {
   runtime::ExperimentOptions engine;
+  engine.round_deadline = std::chrono::milliseconds(grid.protocol_deadline_ms);
   const double per_round = static_cast<double>(setup.options.nodes);
   if (options.progress) {
     engine.on_round = [&](const runtime::ExperimentRound&) {
@@ -68,49 +68,21 @@ CellResult run_in_engine(const Grid& grid, const runtime::TrainingSetup& setup, 
     out.reason = result.error().to_string();
     return out;
   }
-  return summarise(*result, grid.target_accuracy);
-}
-
-// A protocol attack's cell: the real server and nodes over the in-memory transport. It cannot be
-// stopped between rounds (the roles have no such hook), so a cancelled grid waits for it.
-CellResult run_in_simulator(const Grid& grid, const runtime::TrainingSetup& setup, const RunnerOptions& options,
-                            double& reported) {
-  CellResult out;
-  DefenceOutcome defences;
-  runtime::SimulationOptions simulation;
-  simulation.server.round_deadline = std::chrono::milliseconds(grid.protocol_deadline_ms);
-  simulation.server.quarantine = std::make_shared<runtime::Quarantine>();
-  const double per_round = static_cast<double>(setup.options.nodes);
-  simulation.server.on_round = [&](const runtime::RoundReport& report) {
-    defences.missing_votes += report.missing.size();
-    defences.slowest_round_seconds = std::max(defences.slowest_round_seconds, report.seconds);
-    if (report.evaluated) {
-      out.curve.push_back({report.round + 1, report.test.accuracy});
-      if (!out.rounds_to_target && report.test.accuracy >= grid.target_accuracy)
-        out.rounds_to_target = report.round + 1;
+  CellResult out = summarise(*result, grid.target_accuracy);
+  if (acts_on_the_wire(cell)) {
+    DefenceOutcome defences;
+    const auto& report = result->defences;
+    defences.rejected_messages = report.rejected_messages;
+    for (const auto& [node, events] : report.misbehaviour) defences.misbehaviour_events += events;
+    defences.quarantined = report.quarantined.size();
+    for (auto node : report.quarantined) defences.quarantined_byzantine += setup.is_byzantine(node) ? 1 : 0;
+    defences.equivocation_proofs = report.equivocation_proofs;
+    for (const auto& round : result->rounds) {
+      defences.missing_votes += setup.options.nodes - round.votes;
+      defences.slowest_round_seconds = std::max(defences.slowest_round_seconds, round.seconds);
     }
-    if (options.progress) {
-      options.progress->add_work(per_round);
-      reported += per_round;
-    }
-  };
-  auto result = runtime::simulate(setup, simulation);
-  if (!result.ok()) {
-    out.status = CellStatus::kFailed;
-    out.reason = result.error().to_string();
-    return out;
+    out.defences = defences;
   }
-  const auto& summary = result->server;
-  out.status = CellStatus::kDone;
-  out.final_accuracy = summary.test.accuracy;
-  out.final_loss = summary.test.loss;
-  out.rounds = summary.rounds - summary.first_round;
-  defences.rejected_messages = summary.defences.rejected_messages;
-  for (const auto& [node, events] : summary.defences.misbehaviour) defences.misbehaviour_events += events;
-  defences.quarantined = summary.defences.quarantined.size();
-  for (auto node : summary.defences.quarantined) defences.quarantined_byzantine += setup.is_byzantine(node) ? 1 : 0;
-  defences.equivocation_proofs = summary.defences.equivocation_proofs;
-  out.defences = defences;
   return out;
 }
 
@@ -160,7 +132,7 @@ CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<co
     out.reason = setup.error().message;
     return out;
   }
-  // The initial model (the engine and the simulator build the same one from the seed): the
+  // The initial model (every engine builds the same one from the seed): the
   // curve starts at round 0, where every defence starts from the same accuracy.
   std::optional<CurvePoint> start_point;
   std::size_t dimension = 0;
@@ -170,8 +142,7 @@ CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<co
     start_point = CurvePoint{0, replica->evaluate(setup->data->test, cell.options.eval_examples).accuracy};
     bytes = message_bytes(*setup, replica->model().layout());
   }
-  out = runs_in_simulator(cell) ? run_in_simulator(grid, *setup, options, reported)
-                                : run_in_engine(grid, *setup, options, reported);
+  out = run_in_engine(grid, cell, *setup, options, reported);
   if (out.status == CellStatus::kDone && out.rounds < cell.options.rounds) out.status = CellStatus::kCancelled;
   if (start_point && (out.status == CellStatus::kDone || out.status == CellStatus::kCancelled)) {
     out.curve.insert(out.curve.begin(), *start_point);
@@ -220,7 +191,7 @@ CellResult summarise(const runtime::ExperimentResult& result, double target_accu
   return out;
 }
 
-bool runs_in_simulator(const Cell& cell) {
+bool acts_on_the_wire(const Cell& cell) {
   if (cell.baseline()) return false;
   auto attack = attacks::AttackSpec::parse(cell.attack);
   return attack.ok() && attack->find(attacks::Domain::kProtocol) != nullptr;

@@ -17,17 +17,14 @@
 // other. Baselines with same_as copy the result of the cell they repeat.
 //
 // Cells whose attack has a protocol-domain part (crash, omission, delay, equivocation, replay,
-// forged signatures, malformed or oversized frames, wrong digests) act on the wire. The lockstep
-// engine runs them in virtual time; the grid runs them on real time, to measure the rounds they
-// slow down, in the message simulator (runtime/simulator.h:
-// the server and every node on threads over the in-memory transport, with real Ed25519
-// envelopes, the real verifier and a quarantine), with Grid::protocol_deadline_ms as the round
-// deadline, and report what the defences did (DefenceOutcome). There the attack-free comparison
-// of every round is not available (changed rounds and coordinates are not measured).
+// forged signatures, malformed or oversized frames, wrong digests) act on the wire: the engine
+// runs them on its sessions (real Ed25519 envelopes, verifiers and quarantine; virtual time with
+// Grid::protocol_deadline_ms as the round deadline), and they also report what the defences did
+// (DefenceOutcome).
 //
-// Determinism: every lockstep cell is a pure function of its options (the engine is
-// deterministic), so results do not depend on `jobs` or on the order cells run in; only seconds
-// vary. Simulator cells depend on timing where the attack does (delay, omission at the deadline).
+// Determinism: every cell is a pure function of its options (the engine is deterministic, its
+// time virtual), so results do not depend on `jobs` or on the order cells run in; only seconds
+// vary.
 // Thread-safety: run_grid may be called concurrently; callbacks are called from pool threads.
 #pragma once
 
@@ -56,15 +53,15 @@ struct CurvePoint {
   double accuracy = 0.0;
 };
 
-// What the transport, the server and the quarantine did in a simulator cell.
+// What the transport, the server and the quarantine did in a cell with a protocol attack.
 struct DefenceOutcome {
   std::uint64_t rejected_messages = 0;    // dropped by the server's own checks
   std::uint64_t misbehaviour_events = 0;  // counted against nodes (transport and server), in total
   std::size_t quarantined = 0;            // nodes quarantined by the end of the run
   std::size_t quarantined_byzantine = 0;  // of which Byzantine
   std::size_t equivocation_proofs = 0;
-  std::uint64_t missing_votes = 0;  // over all rounds: nodes without a counted vote
-  double slowest_round_seconds = 0.0;
+  std::uint64_t missing_votes = 0;     // over all rounds: nodes without a counted vote
+  double slowest_round_seconds = 0.0;  // virtual: from the round's start to its decision
 };
 
 struct CellResult {
@@ -88,10 +85,7 @@ struct CellResult {
   std::vector<std::size_t> byzantine_nodes;
   double redundancy = 0.0;  // r of the allocation matrix (vote path)
   double seconds = 0.0;
-  std::optional<DefenceOutcome> defences;  // set iff the cell ran in the message simulator
-
-  // False for simulator cells: rounds_changed and changed_coordinates were not measured.
-  bool compared_with_attack_free() const { return !defences.has_value(); }
+  std::optional<DefenceOutcome> defences;  // set iff the cell's attack acts on the wire
   double changed_fraction() const { return rounds ? static_cast<double>(rounds_changed) / rounds : 0.0; }
   // Mean fraction of the d coordinates whose final vote the attack changed per round.
   double changed_coordinate_fraction() const {
@@ -122,8 +116,8 @@ CellResult summarise(const runtime::ExperimentResult& result, double target_accu
 double cell_work(const Cell& cell);
 // The cells run_grid runs for the grid, the sweep's included, and their work (for a progress bar).
 std::pair<std::size_t, double> grid_work(const Grid& grid);
-// Whether the cell's attack acts on the wire (it then runs in the message simulator).
-bool runs_in_simulator(const Cell& cell);
+// Whether the cell's attack has a protocol-domain part (its result then has defences).
+bool acts_on_the_wire(const Cell& cell);
 
 // Runs the learning-rate sweep when grid.tune_lr is set, then every cell of expand() of the
 // (tuned) grid on `data`. Errors: an invalid grid (Grid::validate), a null dataset, a holdout

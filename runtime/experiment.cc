@@ -45,17 +45,19 @@ Error stalled(std::uint64_t round, const TrainingSetup& setup, const Error& caus
 // in-memory network with virtual time (runtime/detail/lockstep_network.h).
 class Engine {
  public:
-  explicit Engine(const TrainingSetup& setup) : setup_(setup), n_(setup.options.nodes) {}
+  Engine(const TrainingSetup& setup, std::chrono::milliseconds round_deadline)
+      : setup_(setup), n_(setup.options.nodes), round_deadline_(round_deadline) {}
 
   Status init() {
     BALLOT_ASSIGN_OR_RETURN(auto server_replica, Replica::create(setup_));
     server_replica_ = std::make_unique<Replica>(std::move(server_replica));
-    auto quarantine = std::make_shared<Quarantine>();
-    BALLOT_ASSIGN_OR_RETURN(auto cluster, detail::make_memory_cluster(setup_, quarantine));
+    quarantine_ = std::make_shared<Quarantine>();
+    BALLOT_ASSIGN_OR_RETURN(auto cluster, detail::make_memory_cluster(setup_, quarantine_));
     server_endpoint_ = std::make_shared<detail::LockstepEndpoint>(time_, std::move(cluster.endpoints[kServerId]),
                                                                   /*drives_time=*/true);
     ServerSessionOptions server_options;
-    server_options.quarantine = quarantine;
+    server_options.round_deadline = round_deadline_;
+    server_options.quarantine = quarantine_;
     server_options.registry = cluster.registry;
     server_options.clock = server_endpoint_;
     exchange_wait_ = std::chrono::milliseconds(
@@ -122,6 +124,10 @@ class Engine {
     report.round = r;
     report.votes = server_report.votes;
     report.mean_loss = server_report.mean_loss;
+    report.rejected_messages = server_report.rejected_messages;
+    report.seconds = server_report.vote_wait_seconds;  // on the session clock: virtual
+    defences_.rejected_messages += server_report.rejected_messages;
+    defences_.out_of_sync_votes += server_report.out_of_sync.size();
     BALLOT_ASSIGN_OR_RETURN(report.changed_coordinates, changed_by_the_attack(r, view, decision));
     BALLOT_TRY(server_->send_decision(std::move(decision)));
     const std::uint64_t done = r + 1;
@@ -134,6 +140,11 @@ class Engine {
   }
 
   Replica& replica() { return *server_replica_; }
+  DefenceReport defences() const {
+    DefenceReport report = defences_;
+    add_quarantine_report(*quarantine_, n_, report);
+    return report;
+  }
 
  private:
   struct Participant {
@@ -236,7 +247,10 @@ class Engine {
 
   const TrainingSetup& setup_;
   const std::size_t n_;
+  const std::chrono::milliseconds round_deadline_;
   detail::LockstepTime time_;
+  std::shared_ptr<Quarantine> quarantine_;
+  DefenceReport defences_;  // the server's counts so far
   std::unique_ptr<Replica> server_replica_;
   std::shared_ptr<detail::LockstepEndpoint> server_endpoint_;
   std::unique_ptr<ServerSession> server_;
@@ -266,7 +280,7 @@ std::string experiment_json_line(const ExperimentRound& round) {
 
 Result<ExperimentResult> run_experiment(const TrainingSetup& setup, const ExperimentOptions& options) {
   const auto started = Clock::now();
-  Engine engine(setup);
+  Engine engine(setup, options.round_deadline);
   BALLOT_TRY(engine.init());
   ExperimentResult result;
   for (std::uint64_t r = 0; r < setup.options.rounds; ++r) {
@@ -278,6 +292,7 @@ Result<ExperimentResult> run_experiment(const TrainingSetup& setup, const Experi
   }
   result.test = engine.replica().evaluate(setup.data->test, setup.data->test.size());
   result.model_digest = engine.replica().digest();
+  result.defences = engine.defences();
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return result;
 }

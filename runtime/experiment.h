@@ -23,6 +23,7 @@
 // Thread-safety: run_experiment is reentrant; several may run at once on different setups.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -30,6 +31,7 @@
 
 #include "core/result.h"
 #include "learning/model.h"
+#include "runtime/roles.h"
 #include "runtime/training.h"
 #include "transport/crypto.h"
 
@@ -44,6 +46,10 @@ struct ExperimentRound {
   // Sign path: coordinates where the applied decision differs from the attack-free one.
   // Gradient path: coordinates whose sign differs between the aggregate and the attack-free one.
   std::size_t changed_coordinates = 0;
+  std::uint64_t rejected_messages = 0;  // dropped by the server this round (runtime/server_session.h)
+  // Virtual time from the round's start to its decision: 0 when every vote came at once, the
+  // deadline (or more) when the server waited for a vote that did not come.
+  double seconds = 0.0;
 };
 
 struct ExperimentResult {
@@ -51,10 +57,14 @@ struct ExperimentResult {
   learning::Evaluation test;  // final, on the whole test set
   transport::Digest model_digest{};
   std::uint64_t rounds_changed = 0;  // rounds with changed_coordinates > 0
-  double seconds = 0.0;
+  double seconds = 0.0;              // wall time of the run
+  DefenceReport defences;            // what the server, the transport and the quarantine did
 };
 
 struct ExperimentOptions {
+  // The server's round deadline (virtual time): after it n − b votes suffice; a delay attack
+  // without its own delay sends at twice it, an exchange node waits half of it for its inputs.
+  std::chrono::milliseconds round_deadline{3000};
   std::function<void(const ExperimentRound&)> on_round;  // called after every round
   // Stop early (reporting what ran) when this returns true after a round; null: never.
   std::function<bool()> cancelled;

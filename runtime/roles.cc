@@ -74,23 +74,21 @@ Result<TrainingSummary> Server::run() {
   summary.rounds = setup_.options.rounds;
   summary.test = replica.evaluate(setup_.data->test, setup_.data->test.size());
   summary.model_digest = replica.digest();
-  if (options_.quarantine) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (options_.quarantine->is_quarantined(node_id(i))) summary.defences.quarantined.push_back(i);
-      if (const auto events = options_.quarantine->events(node_id(i)); events > 0) {
-        summary.defences.misbehaviour.emplace_back(i, events);
-      }
-      if (const auto late = options_.quarantine->late(node_id(i)); late > 0)
-        summary.defences.late.emplace_back(i, late);
-      if (const auto duplicates = options_.quarantine->duplicate_sessions(node_id(i)); duplicates > 0) {
-        summary.defences.duplicate_sessions.emplace_back(i, duplicates);
-      }
-    }
-    summary.defences.equivocation_proofs = options_.quarantine->proofs().size();
-  }
+  if (options_.quarantine) add_quarantine_report(*options_.quarantine, n, summary.defences);
   session.finish(summary.rounds);  // tell every node to stop
   summary.seconds = seconds_since(started);
   return summary;
+}
+
+void add_quarantine_report(const Quarantine& quarantine, std::size_t nodes, DefenceReport& report) {
+  for (std::size_t i = 0; i < nodes; ++i) {
+    if (quarantine.is_quarantined(node_id(i))) report.quarantined.push_back(i);
+    if (const auto events = quarantine.events(node_id(i)); events > 0) report.misbehaviour.emplace_back(i, events);
+    if (const auto late = quarantine.late(node_id(i)); late > 0) report.late.emplace_back(i, late);
+    if (const auto duplicates = quarantine.duplicate_sessions(node_id(i)); duplicates > 0)
+      report.duplicate_sessions.emplace_back(i, duplicates);
+  }
+  report.equivocation_proofs = quarantine.proofs().size();
 }
 
 Node::Node(const TrainingSetup& setup, std::size_t node_index, transport::Transport& transport, NodeOptions options)

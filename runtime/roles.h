@@ -63,6 +63,10 @@ struct DefenceReport {
   std::uint64_t out_of_sync_votes = 0;  // votes on another model (answered with the state)
 };
 
+// The quarantine's part of a DefenceReport over nodes 0..n−1: who is quarantined, the evidence,
+// lateness and duplicate-session events per node, and the equivocation proofs.
+void add_quarantine_report(const Quarantine& quarantine, std::size_t nodes, DefenceReport& report);
+
 struct TrainingSummary {
   std::uint64_t first_round = 0;  // > 0 when resumed from a checkpoint
   std::uint64_t rounds = 0;       // rounds completed in total

@@ -6,6 +6,7 @@
 
 #include "core/byte_io.h"
 #include "core/enforce.h"
+#include "transport/signature_cache.h"
 
 namespace ballot::transport {
 
@@ -47,6 +48,10 @@ SignedEnvelope sign_envelope(const EnvelopeHeader& header, const SigningKey& key
 
 bool verify_envelope_signature(const SignedEnvelope& envelope, const VerifyKey& key) {
   return key.verify(signature_input(envelope.header), envelope.signature);
+}
+
+bool verify_envelope_signature(const SignedEnvelope& envelope, const VerifyKey& key, SignatureCache& cache) {
+  return cache.verify(key, signature_input(envelope.header), envelope.signature);
 }
 
 std::array<std::uint8_t, kEnvelopeMetaSize> encode_envelope(const SignedEnvelope& envelope) {

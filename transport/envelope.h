@@ -30,6 +30,8 @@
 
 namespace ballot::transport {
 
+class SignatureCache;  // transport/signature_cache.h
+
 inline constexpr std::string_view kEnvelopeDomain = "ballot.envelope.v3";
 inline constexpr std::size_t kSignedFieldsSize = 72;
 
@@ -58,6 +60,9 @@ std::vector<std::uint8_t> signature_input(const EnvelopeHeader& header);
 SignedEnvelope sign_envelope(const EnvelopeHeader& header, const SigningKey& key);
 // True iff the signature verifies under `key`. Does not look at any payload.
 bool verify_envelope_signature(const SignedEnvelope& envelope, const VerifyKey& key);
+// The same through `cache` (transport/signature_cache.h): a triple verified before is not verified
+// again.
+bool verify_envelope_signature(const SignedEnvelope& envelope, const VerifyKey& key, SignatureCache& cache);
 
 std::array<std::uint8_t, kEnvelopeMetaSize> encode_envelope(const SignedEnvelope& envelope);
 // Exactly kEnvelopeMetaSize bytes; checks role, type and reserved bytes (kMalformed otherwise).

@@ -3,14 +3,21 @@
 #include <string>
 
 #include "transport/detail/endpoint.h"
+#include "transport/signature_cache.h"
 
 namespace ballot::transport {
 
-std::shared_ptr<MemoryNetwork> MemoryNetwork::create() { return std::shared_ptr<MemoryNetwork>(new MemoryNetwork()); }
+std::shared_ptr<MemoryNetwork> MemoryNetwork::create() {
+  auto network = std::shared_ptr<MemoryNetwork>(new MemoryNetwork());
+  network->signature_cache_ = std::make_shared<SignatureCache>();
+  return network;
+}
 
 Result<std::unique_ptr<MemoryTransport>> MemoryNetwork::attach(LocalIdentity self, Registry registry,
                                                                TransportOptions options) {
   const NodeId node = self.node;
+  // A frame broadcast to many endpoints of this network is the same signed bytes for each.
+  if (!options.signature_cache) options.signature_cache = signature_cache_;
   auto core = std::make_shared<detail::EndpointCore>(std::move(self), std::move(registry), options, true);
   std::lock_guard<std::mutex> lock(mutex_);
   if (endpoints_.count(node) != 0)

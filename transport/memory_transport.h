@@ -1,8 +1,9 @@
 // MemoryTransport: the Transport interface inside one process, for the simulator (hundreds of
 // nodes) and tests. Frames are encoded, signed, decoded and verified exactly as on the wire
 // (detail::EndpointCore), so forged, replayed, stale or oversize frames are rejected the same
-// way; only the sockets and TLS are missing. The network knows which endpoint sent a frame, which
-// plays the part of the TLS peer certificate.
+// way; only the sockets and TLS are missing. The endpoints of one network share a SignatureCache
+// (transport/signature_cache.h): a frame broadcast to n endpoints has its signature checked once. The network knows
+// which endpoint sent a frame, which plays the part of the TLS peer certificate.
 //
 // Delivery happens in the sender's thread: send_frame() waits (up to send_timeout) until the
 // receiver's inbox has room, which is the back-pressure, then verifies and enqueues.
@@ -41,6 +42,7 @@ class MemoryNetwork : public std::enable_shared_from_this<MemoryNetwork> {
 
   std::mutex mutex_;  // guards endpoints_; never held while delivering
   std::map<NodeId, std::shared_ptr<detail::EndpointCore>> endpoints_;
+  std::shared_ptr<SignatureCache> signature_cache_;
 };
 
 class MemoryTransport final : public Transport {

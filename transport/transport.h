@@ -44,6 +44,9 @@ struct TransportOptions {
   std::size_t max_inbox_bytes = 256ull << 20;       // reading pauses while the inbox holds more
   std::chrono::milliseconds send_timeout{5000};     // how long send() waits for queue space
   std::shared_ptr<MisbehaviourObserver> observer;   // may be null
+  // Shared by the endpoints of one process that receive the same frames (MemoryNetwork gives its
+  // endpoints one); null: every signature is verified.
+  std::shared_ptr<SignatureCache> signature_cache;
 };
 
 // A received payload: a std::vector of bytes (views as std::span / ByteSpan, compares with

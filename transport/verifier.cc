@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "transport/signature_cache.h"
+
 namespace ballot::transport {
 
 namespace {
@@ -123,7 +125,8 @@ Verdict Verifier::check_authentic(const SignedEnvelope& envelope, ByteSpan paylo
                   "envelope announces " + std::to_string(h.payload_length) + " payload bytes, frame holds " +
                       std::to_string(payload.size()),
                   blame);
-  if (!verify_envelope_signature(envelope, entry->key))
+  if (!(options_.signature_cache ? verify_envelope_signature(envelope, entry->key, *options_.signature_cache)
+                                 : verify_envelope_signature(envelope, entry->key)))
     return reject(Misbehaviour::kBadSignature, ErrorCode::kAuthentication, "envelope signature does not verify", blame);
   // Only now, for a correctly signed header, is the payload worth hashing.
   if ((computed != nullptr ? *computed : payload_digest(payload)) != h.payload_digest)

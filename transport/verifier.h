@@ -21,6 +21,7 @@
 #include <bitset>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <tuple>
@@ -34,6 +35,8 @@ namespace ballot::transport {
 
 struct VerifierOptions {
   std::uint64_t job = 0;
+  // Signatures verified before by another receiver in this process (null: each is verified).
+  std::shared_ptr<SignatureCache> signature_cache;
   std::uint64_t rounds_ahead = 1;  // accept round r+1 while at r (a RoundStart may beat set_round)
   // Types not bound to a round (session set-up, state transfer, control): a peer that restarted
   // or fell behind does not know the current round, so their round is not checked; replays are

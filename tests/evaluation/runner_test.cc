@@ -115,10 +115,10 @@ TEST(RunGrid, NotApplicableSharedBaselinesAndMetrics) {
   }
 }
 
-// Protocol attacks act on the wire: their cells run in the message simulator (real envelopes,
-// verifier and quarantine) and report what the defences did; the sign attack beside them runs in
-// the lockstep engine and is compared with the attack-free vote.
-TEST(RunGrid, ProtocolAttacksRunInTheSimulatorAndReportTheDefences) {
+// Protocol attacks act on the wire: the engine's sessions (real envelopes, verifiers and
+// quarantine, virtual time) run them and report what the defences did, besides the attack-free
+// comparison every cell has.
+TEST(RunGrid, ProtocolAttacksReportTheDefences) {
   auto parsed = parse_grid(R"({
     "base": {"data": "synthetic:examples=256,features=8,classes=4,separation=3", "model": "logreg",
              "rounds": 8, "lr": "constant:lr=0.05", "eval_every": 4, "partition_size": 16},
@@ -138,15 +138,16 @@ TEST(RunGrid, ProtocolAttacksRunInTheSimulatorAndReportTheDefences) {
     EXPECT_EQ(r.rounds, 8u) << cell.attack;
     EXPECT_EQ(r.curve.size(), 3u) << cell.attack;  // round 0 and two evaluations
     ASSERT_EQ(r.byzantine_nodes.size(), 1u);
-    EXPECT_EQ(runs_in_simulator(cell), cell.attack != "reverse") << cell.attack;
+    EXPECT_EQ(acts_on_the_wire(cell), cell.attack != "reverse") << cell.attack;
     if (cell.attack == "reverse") {
-      EXPECT_TRUE(r.compared_with_attack_free());
+      EXPECT_FALSE(r.defences.has_value());
       EXPECT_GT(r.rounds_changed, 0u);
       continue;
     }
     ASSERT_TRUE(r.defences.has_value()) << cell.attack;
     const DefenceOutcome& d = *r.defences;
-    EXPECT_LE(d.slowest_round_seconds, 0.1 + 1.0) << cell.attack;
+    // Virtual time: a round waits at most its deadline (plus the server's 1 ms receive steps).
+    EXPECT_LE(d.slowest_round_seconds, 0.1 + 0.01) << cell.attack;
     if (cell.attack == "equivocation") {
       EXPECT_GE(d.equivocation_proofs, 1u);
       EXPECT_EQ(d.quarantined_byzantine, 1u);
@@ -157,8 +158,11 @@ TEST(RunGrid, ProtocolAttacksRunInTheSimulatorAndReportTheDefences) {
       EXPECT_EQ(d.quarantined, 1u);
       EXPECT_EQ(d.equivocation_proofs, 0u);
     } else if (cell.attack == "crash") {
-      EXPECT_EQ(d.missing_votes, 8u);  // the crashed node, every round
-      EXPECT_EQ(d.quarantined, 0u);    // silence is not misbehaviour
+      EXPECT_EQ(d.missing_votes, 8u);           // the crashed node, every round
+      EXPECT_EQ(d.quarantined, 0u);             // silence is not misbehaviour
+      EXPECT_GE(d.slowest_round_seconds, 0.1);  // every round waited for the deadline
+      // An absent vote changes the plain majority of 4 against the attack-free 5 in some rounds.
+      EXPECT_LE(r.rounds_changed, 8u);
     }
   }
 }

@@ -28,6 +28,7 @@ VerifierOptions verifier_options(const TransportOptions& options) {
   VerifierOptions v;
   v.job = options.job;
   v.rounds_ahead = options.rounds_ahead;
+  v.signature_cache = options.signature_cache;
   return v;
 }
 
