@@ -1,7 +1,5 @@
 #include "runtime/detail/memory_cluster.h"
 
-#include "runtime/node_session.h"
-
 namespace ballot::runtime::detail {
 
 Result<MemoryCluster> make_memory_cluster(const TrainingSetup& setup, std::shared_ptr<Quarantine> server_quarantine) {
@@ -21,7 +19,7 @@ Result<MemoryCluster> make_memory_cluster(const TrainingSetup& setup, std::share
   cluster.evidence.resize(n + 1);
   for (auto& identity : identities) {
     auto endpoint_options = transport_options;
-    if (identity.node == kServerId) {
+    if (identity.node == 0) {  // the server (runtime/node_session.h: kServerId)
       endpoint_options.observer = server_quarantine;
     } else {
       cluster.evidence[identity.node] = std::make_shared<Quarantine>();
