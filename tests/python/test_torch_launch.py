@@ -50,7 +50,7 @@ def torchrun_std_options():
 # The node script: the same on every node and every rank of a group. Its Tiny must have the test's
 # names and shapes; its values do not matter (Node fills them from the cluster's init file).
 SCRIPT = r'''
-import json, os
+import json, os, time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -86,7 +86,16 @@ if os.environ.get("TINY_GROUP") in ("gloo", "nccl"):  # this node is a local pro
 algorithm = bt.RobustLocalSGD(sync_every=3, local_lr=0.2) if os.environ.get("TINY_ALGORITHM") == "local" else None
 model = Tiny().to(device)
 node = bt.Node(model, examples=EXAMPLES, algorithm=algorithm, group=group)
-stats = node.run(lambda idx: F.cross_entropy(model(X[idx.to(device)]), Y[idx.to(device)]))
+SLEEP = float(os.environ.get("TINY_SLEEP", "0"))  # seconds per batch: a run slow enough to disturb
+
+
+def batch_loss(idx):
+    if SLEEP:
+        time.sleep(SLEEP)
+    return F.cross_entropy(model(X[idx.to(device)]), Y[idx.to(device)])
+
+
+stats = node.run(batch_loss)
 with torch.no_grad():
     loss = float(F.cross_entropy(model(X), Y))
 result = {"index": node.index, "group_rank": node.group_rank, "digest": node.model_digest(),
@@ -251,6 +260,15 @@ def test_torchrun_starts_the_server_and_the_nodes_as_on_many_machines(make_run, 
     assert max(run.result(i)["loss"] for i in range(run.nodes)) < run.initial_loss()
 
 
+def start_group(run, name, index, backend="gloo", **extra):
+    """Node `index` as a two-process group (`backend`) under torchrun, with a c10d rendezvous of its
+    own: what --standalone does, on a port of this test's (torch 1.13's --standalone takes 29400)."""
+    return run.start(name, torchrun("--nnodes", "1", "--nproc_per_node", "2", "--rdzv_backend", "c10d",
+                                    "--rdzv_endpoint", f"127.0.0.1:{free_port()}", "--rdzv_id", uuid.uuid4().hex,
+                                    "--log_dir", run.root / f"{name}-logs", run.script),
+                     run.env(BALLOT_NODE_INDEX=str(index), TINY_GROUP=backend, **extra))
+
+
 def group_run(make_run, name, group_node, algorithm, backend="gloo", device="cpu", **training):
     """A 3-node cluster; node `group_node` (if any) is a two-process group (`backend`) under
     torchrun; every node's model on `device`."""
@@ -258,11 +276,7 @@ def group_run(make_run, name, group_node, algorithm, backend="gloo", device="cpu
     extra = {"TINY_ALGORITHM": algorithm, "TINY_DEVICE": device}
     for i in range(run.nodes):
         if i == group_node:
-            # What --standalone does, on a port of this test's (torch 1.13's --standalone takes 29400).
-            run.start(f"node-{i}", torchrun("--nnodes", "1", "--nproc_per_node", "2", "--rdzv_backend", "c10d",
-                                            "--rdzv_endpoint", f"127.0.0.1:{free_port()}", "--rdzv_id",
-                                            uuid.uuid4().hex, "--log_dir", run.root / f"node-{i}-logs",
-                                            run.script), run.env(BALLOT_NODE_INDEX=str(i), TINY_GROUP=backend, **extra))
+            start_group(run, f"node-{i}", i, backend, **extra)
         else:
             run.start(f"node-{i}", [sys.executable, run.script], run.env(BALLOT_NODE_INDEX=str(i), **extra))
     run.start("server", [PROGRAM, "server", "--cluster", run.file], run.env())
@@ -313,6 +327,55 @@ def test_a_group_of_cuda_processes_is_one_node(make_run, backend):
     assert ranks[0]["shares"] == ranks[1]["shares"] >= grouped.rounds
     assert all(row["votes"] == 3 for row in grouped.metric_rows())
     assert ranks[0]["loss"] < grouped.initial_loss()
+
+
+def test_a_killed_group_node_restarts_and_rejoins_through_the_state_transfer(make_run):
+    """Both processes of the group node killed mid-run (its torchrun and ranks): the server goes on
+    with n - b votes; a new group for the same node rejoins (rank 0 gets the state, rank 1 the
+    broadcast parameters) and both end with the server's parameters."""
+    run = make_run("group-rejoin", rounds=50)
+    config = json.loads(run.file.read_text())
+    config["round_deadline_ms"] = 2000  # a missing node costs a round this much
+    run.file.write_text(json.dumps(config))
+    slow = {"TINY_SLEEP": "0.03"}
+    for i in (0, 2):
+        run.start(f"node-{i}", [sys.executable, run.script], run.env(BALLOT_NODE_INDEX=str(i), **slow))
+    first = start_group(run, "node-1", 1, **slow)
+    run.start("server", [PROGRAM, "server", "--cluster", run.file], run.env())
+
+    def wait_rows(count, timeout=120):
+        until = time.monotonic() + timeout
+        while len(run.metric_rows()) < count:
+            assert time.monotonic() < until, f"fewer than {count} rounds after {timeout} s:\n{run.log('server')[-3000:]}"
+            time.sleep(0.05)
+        return len(run.metric_rows())
+
+    def voted(row):
+        return 1 not in row.get("missing", [])
+
+    wait_rows(1)
+    until = time.monotonic() + 120
+    while not any(voted(row) for row in run.metric_rows()):  # the group is in: it voted once
+        assert time.monotonic() < until, run.log("node-1")[-3000:]
+        time.sleep(0.05)
+    killed_at = wait_rows(len(run.metric_rows()) + 3)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    run.processes = [(name, p) for name, p in run.processes if p is not first]
+    wait_rows(killed_at + 3)  # the others go on without it
+    start_group(run, "node-1-again", 1, **slow)
+    logs = run.wait(timeout=240)
+
+    server = DIGEST.findall(logs["server"])[-1]
+    ranks = [run.result(1, 0), run.result(1, 1)]
+    assert {r["digest"] for r in ranks} == {server}  # rank 0 from the state, rank 1 from its broadcast
+    assert {run.result(i)["digest"] for i in (0, 2)} == {server}
+    assert 0 < ranks[0]["rounds"] < run.rounds  # only the decisions after its rejoin
+    rows = run.metric_rows()
+    assert [row["round"] for row in rows] == list(range(run.rounds))
+    assert any(not voted(row) and row["votes"] == 2 for row in rows[killed_at:])
+    assert voted(rows[-1]) and rows[-1]["votes"] == 3  # the new group votes again
+    assert "group rank" not in run.log("node-1-again")
 
 
 def test_a_group_whose_rank_zero_cannot_open_the_node_ends(make_run):
