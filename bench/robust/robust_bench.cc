@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/read_probe.h"
@@ -70,6 +71,22 @@ void BM_ReadInput(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0)), d = static_cast<std::size_t>(state.range(1));
   const auto& data = inputs_for(n, d);
   for (auto _ : state) benchmark::DoNotOptimize(sum_floats(data.data(), data.size()));
+  set_rates(state, 4.0 * n * d);
+}
+
+// The same read on two threads, each summing half of the rows: what the memory system gives two
+// cores at once, the limit of the threads=2 speed-ups of rules that stream their input.
+void BM_ReadInputTwoThreads(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0)), d = static_cast<std::size_t>(state.range(1));
+  const auto& data = inputs_for(n, d);
+  const std::size_t half = (n / 2) * d;
+  for (auto _ : state) {
+    float other = 0;
+    std::thread second([&] { other = sum_floats(data.data() + half, data.size() - half); });
+    const float first = sum_floats(data.data(), half);
+    second.join();
+    benchmark::DoNotOptimize(first + other);
+  }
   set_rates(state, 4.0 * n * d);
 }
 
@@ -165,6 +182,7 @@ void register_benchmarks() {
     for (auto n : kInputs) {
       const std::string f = std::to_string(f_for(n));
       configure(benchmark::RegisterBenchmark("read_input", BM_ReadInput)->Args({n, d}), d);
+      configure(benchmark::RegisterBenchmark("read_input_2_threads", BM_ReadInputTwoThreads)->Args({n, d}), d);
       const std::vector<std::pair<std::string, bool>> rules = {{"mean", true},
                                                                {"median:f=" + f, true},
                                                                {"trimmed_mean:f=" + f, true},
@@ -272,6 +290,15 @@ void print_summary(const SummaryReporter& report) {
   for (const auto& row : report.rows()) {
     const auto p = split_name(row.name);
     if (p[0] == "read_input" || p[0] == "read_bandwidth_probe" || p.size() < 4) continue;
+    if (p[0] == "read_input_2_threads") {
+      const auto it = read_time.find(p[1] + "/" + p[2]);
+      if (it != read_time.end())
+        std::printf("%-40s %4s %8s %9.2f %9s %8.2f %8s %8s %8s %5s %7.2f\n", "read_input on 2 threads (the limit)",
+                    p[1].c_str(), p[2].c_str(), row.seconds * 1e3, "-",
+                    4.0 * std::stod(p[1]) * std::stod(p[2]) / row.seconds / 1e9, "-", "-", "-", "-",
+                    it->second / row.seconds);
+      continue;
+    }
     const std::string spec = p[0] + "/" + p[1];
     const std::string key = p[2] + "/" + p[3];
     const double n = std::stod(p[2]), d = std::stod(p[3]);
