@@ -113,20 +113,8 @@ class Progress {
   std::vector<std::size_t> last_quarantined_;
 };
 
-void print_summary(const runtime::TrainingSummary& summary) {
-  if (summary.test.count == 0) {
-    std::printf(
-        "\ndone: %llu rounds (from round %llu) in %.1f s; no test evaluation on the server (a parameters-only "
-        "model, or no test set)\n",
-        static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
-        summary.seconds);
-  } else {
-    std::printf("\ndone: %llu rounds (from round %llu) in %.1f s; test accuracy %.2f%%, test loss %.4f\n",
-                static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
-                summary.seconds, 100.0 * summary.test.accuracy, summary.test.loss);
-  }
-  std::printf("model digest: %s\n", transport::to_hex(summary.model_digest).c_str());
-  const auto& d = summary.defences;
+// What the defences did over a run: the end of every training summary.
+void print_defences(const runtime::DefenceReport& d) {
   std::string events;
   for (const auto& [node, count] : d.misbehaviour) {
     if (!events.empty()) events += ", ";
@@ -152,6 +140,22 @@ void print_summary(const runtime::TrainingSummary& summary) {
       events.c_str(), quarantined.c_str(), d.equivocation_proofs);
   std::printf("lateness (counted, never quarantined): {%s}; second sessions refused for a live node id: {%s}\n",
               per_node(d.late).c_str(), per_node(d.duplicate_sessions).c_str());
+}
+
+void print_summary(const runtime::TrainingSummary& summary) {
+  if (summary.test.count == 0) {
+    std::printf(
+        "\ndone: %llu rounds (from round %llu) in %.1f s; no test evaluation on the server (a parameters-only "
+        "model, or no test set)\n",
+        static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
+        summary.seconds);
+  } else {
+    std::printf("\ndone: %llu rounds (from round %llu) in %.1f s; test accuracy %.2f%%, test loss %.4f\n",
+                static_cast<unsigned long long>(summary.rounds), static_cast<unsigned long long>(summary.first_round),
+                summary.seconds, 100.0 * summary.test.accuracy, summary.test.loss);
+  }
+  std::printf("model digest: %s\n", transport::to_hex(summary.model_digest).c_str());
+  print_defences(summary.defences);
 }
 
 // The built-in nodes (`ballot node`, the simulator, the lockstep engine) compute with the model's
@@ -211,6 +215,7 @@ int run_train(TrainCommand command) {
     std::ofstream metrics;
     if (!config.metrics.empty()) metrics.open(config.metrics, std::ios::app);
     runtime::ExperimentOptions options;
+    options.round_deadline = std::chrono::milliseconds(config.round_deadline_ms);  // virtual time
     options.on_round = [&](const runtime::ExperimentRound& round) {
       if (metrics) metrics << runtime::experiment_json_line(round) << '\n';
       if (!round.evaluated) return;
@@ -228,6 +233,7 @@ int run_train(TrainCommand command) {
         result->rounds.size(), result->seconds, 100.0 * result->test.accuracy, result->test.loss,
         static_cast<unsigned long long>(result->rounds_changed));
     std::printf("model digest: %s\n", transport::to_hex(result->model_digest).c_str());
+    print_defences(result->defences);
     return 0;
   }
   if (command.simulate) {
