@@ -227,13 +227,15 @@ BENCHMARK(BM_VerifySignVector)->Unit(benchmark::kMicrosecond);
 
 // ---- (c) two processes on loopback ---------------------------------------------------------
 
+// A throw-away PKI: the server (id 0) and nodes 1..`nodes`.
 struct Pki {
-  Pki() {
+  explicit Pki(NodeId nodes = 1) {
     std::string pattern = (std::filesystem::temp_directory_path() / "ballot-bench-XXXXXX").string();
     dir = ::mkdtemp(pattern.data());
     dir /= "pki";
-    if (!init_ca(dir).ok() || !issue_node(dir, 0, Role::kServer).ok() || !issue_node(dir, 1, Role::kNode).ok())
-      std::abort();
+    if (!init_ca(dir).ok() || !issue_node(dir, 0, Role::kServer).ok()) std::abort();
+    for (NodeId id = 1; id <= nodes; ++id)
+      if (!issue_node(dir, id, Role::kNode).ok()) std::abort();
   }
   ~Pki() {
     std::error_code ec;
@@ -343,24 +345,8 @@ BENCHMARK_CAPTURE(BM_LoopbackThroughput, plain_unsigned, ChannelSecurity::kInsec
 
 constexpr int kVoters = 8;
 
-struct RoundPki {
-  RoundPki() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ballot-bench-XXXXXX").string();
-    dir = ::mkdtemp(pattern.data());
-    dir /= "pki";
-    if (!init_ca(dir).ok() || !issue_node(dir, 0, Role::kServer).ok()) std::abort();
-    for (NodeId id = 1; id <= kVoters; ++id)
-      if (!issue_node(dir, id, Role::kNode).ok()) std::abort();
-  }
-  ~RoundPki() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir.parent_path(), ec);
-  }
-  std::filesystem::path dir;
-};
-
 // The server process: receives rounds of kVoters votes; after each, tells node 1 its CPU seconds.
-[[noreturn]] void run_round_server(const RoundPki& pki, int io_threads, int port_pipe) {
+[[noreturn]] void run_round_server(const Pki& pki, int io_threads, int port_pipe) {
   auto options = options_for(ChannelSecurity::kMutualTls);
   options.io_threads = io_threads;
   options.transport.max_inbox_bytes = 256ull << 20;
@@ -391,7 +377,7 @@ struct RoundPki {
 
 void BM_ServerRoundReceive(benchmark::State& state) {
   const int io_threads = static_cast<int>(state.range(0));
-  RoundPki pki;
+  Pki pki(kVoters);
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return state.SkipWithError("pipe failed");
   const pid_t child = ::fork();
