@@ -143,6 +143,11 @@ void print_defences(const runtime::DefenceReport& d) {
 }
 
 void print_summary(const runtime::TrainingSummary& summary) {
+  if (summary.replayed_decisions != 0) {
+    std::printf("\nresumed at round %llu: its checkpoint, then %llu decisions replayed from its decision log\n",
+                static_cast<unsigned long long>(summary.first_round),
+                static_cast<unsigned long long>(summary.replayed_decisions));
+  }
   if (summary.test.count == 0) {
     std::printf(
         "\ndone: %llu rounds (from round %llu) in %.1f s; no test evaluation on the server (a parameters-only "

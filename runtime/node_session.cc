@@ -335,17 +335,8 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_round_start(const transp
 
 Result<std::optional<NodeEvent>> NodeSession::State::on_decision(const transport::Message& message) {
   if (message.round != round) return std::optional<NodeEvent>();
-  const std::size_t dimension = replica.dimension();
   pending.active = false;  // decided without this node's vote: it would come too late
-  if (setup.sign_vote()) {
-    auto decision = decode_decision(message.payload, dimension);
-    if (!decision.ok() || decision->round != round) return std::optional<NodeEvent>();
-    replica.apply(round, decision->signs, decision->scale, decision->full_digest);
-  } else {
-    auto decision = decode_float_decision(message.payload, dimension);
-    if (!decision.ok() || decision->round != round) return std::optional<NodeEvent>();
-    replica.apply(round, std::span<const float>(decision->direction), decision->scale, decision->full_digest);
-  }
+  if (!replica.apply_decision(round, message.payload, setup.sign_vote()).ok()) return std::optional<NodeEvent>();
   computing.reset();
   ++round;
   ++stats.rounds;

@@ -5,6 +5,7 @@
 
 #include "coding/codec.h"
 #include "runtime/checkpoint.h"
+#include "runtime/decision_log.h"
 #include "runtime/node_attacks.h"
 
 namespace ballot::runtime {
@@ -24,6 +25,7 @@ Result<TrainingSummary> Server::run() {
   const auto started = Clock::now();
   BALLOT_ASSIGN_OR_RETURN(Replica replica, Replica::create(setup_));
   TrainingSummary summary;
+  std::optional<DecisionLog> log;
   if (!options_.checkpoint_path.empty()) {
     auto checkpoint = load_checkpoint(options_.checkpoint_path);
     if (checkpoint.ok()) {
@@ -32,6 +34,7 @@ Result<TrainingSummary> Server::run() {
     } else if (checkpoint.error().code != ErrorCode::kNotFound) {
       return std::move(checkpoint).error();  // a damaged checkpoint must not be silently ignored
     }
+    BALLOT_ASSIGN_OR_RETURN(log, resume_from_log(replica, summary));
   }
   ServerSession session(setup_, transport_, replica,
                         ServerSessionOptions{options_.round_deadline, options_.quorum_timeout, options_.join_wait,
@@ -60,12 +63,14 @@ Result<TrainingSummary> Server::run() {
     // The decision goes out only after the checkpoint that includes it is saved: a node saves its
     // own state when it applies the decision of a checkpoint round, so the server's latest
     // checkpoint is never older than a node's latest state, and a resumed run can restore both.
-    if (!options_.checkpoint_path.empty() && options_.checkpoint_every != 0 &&
-        (done % options_.checkpoint_every == 0 || done == setup_.options.rounds)) {
-      Checkpoint checkpoint;
-      checkpoint.round = done;
-      replica.save_to(checkpoint);
-      BALLOT_TRY(save_checkpoint(options_.checkpoint_path, checkpoint));
+    // Between checkpoints, the decision is in the log before it goes out: a restarted server
+    // resumes where the nodes are, instead of redoing rounds they have seen decided.
+    if (log) {
+      if (options_.checkpoint_every != 0 && (done % options_.checkpoint_every == 0 || done == setup_.options.rounds)) {
+        BALLOT_TRY(save_checkpoint_and_restart_log(replica, done, *log));
+      } else {
+        BALLOT_TRY(log->append(round, decision));
+      }
     }
     BALLOT_TRY(session.send_decision(std::move(decision)));
   }
@@ -78,6 +83,50 @@ Result<TrainingSummary> Server::run() {
   session.finish(summary.rounds);  // tell every node to stop
   summary.seconds = seconds_since(started);
   return summary;
+}
+
+Status Server::save_checkpoint_and_restart_log(const Replica& replica, std::uint64_t round, DecisionLog& log) {
+  Checkpoint checkpoint;
+  checkpoint.round = round;
+  replica.save_to(checkpoint);
+  BALLOT_TRY(save_checkpoint(options_.checkpoint_path, checkpoint));
+  // A kill between the two leaves a log of rounds the checkpoint already holds: skipped on resume.
+  BALLOT_ASSIGN_OR_RETURN(log, DecisionLog::start(decision_log_path(options_.checkpoint_path), round));
+  return {};
+}
+
+Result<DecisionLog> Server::resume_from_log(Replica& replica, TrainingSummary& summary) {
+  const auto path = decision_log_path(options_.checkpoint_path);
+  auto contents = read_decision_log(path);
+  if (!contents.ok() && contents.error().code != ErrorCode::kNotFound) {
+    return std::move(contents).error();  // not a decision log: never silently overwritten
+  }
+  if (contents.ok()) {
+    if (contents->dropped_bytes != 0) {
+      std::fprintf(stderr, "server: %zu bytes at the end of '%s' ignored (a write it never finished)\n",
+                   contents->dropped_bytes, path.string().c_str());
+    }
+    for (const auto& logged : contents->decisions) {
+      if (logged.round < summary.first_round) continue;  // the checkpoint holds it
+      if (logged.round != summary.first_round || logged.round >= setup_.options.rounds) break;
+      if (auto applied = replica.apply_decision(logged.round, logged.payload, setup_.sign_vote()); !applied.ok()) {
+        std::fprintf(stderr, "server: decision of round %llu in '%s' not replayed: %s\n",
+                     static_cast<unsigned long long>(logged.round), path.string().c_str(),
+                     applied.error().to_string().c_str());
+        break;
+      }
+      ++summary.first_round;
+      ++summary.replayed_decisions;
+    }
+  }
+  if (summary.replayed_decisions != 0) {
+    // The replayed state becomes a checkpoint, so that the log can start afresh.
+    Checkpoint checkpoint;
+    checkpoint.round = summary.first_round;
+    replica.save_to(checkpoint);
+    BALLOT_TRY(save_checkpoint(options_.checkpoint_path, checkpoint));
+  }
+  return DecisionLog::start(path, summary.first_round);
 }
 
 void add_quarantine_report(const Quarantine& quarantine, std::size_t nodes, DefenceReport& report) {

@@ -10,7 +10,8 @@
 //
 // Server, each round r:  RoundStart{r} to every node → votes until all n arrived, or at least
 //   n − b once the deadline passed (late votes of round r are ignored) → Decision{r} = majority
-//   of the votes held → apply it to its own replica → checkpoint every k rounds. A vote computed
+//   of the votes held → apply it to its own replica → checkpoint every k rounds, in between
+//   append it to the decision log (runtime/decision_log.h) → send it. A vote computed
 //   on another model (digest mismatch) is not counted; that node gets the current state instead.
 // Node i: Join{its round} on start (the server answers with the current state when the node is
 //   behind: this is how a restarted node rejoins), then for each RoundStart{r}: its vote c_i;
@@ -40,6 +41,7 @@
 
 #include "core/result.h"
 #include "runtime/checkpoint.h"
+#include "runtime/decision_log.h"
 #include "runtime/node_session.h"
 #include "runtime/quarantine.h"
 #include "runtime/server_session.h"
@@ -68,8 +70,9 @@ struct DefenceReport {
 void add_quarantine_report(const Quarantine& quarantine, std::size_t nodes, DefenceReport& report);
 
 struct TrainingSummary {
-  std::uint64_t first_round = 0;  // > 0 when resumed from a checkpoint
-  std::uint64_t rounds = 0;       // rounds completed in total
+  std::uint64_t first_round = 0;         // > 0 when resumed (checkpoint and decision log)
+  std::uint64_t replayed_decisions = 0;  // of first_round: from the decision log after the checkpoint
+  std::uint64_t rounds = 0;              // rounds completed in total
   learning::Evaluation test;
   transport::Digest model_digest{};
   double seconds = 0.0;
@@ -82,7 +85,9 @@ struct ServerOptions {
   // Before its first round the server waits up to this long for every node's Join (0: one
   // round deadline).
   std::chrono::milliseconds join_wait{0};
-  std::filesystem::path checkpoint_path;  // empty: no checkpoints
+  // Empty: no checkpoints. Beside it, the decision log (runtime/decision_log.h) of the decisions
+  // sent since the latest checkpoint.
+  std::filesystem::path checkpoint_path;
   std::uint64_t checkpoint_every = 50;
   std::function<void(const RoundReport&)> on_round;  // called after every round
   // Shared with the transport as its misbehaviour observer; null: no quarantine.
@@ -96,10 +101,14 @@ struct ServerOptions {
 class Server {
  public:
   Server(const TrainingSetup& setup, transport::Transport& transport, ServerOptions options);
-  // Runs from the checkpoint's round (if the file exists) to options.rounds; then Finish.
+  // Runs from where the checkpoint and the decision log after it leave off (when they exist) to
+  // options.rounds; then Finish.
   Result<TrainingSummary> run();
 
  private:
+  // The checkpoint's replica moved on by the logged decisions that follow it; the log to append to.
+  Result<DecisionLog> resume_from_log(Replica& replica, TrainingSummary& summary);
+  Status save_checkpoint_and_restart_log(const Replica& replica, std::uint64_t round, DecisionLog& log);
   const TrainingSetup& setup_;
   transport::Transport& transport_;
   ServerOptions options_;

@@ -16,6 +16,7 @@
 #include "kernels/sign_kernels.h"
 #include "learning/models.h"
 #include "robust/registry.h"
+#include "runtime/messages.h"
 
 namespace ballot::runtime {
 
@@ -251,6 +252,23 @@ void Replica::apply(std::uint64_t round, std::span<const float> direction, learn
   optimizer_->step(model_->parameters(), direction, scale);
   advance_state_digest(round, scale, full_digest,
                        {reinterpret_cast<const std::uint8_t*>(direction.data()), direction.size_bytes()});
+}
+
+Status Replica::apply_decision(std::uint64_t round, std::span<const std::uint8_t> payload, bool sign_vote) {
+  const auto wrong_round = [&](std::uint64_t got) {
+    return make_error(ErrorCode::kMalformed,
+                      "decision of round " + std::to_string(got) + " given for round " + std::to_string(round));
+  };
+  if (sign_vote) {
+    BALLOT_ASSIGN_OR_RETURN(auto decision, decode_decision(payload, dimension()));
+    if (decision.round != round) return wrong_round(decision.round);
+    apply(round, decision.signs, decision.scale, decision.full_digest);
+    return {};
+  }
+  BALLOT_ASSIGN_OR_RETURN(auto decision, decode_float_decision(payload, dimension()));
+  if (decision.round != round) return wrong_round(decision.round);
+  apply(round, std::span<const float>(decision.direction), decision.scale, decision.full_digest);
+  return {};
 }
 
 transport::Digest Replica::digest() const {

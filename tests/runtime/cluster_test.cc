@@ -249,18 +249,16 @@ TEST_F(ProcessCluster, RestartedNodeRejoins) {
 }
 
 // The server is killed and started again with the same command: it resumes from its checkpoint
-// and the run ends at the same place as an undisturbed one.
+// and its decision log, at the round the nodes reached, and the run ends at the same place as an
+// undisturbed one.
 //
-// It failed now and then under load for two reasons, both fixed: the rewound nodes kept the worker
-// momentum of the later round they had reached (their own state of the checkpoint round was not
-// saved, or was newer than the server's checkpoint when the server died between broadcasting a
-// result and saving the checkpoint that includes it), and their queued votes for rounds the
-// restarted server had not reached yet counted as misbehaviour, quarantining honest nodes.
-// Now nodes keep their state beside the signed record, the server checkpoints before it
-// broadcasts, and lateness never quarantines. A third cause, in one run of four: the old server
-// decided the checkpoint round and died; the restarted server's state rewound the nodes to that
-// round, and they took its start for a repeat of a round they had voted in (a timeout with 0 to 2
-// of 5 votes). Now a node that a state transfer rewinds sends its recorded vote of that round again.
+// It failed now and then under load, for causes since fixed: rewound nodes kept the worker
+// momentum of a later round; their queued votes for rounds the restarted server had not reached
+// counted as misbehaviour; and, the last one, the restarted server redid the rounds after its
+// checkpoint with whichever votes arrived first, so its decision could differ from the one the
+// nodes had applied, and the nodes that had signed votes for the next round on the old model
+// abstained (as their signed record must): the round missed its quorum. Now every decision is in
+// the server's decision log before it is sent, and the restarted server replays the log.
 TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   auto config = small_cluster(200);
   config.node_state = dir_;
@@ -270,6 +268,7 @@ TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   ASSERT_TRUE(cluster->start_all_nodes().ok());
   for (int i = 0; i < 800 && metric_lines() < 25; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   cluster->kill_server();
+  const std::size_t reported = metric_lines();  // rounds 0 .. reported − 1 have their rows
   ASSERT_TRUE(cluster->start_server(false).ok());
   auto status = cluster->wait();
   ASSERT_TRUE(status.ok());
@@ -281,9 +280,12 @@ TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   const auto at = text.find("(from round ");
   ASSERT_NE(at, std::string::npos) << text.substr(text.size() > 2000 ? text.size() - 2000 : 0);
   const int resumed_from = std::stoi(text.substr(at + 12));
-  EXPECT_GT(resumed_from, 0);
+  std::printf("killed with %zu rows reported; resumed at round %d\n", reported, resumed_from);
+  // At the round the old server was in, or (killed between a round's row and its log record)
+  // the one before: the rounds before it were replayed, not redone.
+  EXPECT_GE(resumed_from + 1, static_cast<int>(reported)) << text;
   EXPECT_LT(resumed_from, 200);
-  EXPECT_EQ(resumed_from % 10, 0);
+  if (resumed_from % 10 != 0) EXPECT_NE(text.find("decisions replayed from its decision log"), std::string::npos);
   EXPECT_NE(text.find("quarantined {}, 0 equivocation proofs"), std::string::npos) << text;
   // Metrics: one row per round, the redone rounds included once.
   std::set<std::uint64_t> rounds;

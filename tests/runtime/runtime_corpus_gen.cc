@@ -1,16 +1,18 @@
 // Writes the seed corpora of the runtime's decode fuzz targets (tests/runtime/*_decode_fuzz.cc):
 // every round-protocol message (runtime/messages.h) at the dimensions the target tries, checkpoints
-// (runtime/checkpoint.h) and signed records (runtime/signed_record.h). Deterministic (fixed key,
-// values and sequence numbers), so `--check` verifies the committed corpora (ctest
-// runtime_corpus_current): a wire-format change cannot leave them behind.
-//   runtime_corpus_gen CHECKPOINT_DIR MESSAGES_DIR SIGNED_RECORD_DIR
-//   runtime_corpus_gen --check CHECKPOINT_DIR MESSAGES_DIR SIGNED_RECORD_DIR
+// (runtime/checkpoint.h), signed records (runtime/signed_record.h) and decision logs
+// (runtime/decision_log.h). Deterministic (fixed key, values and sequence numbers), so `--check`
+// verifies the committed corpora (ctest runtime_corpus_current): a format change cannot leave
+// them behind.
+//   runtime_corpus_gen CHECKPOINT_DIR MESSAGES_DIR SIGNED_RECORD_DIR DECISION_LOG_DIR
+//   runtime_corpus_gen --check CHECKPOINT_DIR MESSAGES_DIR SIGNED_RECORD_DIR DECISION_LOG_DIR
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "runtime/checkpoint.h"
+#include "runtime/decision_log.h"
 #include "runtime/messages.h"
 #include "runtime/signed_record.h"
 #include "tests/fuzz/corpus_seeds.h"
@@ -104,20 +106,38 @@ std::vector<CorpusSeed> signed_record_seeds(const transport::SigningKey& key) {
   return out;
 }
 
+std::vector<CorpusSeed> decision_log_seeds() {
+  std::vector<CorpusSeed> out;
+  out.push_back({"empty", encode_decision_log_header(20)});
+  std::vector<std::uint8_t> three = encode_decision_log_header(20);
+  for (std::uint64_t round = 20; round < 23; ++round) {
+    const auto record = encode_decision_record(round, ramp(100 + 37 * (round - 20), static_cast<std::uint8_t>(round)));
+    three.insert(three.end(), record.begin(), record.end());
+  }
+  out.push_back({"three_decisions", three});
+  auto torn = three;
+  torn.resize(torn.size() - 40);
+  out.push_back({"torn_tail", torn});
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool check = argc == 5 && std::strcmp(argv[1], "--check") == 0;
-  if (argc != 4 && !check) {
-    std::fprintf(stderr, "usage: %s [--check] CHECKPOINT_DIR MESSAGES_DIR SIGNED_RECORD_DIR\n", argv[0]);
+  const bool check = argc == 6 && std::strcmp(argv[1], "--check") == 0;
+  if (argc != 5 && !check) {
+    std::fprintf(stderr, "usage: %s [--check] CHECKPOINT_DIR MESSAGES_DIR SIGNED_RECORD_DIR DECISION_LOG_DIR\n",
+                 argv[0]);
     return 2;
   }
   const auto key = transport::SigningKey::from_seed(kSeed).value();
-  const std::vector<CorpusSeed> corpora[] = {checkpoint_seeds(), message_seeds(key), signed_record_seeds(key)};
+  const std::vector<CorpusSeed> corpora[] = {checkpoint_seeds(), message_seeds(key), signed_record_seeds(key),
+                                             decision_log_seeds()};
+  constexpr int kCorpora = 4;
   int status = 0;
-  for (int c = 0; c < 3; ++c) {
+  for (int c = 0; c < kCorpora; ++c) {
     // write_or_check_corpus takes `[--check] DIR`: once per corpus.
-    char* args[] = {argv[0], check ? argv[1] : argv[argc - 3 + c], argv[argc - 3 + c]};
+    char* args[] = {argv[0], check ? argv[1] : argv[argc - kCorpora + c], argv[argc - kCorpora + c]};
     const int result = ballot::fuzzing::write_or_check_corpus(check ? 3 : 2, args, corpora[c]);
     if (result != 0) status = result;
   }
