@@ -123,6 +123,9 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
   command.add_option("--deadline-ms", config.round_deadline_ms, "Round deadline; after it n-b votes suffice")
       ->capture_default_str()
       ->check(whole_number_for<decltype(config.round_deadline_ms)>(1));
+  command.add_flag("--relay-decisions", config.relay_decisions,
+                   "The server sends each decision in pieces that the voters relay to every other node (its link "
+                   "carries one decision a round instead of n)");
   command.add_option("--checkpoint-every", config.checkpoint_every, "Rounds between server checkpoints")
       ->capture_default_str()
       ->check(whole_number_for<decltype(config.checkpoint_every)>());

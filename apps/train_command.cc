@@ -212,6 +212,11 @@ int run_train(TrainCommand command) {
     if (auto status = require_builtin_nodes(config.training); !status.ok()) return fail(status.error());
   }
   if (command.lockstep) {
+    if (config.relay_decisions) {
+      return fail(make_error(ErrorCode::kInvalidArgument,
+                             "--relay-decisions: the lockstep engine sends every decision whole (use the cluster or "
+                             "--simulate)"));
+    }
     auto data = runtime::load_training_data(config.training);
     if (!data.ok()) return fail(data.error());
     auto setup = runtime::make_training_setup(config.training,
@@ -250,6 +255,7 @@ int run_train(TrainCommand command) {
     Progress progress(config.training.rounds, config.metrics);
     runtime::SimulationOptions options;
     options.server.round_deadline = std::chrono::milliseconds(config.round_deadline_ms);
+    options.server.relay_decisions = config.relay_decisions;
     options.server.on_round = [&](const runtime::RoundReport& report) { progress(report); };
     auto result = runtime::simulate(*setup, options);
     if (!result.ok()) return fail(result.error());
@@ -322,6 +328,11 @@ int work(const runtime::ClusterConfig& config, std::size_t index) {
     std::printf("node %zu: exchange inputs: %llu missing (abstained), %llu rejected\n", index,
                 static_cast<unsigned long long>(summary->inputs_missing),
                 static_cast<unsigned long long>(summary->inputs_rejected));
+  }
+  if (config.relay_decisions) {
+    std::printf("node %zu: decision pieces relayed %llu, decisions asked for whole %llu\n", index,
+                static_cast<unsigned long long>(summary->pieces_relayed),
+                static_cast<unsigned long long>(summary->decisions_requested));
   }
   return 0;
 }

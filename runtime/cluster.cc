@@ -74,6 +74,7 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   options.round_deadline = std::chrono::milliseconds(config.round_deadline_ms);
   options.checkpoint_path = config.checkpoint;
   options.checkpoint_every = config.checkpoint_every;
+  options.relay_decisions = config.relay_decisions;
   Server server(setup, *endpoint, std::move(options));
   auto summary = server.run();
   endpoint->close();
@@ -99,15 +100,16 @@ Result<ClusterNode> open_cluster_node(const ClusterConfig& config, std::size_t n
   auto tls = transport_options(config);
   tls.listen = false;
   tls.dial[kServerId] = transport::PeerAddress{config.server_host, config.server_port};
-  if (setup->options.placement == Placement::kExchange) {
-    // Nodes send each other their partition signs: each listens at its address, and of two nodes
-    // that exchange (either is in the other's row), the lower id dials.
+  if (setup->options.placement == Placement::kExchange || config.relay_decisions) {
+    // Nodes send each other their partition signs or decision pieces: each listens at its
+    // address, and of two nodes that exchange (either is in the other's row; every two with
+    // relayed decisions), the lower id dials.
     BALLOT_ENFORCE_EQ(config.nodes.size(), config.training.nodes);  // parse_cluster_config checked it
     tls.listen = true;
     tls.listen_host = config.nodes[node_index].host;
     tls.listen_port = config.nodes[node_index].port;
     for (std::size_t j = node_index + 1; j < config.training.nodes; ++j) {
-      if (setup->code.get(node_index, j) || setup->code.get(j, node_index)) {
+      if (config.relay_decisions || setup->code.get(node_index, j) || setup->code.get(j, node_index)) {
         tls.dial[node_id(j)] = transport::PeerAddress{config.nodes[j].host, config.nodes[j].port};
       }
     }
@@ -176,7 +178,7 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
   config.server_host = "127.0.0.1";
   BALLOT_ASSIGN_OR_RETURN(config.server_port, free_loopback_port());
   config.nodes.clear();
-  if (config.training.placement == Placement::kExchange) {
+  if (config.training.placement == Placement::kExchange || config.relay_decisions) {
     // Exchange: every node listens too (the same way of picking ports as the server's).
     std::set<std::uint16_t> taken{config.server_port};
     for (std::size_t i = 0; i < config.training.nodes; ++i) {

@@ -66,7 +66,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   if (!root.is_object()) return config_error("the top level must be an object");
   BALLOT_TRY(check_keys(root,
                         {"server", "nodes", "keys", "checkpoint", "checkpoint_every", "node_state", "round_deadline_ms",
-                         "metrics", "training"},
+                         "relay_decisions", "metrics", "training"},
                         "the top level"));
   ClusterConfig config;
   if (const auto server = root.find("server"); server != root.end()) {
@@ -96,6 +96,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   BALLOT_TRY(read(root, "checkpoint_every", config.checkpoint_every));
   BALLOT_TRY(read_path(root, "node_state", config.node_state));
   BALLOT_TRY(read(root, "round_deadline_ms", config.round_deadline_ms));
+  BALLOT_TRY(read(root, "relay_decisions", config.relay_decisions));
   BALLOT_TRY(read_path(root, "metrics", config.metrics));
   if (const auto training = root.find("training"); training != root.end()) {
     if (!training->is_object()) return config_error("'training' must be an object");
@@ -152,6 +153,10 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   if (config.round_deadline_ms == 0) return config_error("'round_deadline_ms' must be at least 1");
   if (config.training.placement == Placement::kExchange && config.nodes.size() != config.training.nodes) {
     return config_error("placement 'exchange' needs the address of every node: 'nodes' has " +
+                        std::to_string(config.nodes.size()) + " entries, n = " + std::to_string(config.training.nodes));
+  }
+  if (config.relay_decisions && config.nodes.size() != config.training.nodes) {
+    return config_error("'relay_decisions' needs the address of every node: 'nodes' has " +
                         std::to_string(config.nodes.size()) + " entries, n = " + std::to_string(config.training.nodes));
   }
   if (!config.nodes.empty() && config.nodes.size() != config.training.nodes) {
@@ -212,6 +217,7 @@ std::string to_json(const ClusterConfig& config) {
       {"checkpoint_every", config.checkpoint_every},
       {"node_state", config.node_state.string()},
       {"round_deadline_ms", config.round_deadline_ms},
+      {"relay_decisions", config.relay_decisions},
       {"metrics", config.metrics.string()},
       {"training",
        {{"nodes", t.nodes},

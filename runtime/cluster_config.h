@@ -4,12 +4,14 @@
 //
 // {
 //   "server": {"host": "10.0.0.1", "port": 29500, "io_threads": 1},
-//   "nodes": [{"host": "10.0.0.2", "port": 29501}, …],  // exchange placement only: where node i
-//                                                  // listens (nodes send each other their signs)
+//   "nodes": [{"host": "10.0.0.2", "port": 29501}, …],  // exchange placement or relayed decisions
+//                                                  // only: where node i listens (nodes send each
+//                                                  // other their signs or decision pieces)
 //   "keys": "/etc/ballot/keys",                 // ca.crt, node-<id>.crt/.key (transport/pki.h)
 //   "checkpoint": "/var/lib/ballot/run.ckpt",    // server only; "" = none
 //   "checkpoint_every": 50,
 //   "round_deadline_ms": 3000,
+//   "relay_decisions": false,                    // nodes relay the decision (needs "nodes")
 //   "metrics": "metrics.jsonl",                  // server only; "" = none
 //   "training": {"nodes": 7, "byzantine": 1, "code": "deterministic", "model": "mlp:hidden=128",
 //                "update": "...", "worker_momentum": 0, "lr": "constant:lr=0.002",
@@ -45,8 +47,8 @@ struct ClusterConfig {
   // signature checks of different nodes' votes run in parallel; the vote, the update and the
   // model digest stay on the server's own thread.
   std::uint32_t server_io_threads = 1;
-  // Exchange placement: node i's listening address (exactly n entries, ports set); otherwise
-  // empty (nodes only dial the server).
+  // Exchange placement or relayed decisions: node i's listening address (exactly n entries,
+  // ports set); otherwise empty (nodes only dial the server).
   std::vector<NodeAddress> nodes;
   std::filesystem::path keys;
   std::filesystem::path checkpoint;
@@ -55,6 +57,10 @@ struct ClusterConfig {
   // every checkpoint_every rounds on the node's machine (NodeOptions::state_dir); empty: none.
   std::filesystem::path node_state;
   std::uint32_t round_deadline_ms = 3000;
+  // The server sends each decision in pieces that the voters relay to every other node
+  // (ServerSessionOptions::relay_decisions): nodes connect to each other, as in the exchange
+  // placement.
+  bool relay_decisions = false;
   std::filesystem::path metrics;
   TrainingOptions training;
 };

@@ -13,6 +13,7 @@ namespace {
 constexpr char kJoinTag[4] = {'J', 'O', 'I', 'N'};
 constexpr char kFinishTag[4] = {'D', 'O', 'N', 'E'};
 constexpr char kEvidenceTag[4] = {'P', 'R', 'U', 'F'};
+constexpr char kRequestTag[4] = {'D', 'R', 'E', 'Q'};
 
 // The digest, the signs and the tagged control payloads over core/byte_io.h's reader and writer:
 // the reader bounds every read, so a peer's count never sizes an allocation unchecked.
@@ -105,6 +106,32 @@ std::vector<std::uint8_t> encode(const FloatDecision& message) {
   ByteWriter writer;
   put_step(writer.put(message.round), message.scale, message.full_digest).put<std::uint64_t>(message.direction.size());
   return writer.put_array(std::span<const float>(message.direction)).take();
+}
+
+std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32_t count) {
+  // total · index / count without overflow: total < 2^64 and index ≤ count < 2^32.
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(total) * index) / count);
+}
+
+std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote) {
+  const std::uint64_t head = 8 + 4 + 4 + 1 + 8;  // round, η, λ, full digest, dimension
+  return head + (sign_vote ? 8 * BitVector::words_for(dimension) : 4 * std::uint64_t{dimension});
+}
+
+std::vector<std::uint8_t> encode(const DecisionPiece& message) {
+  ByteWriter writer;
+  writer.put(message.round).put(message.index).put(message.count).put(message.total);
+  return writer.put_bytes(message.bytes).take();
+}
+
+std::vector<std::uint8_t> encode(const RelayedPiece& message) {
+  ByteWriter writer;
+  return writer.put_bytes(transport::encode_envelope(message.envelope)).put_bytes(message.piece).take();
+}
+
+std::vector<std::uint8_t> encode(const DecisionRequest& message) {
+  ByteWriter writer;
+  return put_tag(writer, kRequestTag).put(message.round).take();
 }
 
 std::vector<std::uint8_t> encode(const Join& message) {
@@ -220,6 +247,43 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
   return message;
 }
 
+Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes, std::uint64_t total,
+                                            std::size_t max_count) {
+  ByteReader reader(bytes, "decision piece");
+  DecisionPiece message;
+  BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
+  BALLOT_ASSIGN_OR_RETURN(message.index, reader.read<std::uint32_t>("index"));
+  BALLOT_ASSIGN_OR_RETURN(message.count, reader.read<std::uint32_t>("count"));
+  BALLOT_ASSIGN_OR_RETURN(message.total, reader.read<std::uint64_t>("total"));
+  if (message.count == 0 || message.count > max_count) {
+    return reader.malformed(std::to_string(message.count) + " pieces, at most " + std::to_string(max_count));
+  }
+  if (message.index >= message.count) {
+    return reader.malformed("piece " + std::to_string(message.index) + " of " + std::to_string(message.count));
+  }
+  if (message.total != total) {
+    return reader.malformed("a decision of " + std::to_string(message.total) + " bytes, the model's has " +
+                            std::to_string(total));
+  }
+  const std::uint64_t length =
+      piece_offset(total, message.index + 1, message.count) - piece_offset(total, message.index, message.count);
+  if (reader.remaining() != length) {
+    return reader.malformed(std::to_string(reader.remaining()) + " bytes in a piece of " + std::to_string(length));
+  }
+  const auto piece = reader.rest();
+  message.bytes.assign(piece.begin(), piece.end());
+  return message;
+}
+
+Result<RelayedPiece> decode_relayed_piece(std::span<const std::uint8_t> bytes) {
+  ByteReader reader(bytes, "relayed piece");
+  BALLOT_ASSIGN_OR_RETURN(const auto meta, reader.take_bytes(transport::kEnvelopeMetaSize, "envelope"));
+  auto envelope = transport::decode_envelope(meta);
+  if (!envelope.ok()) return reader.malformed("envelope: " + envelope.error().message);
+  const auto piece = reader.rest();
+  return RelayedPiece{*envelope, std::vector<std::uint8_t>(piece.begin(), piece.end())};
+}
+
 Result<Control> decode_control(std::span<const std::uint8_t> bytes) {
   ByteReader reader(bytes, "control message");
   BALLOT_ASSIGN_OR_RETURN(const auto tag, reader.take_bytes(4, "tag"));
@@ -237,6 +301,7 @@ Result<Control> decode_control(std::span<const std::uint8_t> bytes) {
   }
   BALLOT_TRY(reader.expect_end());
   if (std::memcmp(tag.data(), kFinishTag, 4) == 0) return Control{Finish{value}};
+  if (std::memcmp(tag.data(), kRequestTag, 4) == 0) return Control{DecisionRequest{value}};
   return reader.malformed("unknown tag");
 }
 

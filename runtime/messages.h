@@ -18,6 +18,14 @@
 //                                              count × the inputs' signed envelope metadata
 //                                              (transport/envelope.h, 136 bytes each), authors
 //                                              strictly ascending
+// Decisions relayed by the nodes (ServerSessionOptions::relay_decisions; docs/protocol.md):
+//   DecisionPiece (server → node, kDecisionPiece) round u64 | index u32 | count u32 | total u64 |
+//                                              bytes [total·index/count, total·(index+1)/count)
+//                                              of the round's Decision or FloatDecision payload
+//   RelayedPiece (node → nodes, kDecisionPiece) the server's envelope of a DecisionPiece (136 bytes,
+//                                              transport/envelope.h) | that DecisionPiece payload
+//   DecisionRequest (node → server, kControl)  tag "DREQ" | round u64: the decision of that
+//                                              round, sent whole (a relay withheld a piece)
 //   Join        (node → server, kControl)      tag "JOIN" | round the node holds u64 |
 //                                              its state digest [32]
 //   Finish      (server → nodes, kControl)     tag "DONE" | rounds completed u64
@@ -101,6 +109,31 @@ struct FloatDecision {
   std::vector<float> direction;
 };
 
+// One piece of a round's decision payload, signed by the server; the pieces of one round share
+// count and total, and piece `index` holds the bytes [total·index/count, total·(index+1)/count).
+struct DecisionPiece {
+  std::uint64_t round = 0;
+  std::uint32_t index = 0;
+  std::uint32_t count = 0;
+  std::uint64_t total = 0;
+  std::vector<std::uint8_t> bytes;
+};
+// Where piece `index` of `count` starts in a payload of `total` bytes (index == count: the end).
+std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32_t count);
+// The size in bytes of a decision payload (Decision when `sign_vote`, else FloatDecision).
+std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote);
+
+// A node hands on the piece the server sent it, with the server's envelope: receivers check the
+// server's signature, not the relay's word.
+struct RelayedPiece {
+  transport::SignedEnvelope envelope;
+  std::vector<std::uint8_t> piece;  // the DecisionPiece payload the envelope signs
+};
+
+struct DecisionRequest {
+  std::uint64_t round = 0;
+};
+
 struct Join {
   std::uint64_t round = 0;           // the round the node's state is at (0 after a fresh start)
   transport::Digest state_digest{};  // its Replica::state_digest(): another than the server's gets the state
@@ -123,6 +156,9 @@ std::vector<std::uint8_t> encode(const AuditedVote& message);
 std::vector<std::uint8_t> encode(const Decision& message);
 std::vector<std::uint8_t> encode(const EncodedVote& message);
 std::vector<std::uint8_t> encode(const FloatDecision& message);
+std::vector<std::uint8_t> encode(const DecisionPiece& message);
+std::vector<std::uint8_t> encode(const RelayedPiece& message);
+std::vector<std::uint8_t> encode(const DecisionRequest& message);
 std::vector<std::uint8_t> encode(const Join& message);
 std::vector<std::uint8_t> encode(const Finish& message);
 std::vector<std::uint8_t> encode(const Evidence& message);
@@ -139,8 +175,15 @@ Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_
 // `max_bytes` bounds the codec payload (the codec's wire size for the model) before copying.
 Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std::size_t max_bytes);
 Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
-// Control payloads: one of Join, Finish or Evidence, told apart by their tag.
-using Control = std::variant<Join, Finish, Evidence>;
+// A piece of a decision of exactly `total` bytes in at most `max_count` pieces: index < count,
+// and the bytes exactly the piece's range.
+Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes, std::uint64_t total,
+                                            std::size_t max_count);
+// The envelope (transport::decode_envelope) and the piece bytes; what they are is the receiver's
+// check (the server's signature, the type, round and job, the digest).
+Result<RelayedPiece> decode_relayed_piece(std::span<const std::uint8_t> bytes);
+// Control payloads: one of Join, Finish, Evidence or DecisionRequest, told apart by their tag.
+using Control = std::variant<Join, Finish, Evidence, DecisionRequest>;
 Result<Control> decode_control(std::span<const std::uint8_t> bytes);
 
 }  // namespace ballot::runtime

@@ -61,6 +61,13 @@ Result<bool> SpecAdversary::deliver(MessageType type, std::uint64_t round, std::
     for (auto to : receivers) BALLOT_TRY(link.send(to, frame));
     return {};
   };
+  if (type == MessageType::kDecisionPiece) {
+    // An omitting node keeps every decision piece it should relay (its votes still follow the
+    // attack's schedule): the others ask the server for the decision whole.
+    if (attack != nullptr && attack->kind == AttackKind::kOmission) return false;
+    BALLOT_TRY(send_all(honest));
+    return true;
+  }
   if (type == MessageType::kPartitionSigns) {
     if (attack != nullptr && attack->kind == AttackKind::kOmission && omits_vote(setup_, index_, round)) return false;
     if (attack == nullptr || attack->kind != AttackKind::kEquivocation) {

@@ -80,6 +80,18 @@ struct NodeSession::State final : NodeAdversary::Link {
   Result<std::optional<NodeEvent>> on_state_transfer(const transport::Message& message);
   Result<std::optional<NodeEvent>> on_round_start(const transport::Message& message);
   Result<std::optional<NodeEvent>> on_decision(const transport::Message& message);
+  // Relayed decisions: a piece from the server (handed on to every other node) or from a node.
+  Result<std::optional<NodeEvent>> on_decision_piece(const transport::Message& message);
+  std::optional<DecisionPiece> check_relayed_piece(const transport::Message& message);
+  Result<std::optional<NodeEvent>> take_piece(DecisionPiece piece);
+  // Applies the decision of the node's round (whole, or put together from its pieces).
+  std::optional<NodeEvent> apply_decided(std::span<const std::uint8_t> payload);
+  // The decision of the node's round is due (a piece or the next round's start arrived): ask the
+  // server for it whole when it is late, and give up on it (rejoin) when that did not help.
+  Result<std::optional<NodeEvent>> check_decision_due();
+  std::chrono::milliseconds decision_wait() const {
+    return std::max(std::chrono::milliseconds(50), std::chrono::milliseconds(last_deadline_ms / 4));
+  }
   Status on_partition_signs(transport::Message& message);
   void take_input(transport::Message& input);
   bool inputs_complete() const;
@@ -100,6 +112,12 @@ struct NodeSession::State final : NodeAdversary::Link {
   std::shared_ptr<NodeAdversary> adversary;
   std::shared_ptr<SessionClock> clock;
   std::optional<SignedRecord> record;
+  struct Pieces {             // of the decision of the node's round, while they arrive
+    std::uint32_t count = 0;  // 0: none yet
+    std::vector<std::uint8_t> bytes;
+    std::vector<bool> have;
+    std::uint32_t held = 0;
+  };
   std::unique_ptr<coding::Codec> codec;  // gradient path
   NodeSessionStats stats;
 
@@ -112,6 +130,15 @@ struct NodeSession::State final : NodeAdversary::Link {
   // held is gone, so the recorded vote goes out again with the round's next start.
   bool vote_lost = false;
   PendingVote pending;
+  Pieces pieces;
+  std::uint32_t last_deadline_ms = 3000;
+  // The next round's start, held while the decision of this round is on its way (relayed pieces
+  // arrive after the start the server sent right after them): handled once the decision is in.
+  std::optional<transport::Message> deferred_start;
+  std::optional<Clock::time_point> decision_due;
+  bool decision_asked = false;
+  bool decision_given_up = false;  // for this round: the next start goes the rejoin way
+  bool deferred_finish = false;    // the server finished; the run ends with its last decision
   // Inputs that arrived before their round started here: at most two per source of the row and
   // round, for this round and the next only.
   std::map<std::uint64_t, std::vector<transport::Message>> early;
@@ -180,7 +207,22 @@ Result<std::optional<NodeEvent>> NodeSession::State::run_until(std::optional<Clo
     // Finish arrives (the server saved its final checkpoint before it sent that decision).
     if (started && round >= setup.options.rounds)
       return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kFinished, .round = round});
+    if (deferred_start && !decision_due) {
+      // The decision arrived: the held start is handled now (or dropped when it is stale).
+      auto start = std::move(*deferred_start);
+      deferred_start.reset();
+      if (start.round == round) {
+        BALLOT_ASSIGN_OR_RETURN(auto event, handle(start));
+        if (event) return event;
+      }
+    }
+    BALLOT_ASSIGN_OR_RETURN(auto due, check_decision_due());
+    if (due) return due;
     auto timeout = started ? std::min(options.idle_timeout, rejoin_after) : options.join_retry;
+    if (decision_due) {
+      const auto left = std::chrono::duration_cast<milliseconds>(*decision_due - now());
+      timeout = std::min(timeout, std::max(left + milliseconds(1), milliseconds(1)));
+    }
     if (pending.active) {
       const auto left = std::chrono::duration_cast<milliseconds>(pending.deadline - now());
       timeout = std::min(timeout, std::max(left + milliseconds(1), milliseconds(1)));
@@ -231,6 +273,10 @@ Result<NodeEvent> NodeSession::await_decision() {
 
 Result<std::optional<NodeEvent>> NodeSession::State::handle(transport::Message& message) {
   if (message.from != kServerId) {
+    if (message.type == MessageType::kDecisionPiece) {
+      if (silent(message.round)) return std::optional<NodeEvent>();
+      return on_decision_piece(message);
+    }
     BALLOT_TRY(on_partition_signs(message));
     return std::optional<NodeEvent>();
   }
@@ -252,8 +298,16 @@ Result<std::optional<NodeEvent>> NodeSession::State::handle(transport::Message& 
       return on_round_start(message);
     case MessageType::kDecision:
       return on_decision(message);
+    case MessageType::kDecisionPiece:
+      return on_decision_piece(message);
     case MessageType::kControl:
       if (auto control = decode_control(message.payload); control.ok() && std::holds_alternative<Finish>(*control)) {
+        if (std::get<Finish>(*control).rounds == round + 1 && !decision_given_up) {
+          // The last decision is on its way in relayed pieces: the run ends once it is applied.
+          deferred_finish = true;
+          if (!decision_due) decision_due = now() + decision_wait();
+          return std::optional<NodeEvent>();
+        }
         return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kFinished, .round = round});
       }
       return std::optional<NodeEvent>();
@@ -270,6 +324,10 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   const bool resumed = checkpoint->sections.count(std::string(kResumedSection)) != 0;
   round = checkpoint->round;
   transport.reset_round(round);  // the server may have resumed from an older round
+  pieces = Pieces{};
+  deferred_start.reset();
+  decision_due.reset();
+  decision_asked = decision_given_up = false;
   // The state of a round this node already voted in (the server found its vote on another model):
   // that vote stands. Voting again would advance the worker momentum twice and send a second,
   // different vote for the round — equivocation.
@@ -294,7 +352,15 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
 Result<std::optional<NodeEvent>> NodeSession::State::on_round_start(const transport::Message& message) {
   auto start = decode_round_start(message.payload);
   if (!start.ok() || start->round != message.round || start->round < round) return std::optional<NodeEvent>();
+  if (started && start->round == round + 1 && !decision_given_up) {
+    // The decision of this round is on its way (relayed pieces come after the start the server
+    // sent right after them) or was missed: wait for it a moment before asking for the state.
+    deferred_start = message;
+    if (!decision_due) decision_due = now() + decision_wait();
+    return std::optional<NodeEvent>();
+  }
   started = true;
+  last_deadline_ms = start->deadline_ms;
   rejoin_after = std::max(options.join_retry, std::chrono::milliseconds(2 * std::uint64_t{start->deadline_ms}));
   if (start->round > round || start->model_digest != replica.state_digest()) {
     // Behind (restarted, or missed a decision) or diverged: ask for the current state, once until
@@ -335,13 +401,106 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_round_start(const transp
 
 Result<std::optional<NodeEvent>> NodeSession::State::on_decision(const transport::Message& message) {
   if (message.round != round) return std::optional<NodeEvent>();
+  return apply_decided(message.payload);
+}
+
+std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::uint8_t> payload) {
   pending.active = false;  // decided without this node's vote: it would come too late
-  if (!replica.apply_decision(round, message.payload, setup.sign_vote()).ok()) return std::optional<NodeEvent>();
+  if (!replica.apply_decision(round, payload, setup.sign_vote()).ok()) return std::nullopt;
   computing.reset();
   ++round;
   ++stats.rounds;
   transport.set_round(round);
-  return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kDecided, .round = round});
+  pieces = Pieces{};
+  decision_due.reset();
+  decision_asked = decision_given_up = false;
+  return NodeEvent{.kind = NodeEvent::Kind::kDecided, .round = round};
+}
+
+// ---- relayed decisions
+
+Result<std::optional<NodeEvent>> NodeSession::State::on_decision_piece(const transport::Message& message) {
+  if (message.round != round) return std::optional<NodeEvent>();  // of a round this node is not in
+  if (message.from != kServerId) {
+    auto piece = check_relayed_piece(message);
+    if (!piece) return std::optional<NodeEvent>();
+    return take_piece(std::move(*piece));
+  }
+  auto piece = decode_decision_piece(message.payload, decision_bytes(replica.dimension(), setup.sign_vote()),
+                                     setup.options.nodes);
+  if (!piece.ok() || piece->round != round || !message.envelope) return std::optional<NodeEvent>();
+  // Hand it on to every other node, under the server's signature.
+  auto payload = encode(
+      RelayedPiece{*message.envelope, std::vector<std::uint8_t>(message.payload.begin(), message.payload.end())});
+  std::vector<transport::NodeId> receivers;
+  for (std::size_t i = 0; i < setup.options.nodes; ++i) {
+    if (i != index) receivers.push_back(node_id(i));
+  }
+  auto frame =
+      transport.seal(MessageType::kDecisionPiece, round, std::make_shared<const std::vector<std::uint8_t>>(payload));
+  BALLOT_ASSIGN_OR_RETURN(const bool relayed, adversary->deliver(MessageType::kDecisionPiece, round, last_deadline_ms,
+                                                                 payload, std::move(frame), receivers, *this));
+  if (relayed) ++stats.pieces_relayed;
+  return take_piece(std::move(*piece));
+}
+
+// A piece another node relayed counts only with the server's valid signature over it, for this
+// job and round.
+std::optional<DecisionPiece> NodeSession::State::check_relayed_piece(const transport::Message& message) {
+  const auto reject = [&]() -> std::optional<DecisionPiece> {
+    ++stats.pieces_rejected;
+    return std::nullopt;
+  };
+  auto relayed = decode_relayed_piece(message.payload);
+  if (!relayed.ok()) return reject();
+  const auto& h = relayed->envelope.header;
+  if (h.sender != kServerId || h.type != MessageType::kDecisionPiece || h.round != round ||
+      !transport.check_relayed(relayed->envelope, relayed->piece).ok()) {
+    return reject();
+  }
+  auto piece = decode_decision_piece(relayed->piece, decision_bytes(replica.dimension(), setup.sign_vote()),
+                                     setup.options.nodes);
+  if (!piece.ok() || piece->round != round) return reject();
+  return std::move(*piece);
+}
+
+Result<std::optional<NodeEvent>> NodeSession::State::take_piece(DecisionPiece piece) {
+  if (pieces.count == 0) {
+    pieces.count = piece.count;
+    pieces.bytes.assign(piece.total, 0);
+    pieces.have.assign(piece.count, false);
+  }
+  // Pieces of one decision share their count; another count is of another server process's.
+  if (piece.count != pieces.count || pieces.have[piece.index]) return std::optional<NodeEvent>();
+  std::copy(piece.bytes.begin(), piece.bytes.end(),
+            pieces.bytes.begin() + static_cast<std::ptrdiff_t>(piece_offset(piece.total, piece.index, piece.count)));
+  pieces.have[piece.index] = true;
+  if (!decision_due) decision_due = now() + decision_wait();
+  if (++pieces.held < pieces.count) return std::optional<NodeEvent>();
+  const auto bytes = std::move(pieces.bytes);
+  pieces = Pieces{};
+  return std::optional<NodeEvent>(apply_decided(bytes));
+}
+
+Result<std::optional<NodeEvent>> NodeSession::State::check_decision_due() {
+  if (!decision_due || now() < *decision_due) return std::optional<NodeEvent>();
+  if (!decision_asked) {
+    decision_asked = true;
+    decision_due = now() + decision_wait();
+    ++stats.decisions_requested;
+    BALLOT_TRY(send_control(encode(DecisionRequest{round})));
+    return std::optional<NodeEvent>();
+  }
+  // Asked, and still nothing: the server has moved on (or restarted); the start goes the way of
+  // a node that is behind (Join, the state).
+  decision_due.reset();
+  decision_given_up = true;
+  pieces = Pieces{};
+  if (deferred_finish) return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kFinished, .round = round});
+  if (!deferred_start) return std::optional<NodeEvent>();
+  auto start = std::move(*deferred_start);
+  deferred_start.reset();
+  return handle(start);
 }
 
 // ---- submitting the computed message of a round

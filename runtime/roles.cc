@@ -37,8 +37,12 @@ Result<TrainingSummary> Server::run() {
     BALLOT_ASSIGN_OR_RETURN(log, resume_from_log(replica, summary));
   }
   ServerSession session(setup_, transport_, replica,
-                        ServerSessionOptions{options_.round_deadline, options_.quorum_timeout, options_.join_wait,
-                                             options_.quarantine, options_.registry});
+                        ServerSessionOptions{.round_deadline = options_.round_deadline,
+                                             .quorum_timeout = options_.quorum_timeout,
+                                             .join_wait = options_.join_wait,
+                                             .quarantine = options_.quarantine,
+                                             .registry = options_.registry,
+                                             .relay_decisions = options_.relay_decisions});
   BALLOT_TRY(session.begin(summary.first_round));
   for (std::uint64_t round = summary.first_round; round < setup_.options.rounds; ++round) {
     const auto round_started = Clock::now();
@@ -231,6 +235,8 @@ Result<NodeSummary> Node::run() {
     summary.inputs_rejected = stats.inputs_rejected;
     summary.rejoins = stats.rejoins;
     summary.abstained = stats.abstained;
+    summary.pieces_relayed = stats.pieces_relayed;
+    summary.decisions_requested = stats.decisions_requested;
     summary.states_restored = node_state.restored();
     summary.crashed = crashed;
     summary.model_digest = replica.digest();

@@ -89,6 +89,7 @@ struct ServerOptions {
   // sent since the latest checkpoint.
   std::filesystem::path checkpoint_path;
   std::uint64_t checkpoint_every = 50;
+  bool relay_decisions = false;                      // ServerSessionOptions::relay_decisions
   std::function<void(const RoundReport&)> on_round;  // called after every round
   // Shared with the transport as its misbehaviour observer; null: no quarantine.
   std::shared_ptr<Quarantine> quarantine;
@@ -152,12 +153,14 @@ std::filesystem::path signed_record_path(const std::filesystem::path& dir, std::
 struct NodeSummary {
   std::uint64_t rounds = 0;  // rounds applied
   std::uint64_t votes_sent = 0;
-  std::uint64_t inputs_missing = 0;   // exchange: inputs of its row that abstained, over the run
-  std::uint64_t inputs_rejected = 0;  // exchange: received inputs not counted (wrong round/model, equivocating)
-  std::uint64_t rejoins = 0;          // state transfers received
-  std::uint64_t states_restored = 0;  // of which continued with the node's own saved state
-  std::uint64_t abstained = 0;        // messages not sent: another one was signed for that round before
-  bool crashed = false;               // stopped by the crash attack
+  std::uint64_t inputs_missing = 0;       // exchange: inputs of its row that abstained, over the run
+  std::uint64_t inputs_rejected = 0;      // exchange: received inputs not counted (wrong round/model, equivocating)
+  std::uint64_t rejoins = 0;              // state transfers received
+  std::uint64_t states_restored = 0;      // of which continued with the node's own saved state
+  std::uint64_t abstained = 0;            // messages not sent: another one was signed for that round before
+  std::uint64_t pieces_relayed = 0;       // relayed decisions: the server's pieces handed on
+  std::uint64_t decisions_requested = 0;  // relayed decisions: pieces missing, the decision asked for whole
+  bool crashed = false;                   // stopped by the crash attack
   transport::Digest model_digest{};
 };
 

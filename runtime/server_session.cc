@@ -38,6 +38,7 @@ struct ServerSession::State {
         n(s.options.nodes),
         quorum(s.options.nodes - s.options.byzantine),
         exchange(s.options.placement == Placement::kExchange && s.sign_vote()),
+        decision_resent(n),
         votes(n),
         state_sent(n) {
     for (std::size_t i = 0; i < n; ++i) nodes.push_back(node_id(i));
@@ -61,6 +62,7 @@ struct ServerSession::State {
 
   Status handle(transport::Message& message);
   Status on_control(const transport::Message& message);
+  Status on_decision_request(std::size_t index, const DecisionRequest& request);
   Status on_vote(transport::Message& message);
   bool accept_evidence(const transport::EquivocationProof& proof) const;
   bool inputs_valid(std::size_t voter, const std::vector<transport::SignedEnvelope>& inputs) const;
@@ -81,6 +83,10 @@ struct ServerSession::State {
   std::size_t max_codec_bytes = 0;
   std::uint64_t send_failures = 0;
   std::deque<transport::Message> held;  // arrived while waiting for the Joins: handled first
+  // The last decision sent, for nodes that ask for it whole (once per node).
+  std::optional<std::uint64_t> decided_round;
+  std::vector<std::uint8_t> decided;
+  std::vector<bool> decision_resent;
 
   // ---- the round being run
   std::uint64_t round = 0;
@@ -245,6 +251,9 @@ Status ServerSession::State::on_control(const transport::Message& message) {
     }
     return {};
   }
+  if (control.ok() && std::holds_alternative<DecisionRequest>(*control)) {
+    return on_decision_request(message.from - 1, std::get<DecisionRequest>(*control));
+  }
   if (!control.ok() || !std::holds_alternative<Join>(*control)) {
     ++report.rejected_messages;
     return {};
@@ -358,7 +367,41 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
 
 Status ServerSession::send_decision(std::vector<std::uint8_t> decision) {
   State& s = *state_;
-  return s.tolerate(s.transport.broadcast(s.nodes, MessageType::kDecision, s.round, std::move(decision)));
+  s.decided_round = s.round;
+  s.decided = std::move(decision);
+  std::fill(s.decision_resent.begin(), s.decision_resent.end(), false);
+  // The last decision goes to every node whole: after it the server stops answering requests.
+  std::vector<std::size_t> relays;
+  if (s.options.relay_decisions && s.round + 1 < s.setup.options.rounds) {
+    for (std::size_t i = 0; i < s.n; ++i) {
+      if (s.votes[i] && !s.quarantined(node_id(i))) relays.push_back(i);
+    }
+  }
+  if (relays.size() < 2) return s.tolerate(s.transport.broadcast(s.nodes, MessageType::kDecision, s.round, s.decided));
+  const auto count = static_cast<std::uint32_t>(relays.size());
+  const std::uint64_t total = s.decided.size();
+  Status status;
+  for (std::uint32_t k = 0; k < count; ++k) {
+    const auto begin = piece_offset(total, k, count), end = piece_offset(total, k + 1, count);
+    DecisionPiece piece{s.round, k, count, total,
+                        std::vector<std::uint8_t>(s.decided.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                  s.decided.begin() + static_cast<std::ptrdiff_t>(end))};
+    auto sent = s.tolerate(s.transport.send(node_id(relays[k]), MessageType::kDecisionPiece, s.round, encode(piece)));
+    if (status.ok() && !sent.ok()) status = std::move(sent);
+  }
+  return status;
+}
+
+// A node that did not get every piece of the last decision (a relay withheld its piece, or it
+// was not in time for the round) gets the decision whole, once per decision: a node that keeps
+// asking costs one decision a round, as without relays.
+Status ServerSession::State::on_decision_request(std::size_t index, const DecisionRequest& request) {
+  if (!decided_round || request.round != *decided_round || decision_resent[index]) {
+    ++report.rejected_messages;
+    return {};
+  }
+  decision_resent[index] = true;
+  return tolerate(transport.send(node_id(index), MessageType::kDecision, *decided_round, decided));
 }
 
 void ServerSession::finish(std::uint64_t rounds) {

@@ -57,6 +57,11 @@ struct ServerSessionOptions {
   std::shared_ptr<Quarantine> quarantine;               // null: no quarantine
   std::shared_ptr<const transport::Registry> registry;  // to check signatures of relayed inputs and proofs
   std::shared_ptr<SessionClock> clock;                  // null: the steady clock (runtime/session_clock.h)
+  // The decision goes out in pieces, one to each node whose vote was counted, and those nodes
+  // relay their piece to every other node (with the server's signature): the server's link
+  // carries one decision a round instead of n. A node that misses a piece asks for the whole
+  // decision (DecisionRequest), which the server sends once per node and round.
+  bool relay_decisions = false;
 };
 
 class ServerSession {
@@ -78,6 +83,8 @@ class ServerSession {
   // Decides the round over the counted votes, applies it to the replica and returns the
   // decision's payload (Decision or FloatDecision) for send_decision.
   Result<std::vector<std::uint8_t>> decide();
+  // To every node, or in pieces through the counted voters (relay_decisions). The decision stays
+  // held until the next one, for nodes that ask for it.
   Status send_decision(std::vector<std::uint8_t> decision);
   // Finish{rounds} to every node (best effort: a node that is gone does not matter any more).
   void finish(std::uint64_t rounds);

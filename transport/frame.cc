@@ -24,6 +24,8 @@ std::string_view message_type_name(MessageType type) noexcept {
       return "state-transfer";
     case MessageType::kControl:
       return "control";
+    case MessageType::kDecisionPiece:
+      return "decision-piece";
   }
   return "unknown";
 }

@@ -81,5 +81,8 @@ void MemoryTransport::set_round(std::uint64_t round) { core_->verifier().set_rou
 void MemoryTransport::reset_round(std::uint64_t round) { core_->verifier().reset_round(round); }
 
 MisbehaviourCounts MemoryTransport::misbehaviour_counts(NodeId peer) const { return core_->counts(peer); }
+Status MemoryTransport::check_relayed(const SignedEnvelope& envelope, ByteSpan payload) const {
+  return core_->verifier().verify_authentic(envelope, payload, std::nullopt).status;
+}
 
 }  // namespace ballot::transport

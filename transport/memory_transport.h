@@ -58,6 +58,7 @@ class MemoryTransport final : public Transport {
   void set_round(std::uint64_t round) override;
   void reset_round(std::uint64_t round) override;
   MisbehaviourCounts misbehaviour_counts(NodeId peer) const override;
+  Status check_relayed(const SignedEnvelope& envelope, ByteSpan payload) const override;
 
  private:
   friend class MemoryNetwork;

@@ -999,7 +999,7 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
       const auto evictable = [&](const OutboundFrame& queued) {
         const MessageType type = type_of(queued);
         return type == MessageType::kRoundStart || type == MessageType::kVote || type == MessageType::kPartitionSigns ||
-               type == MessageType::kDecision ||
+               type == MessageType::kDecision || type == MessageType::kDecisionPiece ||
                (type == MessageType::kStateTransfer && incoming == MessageType::kStateTransfer);
       };
       for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {
@@ -1030,6 +1030,9 @@ const FrameLimits& TlsTransport::limits() const { return impl_->core_.options().
 void TlsTransport::set_round(std::uint64_t round) { impl_->core_.verifier().set_round(round); }
 void TlsTransport::reset_round(std::uint64_t round) { impl_->core_.verifier().reset_round(round); }
 MisbehaviourCounts TlsTransport::misbehaviour_counts(NodeId peer) const { return impl_->core_.counts(peer); }
+Status TlsTransport::check_relayed(const SignedEnvelope& envelope, ByteSpan payload) const {
+  return impl_->core_.verifier().verify_authentic(envelope, payload, std::nullopt).status;
+}
 
 std::uint16_t TlsTransport::port() const {
   asio::error_code ec;

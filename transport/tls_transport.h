@@ -101,6 +101,7 @@ class TlsTransport final : public Transport {
   void set_round(std::uint64_t round) override;
   void reset_round(std::uint64_t round) override;
   MisbehaviourCounts misbehaviour_counts(NodeId peer) const override;
+  Status check_relayed(const SignedEnvelope& envelope, ByteSpan payload) const override;
 
   std::uint16_t port() const;  // the bound listening port
   bool connected(NodeId peer) const;

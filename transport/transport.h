@@ -100,6 +100,12 @@ class Transport {
 
   // How often `peer` misbehaved, by kind (all zero for an unknown peer).
   virtual MisbehaviourCounts misbehaviour_counts(NodeId peer) const = 0;
+
+  // Whether `envelope` authenticates `payload` whoever handed it on (a relay): this job, a
+  // registered sender whose role may send the type, the length, the sender's signature and the
+  // payload digest (Verifier::verify_authentic). Touches no round, replay or equivocation state
+  // and counts nothing against anyone: the caller decides what a bad one means.
+  virtual Status check_relayed(const SignedEnvelope& envelope, ByteSpan payload) const = 0;
 };
 
 }  // namespace ballot::transport

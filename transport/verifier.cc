@@ -64,6 +64,7 @@ bool role_may_send(Role role, MessageType type) noexcept {
     case MessageType::kHello:
     case MessageType::kStateTransfer:
     case MessageType::kControl:
+    case MessageType::kDecisionPiece:  // the server's pieces, relayed by the nodes
       return true;
   }
   return false;

@@ -48,7 +48,8 @@ struct VerifierOptions {
   std::bitset<kMessageTypeCount> one_per_round = (1u << static_cast<unsigned>(MessageType::kRoundStart)) |
                                                  (1u << static_cast<unsigned>(MessageType::kPartitionSigns)) |
                                                  (1u << static_cast<unsigned>(MessageType::kVote)) |
-                                                 (1u << static_cast<unsigned>(MessageType::kDecision));
+                                                 (1u << static_cast<unsigned>(MessageType::kDecision)) |
+                                                 (1u << static_cast<unsigned>(MessageType::kDecisionPiece));
 };
 
 struct Verdict {

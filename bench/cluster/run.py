@@ -13,6 +13,9 @@ one pass over d floats per gradient, so that communication and the CPU work arou
   vote      Ballot's 1-bit vote round: signs, Ed25519-signed envelopes, mutual TLS 1.3, majority
             vote at the server, signed 1-bit decision back, update and state digest everywhere
   vote2     the same with two transport threads at the server ("server": {"io_threads": 2})
+  relay     the vote round with relayed decisions ("relay_decisions": true): the server sends
+            each decision in n pieces, one to each voter, and the voters hand them on to each
+            other under the server's signature (the server's link: n votes in, one decision out)
   exchange  the same with the exchange placement (nodes relay signed signs along G's columns)
   fp32      Ballot's gradient path with codec fp32 and rule mean (float gradients up, float
             direction down, same security)
@@ -103,6 +106,8 @@ def ballot_config(work, n, d, rounds, path, deadline_ms):
         "round_deadline_ms": deadline_ms, "metrics": os.path.join(work, "metrics.jsonl"),
         "training": training,
     }
+    if path == "relay":
+        config["relay_decisions"] = True
     file = os.path.join(work, f"{path}.json")
     with open(file, "w") as f:
         json.dump(config, f)
@@ -203,8 +208,8 @@ def run_gloo(args, name, work, n, d, rounds):
 
 def model_bytes(path, n, d):
     """The cost model (DESIGN.md, Scale): bytes per round on the busiest link, each direction."""
-    if path in ("vote", "vote2", "exchange"):
-        return n * d / 8  # server link: n votes in, n decisions out
+    if path in ("vote", "vote2", "exchange", "relay"):
+        return n * d / 8  # server link: n votes in, n decisions out (relay: one decision out)
     if path == "fp32":
         return n * 4 * d
     return 2 * (n - 1) / n * 4 * d  # ring allreduce, per node
@@ -271,7 +276,7 @@ def main():
     return 0
 
 
-COLOURS = {"vote": "#1b9e77", "vote2": "#a6d854", "exchange": "#66a61e", "fp32": "#d95f02", "gloo": "#7570b3"}
+COLOURS = {"vote": "#1b9e77", "vote2": "#a6d854", "relay": "#e7298a", "exchange": "#66a61e", "fp32": "#d95f02", "gloo": "#7570b3"}
 
 
 def plot(results, file):

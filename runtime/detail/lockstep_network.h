@@ -65,6 +65,9 @@ class LockstepEndpoint final : public transport::Transport, public SessionClock 
   const transport::FrameLimits& limits() const override { return inner_->limits(); }
   void set_round(std::uint64_t round) override { inner_->set_round(round); }
   void reset_round(std::uint64_t round) override { inner_->reset_round(round); }
+  Status check_relayed(const transport::SignedEnvelope& envelope, transport::ByteSpan payload) const override {
+    return inner_->check_relayed(envelope, payload);
+  }
   transport::MisbehaviourCounts misbehaviour_counts(transport::NodeId peer) const override {
     return inner_->misbehaviour_counts(peer);
   }

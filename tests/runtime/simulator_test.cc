@@ -148,6 +148,52 @@ TEST(Simulator, ServerResumesFromItsCheckpointAndItsDecisionLog) {
   }
 }
 
+// Relayed decisions: the server sends each decision in pieces, one to each counted voter, and the
+// voters hand them on under its signature. The run ends with the model of a run without relays,
+// bit for bit, in both paths. An omitting node keeps the pieces it should relay: the others then
+// ask for the decision whole, and the run still ends with the same model as without relays.
+TEST(Simulator, RelayedDecisionsGiveTheModelOfAnUnrelayedRun) {
+  for (const bool gradient_path : {false, true}) {
+    for (const char* attack : {"none", "omission:p=0.5"}) {
+      SCOPED_TRACE(std::string(gradient_path ? "gradient path, " : "vote path, ") + attack);
+      auto options = small_run();
+      options.rounds = 12;
+      options.attack = attack;
+      options.attackers = 1;
+      if (gradient_path) {
+        options.code = "identity";
+        options.rule = "trimmed_mean:f=1";
+        options.codec = "fp32";
+        options.update = "sgd";
+        options.lr = "constant:lr=0.05";
+      }
+      auto setup = setup_for(options);
+      ASSERT_TRUE(setup.ok()) << setup.error().to_string();
+      SimulationOptions direct;
+      direct.server.round_deadline = std::chrono::milliseconds(400);
+      auto sent = simulate(*setup, direct);
+      ASSERT_TRUE(sent.ok()) << sent.error().to_string();
+      SimulationOptions relayed = direct;
+      relayed.server.relay_decisions = true;
+      auto result = simulate(*setup, relayed);
+      ASSERT_TRUE(result.ok()) << result.error().to_string();
+      EXPECT_EQ(result->server.rounds, 12u);
+      EXPECT_EQ(result->server.model_digest, sent->server.model_digest);
+      std::uint64_t pieces = 0, requested = 0;
+      for (std::size_t i = 0; i < result->nodes.size(); ++i) {
+        ASSERT_TRUE(result->nodes[i].ok()) << result->nodes[i].error().to_string();
+        EXPECT_EQ(result->nodes[i]->model_digest, result->server.model_digest) << "node " << i;
+        if (setup->is_byzantine(i)) continue;
+        pieces += result->nodes[i]->pieces_relayed;
+        requested += result->nodes[i]->decisions_requested;
+      }
+      EXPECT_GT(pieces, 12u);
+      if (std::string(attack) != "none") EXPECT_GT(requested, 0u);
+      EXPECT_TRUE(result->server.defences.quarantined.empty());
+    }
+  }
+}
+
 // the simulator runs hundreds of nodes (one thread each, real signed envelopes), and
 // the lockstep engine gives it the same model.
 TEST(Simulator, HundredsOfNodesAgreeWithTheLockstepEngine) {

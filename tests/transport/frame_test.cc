@@ -106,7 +106,8 @@ TEST(MessageType, Names) {
   EXPECT_EQ(message_type_name(MessageType::kVote), "vote");
   EXPECT_FALSE(is_valid_message_type(0));
   EXPECT_TRUE(is_valid_message_type(7));
-  EXPECT_FALSE(is_valid_message_type(8));
+  EXPECT_TRUE(is_valid_message_type(8));
+  EXPECT_FALSE(is_valid_message_type(9));
 }
 
 }  // namespace

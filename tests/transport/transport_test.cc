@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <numeric>
 #include <thread>
 
 #include "test_harness.h"
@@ -186,6 +187,30 @@ TEST_P(TransportTest, LargePayloadsAreHashedWhileTheyArrive) {
   ASSERT_TRUE(got.ok()) << got.error().to_string();
   EXPECT_EQ(got->payload, pattern(10, 7));  // the tampered frames were dropped, the session lives
   EXPECT_EQ(count(Misbehaviour::kBadSignature), 3u);
+}
+
+// A relay hands on another sender's envelope with its payload: any endpoint checks it against
+// the author's key, whoever relayed it. A changed payload or round, or a node's envelope of a type
+// only the server sends, fails; checking counts nothing against anyone.
+TEST_P(TransportTest, RelayedEnvelopesAreCheckedAgainstTheirAuthor) {
+  const auto payload = pattern(40000, 5);
+  ASSERT_TRUE(cluster_->server().send(1, MessageType::kDecisionPiece, 0, payload).ok());
+  auto got = receive_from(cluster_->honest(), 0);
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  ASSERT_TRUE(got->envelope.has_value());
+  EXPECT_TRUE(cluster_->honest().check_relayed(*got->envelope, got->payload).ok());
+  EXPECT_TRUE(cluster_->server().check_relayed(*got->envelope, got->payload).ok());
+  auto changed = payload;
+  changed[100] ^= 0x01;
+  EXPECT_FALSE(cluster_->honest().check_relayed(*got->envelope, changed).ok());
+  auto other_round = *got->envelope;
+  other_round.header.round = 1;
+  EXPECT_FALSE(cluster_->honest().check_relayed(other_round, payload).ok());
+  const auto forged = cluster_->attacker().envelope_for(MessageType::kDecision, 0, payload);
+  EXPECT_FALSE(cluster_->honest().check_relayed(forged, payload).ok());
+  const auto counts = cluster_->honest().misbehaviour_counts(0);
+  EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), std::uint64_t{0}), 0u);
+  expect_honest_traffic_works();
 }
 
 TEST_P(TransportTest, ReplayedSequenceIsDropped) {

@@ -179,6 +179,8 @@ TEST(RoleMaySend, Table) {
   EXPECT_TRUE(role_may_send(Role::kNode, MessageType::kPartitionSigns));
   EXPECT_FALSE(role_may_send(Role::kServer, MessageType::kPartitionSigns));
   EXPECT_TRUE(role_may_send(Role::kNode, MessageType::kHello));
+  EXPECT_TRUE(role_may_send(Role::kNode, MessageType::kDecisionPiece));
+  EXPECT_TRUE(role_may_send(Role::kServer, MessageType::kDecisionPiece));
   EXPECT_EQ(misbehaviour_name(Misbehaviour::kEquivocation), "equivocation");
 }
 
