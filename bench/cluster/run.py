@@ -69,6 +69,16 @@ def alive(proc):
         return False
 
 
+def cpu_seconds(proc):
+    """CPU seconds a running process has used so far (/proc/PID/stat utime + stime)."""
+    try:
+        with open(f"/proc/{proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (FileNotFoundError, IndexError, ValueError):
+        return 0.0
+
+
 def reap(proc, limit):
     """Waits (bounded) for a process started by spawn; its CPU seconds and exit status."""
     until = time.monotonic() + limit
@@ -151,6 +161,7 @@ def run_ballot(args, name, work, n, d, path, rounds):
         lines = metric_lines(metrics)
         if len(lines) >= 1:
             before = [counters(name, h) for h in hosts]
+            cpu_before = [cpu_seconds(p) for p in [server] + nodes]
             start_lines = len(lines)
             break
         time.sleep(0.02)
@@ -162,6 +173,10 @@ def run_ballot(args, name, work, n, d, path, rounds):
         raise RuntimeError(f"ballot {path} n={n} d={d}: server status {status}, {len(lines)} rounds; see {work}")
     steady = [line["seconds"] for line in lines[1:-1]]
     counted = rounds - start_lines
+    # CPU of the rounds after start_lines only (start-up left out): all hosts share this machine's
+    # cores, so their sum over the cores is a floor of the round on this machine.
+    server_steady = (server_cpu - cpu_before[0]) / counted
+    node_steady = [(cpu - before_cpu) / counted for cpu, before_cpu in zip(node_cpu, cpu_before[1:])]
     # The bytes counted cover the rounds after start_lines, plus the Finish messages (a few KB).
     return {
         "seconds": steady,
@@ -169,6 +184,8 @@ def run_ballot(args, name, work, n, d, path, rounds):
         "node_rx": statistics.mean(after[h][0] - before[h][0] for h in hosts if h) / counted,
         "node_tx": statistics.mean(after[h][1] - before[h][1] for h in hosts if h) / counted,
         "server_cpu": server_cpu / rounds, "node_cpu": statistics.mean(node_cpu) / rounds,
+        "server_cpu_steady": server_steady, "node_cpu_steady": statistics.mean(node_steady),
+        "cpu_floor": (server_steady + sum(node_steady)) / os.cpu_count(),
         "bytes_per_vote": lines[-1].get("bytes_per_vote"),
     }
 
@@ -326,8 +343,8 @@ def plot(results, file):
 
 def print_table(results):
     print("\n| rate | d | n | path | s/round (median) | busiest link, bytes/round: measured (in / out) | model | "
-          "server CPU s/round | node CPU s/round | load |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---|")
+          "server CPU s/round | node CPU s/round | CPU floor | load |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for r in results:
         if r["path"] == "gloo":
             link = f"{r['node_rx'] / 1e6:.1f} / {r['node_tx'] / 1e6:.1f} MB (node)"
@@ -335,8 +352,13 @@ def print_table(results):
         else:
             link = f"{r['server_rx'] / 1e6:.1f} / {r['server_tx'] / 1e6:.1f} MB (server)"
             server_cpu = f"{r['server_cpu']:.3f}"
+        steady = "cpu_floor" in r  # runs from before the steady CPU columns have the totals only
+        if steady and r["path"] != "gloo":
+            server_cpu = f"{r['server_cpu_steady']:.3f}"
+        node_cpu = r["node_cpu_steady"] if steady and r["path"] != "gloo" else r["node_cpu"]
+        floor = f"{r['cpu_floor']:.3f}" if steady and r["path"] != "gloo" else "-"
         print(f"| {r['rate']} | {r['d'] / 1e6:.1f}M | {r['n']} | {r['path']} | {r['median']:.3f} | {link} | "
-              f"{r['model_bytes'] / 1e6:.1f} MB | {server_cpu} | {r['node_cpu']:.3f} | "
+              f"{r['model_bytes'] / 1e6:.1f} MB | {server_cpu} | {node_cpu:.3f} | {floor} | "
               f"{r['load'][0]:.1f}-{r['load'][1]:.1f} |")
 
 

@@ -26,6 +26,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto decision = ballot::runtime::decode_float_decision(bytes, 3); decision.ok()) {
     if (decision->direction.size() != 3) __builtin_trap();
   }
+  // Pieces of decisions of 64 and 100 bytes, in at most 7 pieces.
+  for (std::uint64_t total : {64u, 100u}) {
+    if (auto piece = ballot::runtime::decode_decision_piece(bytes, total, 7); piece.ok()) {
+      if (piece->count == 0 || piece->count > 7 || piece->index >= piece->count || piece->total != total) {
+        __builtin_trap();
+      }
+      const auto length = ballot::runtime::piece_offset(total, piece->index + 1, piece->count) -
+                          ballot::runtime::piece_offset(total, piece->index, piece->count);
+      if (piece->bytes.size() != length || ballot::runtime::encode(*piece).size() != size) __builtin_trap();
+    }
+  }
+  if (auto relayed = ballot::runtime::decode_relayed_piece(bytes); relayed.ok()) {
+    if (ballot::runtime::encode(*relayed).size() != size) __builtin_trap();
+  }
   (void)ballot::runtime::decode_round_start(bytes);
   if (auto control = ballot::runtime::decode_control(bytes); control.ok()) {
     if (std::holds_alternative<ballot::runtime::Evidence>(*control) &&

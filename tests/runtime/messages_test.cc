@@ -240,4 +240,71 @@ TEST(Messages, MalformedAuditedVotesAreRejected) {
 }
 
 }  // namespace
+// Relayed decisions: the pieces cut a payload of `total` bytes at total·i/count, so every piece's
+// length follows from (index, count, total) and nothing else.
+TEST(Messages, DecisionPiecesCoverThePayloadExactlyOnce) {
+  for (std::uint64_t total : {0u, 1u, 7u, 100u, 1400056u}) {
+    for (std::uint32_t count : {1u, 2u, 3u, 8u, 15u}) {
+      std::uint64_t covered = 0;
+      for (std::uint32_t i = 0; i < count; ++i) {
+        EXPECT_EQ(piece_offset(total, i, count), covered);
+        covered = piece_offset(total, i + 1, count);
+      }
+      EXPECT_EQ(covered, total);
+    }
+  }
+  EXPECT_EQ(piece_offset(UINT64_MAX, 3, 4), UINT64_MAX / 4 * 3 + 2);  // no overflow in the product
+  EXPECT_EQ(decision_bytes(65, true), encode(Decision{1, {0.1f, 0.0f}, false, BitVector(65)}).size());
+  EXPECT_EQ(decision_bytes(3, false), encode(FloatDecision{1, {0.1f, 0.0f}, false, {1.0f, 2.0f, 3.0f}}).size());
+}
+
+TEST(Messages, DecisionPiecesRoundTripAndMalformedOnesAreRejected) {
+  const std::uint64_t total = 100;
+  // Piece 1 of 3 of 100 bytes: [33, 66).
+  const std::vector<std::uint8_t> bytes(piece_offset(total, 2, 3) - piece_offset(total, 1, 3), 0x5a);
+  ASSERT_EQ(bytes.size(), 33u);
+  const DecisionPiece piece{12, 1, 3, total, bytes};
+  auto decoded = decode_decision_piece(encode(piece), total, 3);
+  ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+  EXPECT_EQ(decoded->round, 12u);
+  EXPECT_EQ(decoded->index, 1u);
+  EXPECT_EQ(decoded->count, 3u);
+  EXPECT_EQ(decoded->bytes, bytes);
+  // Another model's decision size, more pieces than nodes, an index past the count, a byte more
+  // or less than the piece's range: each is malformed.
+  EXPECT_FALSE(decode_decision_piece(encode(piece), total + 1, 3).ok());
+  EXPECT_FALSE(decode_decision_piece(encode(piece), total, 2).ok());
+  EXPECT_FALSE(decode_decision_piece(encode(DecisionPiece{12, 3, 3, total, bytes}), total, 3).ok());
+  EXPECT_FALSE(decode_decision_piece(encode(DecisionPiece{12, 0, 0, total, {}}), total, 3).ok());
+  auto longer = piece;
+  longer.bytes.push_back(0);
+  EXPECT_FALSE(decode_decision_piece(encode(longer), total, 3).ok());
+  auto shorter = piece;
+  shorter.bytes.pop_back();
+  EXPECT_FALSE(decode_decision_piece(encode(shorter), total, 3).ok());
+  EXPECT_FALSE(decode_decision_piece({}, total, 3).ok());
+}
+
+TEST(Messages, RelayedPiecesCarryTheServersEnvelopeAndRequestsAreControl) {
+  auto key = transport::SigningKey::generate().value();
+  const auto verify_key = key.verify_key();
+  transport::Signer server(std::move(key), 7, 0, transport::Role::kServer);
+  const auto piece = encode(DecisionPiece{4, 0, 2, 64, std::vector<std::uint8_t>(32, 1)});
+  const auto envelope = server.envelope_for(transport::MessageType::kDecisionPiece, 4, piece);
+  auto relayed = decode_relayed_piece(encode(RelayedPiece{envelope, piece}));
+  ASSERT_TRUE(relayed.ok()) << relayed.error().to_string();
+  EXPECT_EQ(relayed->envelope.header.sender, 0u);
+  EXPECT_EQ(relayed->envelope.header.payload_digest, envelope.header.payload_digest);
+  EXPECT_EQ(relayed->piece, piece);
+  EXPECT_TRUE(transport::verify_envelope_signature(relayed->envelope, verify_key));
+  EXPECT_FALSE(decode_relayed_piece(std::vector<std::uint8_t>(100, 0)).ok());  // shorter than an envelope
+  auto request = decode_control(encode(DecisionRequest{41}));
+  ASSERT_TRUE(request.ok());
+  ASSERT_TRUE(std::holds_alternative<DecisionRequest>(*request));
+  EXPECT_EQ(std::get<DecisionRequest>(*request).round, 41u);
+  auto trailing = encode(DecisionRequest{41});
+  trailing.push_back(0);
+  EXPECT_FALSE(decode_control(trailing).ok());
+}
+
 }  // namespace ballot::runtime
