@@ -242,7 +242,7 @@ def main():
     parser.add_argument("--d", nargs="+", type=float, default=[11.2e6])
     parser.add_argument("--n", nargs="+", type=int, default=[4, 8])
     parser.add_argument("--rate", nargs="+", default=["1gbit"])
-    parser.add_argument("--paths", nargs="+", default=["vote", "fp32", "gloo", "exchange"])
+    parser.add_argument("--paths", nargs="+", default=["vote", "relay", "fp32", "gloo", "exchange"])
     parser.add_argument("--rounds", type=int, default=12, help="rounds of the 1-bit paths and gloo")
     parser.add_argument("--fp32-rounds", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=1)
