@@ -115,6 +115,7 @@ Result<ClusterNode> open_cluster_node(const ClusterConfig& config, std::size_t n
     }
   }
   if (!options.registry) options.registry = std::make_shared<const transport::Registry>(registry);
+  options.relayed_decisions = config.relay_decisions;
   if (!options.evidence) options.evidence = std::make_shared<Quarantine>();
   tls.transport.observer = options.evidence;  // its equivocation proofs go to the server
   BALLOT_ASSIGN_OR_RETURN(auto endpoint,

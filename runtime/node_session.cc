@@ -302,7 +302,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::handle(transport::Message& 
       return on_decision_piece(message);
     case MessageType::kControl:
       if (auto control = decode_control(message.payload); control.ok() && std::holds_alternative<Finish>(*control)) {
-        if (std::get<Finish>(*control).rounds == round + 1 && !decision_given_up) {
+        if (options.relayed_decisions && std::get<Finish>(*control).rounds == round + 1 && !decision_given_up) {
           // The last decision is on its way in relayed pieces: the run ends once it is applied.
           deferred_finish = true;
           if (!decision_due) decision_due = now() + decision_wait();
@@ -352,7 +352,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
 Result<std::optional<NodeEvent>> NodeSession::State::on_round_start(const transport::Message& message) {
   auto start = decode_round_start(message.payload);
   if (!start.ok() || start->round != message.round || start->round < round) return std::optional<NodeEvent>();
-  if (started && start->round == round + 1 && !decision_given_up) {
+  if (options.relayed_decisions && started && start->round == round + 1 && !decision_given_up) {
     // The decision of this round is on its way (relayed pieces come after the start the server
     // sent right after them) or was missed: wait for it a moment before asking for the state.
     deferred_start = message;

@@ -116,6 +116,11 @@ struct NodeSessionOptions {
   std::shared_ptr<const transport::Registry> registry;
   std::uint64_t record_rounds = 164;
   std::shared_ptr<SessionClock> clock;  // null: the steady clock (runtime/session_clock.h)
+  // The server relays its decisions through the voters (ServerSessionOptions::relay_decisions):
+  // a start of the next round, or Finish, that comes while this round's decision is due waits
+  // for its pieces, then for the decision asked for whole, before the node rejoins as one that is
+  // behind. Pieces are taken either way; without this a node one round behind rejoins at once.
+  bool relayed_decisions = false;
 };
 
 struct NodeSessionStats {

@@ -165,6 +165,7 @@ NodeSessionOptions node_session_options(const TrainingSetup& setup, std::size_t 
   session_options.adversary = make_node_adversary(setup, node_index, replica, options.coalition);
   if (!options.state_dir.empty()) session_options.record_path = signed_record_path(options.state_dir, node_index);
   session_options.registry = options.registry;
+  session_options.relayed_decisions = options.relayed_decisions;
   // Rewinds reach back at most one checkpoint interval (the server resumes from its latest).
   session_options.record_rounds = 2 * options.state_every + 64;
   return session_options;

@@ -144,6 +144,7 @@ struct NodeOptions {
   std::uint64_t state_every = 50;
   // The pinned registry, to check the signatures of the signed record read back. Null: unchecked.
   std::shared_ptr<const transport::Registry> registry;
+  bool relayed_decisions = false;  // NodeSessionOptions::relayed_decisions (the cluster's relay_decisions)
 };
 
 // The node state file of node `index` in `dir` (NodeOptions::state_dir), and its signed record.

@@ -13,6 +13,7 @@ Result<SimulationResult> simulate(const TrainingSetup& setup, SimulationOptions 
   if (!options.server.quarantine) options.server.quarantine = std::make_shared<Quarantine>();
   BALLOT_ASSIGN_OR_RETURN(auto cluster, detail::make_memory_cluster(setup, options.server.quarantine));
   if (!options.server.registry) options.server.registry = cluster.registry;
+  options.node.relayed_decisions = options.server.relay_decisions;
   auto& endpoints = cluster.endpoints;
 
   // The attackers of the simulation share one view of the honest messages (runtime/adversary.h).
