@@ -1,19 +1,16 @@
 #include "learning/parameter_file.h"
 
-#include <fcntl.h>
 #include <openssl/evp.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <string_view>
 #include <system_error>
 #include <unordered_set>
 
 #include "core/byte_io.h"
 #include "core/enforce.h"
+#include "core/file_io.h"
 
 namespace ballot::learning {
 namespace {
@@ -93,10 +90,6 @@ void put_layout(ByteWriter& out, std::span<const ParameterTensor> tensors) {
 Error in_tensor(Error error, std::size_t index) {
   error.message += " (tensor " + std::to_string(index) + ")";
   return error;
-}
-
-Error io_error(const std::filesystem::path& path, const char* what) {
-  return make_error(ErrorCode::kIo, std::string(what) + " '" + path.string() + "': " + std::strerror(errno));
 }
 
 }  // namespace
@@ -199,21 +192,7 @@ Result<ParameterFile> decode_parameter_file(std::span<const std::uint8_t> bytes)
 }
 
 Result<ParameterFile> read_parameter_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return make_error(ErrorCode::kNotFound, "no parameter file at '" + path.string() + "'");
-  }
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return make_error(ErrorCode::kIo, "cannot stat '" + path.string() + "': " + ec.message());
-  if (size > kMaxFileBytes) {
-    return make_error(ErrorCode::kLimitExceeded, "parameter file '" + path.string() + "' has " + std::to_string(size) +
-                                                     " bytes, more than any valid one");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(path, "cannot open");
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!in) return io_error(path, "cannot read");
+  BALLOT_ASSIGN_OR_RETURN(const auto bytes, read_file(path, kMaxFileBytes, "parameter file"));
   auto file = decode_parameter_file(bytes);
   if (!file.ok()) {
     auto error = std::move(file).error();
@@ -225,31 +204,7 @@ Result<ParameterFile> read_parameter_file(const std::filesystem::path& path) {
 
 Status write_parameter_file(const std::filesystem::path& path, const ParameterFile& file) {
   BALLOT_ASSIGN_OR_RETURN(const auto bytes, encode_parameter_file(file));
-  const auto temporary = path.string() + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error(temporary, "cannot create");
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      auto error = io_error(temporary, "cannot write");
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      return error;
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  // fsync before the rename: after a crash the path holds the old file or the whole new one.
-  if (::fsync(fd) != 0) {
-    auto error = io_error(temporary, "cannot fsync");
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    return error;
-  }
-  ::close(fd);
-  if (::rename(temporary.c_str(), path.c_str()) != 0) return io_error(path, "cannot rename onto");
-  return {};
+  return write_file_atomically(path, bytes, 0644);  // an init file is shared, not secret
 }
 
 }  // namespace ballot::learning

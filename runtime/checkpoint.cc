@@ -1,14 +1,9 @@
 #include "runtime/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "core/byte_io.h"
+#include "core/file_io.h"
 #include "transport/crypto.h"
 
 namespace ballot::runtime {
@@ -17,10 +12,6 @@ namespace {
 constexpr char kMagic[8] = {'B', 'A', 'L', 'L', 'O', 'T', 'C', 'K'};
 constexpr std::size_t kFixedHeader = 8 + 4 + 8 + 4;
 constexpr std::size_t kDigestBytes = transport::kDigestSize;
-
-Error io_error(const std::filesystem::path& path, const std::string& what) {
-  return make_error(ErrorCode::kIo, what + " '" + path.string() + "': " + std::strerror(errno));
-}
 
 }  // namespace
 
@@ -87,56 +78,8 @@ Status save_checkpoint(const std::filesystem::path& path, const Checkpoint& chec
   return write_file_atomically(path, encode_checkpoint(checkpoint));
 }
 
-Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes) {
-  std::error_code ec;
-  const auto directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  std::filesystem::create_directories(directory, ec);
-  if (ec) return make_error(ErrorCode::kIo, "cannot create '" + directory.string() + "': " + ec.message());
-  const auto temporary = path.string() + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return io_error(temporary, "cannot create");
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      auto error = io_error(temporary, "cannot write");
-      ::close(fd);
-      return error;
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    auto error = io_error(temporary, "cannot fsync");
-    ::close(fd);
-    return error;
-  }
-  ::close(fd);
-  if (::rename(temporary.c_str(), path.c_str()) != 0) return io_error(path, "cannot rename onto");
-  // Make the rename itself durable.
-  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
-  return {};
-}
-
 Result<Checkpoint> load_checkpoint(const std::filesystem::path& path, const CheckpointLimits& limits) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return make_error(ErrorCode::kNotFound, "no checkpoint at '" + path.string() + "'");
-  }
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return make_error(ErrorCode::kIo, "cannot stat '" + path.string() + "': " + ec.message());
-  if (size > limits.max_total_bytes) {
-    return make_error(ErrorCode::kLimitExceeded, "checkpoint '" + path.string() + "' is too large");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(path, "cannot open");
-  std::vector<std::uint8_t> bytes(size);
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
-  if (!in) return io_error(path, "cannot read");
+  BALLOT_ASSIGN_OR_RETURN(const auto bytes, read_file(path, limits.max_total_bytes, "checkpoint"));
   auto checkpoint = decode_checkpoint(bytes, limits);
   if (!checkpoint.ok()) {
     auto error = std::move(checkpoint).error();

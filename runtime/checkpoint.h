@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_io.h"
 #include "core/result.h"
 
 namespace ballot::runtime {
@@ -39,8 +40,6 @@ std::vector<std::uint8_t> encode_checkpoint(const Checkpoint& checkpoint);
 // kMalformed for anything that is not a complete, intact checkpoint; kLimitExceeded past limits.
 Result<Checkpoint> decode_checkpoint(std::span<const std::uint8_t> bytes, const CheckpointLimits& limits = {});
 
-// Atomic replace (write temporary, fsync, rename, fsync directory). Errors name the path.
-Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes);
 Status save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
 // kNotFound when the file does not exist; other errors name the path and the problem.
 Result<Checkpoint> load_checkpoint(const std::filesystem::path& path, const CheckpointLimits& limits = {});

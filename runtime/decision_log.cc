@@ -5,10 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <utility>
 
 #include "core/byte_io.h"
+#include "core/file_io.h"
 #include "runtime/checkpoint.h"
 #include "transport/crypto.h"
 
@@ -78,17 +78,8 @@ std::filesystem::path decision_log_path(const std::filesystem::path& checkpoint_
 }
 
 Result<DecisionLogContents> read_decision_log(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return make_error(ErrorCode::kNotFound, "no decision log at '" + path.string() + "'");
-  }
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return make_error(ErrorCode::kIo, "cannot stat '" + path.string() + "': " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(path, "cannot open");
-  std::vector<std::uint8_t> bytes(size);
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
-  if (!in) return io_error(path, "cannot read");
+  // A log holds at most checkpoint_every decisions; each is bounded by the frame limit (64 MiB).
+  BALLOT_ASSIGN_OR_RETURN(const auto bytes, read_file(path, std::uint64_t{1} << 40, "decision log"));
   auto contents = decode_decision_log(bytes);
   if (!contents.ok()) {
     return make_error(contents.error().code, "'" + path.string() + "': " + contents.error().message);

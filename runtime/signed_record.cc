@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "core/byte_io.h"
+#include "core/file_io.h"
 #include "runtime/checkpoint.h"
 
 namespace ballot::runtime {
@@ -78,20 +77,18 @@ Result<SignedRecord> SignedRecord::open(std::filesystem::path path, transport::N
   record.path_ = std::move(path);
   record.window_ = std::max<std::uint64_t>(window, 1);
   if (record.path_.empty()) return record;
-  std::error_code ec;
-  if (!std::filesystem::exists(record.path_, ec)) return record;
   const auto where = " ('" + record.path_.string() +
                      "'; it holds what this node signed: move it away only if this "
                      "node id never signed anything in this job)";
-  const auto size = std::filesystem::file_size(record.path_, ec);
-  if (ec) return make_error(ErrorCode::kIo, "cannot stat signed record" + where + ": " + ec.message());
-  if (size > kPrefixSize + kSignedRecordMaxEntries * transport::kEnvelopeMetaSize) {
-    return make_error(ErrorCode::kLimitExceeded, "signed record too large" + where);
+  auto bytes =
+      read_file(record.path_, kPrefixSize + kSignedRecordMaxEntries * transport::kEnvelopeMetaSize, "signed record");
+  if (!bytes.ok() && bytes.error().code == ErrorCode::kNotFound) return record;
+  if (!bytes.ok()) {
+    auto error = std::move(bytes).error();
+    error.message += where;
+    return error;
   }
-  std::ifstream in(record.path_, std::ios::binary);
-  const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.eof() && !in) return make_error(ErrorCode::kIo, "cannot read signed record" + where);
-  auto entries = decode_signed_record(bytes);
+  auto entries = decode_signed_record(*bytes);
   if (!entries.ok()) {
     auto error = std::move(entries).error();
     error.message += where;

@@ -76,9 +76,9 @@ std::vector<CorpusSeed> message_seeds(const transport::SigningKey& key) {
   out.push_back({"float_decision_3", encode(FloatDecision{12, {0.05f, 0.0f}, false, {0.5f, -1.25f, 3.0f}})});
   out.push_back({"decision_piece", encode(DecisionPiece{12, 1, 3, 100, ramp(33, 5)})});
   const auto piece = encode(DecisionPiece{12, 0, 2, 64, ramp(32, 3)});
-  out.push_back({"relayed_piece", encode(RelayedPiece{envelope(key, transport::MessageType::kDecisionPiece, 12, 700,
-                                                                  piece.size()),
-                                                         piece})});
+  out.push_back(
+      {"relayed_piece",
+       encode(RelayedPiece{envelope(key, transport::MessageType::kDecisionPiece, 12, 700, piece.size()), piece})});
   out.push_back({"decision_request", encode(DecisionRequest{12})});
   out.push_back({"join", encode(Join{4})});
   out.push_back({"finish", encode(Finish{200})});

@@ -1,0 +1,30 @@
+// Whole files of Ballot's own formats (checkpoints, decision logs, signed records, parameter
+// files), read in one piece before their decoder sees them — the size is checked against the
+// caller's limit before anything is allocated — and replaced atomically. Every error names the
+// file.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace ballot {
+
+// The bytes of `path`. kNotFound when it does not exist ("no <what> at '<path>'"), kLimitExceeded
+// when it holds more than `max_bytes`, kIo (with the system's reason) when it cannot be read.
+Result<std::vector<std::uint8_t>> read_file(const std::filesystem::path& path, std::uint64_t max_bytes,
+                                            std::string_view what);
+
+// Replaces `path` with `bytes` atomically: a temporary file beside it (its directory is created if
+// needed) is written, fsynced and renamed over it, and the directory is fsynced, so after a crash
+// the path holds the old file or the whole new one. `mode`: the new file's permissions.
+Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
+                             mode_t mode = 0600);
+
+}  // namespace ballot

@@ -1,0 +1,66 @@
+#include "core/file_io.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace ballot {
+namespace {
+
+class FileIoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("ballot_file_io_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(FileIoTest, WrittenBytesReadBackAndReplaceTheOldFile) {
+  const auto path = dir_ / "a" / "b.bin";  // the directories are created
+  const std::vector<std::uint8_t> first{1, 2, 3, 4, 5};
+  ASSERT_TRUE(write_file_atomically(path, first).ok());
+  auto read = read_file(path, 5, "test file");
+  ASSERT_TRUE(read.ok()) << read.error().to_string();
+  EXPECT_EQ(*read, first);
+  ASSERT_TRUE(write_file_atomically(path, std::vector<std::uint8_t>{9}).ok());
+  EXPECT_EQ(read_file(path, 5, "test file").value(), std::vector<std::uint8_t>{9});
+  EXPECT_FALSE(std::filesystem::exists(path.string() + ".tmp"));
+  ASSERT_TRUE(write_file_atomically(path, {}).ok());
+  EXPECT_TRUE(read_file(path, 0, "test file").value().empty());
+}
+
+TEST_F(FileIoTest, ModesAreTheCallers) {
+  const auto secret = dir_ / "secret", shared = dir_ / "shared";
+  ASSERT_TRUE(write_file_atomically(secret, std::vector<std::uint8_t>{1}).ok());
+  ASSERT_TRUE(write_file_atomically(shared, std::vector<std::uint8_t>{1}, 0644).ok());
+  struct stat s {};
+  ASSERT_EQ(::stat(secret.c_str(), &s), 0);
+  EXPECT_EQ(s.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(shared.c_str(), &s), 0);
+  EXPECT_EQ(s.st_mode & 0777 & ~0022u, 0644u & ~0022u);  // the umask may clear group/other write only
+}
+
+TEST_F(FileIoTest, MissingLargeAndUnreadableFilesAreErrorsNamingThem) {
+  const auto path = dir_ / "x.bin";
+  auto missing = read_file(path, 10, "checkpoint");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(missing.error().message.find("no checkpoint at '" + path.string() + "'"), std::string::npos);
+  ASSERT_TRUE(write_file_atomically(path, std::vector<std::uint8_t>(11, 7)).ok());
+  auto large = read_file(path, 10, "checkpoint");
+  ASSERT_FALSE(large.ok());
+  EXPECT_EQ(large.error().code, ErrorCode::kLimitExceeded);
+  EXPECT_NE(large.error().message.find(path.string()), std::string::npos);
+  auto directory = read_file(dir_, 1 << 20, "checkpoint");  // a directory is not a file
+  EXPECT_FALSE(directory.ok());
+  auto nowhere = write_file_atomically("/proc/ballot-no-such-place/f", std::vector<std::uint8_t>{1});
+  ASSERT_FALSE(nowhere.ok());
+  EXPECT_NE(nowhere.error().message.find("/proc/ballot-no-such-place"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ballot
