@@ -56,10 +56,15 @@ def test_certified_code_makes_the_reverse_attacker_harmless_bit_for_bit(tmp_path
               "--checkpoint-every", "1000", "--deadline-ms", "120000"]
     attacked, attacked_work = launch(tmp_path, "attacked", *common, "--attack", "reverse", script_args=["--model", "mlp"])
     clean, _ = launch(tmp_path, "clean", *common, "--attackers", "0", script_args=["--model", "mlp"])
+    # The same run with the decisions relayed by the torch nodes themselves.
+    relayed, relayed_work = launch(tmp_path, "relayed", *common, "--attack", "reverse", "--relay-decisions",
+                                   script_args=["--model", "mlp"])
     assert "adversary: node" in attacked
     server = DIGEST.findall(attacked)[-1]
     assert server == DIGEST.findall(clean)[-1]
+    assert server == DIGEST.findall(relayed)[-1]
     assert set(node_digests(attacked_work, 7).values()) == {server}
+    assert set(node_digests(relayed_work, 7).values()) == {server}
     assert "test accuracy" in (attacked_work / "node-0.log").read_text()
     metrics = [json.loads(line) for line in (attacked_work / "metrics.jsonl").read_text().splitlines()]
     assert [row["round"] for row in metrics] == list(range(12))

@@ -44,6 +44,8 @@ _VALUE_OPTIONS = {
     "--partition-size", "--rounds", "--seed", "--data", "--attack", "--attackers", "--byzantine-nodes", "--rule",
     "--codec", "--eval-every", "--deadline-ms", "--checkpoint-every", "--metrics", "--work-dir", "--config"
 }
+# `ballot train` flags (passed through).
+_FLAG_OPTIONS = {"--relay-decisions"}
 _OWN_OPTIONS = {"--ballot"}
 
 
@@ -83,12 +85,15 @@ def _split(argv: Sequence[str]) -> Tuple[List[str], Optional[str], str, List[str
                 i += 1
             else:
                 raise SystemExit(f"ballot.torch.run: {arg} needs a value")
+        elif arg in _FLAG_OPTIONS:
+            options.append(arg)
         elif arg in ("-h", "--help"):
             print(__doc__)
             raise SystemExit(0)
         else:
             raise SystemExit(f"ballot.torch.run: unknown option '{arg}' (ballot train's options: "
-                             f"{', '.join(sorted(o for o in _VALUE_OPTIONS if o.startswith('--')))}; and --ballot)")
+                             f"{', '.join(sorted(o for o in _VALUE_OPTIONS | _FLAG_OPTIONS if o.startswith('--')))}; "
+                             "and --ballot)")
         i += 1
     raise SystemExit("ballot.torch.run: no script given (python -m ballot.torch.run [options] train.py [args])")
 
