@@ -34,7 +34,11 @@ Result<TrainingSummary> Server::run() {
     } else if (checkpoint.error().code != ErrorCode::kNotFound) {
       return std::move(checkpoint).error();  // a damaged checkpoint must not be silently ignored
     }
-    BALLOT_ASSIGN_OR_RETURN(log, resume_from_log(replica, summary));
+    // Without periodic checkpoints (checkpoint_every 0) there is nothing to replay from, and the
+    // log would grow by a decision a round for the whole run: none is kept.
+    if (options_.checkpoint_every != 0) {
+      BALLOT_ASSIGN_OR_RETURN(log, resume_from_log(replica, summary));
+    }
   }
   ServerSession session(setup_, transport_, replica,
                         ServerSessionOptions{.round_deadline = options_.round_deadline,
@@ -70,7 +74,7 @@ Result<TrainingSummary> Server::run() {
     // Between checkpoints, the decision is in the log before it goes out: a restarted server
     // resumes where the nodes are, instead of redoing rounds they have seen decided.
     if (log) {
-      if (options_.checkpoint_every != 0 && (done % options_.checkpoint_every == 0 || done == setup_.options.rounds)) {
+      if (done % options_.checkpoint_every == 0 || done == setup_.options.rounds) {
         BALLOT_TRY(save_checkpoint_and_restart_log(replica, done, *log));
       } else {
         BALLOT_TRY(log->append(round, decision));

@@ -86,7 +86,7 @@ struct ServerOptions {
   // round deadline).
   std::chrono::milliseconds join_wait{0};
   // Empty: no checkpoints. Beside it, the decision log (runtime/decision_log.h) of the decisions
-  // sent since the latest checkpoint.
+  // sent since the latest checkpoint (none with checkpoint_every 0: no periodic checkpoints).
   std::filesystem::path checkpoint_path;
   std::uint64_t checkpoint_every = 50;
   bool relay_decisions = false;                      // ServerSessionOptions::relay_decisions
