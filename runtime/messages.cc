@@ -118,6 +118,36 @@ std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote) {
   return head + (sign_vote ? 8 * BitVector::words_for(dimension) : 4 * std::uint64_t{dimension});
 }
 
+std::vector<DecisionPiece> cut_decision(std::uint64_t round, std::span<const std::uint8_t> payload,
+                                        std::uint32_t count) {
+  std::vector<DecisionPiece> pieces;
+  for (std::uint32_t k = 0; k < count; ++k) {
+    const auto piece =
+        payload.subspan(piece_offset(payload.size(), k, count),
+                        piece_offset(payload.size(), k + 1, count) - piece_offset(payload.size(), k, count));
+    pieces.push_back(DecisionPiece{round, k, count, payload.size(), {piece.begin(), piece.end()}});
+  }
+  return pieces;
+}
+
+std::optional<std::vector<std::uint8_t>> DecisionAssembly::add(const DecisionPiece& piece) {
+  if (count_ == 0) {
+    count_ = piece.count;
+    bytes_.assign(piece.total, 0);
+    have_.assign(piece.count, false);
+  }
+  if (piece.count != count_ || piece.total != bytes_.size() || piece.index >= count_ || have_[piece.index]) {
+    return std::nullopt;
+  }
+  std::copy(piece.bytes.begin(), piece.bytes.end(),
+            bytes_.begin() + static_cast<std::ptrdiff_t>(piece_offset(piece.total, piece.index, piece.count)));
+  have_[piece.index] = true;
+  if (++held_ < count_) return std::nullopt;
+  auto whole = std::move(bytes_);
+  clear();
+  return whole;
+}
+
 std::vector<std::uint8_t> encode(const DecisionPiece& message) {
   ByteWriter writer;
   writer.put(message.round).put(message.index).put(message.count).put(message.total);

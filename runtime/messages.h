@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <variant>
@@ -122,6 +123,25 @@ struct DecisionPiece {
 std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32_t count);
 // The size in bytes of a decision payload (Decision when `sign_vote`, else FloatDecision).
 std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote);
+
+// The server's side: `payload` (a decision of `round`) cut into `count` ≥ 1 pieces.
+std::vector<DecisionPiece> cut_decision(std::uint64_t round, std::span<const std::uint8_t> payload,
+                                        std::uint32_t count);
+// A node's side: the pieces of one decision as they arrive, in any order. add() returns the whole
+// payload once every piece is in (and starts afresh); a repeated piece, or one of another count
+// than the first (another server process's cut), changes nothing.
+class DecisionAssembly {
+ public:
+  std::optional<std::vector<std::uint8_t>> add(const DecisionPiece& piece);
+  bool empty() const noexcept { return count_ == 0; }
+  void clear() { *this = DecisionAssembly{}; }
+
+ private:
+  std::uint32_t count_ = 0;
+  std::uint32_t held_ = 0;
+  std::vector<std::uint8_t> bytes_;
+  std::vector<bool> have_;
+};
 
 // A node hands on the piece the server sent it, with the server's envelope: receivers check the
 // server's signature, not the relay's word.

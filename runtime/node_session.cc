@@ -112,12 +112,6 @@ struct NodeSession::State final : NodeAdversary::Link {
   std::shared_ptr<NodeAdversary> adversary;
   std::shared_ptr<SessionClock> clock;
   std::optional<SignedRecord> record;
-  struct Pieces {             // of the decision of the node's round, while they arrive
-    std::uint32_t count = 0;  // 0: none yet
-    std::vector<std::uint8_t> bytes;
-    std::vector<bool> have;
-    std::uint32_t held = 0;
-  };
   std::unique_ptr<coding::Codec> codec;  // gradient path
   NodeSessionStats stats;
 
@@ -130,7 +124,7 @@ struct NodeSession::State final : NodeAdversary::Link {
   // held is gone, so the recorded vote goes out again with the round's next start.
   bool vote_lost = false;
   PendingVote pending;
-  Pieces pieces;
+  DecisionAssembly pieces;  // of the decision of the node's round, while they arrive
   std::uint32_t last_deadline_ms = 3000;
   // The next round's start, held while the decision of this round is on its way (relayed pieces
   // arrive after the start the server sent right after them): handled once the decision is in.
@@ -324,7 +318,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   const bool resumed = checkpoint->sections.count(std::string(kResumedSection)) != 0;
   round = checkpoint->round;
   transport.reset_round(round);  // the server may have resumed from an older round
-  pieces = Pieces{};
+  pieces.clear();
   deferred_start.reset();
   decision_due.reset();
   decision_asked = decision_given_up = false;
@@ -411,7 +405,7 @@ std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::
   ++round;
   ++stats.rounds;
   transport.set_round(round);
-  pieces = Pieces{};
+  pieces.clear();
   decision_due.reset();
   decision_asked = decision_given_up = false;
   return NodeEvent{.kind = NodeEvent::Kind::kDecided, .round = round};
@@ -465,21 +459,10 @@ std::optional<DecisionPiece> NodeSession::State::check_relayed_piece(const trans
 }
 
 Result<std::optional<NodeEvent>> NodeSession::State::take_piece(DecisionPiece piece) {
-  if (pieces.count == 0) {
-    pieces.count = piece.count;
-    pieces.bytes.assign(piece.total, 0);
-    pieces.have.assign(piece.count, false);
-  }
-  // Pieces of one decision share their count; another count is of another server process's.
-  if (piece.count != pieces.count || pieces.have[piece.index]) return std::optional<NodeEvent>();
-  std::copy(piece.bytes.begin(), piece.bytes.end(),
-            pieces.bytes.begin() + static_cast<std::ptrdiff_t>(piece_offset(piece.total, piece.index, piece.count)));
-  pieces.have[piece.index] = true;
+  auto whole = pieces.add(piece);
   if (!decision_due) decision_due = now() + decision_wait();
-  if (++pieces.held < pieces.count) return std::optional<NodeEvent>();
-  const auto bytes = std::move(pieces.bytes);
-  pieces = Pieces{};
-  return std::optional<NodeEvent>(apply_decided(bytes));
+  if (!whole) return std::optional<NodeEvent>();
+  return std::optional<NodeEvent>(apply_decided(*whole));
 }
 
 Result<std::optional<NodeEvent>> NodeSession::State::check_decision_due() {
@@ -495,7 +478,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::check_decision_due() {
   // a node that is behind (Join, the state).
   decision_due.reset();
   decision_given_up = true;
-  pieces = Pieces{};
+  pieces.clear();
   if (deferred_finish) return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kFinished, .round = round});
   if (!deferred_start) return std::optional<NodeEvent>();
   auto start = std::move(*deferred_start);

@@ -378,15 +378,11 @@ Status ServerSession::send_decision(std::vector<std::uint8_t> decision) {
     }
   }
   if (relays.size() < 2) return s.tolerate(s.transport.broadcast(s.nodes, MessageType::kDecision, s.round, s.decided));
-  const auto count = static_cast<std::uint32_t>(relays.size());
-  const std::uint64_t total = s.decided.size();
+  const auto pieces = cut_decision(s.round, s.decided, static_cast<std::uint32_t>(relays.size()));
   Status status;
-  for (std::uint32_t k = 0; k < count; ++k) {
-    const auto begin = piece_offset(total, k, count), end = piece_offset(total, k + 1, count);
-    DecisionPiece piece{s.round, k, count, total,
-                        std::vector<std::uint8_t>(s.decided.begin() + static_cast<std::ptrdiff_t>(begin),
-                                                  s.decided.begin() + static_cast<std::ptrdiff_t>(end))};
-    auto sent = s.tolerate(s.transport.send(node_id(relays[k]), MessageType::kDecisionPiece, s.round, encode(piece)));
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    auto sent =
+        s.tolerate(s.transport.send(node_id(relays[k]), MessageType::kDecisionPiece, s.round, encode(pieces[k])));
     if (status.ok() && !sent.ok()) status = std::move(sent);
   }
   return status;

@@ -307,4 +307,32 @@ TEST(Messages, RelayedPiecesCarryTheServersEnvelopeAndRequestsAreControl) {
   EXPECT_FALSE(decode_control(trailing).ok());
 }
 
+// The server cuts a decision, the pieces arrive in any order (repeats included), and the node
+// puts the same bytes together; a piece of another cut changes nothing.
+TEST(Messages, CutDecisionsAreAssembledInAnyOrder) {
+  std::vector<std::uint8_t> payload(1001);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  for (std::uint32_t count : {1u, 2u, 7u, 15u}) {
+    const auto pieces = cut_decision(9, payload, count);
+    ASSERT_EQ(pieces.size(), count);
+    for (const auto& piece : pieces) {
+      auto decoded = decode_decision_piece(encode(piece), payload.size(), count);
+      ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+    }
+    DecisionAssembly assembly;
+    std::optional<std::vector<std::uint8_t>> whole;
+    for (std::uint32_t k = count; k-- > 0;) {  // last piece first
+      EXPECT_FALSE(whole.has_value());
+      whole = assembly.add(pieces[k]);
+      if (k > 0 && k + 1 < count) EXPECT_FALSE(assembly.add(pieces[k + 1]).has_value());  // a repeat
+      if (count > 1 && k == count - 1) {
+        EXPECT_FALSE(assembly.add(cut_decision(9, payload, count + 1)[0]).has_value());  // another cut
+      }
+    }
+    ASSERT_TRUE(whole.has_value()) << count;
+    EXPECT_EQ(*whole, payload);
+    EXPECT_TRUE(assembly.empty());
+  }
+}
+
 }  // namespace ballot::runtime
