@@ -201,7 +201,8 @@ class NodeSession:
 
     @property
     def stats(self) -> Dict[str, int]:
-        """Decisions applied (``rounds``), votes sent, rejoins, states restored, ..."""
+        """Decisions applied (``rounds``), votes sent, rejoins, states restored, and with relayed
+        decisions the pieces handed on, rejected and the decisions asked for whole, ..."""
         return dict(self._native.stats())
 
     def model_digest(self) -> str:

@@ -382,6 +382,9 @@ class Session {
     out["states_restored"] = keeper_->restored();
     out["abstained"] = s.abstained;
     out["send_failures"] = s.send_failures;
+    out["pieces_relayed"] = s.pieces_relayed;
+    out["pieces_rejected"] = s.pieces_rejected;
+    out["decisions_requested"] = s.decisions_requested;
     return out;
   }
 
