@@ -109,8 +109,10 @@ std::vector<std::uint8_t> encode(const FloatDecision& message) {
 }
 
 std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32_t count) {
-  // total · index / count without overflow: total < 2^64 and index ≤ count < 2^32.
-  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(total) * index) / count);
+  // ⌊total · index / count⌋ without overflow: with total = q · count + r (r < count < 2^32 and
+  // index ≤ count), it is q · index + ⌊r · index / count⌋, and r · index < 2^64.
+  const std::uint64_t q = total / count, r = total % count;
+  return q * index + r * index / count;
 }
 
 std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote) {

@@ -313,7 +313,9 @@ TEST_F(ProcessCluster, ServerRestartResumesFromTheCheckpoint) {
   // the one before: the rounds before it were replayed, not redone.
   EXPECT_GE(resumed_from + 1, static_cast<int>(reported)) << text;
   EXPECT_LT(resumed_from, 200);
-  if (resumed_from % 10 != 0) EXPECT_NE(text.find("decisions replayed from its decision log"), std::string::npos);
+  if (resumed_from % 10 != 0) {
+    EXPECT_NE(text.find("decisions replayed from its decision log"), std::string::npos);
+  }
   EXPECT_NE(text.find("quarantined {}, 0 equivocation proofs"), std::string::npos) << text;
   // Metrics: one row per round, the redone rounds included once.
   std::set<std::uint64_t> rounds;

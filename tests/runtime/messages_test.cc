@@ -324,7 +324,9 @@ TEST(Messages, CutDecisionsAreAssembledInAnyOrder) {
     for (std::uint32_t k = count; k-- > 0;) {  // last piece first
       EXPECT_FALSE(whole.has_value());
       whole = assembly.add(pieces[k]);
-      if (k > 0 && k + 1 < count) EXPECT_FALSE(assembly.add(pieces[k + 1]).has_value());  // a repeat
+      if (k > 0 && k + 1 < count) {
+        EXPECT_FALSE(assembly.add(pieces[k + 1]).has_value());  // a repeat
+      }
       if (count > 1 && k == count - 1) {
         EXPECT_FALSE(assembly.add(cut_decision(9, payload, count + 1)[0]).has_value());  // another cut
       }

@@ -198,7 +198,9 @@ TEST(Simulator, RelayedDecisionsGiveTheModelOfAnUnrelayedRun) {
         requested += result->nodes[i]->decisions_requested;
       }
       EXPECT_GT(pieces, 12u);
-      if (omission) EXPECT_GT(requested, 0u);
+      if (omission) {
+        EXPECT_GT(requested, 0u);
+      }
       EXPECT_TRUE(result->server.defences.quarantined.empty());
     }
   }
