@@ -89,6 +89,12 @@ struct NodeSession::State final : NodeAdversary::Link {
   // The decision of the node's round is due (a piece or the next round's start arrived): ask the
   // server for it whole when it is late, and give up on it (rejoin) when that did not help.
   Result<std::optional<NodeEvent>> check_decision_due();
+  // A new round (decided, or installed by a state transfer): no pieces, nothing due or asked.
+  void forget_decision_wait() {
+    pieces.clear();
+    decision_due.reset();
+    decision_asked = decision_given_up = false;
+  }
   std::chrono::milliseconds decision_wait() const {
     return std::max(std::chrono::milliseconds(50), std::chrono::milliseconds(last_deadline_ms / 4));
   }
@@ -318,10 +324,8 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   const bool resumed = checkpoint->sections.count(std::string(kResumedSection)) != 0;
   round = checkpoint->round;
   transport.reset_round(round);  // the server may have resumed from an older round
-  pieces.clear();
+  forget_decision_wait();
   deferred_start.reset();
-  decision_due.reset();
-  decision_asked = decision_given_up = false;
   // The state of a round this node already voted in (the server found its vote on another model):
   // that vote stands. Voting again would advance the worker momentum twice and send a second,
   // different vote for the round — equivocation.
@@ -405,9 +409,7 @@ std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::
   ++round;
   ++stats.rounds;
   transport.set_round(round);
-  pieces.clear();
-  decision_due.reset();
-  decision_asked = decision_given_up = false;
+  forget_decision_wait();
   return NodeEvent{.kind = NodeEvent::Kind::kDecided, .round = round};
 }
 

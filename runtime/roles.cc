@@ -93,11 +93,15 @@ Result<TrainingSummary> Server::run() {
   return summary;
 }
 
-Status Server::save_checkpoint_and_restart_log(const Replica& replica, std::uint64_t round, DecisionLog& log) {
+Status Server::save_replica(const Replica& replica, std::uint64_t round) const {
   Checkpoint checkpoint;
   checkpoint.round = round;
   replica.save_to(checkpoint);
-  BALLOT_TRY(save_checkpoint(options_.checkpoint_path, checkpoint));
+  return save_checkpoint(options_.checkpoint_path, checkpoint);
+}
+
+Status Server::save_checkpoint_and_restart_log(const Replica& replica, std::uint64_t round, DecisionLog& log) {
+  BALLOT_TRY(save_replica(replica, round));
   // A kill between the two leaves a log of rounds the checkpoint already holds: skipped on resume.
   BALLOT_ASSIGN_OR_RETURN(log, DecisionLog::start(decision_log_path(options_.checkpoint_path), round));
   return {};
@@ -127,13 +131,8 @@ Result<DecisionLog> Server::resume_from_log(Replica& replica, TrainingSummary& s
       ++summary.replayed_decisions;
     }
   }
-  if (summary.replayed_decisions != 0) {
-    // The replayed state becomes a checkpoint, so that the log can start afresh.
-    Checkpoint checkpoint;
-    checkpoint.round = summary.first_round;
-    replica.save_to(checkpoint);
-    BALLOT_TRY(save_checkpoint(options_.checkpoint_path, checkpoint));
-  }
+  // The replayed state becomes a checkpoint, so that the log can start afresh.
+  if (summary.replayed_decisions != 0) BALLOT_TRY(save_replica(replica, summary.first_round));
   return DecisionLog::start(path, summary.first_round);
 }
 

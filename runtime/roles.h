@@ -109,6 +109,7 @@ class Server {
  private:
   // The checkpoint's replica moved on by the logged decisions that follow it; the log to append to.
   Result<DecisionLog> resume_from_log(Replica& replica, TrainingSummary& summary);
+  Status save_replica(const Replica& replica, std::uint64_t round) const;  // the checkpoint of `round`
   Status save_checkpoint_and_restart_log(const Replica& replica, std::uint64_t round, DecisionLog& log);
   const TrainingSetup& setup_;
   transport::Transport& transport_;
