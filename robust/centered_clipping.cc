@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "robust/coordinate_wise.h"
 #include "robust/detail/common.h"
@@ -28,6 +29,53 @@ std::string CenteredClipping::spec() const {
                               options_.threads);
 }
 
+namespace {
+
+// One iteration straight on the vectors: ‖x_i − v₀‖ in one read of each row, then
+// v₁ = (1 − Σc_i/m)·v₀ + Σ (c_i/m)·x_i in another — two reads, where the Gram product alone costs
+// O(n²·d). A row whose squared distance is not finite or overflows float is left out, like a
+// row that is not usable on the Gram matrix.
+Result<AggregationResult> one_iteration(const InputMatrix& inputs, const std::vector<float>& center, double tau,
+                                        std::size_t threads) {
+  const std::size_t n = inputs.n(), d = inputs.d();
+  const auto& kern = detail::isa_kernels();
+  std::vector<double> squared(n);
+  detail::parallel_for(n, threads, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i)
+      squared[i] =
+          center.empty() ? kern.squared_norm(inputs.row(i), d) : kern.squared_distance(inputs.row(i), center.data(), d);
+  });
+  std::vector<std::size_t> usable, non_finite;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (squared[i] <= std::numeric_limits<float>::max()) {
+      usable.push_back(i);
+    } else if (!kern.all_finite(inputs.row(i), d)) {
+      non_finite.push_back(i);
+    }
+  }
+  if (usable.empty())
+    return make_error(ErrorCode::kPrecondition, "centered_clipping: every input is non-finite or overflows");
+  const double m = static_cast<double>(usable.size());
+  std::vector<double> coeffs(n, 0.0);
+  double clip_total = 0;
+  for (std::size_t i : usable) {
+    const double norm = std::sqrt(squared[i]);
+    const double clip = norm > tau ? tau / norm : 1.0;
+    coeffs[i] = clip / m;
+    clip_total += clip;
+  }
+  AggregationResult result;
+  result.value = detail::weighted_sum(inputs, coeffs, threads);
+  const double shrink = 1.0 - clip_total / m;
+  if (!center.empty() && shrink != 0.0) kern.axpy(static_cast<float>(shrink), center.data(), result.value.data(), d);
+  result.report.iterations = 1;
+  result.report.excluded = detail::complement(n, usable);
+  result.report.non_finite = std::move(non_finite);
+  return result;
+}
+
+}  // namespace
+
 Result<AggregationResult> CenteredClipping::aggregate(const InputMatrix& inputs) {
   BALLOT_TRY(check(inputs.n()));
   const std::size_t n = inputs.n(), d = inputs.d();
@@ -45,6 +93,7 @@ Result<AggregationResult> CenteredClipping::aggregate(const InputMatrix& inputs)
     BALLOT_ASSIGN_OR_RETURN(auto start, median.aggregate(inputs));
     center = std::move(start.value);
   }
+  if (options_.iterations == 1) return one_iteration(inputs, center, options_.tau, options_.threads);
 
   detail::Distances dist = detail::pairwise_distances(inputs, options_.threads);
   const auto& G = dist.gram;

@@ -16,13 +16,14 @@ Status GeometricMedian::check(std::size_t n, std::size_t f) {
 Status GeometricMedian::check(std::size_t n) const {
   if (!(options_.nu > 0) || !std::isfinite(options_.nu))
     return make_error(ErrorCode::kInvalidArgument, "geometric_median: nu must be finite and > 0");
-  if (!(options_.tolerance >= 0))
-    return make_error(ErrorCode::kInvalidArgument, "geometric_median: tolerance must be >= 0");
+  if (!std::isfinite(options_.tolerance))
+    return make_error(ErrorCode::kInvalidArgument, "geometric_median: tolerance must be finite");
   return check(n, options_.f);
 }
 
 std::string GeometricMedian::spec() const {
   return detail::with_threads("geometric_median:f=" + std::to_string(options_.f) +
+                                  (options_.start == WeiszfeldStart::kZero ? ",start=zero" : "") +
                                   ",max_iterations=" + std::to_string(options_.max_iterations) +
                                   ",nu=" + detail::format_double(options_.nu) +
                                   ",tolerance=" + detail::format_double(options_.tolerance),
@@ -40,9 +41,10 @@ Result<AggregationResult> GeometricMedian::aggregate(const InputMatrix& inputs) 
   if (usable.empty())
     return make_error(ErrorCode::kPrecondition, "geometric_median: every input is non-finite or overflows");
 
-  // α: the current iterate v = Σ α_i x_i; start at the mean of the usable inputs.
+  // α: the current iterate v = Σ α_i x_i; start at the mean of the usable inputs (or at 0: α = 0).
   std::vector<double> alpha(n, 0.0), g_alpha(n), distance(n), weight(n, 0.0);
-  for (std::size_t i : usable) alpha[i] = 1.0 / static_cast<double>(usable.size());
+  if (options_.start == WeiszfeldStart::kMean)
+    for (std::size_t i : usable) alpha[i] = 1.0 / static_cast<double>(usable.size());
   auto evaluate = [&]() {  // distances ‖v − x_i‖ from the Gram matrix; returns Σ_i ‖v − x_i‖
     double v_norm = 0;
     for (std::size_t i : usable) {
@@ -71,7 +73,7 @@ Result<AggregationResult> GeometricMedian::aggregate(const InputMatrix& inputs) 
     ++iterations;
     const double previous = objective;
     objective = evaluate();
-    if (!(previous - objective > options_.tolerance * objective)) break;
+    if (options_.tolerance >= 0 && !(previous - objective > options_.tolerance * objective)) break;
   }
 
   AggregationResult result;

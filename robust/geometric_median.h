@@ -2,8 +2,10 @@
 // IEEE TSP 2022, Algorithm 3).
 //
 // argmin_v Σ_i ‖v − x_i‖, approximated by v ← Σ β_i x_i / Σ β_i with β_i = 1 / max(ν, ‖v − x_i‖),
-// starting from the mean, until the objective improves by less than `tolerance` (relative) or
-// after `max_iterations`. Breakdown point 1/2: precondition n ≥ 2f + 1 (f is only checked).
+// starting from the mean (or from 0, start=zero: ByzFL's GeometricMedian), until the objective
+// improves by less than `tolerance` (relative) or after `max_iterations`; a negative tolerance
+// never stops early (exactly max_iterations steps, as ByzFL's T). Breakdown point 1/2:
+// precondition n ≥ 2f + 1 (f is only checked).
 //
 // Every iterate is a combination Σ α_i x_i of the inputs, so the iterations run on the n×n Gram
 // matrix (‖v − x_i‖² = αᵀGα − 2(Gα)_i + G_ii) and the d-dimensional vector is formed once at the
@@ -18,12 +20,15 @@
 
 namespace ballot::robust {
 
+enum class WeiszfeldStart { kMean, kZero };
+
 struct GeometricMedianOptions {
   std::size_t f = 0;
   std::size_t max_iterations = 100;
   double nu = 1e-6;         // smoothing ν > 0: distances below ν count as ν
-  double tolerance = 1e-8;  // stop when (previous − objective) ≤ tolerance · objective
+  double tolerance = 1e-8;  // stop when (previous − objective) ≤ tolerance · objective; < 0: never
   std::size_t threads = 1;
+  WeiszfeldStart start = WeiszfeldStart::kMean;  // kZero: v₀ = 0
 };
 
 class GeometricMedian final : public Aggregator {
@@ -33,7 +38,7 @@ class GeometricMedian final : public Aggregator {
   explicit GeometricMedian(Options options) : options_(options) {}
   static Status check(std::size_t n, std::size_t f);  // n ≥ 2f + 1
   std::string spec() const override;
-  Status check(std::size_t n) const override;  // also validates ν > 0, tolerance ≥ 0
+  Status check(std::size_t n) const override;  // also validates ν > 0 and a finite tolerance
   // report.iterations: Weiszfeld steps taken; report.scores: the final weight of each input.
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;
   using Aggregator::aggregate;

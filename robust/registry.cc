@@ -1,5 +1,7 @@
 #include "robust/registry.h"
 
+#include <cmath>
+
 #include "core/enforce.h"
 #include "core/spec.h"
 #include "robust/arc.h"
@@ -62,7 +64,12 @@ Made make_geometric_median(const Spec& spec) {
   BALLOT_ASSIGN_OR_RETURN(options.tolerance, spec.get_double("tolerance", options.tolerance));
   BALLOT_ASSIGN_OR_RETURN(options.threads, get_count(spec, "threads", 1, 1));
   if (!(options.nu > 0)) return bad(spec, "nu must be > 0");
-  if (!(options.tolerance >= 0)) return bad(spec, "tolerance must be >= 0");
+  if (!std::isfinite(options.tolerance)) return bad(spec, "tolerance must be finite (< 0: never stop early)");
+  const std::string start = spec.get_string("start", "mean");
+  if (start == "zero")
+    options.start = WeiszfeldStart::kZero;
+  else if (start != "mean")
+    return bad(spec, "start must be 'mean' or 'zero', got '" + start + "'");
   return std::unique_ptr<Aggregator>(std::make_unique<GeometricMedian>(options));
 }
 
@@ -148,7 +155,7 @@ const RuleEntry kRules[] = {
      &make_multi_krum},
     {"bulyan", "f", "bulyan", "repeated Krum, then a trimmed coordinate-wise mean (El Mhamdi et al., ICML 2018)",
      &f_rule<Bulyan>},
-    {"geometric_median", "f max_iterations nu tolerance", "geometric_median",
+    {"geometric_median", "f start max_iterations nu tolerance", "geometric_median",
      "smoothed Weiszfeld geometric median (Pillutla et al., RFA)", &make_geometric_median},
     {"centered_clipping", "f tau iterations start", "centered_clipping:tau=10,start=median,iterations=5",
      "iterative clipping around a centre (Karimireddy et al., ICML 2021)", &make_centered_clipping},

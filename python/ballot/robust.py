@@ -101,6 +101,13 @@ class Aggregator:
         """Raises ValueError if the rule's precondition does not hold for n inputs."""
         self._native.check(n)
 
+    def set_center(self, center: Any) -> None:
+        """Centered clipping only: the centre v₀ the next calls start from (a 1-D float32 CPU
+        array or tensor of the inputs' length, copied), e.g. the previous round's aggregate as in
+        Karimireddy et al.; None returns to the spec's ``start``. A centre of the wrong length or
+        with a non-finite value makes the next call raise ValueError."""
+        self._native.set_center(center)
+
     def aggregate(self, vectors: Any) -> Aggregation:
         """Aggregates a list of 1-D vectors or the rows of a 2-D array."""
         value, self._last = self._native.aggregate(vectors)

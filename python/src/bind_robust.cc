@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "python/src/native.h"
+#include "robust/centered_clipping.h"
 #include "robust/registry.h"
 
 namespace ballot::python {
@@ -29,6 +30,20 @@ class NativeAggregator {
 
   std::string spec() const { return rule_->spec(); }
   void check(std::size_t n) const { unwrap(rule_->check(n)); }
+
+  // Centered clipping's v₀ for the next calls (None: back to its `start`); other rules refuse it.
+  void set_center(nb::handle center) {
+    auto* rule = dynamic_cast<robust::CenteredClipping*>(rule_.get());
+    if (rule == nullptr)
+      throw nb::value_error(("set_center: '" + rule_->spec() + "' is not centered_clipping").c_str());
+    std::vector<float> values;
+    if (!center.is_none()) {
+      const std::span<const float> floats = cpu_floats(center, "center");
+      values.assign(floats.begin(), floats.end());
+    }
+    const std::lock_guard lock(mutex_);
+    rule->set_center(std::move(values));
+  }
 
   // For bench/python: the C++ time of `repeats` aggregations of the same inputs (seconds each,
   // measured inside the module), so the Python call's overhead is a ratio taken in one run.
@@ -127,6 +142,7 @@ void register_robust(nb::module_& m) {
       .def(nb::init<const std::string&>(), nb::arg("spec"))
       .def_prop_ro("spec", &NativeAggregator::spec)
       .def("check", &NativeAggregator::check, nb::arg("n"))
+      .def("set_center", &NativeAggregator::set_center, nb::arg("center").none())
       .def("aggregate", &NativeAggregator::aggregate, nb::arg("vectors"))
       .def("time_aggregate", &NativeAggregator::time_aggregate, nb::arg("vectors"), nb::arg("repeats"));
   m.def("rule_names", &robust::rule_names);

@@ -40,6 +40,8 @@ struct IsaKernels {
   // Σ x² in double (finite inputs give a finite result unless it overflows double), summed in
   // blocks of kNormBlock floats.
   double (*squared_norm)(const float* x, std::size_t len);
+  // Σ (x − y)² in double, in the same blocks and lanes (each difference rounded to float first).
+  double (*squared_distance)(const float* x, const float* y, std::size_t len);
   // Σ x·y in double.
   double (*dot)(const float* x, const float* y, std::size_t len);
   // out[j] = a · x[j].

@@ -109,7 +109,8 @@ def test_geometric_median_leaves_out_infinite_rows(rng):
 
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("n, d", [(5, 16), (12, 500), (25, 2000)])
-@pytest.mark.parametrize("kwargs", [{}, {"L": 3, "tau": 1.0}, {"L": 5, "tau": 30.0}, {"L": 0, "tau": 1.0}])
+@pytest.mark.parametrize("kwargs", [{}, {"L": 1, "tau": 1.0}, {"L": 3, "tau": 1.0}, {"L": 5, "tau": 30.0},
+                                    {"L": 0, "tau": 1.0}])
 def test_centered_clipping_matches_byzfl_across_calls(rng, kwargs, n, d, form):
     ours, theirs = compat.CenteredClipping(**kwargs), byzfl.CenteredClipping(**kwargs)
     for _ in range(3):  # the centre is the previous aggregate: the state must follow ByzFL's
@@ -160,13 +161,21 @@ def test_clipping_matches_byzfl_and_leaves_the_input_alone(rng, c, form):
 
 
 @pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("n, f", [(5, 0), (5, 1), (10, 3), (25, 6), (4, 3), (6, 6)])
+@pytest.mark.parametrize("n, f", [(5, 0), (5, 1), (10, 3), (25, 6), (4, 3), (6, 6), (242, 33)])
 def test_arc_matches_byzfl(rng, n, f, form):
     vectors = make(rng, n, 64, form)
     scale = np.exp(np.linspace(-1, 2, n)).astype(np.float32)  # distinct norms
     vectors = [v * float(s) for v, s in zip(vectors, scale)] if isinstance(vectors, list) else \
         vectors * (torch.from_numpy(scale) if torch.is_tensor(vectors) else scale)[:, None]
     compare("ARC", {"f": f}, vectors)
+
+
+def test_arc_ties_at_the_threshold_match_byzfl(rng):
+    # Rows that are permutations of one vector have equal norms: ByzFL's stable sort clips some of
+    # the tied rows and not others, to the norm they already have.
+    base = rng.standard_normal(32).astype(np.float32)
+    x = np.stack([rng.permutation(base) * (3.0 if i < 4 else 1.0) for i in range(11)]).astype(np.float32)
+    compare("ARC", {"f": 3}, x)
 
 
 @pytest.mark.parametrize("form", FORMS)

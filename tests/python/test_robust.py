@@ -75,6 +75,27 @@ def test_non_finite_inputs_are_reported_and_never_win(rng):
     assert agg.last_report.non_finite == [2]
 
 
+def test_centered_clipping_starts_from_the_centre_it_is_given(rng):
+    xs = np.stack(vectors(rng, 9, 300))
+    rule = robust.Aggregator("centered_clipping:tau=0.5,iterations=1")
+    centre = np.full(300, 3.0, np.float32)
+    rule.set_center(centre)
+    shifted = rule(xs)
+    # CC(x; m) = m + CC(x − m; 0): the same step taken from the origin on the translated inputs.
+    want = centre + robust.Aggregator("centered_clipping:tau=0.5,iterations=1")(xs - centre)
+    np.testing.assert_allclose(shifted, want, rtol=1e-5, atol=1e-5)
+    assert np.linalg.norm(shifted - centre) <= 0.5 + 1e-5  # one step moves at most tau
+    rule.set_center(None)
+    np.testing.assert_array_equal(rule(xs), robust.Aggregator("centered_clipping:tau=0.5,iterations=1")(xs))
+    rule.set_center(np.zeros(7, np.float32))
+    with pytest.raises(ValueError, match="center has 7 values"):
+        rule(xs)
+    with pytest.raises(ValueError, match="is not centered_clipping"):
+        robust.Aggregator("mean").set_center(centre)
+    with pytest.raises(TypeError):
+        rule.set_center(np.zeros(300, np.float64))
+
+
 @pytest.mark.parametrize("spec, message", [
     ("no_such_rule", "no_such_rule"),
     ("krum:f=3", r"2f \+ 3"),

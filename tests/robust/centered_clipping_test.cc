@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
+#include "robust/detail/isa_kernels.h"
 #include "robust_test_util.h"
 
 namespace ballot::robust {
@@ -32,22 +34,25 @@ TEST(CenteredClipping, MatchesDirectIterationsFromEachStart) {
   const std::size_t n = 9, d = 40;
   const auto rows = gaussian_rows(n, d, 17, 1.0, 2.0);
   testing::for_each_isa([&] {
-    for (double tau : {0.5, 3.0, 100.0}) {
+    // One iteration runs on the vectors, more on the Gram matrix: both must match.
+    for (auto [tau, iterations] : {std::pair{0.5, 4u}, {3.0, 4u}, {100.0, 4u}, {0.5, 1u}, {3.0, 1u}, {100.0, 1u}}) {
       CenteredClippingOptions options;
       options.tau = tau;
-      options.iterations = 4;
+      options.iterations = iterations;
       auto zero = CenteredClipping(options).aggregate(InputMatrix(rows.data(), n, d));
       ASSERT_TRUE(zero.ok()) << zero.error().to_string();
-      const auto want = brute_cc(rows, n, d, tau, 4, std::vector<double>(d, 0.0));
-      for (std::size_t c = 0; c < d; ++c) ASSERT_NEAR(zero->value[c], want[c], 1e-4) << c;
+      const auto want = brute_cc(rows, n, d, tau, iterations, std::vector<double>(d, 0.0));
+      for (std::size_t c = 0; c < d; ++c)
+        ASSERT_NEAR(zero->value[c], want[c], 1e-4) << "L=" << iterations << " c=" << c;
 
       std::vector<float> center(d);
       for (std::size_t c = 0; c < d; ++c) center[c] = 0.1f * static_cast<float>(c);
       options.center = center;
       auto given = CenteredClipping(options).aggregate(InputMatrix(rows.data(), n, d));
       ASSERT_TRUE(given.ok());
-      const auto want_given = brute_cc(rows, n, d, tau, 4, std::vector<double>(center.begin(), center.end()));
-      for (std::size_t c = 0; c < d; ++c) ASSERT_NEAR(given->value[c], want_given[c], 1e-4) << c;
+      const auto want_given = brute_cc(rows, n, d, tau, iterations, std::vector<double>(center.begin(), center.end()));
+      for (std::size_t c = 0; c < d; ++c)
+        ASSERT_NEAR(given->value[c], want_given[c], 1e-4) << "L=" << iterations << " c=" << c;
 
       options.center.clear();
       options.start = ClippingStart::kMedian;
@@ -59,8 +64,9 @@ TEST(CenteredClipping, MatchesDirectIterationsFromEachStart) {
         std::sort(col.begin(), col.end());
         start[c] = col[n / 2];
       }
-      const auto want_median = brute_cc(rows, n, d, tau, 4, start);
-      for (std::size_t c = 0; c < d; ++c) ASSERT_NEAR(median->value[c], want_median[c], 1e-4) << c;
+      const auto want_median = brute_cc(rows, n, d, tau, iterations, start);
+      for (std::size_t c = 0; c < d; ++c)
+        ASSERT_NEAR(median->value[c], want_median[c], 1e-4) << "L=" << iterations << " c=" << c;
     }
   });
 }
@@ -70,17 +76,47 @@ TEST(CenteredClipping, OutliersMoveTheCenterByAtMostTheirClippedShare) {
   auto rows = gaussian_rows(n, d, 2, 0.1);
   for (std::size_t c = 0; c < d; ++c) rows[c] = 1e20f, rows[d + c] = -3e38f;
   rows[2 * d + 4] = std::numeric_limits<float>::infinity();
+  for (std::size_t iterations : {1u, 3u}) {
+    CenteredClippingOptions options;
+    options.f = f;
+    options.tau = 1.0;
+    options.iterations = iterations;
+    auto result = CenteredClipping(options).aggregate(InputMatrix(rows.data(), n, d));
+    ASSERT_TRUE(result.ok()) << result.error().to_string();
+    EXPECT_EQ(result->report.non_finite, std::vector<std::size_t>{2});
+    // Each iteration moves v by at most τ in norm, so after L iterations ‖v‖ ≤ L·τ from v₀ = 0.
+    double norm = 0;
+    for (float v : result->value) norm += static_cast<double>(v) * v;
+    EXPECT_LE(std::sqrt(norm), static_cast<double>(iterations) + 1e-5) << "L=" << iterations;
+  }
+}
+
+TEST(CenteredClipping, OneIterationGivesTheSameBitsForAnyThreadCount) {
+  const std::size_t n = 13, d = 5000;
+  const auto rows = gaussian_rows(n, d, 9);
   CenteredClippingOptions options;
-  options.f = f;
-  options.tau = 1.0;
-  options.iterations = 3;
-  auto result = CenteredClipping(options).aggregate(InputMatrix(rows.data(), n, d));
-  ASSERT_TRUE(result.ok()) << result.error().to_string();
-  EXPECT_EQ(result->report.non_finite, std::vector<std::size_t>{2});
-  // Each iteration moves v by at most τ in norm, so after L iterations ‖v‖ ≤ L·τ from v₀ = 0.
-  double norm = 0;
-  for (float v : result->value) norm += static_cast<double>(v) * v;
-  EXPECT_LE(std::sqrt(norm), 3.0 + 1e-5);
+  options.tau = 20.0;
+  options.iterations = 1;
+  options.center.assign(d, 0.25f);
+  auto one = CenteredClipping(options).aggregate(InputMatrix(rows.data(), n, d));
+  options.threads = 3;
+  auto three = CenteredClipping(options).aggregate(InputMatrix(rows.data(), n, d));
+  ASSERT_TRUE(one.ok() && three.ok());
+  EXPECT_EQ(one->value, three->value);
+}
+
+// The distance kernel of the one-iteration path: the squared norm of the rounded difference, bit
+// for bit, at every ISA level and length (blocks, lanes and tails).
+TEST(CenteredClipping, SquaredDistanceKernelIsTheNormOfTheDifference) {
+  testing::for_each_isa([] {
+    const auto& kern = detail::isa_kernels();
+    for (std::size_t d : {0u, 1u, 15u, 16u, 17u, 1023u, 1024u, 1025u, 5000u}) {
+      const auto x = gaussian_rows(1, d, 3 + d), y = gaussian_rows(1, d, 4 + d, 2.0, 1.0);
+      std::vector<float> diff(d);
+      for (std::size_t c = 0; c < d; ++c) diff[c] = x[c] - y[c];
+      EXPECT_EQ(kern.squared_distance(x.data(), y.data(), d), kern.squared_norm(diff.data(), d)) << "d=" << d;
+    }
+  });
 }
 
 TEST(CenteredClipping, ValidatesOptionsAndCenter) {

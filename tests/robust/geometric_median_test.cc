@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "robust/registry.h"
 #include "robust_test_util.h"
 
 namespace ballot::robust {
@@ -13,10 +14,11 @@ namespace {
 using testing::gaussian_rows;
 
 // Smoothed Weiszfeld directly on the vectors, in double (RFA Algorithm 3).
+// From the mean, or from 0 with `from_zero`.
 std::vector<double> brute_weiszfeld(const std::vector<float>& rows, std::size_t n, std::size_t d, double nu,
-                                    std::size_t iterations) {
+                                    std::size_t iterations, bool from_zero = false) {
   std::vector<double> v(d, 0.0);
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i = 0; i < n && !from_zero; ++i)
     for (std::size_t c = 0; c < d; ++c) v[c] += rows[i * d + c] / static_cast<double>(n);
   for (std::size_t it = 0; it < iterations; ++it) {
     std::vector<double> next(d, 0.0);
@@ -55,6 +57,31 @@ TEST(GeometricMedian, MatchesDirectWeiszfeld) {
       for (std::size_t c = 0; c < d; ++c) ASSERT_NEAR(result->value[c], want[c], 1e-4) << "n=" << n << " c=" << c;
     }
   });
+}
+
+// ByzFL's GeometricMedian(nu, T): from 0, exactly T steps (start=zero, a negative tolerance).
+TEST(GeometricMedian, FromZeroTakesExactlyTheGivenSteps) {
+  testing::for_each_isa([] {
+    for (std::size_t steps : {0u, 1u, 3u, 8u}) {
+      const std::size_t n = 7, d = 40;
+      const auto rows = gaussian_rows(n, d, 70 + steps);
+      GeometricMedianOptions options;
+      options.start = WeiszfeldStart::kZero;
+      options.max_iterations = steps;
+      options.nu = 0.1;
+      options.tolerance = -1;
+      auto result = GeometricMedian(options).aggregate(InputMatrix(rows.data(), n, d));
+      ASSERT_TRUE(result.ok()) << result.error().to_string();
+      EXPECT_EQ(result->report.iterations, steps);
+      const auto want = brute_weiszfeld(rows, n, d, options.nu, steps, /*from_zero=*/true);
+      for (std::size_t c = 0; c < d; ++c) ASSERT_NEAR(result->value[c], want[c], 1e-4) << "T=" << steps << " c=" << c;
+    }
+  });
+  auto spec = make_aggregator("geometric_median:start=zero,max_iterations=3,nu=0.1,tolerance=-1");
+  ASSERT_TRUE(spec.ok()) << spec.error().to_string();
+  EXPECT_EQ((*spec)->spec(), "geometric_median:f=0,start=zero,max_iterations=3,nu=0.1,tolerance=-1");
+  EXPECT_FALSE(make_aggregator("geometric_median:start=median").ok());
+  EXPECT_FALSE(make_aggregator("geometric_median:tolerance=inf").ok());
 }
 
 TEST(GeometricMedian, ConvergesToTheMinimiser) {
@@ -97,7 +124,9 @@ TEST(GeometricMedian, ChecksOptionsAndBound) {
   EXPECT_FALSE(GeometricMedian::check(4, 2).ok());
   EXPECT_TRUE(GeometricMedian::check(5, 2).ok());
   EXPECT_FALSE(GeometricMedian(GeometricMedianOptions{0, 10, 0.0, 0, 1}).check(3).ok());
-  EXPECT_FALSE(GeometricMedian(GeometricMedianOptions{0, 10, 1e-6, -1, 1}).check(3).ok());
+  EXPECT_FALSE(
+      GeometricMedian(GeometricMedianOptions{0, 10, 1e-6, std::numeric_limits<double>::quiet_NaN(), 1}).check(3).ok());
+  EXPECT_TRUE(GeometricMedian(GeometricMedianOptions{0, 10, 1e-6, -1, 1}).check(3).ok());  // never stop early
 }
 
 }  // namespace

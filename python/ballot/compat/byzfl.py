@@ -282,9 +282,9 @@ class GeometricMedian(_Rule):
     β_i = 1/max(nu, ‖x_i − z‖); rows with a non-finite value are left out (ByzFL leaves out
     rows with an inf, Ballot any non-finite row).
 
-    Ballot's ``geometric_median`` starts from the mean and stops on a relative tolerance, so it
-    is not used: this runs in numpy, each step one pass for the distances (float64 sums of float32
-    blocks) and one weighted sum (float32 matrix-vector product).
+    Ballot's ``geometric_median:start=zero,max_iterations=T,nu=nu,tolerance=-1`` (one Gram
+    product, the steps on the n × n Gram matrix, one weighted sum). nu ≤ 0, which Ballot's rule
+    refuses, runs in numpy (two passes a step); every row non-finite gives NaN, as ByzFL.
     """
 
     def __init__(self, nu: float = 0.1, T: int = 3) -> None:
@@ -297,6 +297,14 @@ class GeometricMedian(_Rule):
 
     def __call__(self, vectors: Any) -> Any:
         reference = _check_vectors(vectors)
+        if self.nu > 0:
+            spec = f"geometric_median:start=zero,max_iterations={self.T},nu={self.nu!r},tolerance=-1"
+            try:
+                return self._aggregator(spec)(vectors)
+            except ValueError as error:
+                if "every input is non-finite" not in str(error):
+                    raise
+                return _like(np.full(reference.shape[-1], np.nan, np.float32), reference)
         rows = _numpy_rows(vectors)
         finite = np.isfinite(_squared_norms(rows))
         if not finite.all():
@@ -305,7 +313,8 @@ class GeometricMedian(_Rule):
         if rows.shape[0] == 0:
             return _like(np.full(z.shape, np.nan, np.float32), reference)
         for _ in range(self.T):
-            beta = 1.0 / np.maximum(np.sqrt(_squared_distances(rows, z)), self.nu)
+            with np.errstate(divide="ignore"):
+                beta = 1.0 / np.maximum(np.sqrt(_squared_distances(rows, z)), self.nu)
             z = (beta / beta.sum()).astype(np.float32) @ rows
         return _like(z, reference)
 
@@ -314,8 +323,8 @@ class CenteredClipping(_Rule):
     """Centered clipping (Karimireddy, He, Jaggi 2021) with ByzFL's options: from the centre m,
     L times v ← v + mean_i clip_tau(x_i − v). m starts at 0 and becomes each call's output (the
     previous aggregate, ByzFL's state); ``m`` may also be given as a float32 vector (ByzFL 0.0.11
-    rejects every m). Ballot's ``centered_clipping:f=0,tau=tau,iterations=L`` runs from 0; a
-    non-zero centre is applied by translation, CC(x; m) = m + CC(x − m; 0), one numpy pass.
+    rejects every m). Ballot's ``centered_clipping:f=0,tau=tau,iterations=L`` with the centre set
+    (``Aggregator.set_center``); L = 1 reads the vectors twice (distances, clipped mean).
     tau = 0 returns the centre (Ballot needs tau > 0). One object per client stream, as ByzFL."""
 
     def __init__(self, m: Any = None, L: int = 1, tau: float = 100.0) -> None:
@@ -336,18 +345,14 @@ class CenteredClipping(_Rule):
             centre = self.m.detach().cpu().numpy() if is_torch(self.m) else np.asarray(self.m)
             if centre.dtype != np.float32:
                 raise TypeError(f"m: expected float32, got {centre.dtype}")
-            if not centre.any():
-                centre = None
         if self.L == 0 or self.tau == 0.0:
             d = reference.shape[-1]
             out = np.zeros(d, np.float32) if centre is None else centre.copy()
         else:
-            spec = f"centered_clipping:f=0,tau={self.tau!r},iterations={self.L}"
-            if centre is None:
-                out = self._aggregator(spec)(vectors)
-                out = out.numpy() if is_torch(out) else out
-            else:
-                out = self._aggregator(spec)(_numpy_rows(vectors) - centre) + centre
+            rule = self._aggregator(f"centered_clipping:f=0,tau={self.tau!r},iterations={self.L}")
+            rule.set_center(centre)
+            out = rule(vectors)
+            out = out.numpy() if is_torch(out) else out
         result = _like(out, reference)
         self.m = result
         return result
@@ -490,8 +495,9 @@ class Clipping(_Rule):
 class ARC(Clipping):
     """Adaptive robust clipping (Allouah et al. 2024): the k = ⌊2f/n · (n − f)⌋ vectors of largest
     norm are clipped to the norm of the largest one left (ByzFL's ARC; ties in norm go to the
-    lower index, as ByzFL's stable sort). Computed in numpy like :class:`Clipping` (one pass for
-    the norms, one scaled copy)."""
+    lower index, as ByzFL's stable sort, and a tie at the threshold changes nothing). Ballot's
+    ``arc`` stage (two reads, one write) where n ≥ 2f + 1 and ByzFL's float k equals the exact
+    one; otherwise (ByzFL also takes f up to n) computed in numpy like :class:`Clipping`."""
 
     def __init__(self, f: int = 0) -> None:
         self.f = _check_f(f)
@@ -501,9 +507,11 @@ class ARC(Clipping):
         n = _count(vectors)
         if not self.f < n + 1:
             raise ValueError(f"f must be smaller than len(vectors)+1, but got f={self.f} and len(vectors)={n}")
+        clipped = int((2 * self.f / n) * (n - self.f))
+        if n >= 2 * self.f + 1 and clipped == 2 * self.f * (n - self.f) // n:
+            return _robust.PreAggregator(f"arc:f={self.f}")(vectors)
         norms = np.sqrt(_squared_norms(_numpy_rows(vectors)))
         order = np.argsort(norms, kind="stable")
-        clipped = int((2 * self.f / n) * (n - self.f))
         cut = n - clipped
         return self._clip_rows(vectors, reference, norms, float(norms[order[cut - 1]]), order[cut:])
 
