@@ -130,6 +130,7 @@ class Engine {
     defences_.out_of_sync_votes += server_report.out_of_sync.size();
     BALLOT_ASSIGN_OR_RETURN(report.changed_coordinates, changed_by_the_attack(r, view, decision));
     BALLOT_TRY(server_->send_decision(std::move(decision)));
+    server_->apply_decision();
     const std::uint64_t done = r + 1;
     const auto every = setup_.options.eval_every;
     if (done == setup_.options.rounds || (every != 0 && done % every == 0)) {

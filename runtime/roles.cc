@@ -48,15 +48,21 @@ Result<TrainingSummary> Server::run() {
                                              .registry = options_.registry,
                                              .relay_decisions = options_.relay_decisions});
   BALLOT_TRY(session.begin(summary.first_round));
+  // A round's time runs from the last decision sent to this one: it includes the server's update
+  // of the replica, which runs after the send, while the decision travels.
+  auto round_started = Clock::now();
   for (std::uint64_t round = summary.first_round; round < setup_.options.rounds; ++round) {
-    const auto round_started = Clock::now();
     BALLOT_TRY(session.open_round(round));
     BALLOT_TRY(session.collect());
     BALLOT_ASSIGN_OR_RETURN(auto decision, session.decide());
     RoundReport& report = session.report();
     const std::uint64_t done = round + 1;
     const auto every = setup_.options.eval_every;
-    if (done == setup_.options.rounds || (every != 0 && done % every == 0)) {
+    const bool evaluate = done == setup_.options.rounds || (every != 0 && done % every == 0);
+    const bool checkpoint = log && (done % options_.checkpoint_every == 0 || done == setup_.options.rounds);
+    // The evaluation and the checkpoint are of the model after this decision.
+    if (evaluate || checkpoint) session.apply_decision();
+    if (evaluate) {
       report.test = replica.evaluate(setup_.data->test, setup_.options.eval_examples);
       report.evaluated = report.test.count > 0;  // not with a parameters-only model or no test set
     }
@@ -73,14 +79,14 @@ Result<TrainingSummary> Server::run() {
     // checkpoint is never older than a node's latest state, and a resumed run can restore both.
     // Between checkpoints, the decision is in the log before it goes out: a restarted server
     // resumes where the nodes are, instead of redoing rounds they have seen decided.
-    if (log) {
-      if (done % options_.checkpoint_every == 0 || done == setup_.options.rounds) {
-        BALLOT_TRY(save_checkpoint_and_restart_log(replica, done, *log));
-      } else {
-        BALLOT_TRY(log->append(round, decision));
-      }
+    if (checkpoint) {
+      BALLOT_TRY(save_checkpoint_and_restart_log(replica, done, *log));
+    } else if (log) {
+      BALLOT_TRY(log->append(round, decision));
     }
     BALLOT_TRY(session.send_decision(std::move(decision)));
+    round_started = Clock::now();
+    session.apply_decision();
   }
 
   const std::size_t n = setup_.options.nodes;

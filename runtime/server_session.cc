@@ -87,6 +87,21 @@ struct ServerSession::State {
   std::optional<std::uint64_t> decided_round;
   std::vector<std::uint8_t> decided;
   std::vector<bool> decision_resent;
+  // The decision decide() made and the replica has not applied yet (apply_decision()).
+  std::optional<Decision> pending_signs;
+  std::optional<FloatDecision> pending_direction;
+
+  void apply_pending() {
+    if (pending_signs) {
+      replica.apply(pending_signs->round, pending_signs->signs, pending_signs->scale, pending_signs->full_digest);
+      pending_signs.reset();
+    }
+    if (pending_direction) {
+      replica.apply(pending_direction->round, std::span<const float>(pending_direction->direction),
+                    pending_direction->scale, pending_direction->full_digest);
+      pending_direction.reset();
+    }
+  }
 
   // ---- the round being run
   std::uint64_t round = 0;
@@ -168,6 +183,7 @@ Status ServerSession::begin(std::uint64_t first_round) {
 
 Status ServerSession::open_round(std::uint64_t round) {
   State& s = *state_;
+  s.apply_pending();  // the RoundStart carries the state digest after the last decision
   s.started = s.clock->now();
   s.round = round;
   s.transport.set_round(round);
@@ -345,8 +361,9 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
     // The round's scale is computed here, once, and travels in the signed decision.
     Decision decision{s.round, s.replica.scale(s.round), s.replica.full_digest_after(s.round),
                       runtime::decide(counted, s.replica.dimension())};
-    s.replica.apply(s.round, decision.signs, decision.scale, decision.full_digest);
-    return encode(decision);
+    auto encoded = encode(decision);
+    s.pending_signs = std::move(decision);
+    return encoded;
   }
   BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
   // check() passed for n − b and n inputs at setup, so this fails only on a bug of ours.
@@ -361,8 +378,9 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
   }
   FloatDecision decision{s.round, s.replica.scale(s.round), s.replica.full_digest_after(s.round),
                          std::move(aggregated.value)};
-  s.replica.apply(s.round, std::span<const float>(decision.direction), decision.scale, decision.full_digest);
-  return encode(decision);
+  auto encoded = encode(decision);
+  s.pending_direction = std::move(decision);
+  return encoded;
 }
 
 Status ServerSession::send_decision(std::vector<std::uint8_t> decision) {
@@ -400,8 +418,11 @@ Status ServerSession::State::on_decision_request(std::size_t index, const Decisi
   return tolerate(transport.send(node_id(index), MessageType::kDecision, *decided_round, decided));
 }
 
+void ServerSession::apply_decision() { state_->apply_pending(); }
+
 void ServerSession::finish(std::uint64_t rounds) {
   State& s = *state_;
+  s.apply_pending();
   s.transport.set_round(rounds);
   (void)s.transport.broadcast(s.nodes, MessageType::kControl, rounds, encode(Finish{rounds}));
 }

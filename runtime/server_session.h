@@ -5,10 +5,11 @@
 //   for each round r:
 //     session.open_round(r);             // RoundStart{r} to every node
 //     session.collect();                 // votes until all n, or ≥ n − b after the deadline
-//     auto decision = session.decide();  // the majority (or robust rule) of the counted votes,
-//                                        // applied to the replica; the round's report filled
-//     … evaluate, report, checkpoint …
+//     auto decision = session.decide();  // the majority (or robust rule) of the counted votes;
+//                                        // the round's report filled
+//     … report, log …                    // (evaluation and checkpoint need apply_decision() first)
 //     session.send_decision(decision);
+//     session.apply_decision();          // the replica takes the step while the decision travels
 //   session.finish(rounds);              // Finish to every node
 //
 // Between open_round and decide the session answers on its own: a Join gets the state (when the
@@ -80,9 +81,13 @@ class ServerSession {
   // Handles messages until every node that is not quarantined voted, or the deadline passed with
   // a quorum (n − b). kTimeout when no quorum came within the deadline plus quorum_timeout.
   Status collect();
-  // Decides the round over the counted votes, applies it to the replica and returns the
-  // decision's payload (Decision or FloatDecision) for send_decision.
+  // Decides the round over the counted votes and returns the decision's payload (Decision or
+  // FloatDecision) for send_decision. The replica takes the step in apply_decision(), so that a
+  // caller can send first: the server's update is then off the round's critical path.
   Result<std::vector<std::uint8_t>> decide();
+  // Applies the last decision to the replica (once; a no-op when applied). open_round() and
+  // finish() apply it if the caller did not.
+  void apply_decision();
   // To every node, or in pieces through the counted voters (relay_decisions). The decision stays
   // held until the next one, for nodes that ask for it.
   Status send_decision(std::vector<std::uint8_t> decision);

@@ -93,11 +93,41 @@ TEST(ServerSessionTest, DecidesTheMajorityOfTheVotes) {
   EXPECT_EQ(decision->signs, BitVector(h.replica.dimension(), true));
   EXPECT_EQ(session.report().votes, 3u);
   EXPECT_TRUE(session.report().missing.empty());
-  EXPECT_NE(h.replica.state_digest(), digest);  // applied
+  EXPECT_EQ(h.replica.state_digest(), digest);  // not applied before the caller sends it
   ASSERT_TRUE(session.send_decision(*payload).ok());
   auto sent = h.next(0, MessageType::kDecision);
   ASSERT_TRUE(sent);
   EXPECT_EQ(sent->payload, *payload);
+  session.apply_decision();
+  const auto applied = h.replica.state_digest();
+  EXPECT_NE(applied, digest);
+  session.apply_decision();  // once
+  EXPECT_EQ(h.replica.state_digest(), applied);
+}
+
+// A caller that does not apply the decision gets it applied by the next round's start, whose
+// RoundStart then carries the digest after the decision (as a node computes it).
+TEST(ServerSessionTest, TheNextRoundStartsFromTheAppliedDecision) {
+  ServerHarness h;
+  ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(200ms));
+  ASSERT_TRUE(session.begin(0).ok());
+  ASSERT_TRUE(session.open_round(0).ok());
+  for (std::size_t i = 0; i < 3; ++i) h.vote(i, 0, h.replica.state_digest(), true);
+  ASSERT_TRUE(session.collect().ok());
+  auto payload = session.decide();
+  ASSERT_TRUE(payload.ok());
+  Replica twin = Replica::create(h.setup).value();
+  ASSERT_TRUE(twin.apply_decision(0, *payload, h.setup.sign_vote()).ok());
+  ASSERT_TRUE(session.send_decision(*payload).ok());
+  ASSERT_TRUE(session.open_round(1).ok());
+  EXPECT_EQ(h.replica.state_digest(), twin.state_digest());
+  while (auto start = h.next(0, MessageType::kRoundStart)) {
+    if (start->round == 1) {
+      EXPECT_EQ(decode_round_start(start->payload)->model_digest, twin.state_digest());
+      return;
+    }
+  }
+  ADD_FAILURE() << "no RoundStart of round 1";
 }
 
 TEST(ServerSessionTest, AVoteOnAnotherModelGetsTheStateAndAMalformedOneIsDropped) {
