@@ -180,6 +180,7 @@ void vote(nb::handle inputs, std::size_t d, std::optional<std::vector<std::uint3
     return;
 #else
     (void)stream;
+    (void)device_weights;
     no_cuda();
 #endif
   }

@@ -38,7 +38,9 @@ TEST_P(EveryAttackName, ParsesAndRoundTrips) {
     return;
   }
   // The example's options reach the behaviour: it differs from the defaults when it has any.
-  if (std::string_view(c.example) != c.name) EXPECT_NE(*Behaviour::parse(c.example), *Behaviour::parse(c.name));
+  if (std::string_view(c.example) != c.name) {
+    EXPECT_NE(*Behaviour::parse(c.example), *Behaviour::parse(c.name));
+  }
   // The same through AttackSpec, with a schedule attached.
   const std::string scheduled = std::string(c.name) + ":from=3,until=9";
   auto spec = AttackSpec::parse(scheduled);
