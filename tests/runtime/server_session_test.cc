@@ -62,6 +62,16 @@ struct ServerHarness {
                           encode(Vote{round, 0.5, digest, BitVector(replica.dimension(), sign)}))
                     .ok());
   }
+  // begin, then round 0 with every node's vote on the current model, collected and decided.
+  std::vector<std::uint8_t> decide_round_zero(ServerSession& session) {
+    EXPECT_TRUE(session.begin(0).ok());
+    EXPECT_TRUE(session.open_round(0).ok());
+    for (std::size_t i = 0; i < setup.options.nodes; ++i) vote(i, 0, replica.state_digest(), true);
+    EXPECT_TRUE(session.collect().ok());
+    auto payload = session.decide();
+    EXPECT_TRUE(payload.ok()) << payload.error().to_string();
+    return payload.ok() ? std::move(*payload) : std::vector<std::uint8_t>{};
+  }
   // The next message node i gets of `type` (others are skipped).
   std::optional<transport::Message> next(std::size_t i, MessageType type) {
     for (auto message = node(i).receive(500ms); message.ok(); message = node(i).receive(500ms)) {
@@ -110,15 +120,10 @@ TEST(ServerSessionTest, DecidesTheMajorityOfTheVotes) {
 TEST(ServerSessionTest, TheNextRoundStartsFromTheAppliedDecision) {
   ServerHarness h;
   ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(200ms));
-  ASSERT_TRUE(session.begin(0).ok());
-  ASSERT_TRUE(session.open_round(0).ok());
-  for (std::size_t i = 0; i < 3; ++i) h.vote(i, 0, h.replica.state_digest(), true);
-  ASSERT_TRUE(session.collect().ok());
-  auto payload = session.decide();
-  ASSERT_TRUE(payload.ok());
+  const auto payload = h.decide_round_zero(session);
   Replica twin = Replica::create(h.setup).value();
-  ASSERT_TRUE(twin.apply_decision(0, *payload, h.setup.sign_vote()).ok());
-  ASSERT_TRUE(session.send_decision(*payload).ok());
+  ASSERT_TRUE(twin.apply_decision(0, payload, h.setup.sign_vote()).ok());
+  ASSERT_TRUE(session.send_decision(payload).ok());
   ASSERT_TRUE(session.open_round(1).ok());
   EXPECT_EQ(h.replica.state_digest(), twin.state_digest());
   while (auto start = h.next(0, MessageType::kRoundStart)) {
@@ -157,13 +162,7 @@ TEST(ServerSessionTest, AVoteOnAnotherModelGetsTheStateAndAMalformedOneIsDropped
 TEST(ServerSessionTest, ABurstOfJoinsGetsTheStateOncePerRound) {
   ServerHarness h;
   ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(200ms));
-  ASSERT_TRUE(session.begin(0).ok());
-  ASSERT_TRUE(session.open_round(0).ok());
-  for (std::size_t i = 0; i < 3; ++i) h.vote(i, 0, h.replica.state_digest(), true);
-  ASSERT_TRUE(session.collect().ok());
-  auto decision = session.decide();
-  ASSERT_TRUE(decision.ok());
-  ASSERT_TRUE(session.send_decision(*decision).ok());
+  ASSERT_TRUE(session.send_decision(h.decide_round_zero(session)).ok());
   while (h.node(2).receive(50ms).ok()) {
   }
   ASSERT_TRUE(session.open_round(1).ok());
