@@ -4,6 +4,8 @@
   --master_addr/--master_port): a wrapper per rank runs `ballot launch --cluster F --init FILE` on
   rank 0 (the server) and the node script on ranks 1 .. n, whose `bt.Node(model, examples=N)`
   takes its index from RANK. Every node ends with the server's model digest.
+- Open MPI's mpirun does the same (its ranks in OMPI_COMM_WORLD_RANK, no RANK): `ballot launch`
+  on rank 0, the node script on the others. Skipped without mpirun (Debian: openmpi-bin).
 - A node made of a two-process gloo group (torchrun with a c10d rendezvous of its own on this
   machine, as --standalone does) beside two single-process nodes: only group rank 0 speaks to the
   cluster; both ranks end with the server's parameters, and the run converges like the run of
@@ -14,6 +16,7 @@ Skipped without torch, torch.distributed (gloo) or the `ballot` program."""
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -120,6 +123,9 @@ if [ "$RANK" = 0 ]; then
 fi
 exec "$PYTHON" "$TINY_SCRIPT"
 '''
+
+# The same task for Open MPI, whose rank variable is OMPI_COMM_WORLD_RANK.
+MPI_WRAPPER = WRAPPER.replace('"$RANK"', '"$OMPI_COMM_WORLD_RANK"')
 
 
 class Tiny(nn.Module):
@@ -258,6 +264,28 @@ def test_torchrun_starts_the_server_and_the_nodes_as_on_many_machines(make_run, 
     assert [row["round"] for row in rows] == list(range(run.rounds))
     assert rows[-1]["votes"] == run.nodes
     assert max(run.result(i)["loss"] for i in range(run.nodes)) < run.initial_loss()
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI's mpirun is not installed (Debian: openmpi-bin)")
+def test_mpirun_starts_the_server_and_the_nodes(make_run):
+    run = make_run("mpirun")
+    wrapper = run.root / "rank.sh"
+    wrapper.write_text(MPI_WRAPPER)
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    env = run.env(BALLOT=str(PROGRAM), BALLOT_INIT=str(run.init), PYTHON=sys.executable,
+                  TINY_SCRIPT=str(run.script))
+    for variable in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):  # mpirun's rank must decide
+        env.pop(variable, None)
+    as_root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    run.start("mpirun", ["mpirun", *as_root, "--oversubscribe", "-np", run.nodes + 1, wrapper], env)
+    logs = run.wait(timeout=150)
+    server = DIGEST.findall(logs["mpirun"])
+    assert server, logs["mpirun"][-3000:]
+    for i in range(run.nodes):
+        assert run.result(i)["digest"] == server[-1], (i, logs["mpirun"][-3000:])
+    rows = run.metric_rows()
+    assert [row["round"] for row in rows] == list(range(run.rounds))
+    assert rows[-1]["votes"] == run.nodes
 
 
 def start_group(run, name, index, backend="gloo", **extra):
