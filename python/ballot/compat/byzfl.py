@@ -497,7 +497,9 @@ class ARC(Clipping):
     norm are clipped to the norm of the largest one left (ByzFL's ARC; ties in norm go to the
     lower index, as ByzFL's stable sort, and a tie at the threshold changes nothing). Ballot's
     ``arc`` stage (two reads, one write) where n ≥ 2f + 1 and ByzFL's float k equals the exact
-    one; otherwise (ByzFL also takes f up to n) computed in numpy like :class:`Clipping`."""
+    one; otherwise (ByzFL also takes f up to n) computed in numpy like :class:`Clipping`. A
+    vector with an inf or NaN comes back unchanged from the stage (ByzFL's scaling turns it into
+    zeros and NaN); Ballot's rules leave such a vector out."""
 
     def __init__(self, f: int = 0) -> None:
         self.f = _check_f(f)
