@@ -31,19 +31,52 @@ std::string CenteredClipping::spec() const {
 
 namespace {
 
-// One iteration straight on the vectors: ‖x_i − v₀‖ in one read of each row, then
-// v₁ = (1 − Σc_i/m)·v₀ + Σ (c_i/m)·x_i in another — two reads, where the Gram product alone costs
+// One iteration straight on the vectors: ‖x_i − v₀‖ for each row, then
+// v₁ = (1 − Σc_i/m)·v₀ + Σ (c_i/m)·x_i — at most two reads, where the Gram product alone costs
 // O(n²·d). A row whose squared distance is not finite or overflows float is left out, like a
 // row that is not usable on the Gram matrix.
 Result<AggregationResult> one_iteration(const InputMatrix& inputs, const std::vector<float>& center, double tau,
                                         std::size_t threads) {
   const std::size_t n = inputs.n(), d = inputs.d();
   const auto& kern = detail::isa_kernels();
+  const auto squared_distance = [&](std::size_t i) {
+    return center.empty() ? kern.squared_norm(inputs.row(i), d)
+                          : kern.squared_distance(inputs.row(i), center.data(), d);
+  };
+  const auto clip_of = [tau](double squared) {
+    const double norm = std::sqrt(squared);
+    return norm > tau ? tau / norm : 1.0;
+  };
+  const auto finish = [&](AggregationResult& result, double clip_total, double m) {
+    const double shrink = 1.0 - clip_total / m;
+    if (!center.empty() && shrink != 0.0) kern.axpy(static_cast<float>(shrink), center.data(), result.value.data(), d);
+    result.report.iterations = 1;
+  };
+  if (threads <= 1) {
+    // Each row's share of the sum right after its distance, while the row is still in the cache:
+    // one read of the inputs from memory instead of two. The coefficients assume every row usable
+    // (m = n); a row that is not (non-finite or overflowing) sends the call to the two passes
+    // below. The same float operations in the same order as weighted_sum's, so the same bits.
+    AggregationResult result;
+    result.value.assign(d, 0.0f);
+    double clip_total = 0;
+    std::size_t i = 0;
+    for (; i < n; ++i) {
+      const double squared = squared_distance(i);
+      if (!(squared <= std::numeric_limits<float>::max())) break;
+      const double clip = clip_of(squared);
+      clip_total += clip;
+      const double coeff = clip / static_cast<double>(n);
+      if (coeff != 0.0) kern.axpy(static_cast<float>(coeff), inputs.row(i), result.value.data(), d);
+    }
+    if (i == n) {
+      finish(result, clip_total, static_cast<double>(n));
+      return result;
+    }
+  }
   std::vector<double> squared(n);
   detail::parallel_for(n, threads, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i)
-      squared[i] =
-          center.empty() ? kern.squared_norm(inputs.row(i), d) : kern.squared_distance(inputs.row(i), center.data(), d);
+    for (std::size_t i = b; i < e; ++i) squared[i] = squared_distance(i);
   });
   std::vector<std::size_t> usable, non_finite;
   for (std::size_t i = 0; i < n; ++i) {
@@ -59,16 +92,13 @@ Result<AggregationResult> one_iteration(const InputMatrix& inputs, const std::ve
   std::vector<double> coeffs(n, 0.0);
   double clip_total = 0;
   for (std::size_t i : usable) {
-    const double norm = std::sqrt(squared[i]);
-    const double clip = norm > tau ? tau / norm : 1.0;
+    const double clip = clip_of(squared[i]);
     coeffs[i] = clip / m;
     clip_total += clip;
   }
   AggregationResult result;
   result.value = detail::weighted_sum(inputs, coeffs, threads);
-  const double shrink = 1.0 - clip_total / m;
-  if (!center.empty() && shrink != 0.0) kern.axpy(static_cast<float>(shrink), center.data(), result.value.data(), d);
-  result.report.iterations = 1;
+  finish(result, clip_total, m);
   result.report.excluded = detail::complement(n, usable);
   result.report.non_finite = std::move(non_finite);
   return result;
