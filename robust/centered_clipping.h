@@ -8,9 +8,9 @@
 // Like the geometric median, every iterate is β v₀ + Σ α_i x_i, so the iterations run on the
 // Gram matrix and the vector is formed once: cost one Gram product O(n²·d) + one read (+ one read
 // for the products x_i·v₀ when v₀ ≠ 0, + the median engine for start=median). One iteration
-// (ByzFL's default L = 1) runs on the vectors instead: one read for the distances ‖x_i − v₀‖, one
-// for the clipped mean. Non-finite inputs are excluded (n counts the others) and reported.
-// Deterministic for any thread count.
+// (ByzFL's default L = 1) runs on the vectors instead: ‖x_i − v₀‖ and the clipped mean in one read
+// on one thread (each row added while still in the cache), in two reads with threads. Non-finite
+// inputs are excluded (n counts the others) and reported. Deterministic for any thread count.
 #pragma once
 
 #include <cstddef>
