@@ -10,9 +10,12 @@
 #include "kernels/isa.h"
 
 #if defined(__x86_64__)
-// GCC 12 reports a false -Wmaybe-uninitialized inside the AVX-512 intrinsics' own headers.
+// GCC 12 reports a false -Wmaybe-uninitialized inside the AVX-512 intrinsics' own headers (clang
+// has no such warning).
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #endif
 

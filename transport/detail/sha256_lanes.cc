@@ -7,8 +7,11 @@
 #include "kernels/isa.h"
 
 #if defined(__x86_64__)
-// GCC 12 warns about the deliberately undefined vectors inside its own AVX-512 intrinsics.
+// GCC 12 warns about the deliberately undefined vectors inside its own AVX-512 intrinsics (clang
+// has no such warning).
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #define BALLOT_X86 1
 #endif
