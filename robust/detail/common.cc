@@ -343,11 +343,12 @@ Result<CoordinateOutcome> coordinate_wise(
     SelectionPlan network;
     if (use_network && plan.op != CoordinateOp::kMean) network = selection_plan(m, need_lo, need_hi);
 
-    // The mean keeps only 512 double sums (4 KiB, in L1) per block, whatever m. Measured at n = 100,
-    // d = 1e6 (CPU time, same binary, alternate runs): 37-39 ms with 512 columns, 42-43 with 1024,
-    // 47-52 with 2048, 52-61 with 4096. The sums do not depend on it (each column adds its rows in
-    // order).
-    const std::size_t columns = plan.op == CoordinateOp::kMean ? 512 : block_columns(m);
+    // The mean keeps 8192 double sums (64 KiB, in L2) per block, whatever m. Measured idle
+    // (2026-11-27, min of 30 calls, two alternating series, d = 1e6): 8192 columns against 512,
+    // n = 10 2.6-2.8 against 2.7-2.8 ms, n = 25 6.0-6.3 against 7.1-7.3, n = 100 21.8-22.9 against
+    // 25.5-26.4 (65536: no better, less steady). Under load (2026-11-25, CPU time) 512 had measured
+    // best. The sums do not depend on it (each column adds its rows in order).
+    const std::size_t columns = plan.op == CoordinateOp::kMean ? 8192 : block_columns(m);
     // The fused kernel has no column tail: whole blocks must be whole tiles (so whole vectors).
     BALLOT_ENFORCE(columns % kTile == 0);
     const std::size_t blocks = (d + columns - 1) / columns;
