@@ -243,49 +243,48 @@ def torchrun(*options):
     return [sys.executable, "-m", "torch.distributed.run", "--max_restarts", "0", *torchrun_std_options(), *options]
 
 
+def launcher_task(run, text):
+    """The rank script `text` made executable in the run's directory, and its environment."""
+    wrapper = run.root / "rank.sh"
+    wrapper.write_text(text)
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper, run.env(BALLOT=str(PROGRAM), BALLOT_INIT=str(run.init), PYTHON=sys.executable,
+                            TINY_SCRIPT=str(run.script))
+
+
+def check_launched_run(run, log):
+    """Every node ended with the server's digest (in the launcher's log `log`), every round has its
+    metrics row, and the last round counted every vote."""
+    server = DIGEST.findall(log)
+    assert server, log[-3000:]
+    for i in range(run.nodes):
+        assert run.result(i)["digest"] == server[-1], (i, log[-3000:])
+    rows = run.metric_rows()
+    assert [row["round"] for row in rows] == list(range(run.rounds))
+    assert rows[-1]["votes"] == run.nodes
+
+
 def test_torchrun_starts_the_server_and_the_nodes_as_on_many_machines(make_run, tmp_path):
     run = make_run("torchrun")
-    wrapper = run.root / "rank.sh"
-    wrapper.write_text(WRAPPER)
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    env = run.env(BALLOT=str(PROGRAM), BALLOT_INIT=str(run.init), PYTHON=sys.executable,
-                  TINY_SCRIPT=str(run.script))
+    wrapper, env = launcher_task(run, WRAPPER)
     # The static rendezvous of a many-machine run: every machine runs this with its --node_rank;
     # here one machine runs all n + 1 ranks. Its agent holds --master_port (the server does not use it).
     run.start("torchrun", torchrun("--nnodes", "1", "--node_rank", "0", "--nproc_per_node", run.nodes + 1,
                                    "--master_addr", "127.0.0.1", "--master_port", free_port(),
                                    "--log_dir", run.root / "torchrun-logs", "--no_python", wrapper), env)
-    logs = run.wait(timeout=150)
-    server = DIGEST.findall(logs["torchrun"])
-    assert server, logs["torchrun"][-3000:]
-    for i in range(run.nodes):
-        assert run.result(i)["digest"] == server[-1], (i, logs["torchrun"][-3000:])
-    rows = run.metric_rows()
-    assert [row["round"] for row in rows] == list(range(run.rounds))
-    assert rows[-1]["votes"] == run.nodes
+    check_launched_run(run, run.wait(timeout=150)["torchrun"])
     assert max(run.result(i)["loss"] for i in range(run.nodes)) < run.initial_loss()
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI's mpirun is not installed (Debian: openmpi-bin)")
 def test_mpirun_starts_the_server_and_the_nodes(make_run):
     run = make_run("mpirun")
-    wrapper = run.root / "rank.sh"
-    wrapper.write_text(MPI_WRAPPER)
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    env = run.env(BALLOT=str(PROGRAM), BALLOT_INIT=str(run.init), PYTHON=sys.executable,
-                  TINY_SCRIPT=str(run.script))
+    wrapper, env = launcher_task(run, MPI_WRAPPER)
     for variable in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):  # mpirun's rank must decide
         env.pop(variable, None)
     as_root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     run.start("mpirun", ["mpirun", *as_root, "--oversubscribe", "-np", run.nodes + 1, wrapper], env)
-    logs = run.wait(timeout=150)
-    server = DIGEST.findall(logs["mpirun"])
-    assert server, logs["mpirun"][-3000:]
-    for i in range(run.nodes):
-        assert run.result(i)["digest"] == server[-1], (i, logs["mpirun"][-3000:])
-    rows = run.metric_rows()
-    assert [row["round"] for row in rows] == list(range(run.rounds))
-    assert rows[-1]["votes"] == run.nodes
+    check_launched_run(run, run.wait(timeout=150)["mpirun"])
 
 
 def start_group(run, name, index, backend="gloo", **extra):
