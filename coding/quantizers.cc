@@ -8,6 +8,8 @@
 
 #include "coding/detail/bit_stream.h"
 #include "coding/detail/blocks.h"
+#include "coding/detail/codec_logic.h"
+#include "coding/detail/quantized_wire.h"
 #include "coding/detail/rounding.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
@@ -25,6 +27,76 @@ std::uint64_t max_elias_bits(std::uint32_t s) {
 }
 
 }  // namespace
+
+namespace detail {
+
+Result<QsgdPlanes> read_qsgd_planes(std::span<const std::uint8_t> bytes, const GradientLayout& layout) {
+  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, CodecId::kQsgd, kEliasFlag, layout));
+  if (header.flags & kEliasFlag)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "an Elias-coded QSGD message has no level planes (decode it on the host)");
+  QsgdPlanes view;
+  view.segments = segments_of(layout, header.granularity);
+  const std::size_t d = layout.total_size();
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
+  BALLOT_ASSIGN_OR_RETURN(view.s, reader.read<std::uint32_t>("levels"));
+  const std::uint32_t s = view.s;
+  if (s < 1 || s > QsgdCodec::kMaxLevels) return malformed("QSGD level count " + std::to_string(s) + " out of range");
+  BALLOT_ASSIGN_OR_RETURN(view.norms, reader.take(view.segments.size(), 4, "norms"));
+  view.planes = level_bits(s);
+  const int planes = view.planes;
+  const std::size_t stream_bytes = sign_bytes(d);
+  BALLOT_ASSIGN_OR_RETURN(view.streams,
+                          reader.take(1 + static_cast<std::size_t>(planes), stream_bytes, "level planes"));
+  BALLOT_TRY(reader.expect_end());
+  if (d == 0) return view;
+  const auto streams = view.streams;
+  for (int p = 0; p <= planes; ++p) {
+    BALLOT_TRY(check_padding(streams.data() + stream_bytes * static_cast<std::size_t>(p), d, "QSGD planes"));
+  }
+  // Levels above s are possible in b bit-planes when s + 1 is not a power of two. Check every
+  // word first, bit-sliced (64 coordinates per step, from the top plane down: "greater" once a
+  // plane has a 1 where s has a 0 while all higher bits were equal), then add.
+  const std::size_t num_words = BitVector::words_for(d);
+  auto plane_word = [&](int p, std::size_t w) {
+    return load_pod<std::uint64_t>(streams.data() + stream_bytes * (1 + static_cast<std::size_t>(p)) + 8 * w);
+  };
+  for (std::size_t w = 0; w < num_words; ++w) {
+    std::uint64_t greater = 0, equal = ~std::uint64_t{0};
+    for (int p = planes - 1; p >= 0; --p) {
+      const std::uint64_t bits = plane_word(p, w);
+      if ((s >> p) & 1u) {
+        equal &= bits;
+      } else {
+        greater |= equal & bits;
+        equal &= ~bits;
+      }
+    }
+    if (greater != 0) {
+      const std::size_t i = 64 * w + static_cast<std::size_t>(std::countr_zero(greater));
+      return malformed("QSGD level above s = " + std::to_string(s) + " at coordinate " + std::to_string(i));
+    }
+  }
+  return view;
+}
+
+Result<TernGradStreams> read_terngrad_streams(std::span<const std::uint8_t> bytes, const GradientLayout& layout) {
+  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, CodecId::kTernGrad, 0, layout));
+  TernGradStreams view;
+  view.segments = segments_of(layout, header.granularity);
+  const std::size_t d = layout.total_size();
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
+  BALLOT_ASSIGN_OR_RETURN(view.scales, reader.take(view.segments.size(), 4, "scales"));
+  const std::size_t stream_bytes = sign_bytes(d);
+  BALLOT_ASSIGN_OR_RETURN(view.streams, reader.take(2, stream_bytes, "sign and mask"));
+  BALLOT_TRY(reader.expect_end());
+  if (d == 0) return view;
+  BALLOT_TRY(check_padding(view.streams.data(), d, "TernGrad signs"));
+  BALLOT_TRY(check_padding(view.streams.data() + stream_bytes, d, "TernGrad mask"));
+  return view;
+}
+
+}  // namespace detail
 
 // ---- QSGD -----------------------------------------------------------------------------------
 
@@ -55,14 +127,10 @@ EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const Gradien
   const float s_float = static_cast<float>(s);
   std::vector<float> norms(segments.size()), inverse(segments.size());
   for (std::size_t k = 0; k < segments.size(); ++k) {
-    const double norm = std::sqrt(detail::sum_squares(gradient.data() + segments[k].offset, segments[k].size));
-    norms[k] = static_cast<float>(norm);
-    // s/norm overflows float when the whole segment is subnormal (norm < s/FLT_MAX): clamp it, so
-    // that an exact zero stays level 0 (0·inf would be NaN). The levels of such a segment lose
-    // precision, in values below 1e-37 that decode to at most its subnormal norm.
-    inverse[k] = norm > 0
-                     ? static_cast<float>(std::min(s / norm, static_cast<double>(std::numeric_limits<float>::max())))
-                     : 0.0f;
+    const auto factors =
+        detail::qsgd_factors(detail::sum_squares(gradient.data() + segments[k].offset, segments[k].size), s_float);
+    norms[k] = factors.norm;
+    inverse[k] = factors.inverse;
   }
   const detail::RoundingStream random(rng, d);
   EncodedGradient out;
@@ -168,38 +236,11 @@ Status QsgdCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
     return {};
   }
 
-  const int planes = level_bits(s);
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_qsgd_planes(bytes, layout));
+  const int planes = view.planes;
   const std::size_t stream_bytes = detail::sign_bytes(d);
-  BALLOT_ASSIGN_OR_RETURN(const auto streams,
-                          reader.take(1 + static_cast<std::size_t>(planes), stream_bytes, "level planes"));
-  BALLOT_TRY(reader.expect_end());
+  const auto streams = view.streams;
   if (d == 0) return {};
-  for (int p = 0; p <= planes; ++p) {
-    BALLOT_TRY(detail::check_padding(streams.data() + stream_bytes * static_cast<std::size_t>(p), d, "QSGD planes"));
-  }
-  // Levels above s are possible in b bit-planes when s + 1 is not a power of two. Check every
-  // word first, bit-sliced (64 coordinates per step, from the top plane down: "greater" once a
-  // plane has a 1 where s has a 0 while all higher bits were equal), then add.
-  const std::size_t num_words = BitVector::words_for(d);
-  auto plane_word = [&](int p, std::size_t w) {
-    return load_pod<std::uint64_t>(streams.data() + stream_bytes * (1 + static_cast<std::size_t>(p)) + 8 * w);
-  };
-  for (std::size_t w = 0; w < num_words; ++w) {
-    std::uint64_t greater = 0, equal = ~std::uint64_t{0};
-    for (int p = planes - 1; p >= 0; --p) {
-      const std::uint64_t bits = plane_word(p, w);
-      if ((s >> p) & 1u) {
-        equal &= bits;
-      } else {
-        greater |= equal & bits;
-        equal &= ~bits;
-      }
-    }
-    if (greater != 0) {
-      const std::size_t i = 64 * w + static_cast<std::size_t>(std::countr_zero(greater));
-      return malformed("QSGD level above s = " + std::to_string(s) + " at coordinate " + std::to_string(i));
-    }
-  }
   const std::size_t block = std::min(d, detail::kBlock);
   std::vector<float> sign(block), bit(block), level(block);
   BitVector scratch;
@@ -251,27 +292,16 @@ EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const Gra
   for (std::size_t k = 0; k < segments.size(); ++k) {
     const float* x = gradient.data() + segments[k].offset;
     const std::size_t n = segments[k].size;
-    float scale;
-    float limit = std::numeric_limits<float>::infinity();
-    if (options_.clip > 0 && n > 0) {
-      // Wen et al. 2017, §3.3: clip each g_i to [-cσ, cσ] before ternarizing.
-      const detail::Moments moments = detail::moments(x, n);
-      scale = moments.max_abs;
-      const double mean = moments.sum / static_cast<double>(n);
-      const double variance = std::max(0.0, moments.sum_squares / static_cast<double>(n) - mean * mean);
-      const float cut = static_cast<float>(options_.clip * std::sqrt(variance));
-      if (cut > 0) limit = cut;          // σ = 0 (a constant segment): nothing to clip
-      if (scale > limit) scale = limit;  // NaN scale stays NaN
-    } else {
-      scale = detail::max_abs(x, n);
-    }
-    std::memcpy(out.bytes.data() + scales_at + 4 * k, &scale, 4);
+    // Wen et al. 2017, §3.3: with clipping, each g_i is clipped to [-cσ, cσ] before ternarizing.
+    const detail::Moments moments =
+        options_.clip > 0 && n > 0 ? detail::moments(x, n) : detail::Moments{detail::max_abs(x, n), 0.0, 0.0};
+    const auto factors = detail::terngrad_factors(moments.max_abs, moments.sum, moments.sum_squares, n, options_.clip);
+    std::memcpy(out.bytes.data() + scales_at + 4 * k, &factors.scale, 4);
     // b_i ~ Bernoulli(min(|g_i|, limit) / s). A zero segment sends nothing (inv = 0 keeps none); a
     // non-finite scale keeps every coordinate so that the decoded values are non-finite too.
-    const bool finite = std::isfinite(scale);
-    const float inv = finite && scale > 0 ? 1.0f / scale : 0.0f;
-    detail::terngrad_quantize(random, gradient.data(), segments[k].offset, segments[k].offset + n, limit, inv, !finite,
-                              signs, mask);
+    const float limit = factors.limit, inv = factors.inverse;
+    detail::terngrad_quantize(random, gradient.data(), segments[k].offset, segments[k].offset + n, limit, inv,
+                              factors.keep_all, signs, mask);
   }
   return out;
 }
@@ -279,17 +309,13 @@ EncodedGradient TernGradCodec::encode(std::span<const float> gradient, const Gra
 Status TernGradCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
                                  std::span<float> accumulator, float weight) const {
   BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
-  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), 0, layout));
-  const auto segments = segments_of(layout, header.granularity);
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_terngrad_streams(bytes, layout));
+  const auto& segments = view.segments;
   const std::size_t d = layout.total_size();
-  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
-  BALLOT_ASSIGN_OR_RETURN(const auto scale_bytes, reader.take(segments.size(), 4, "scales"));
+  const auto scale_bytes = view.scales;
+  const auto streams = view.streams;
   const std::size_t stream_bytes = detail::sign_bytes(d);
-  BALLOT_ASSIGN_OR_RETURN(const auto streams, reader.take(2, stream_bytes, "sign and mask"));
-  BALLOT_TRY(reader.expect_end());
   if (d == 0) return {};
-  BALLOT_TRY(detail::check_padding(streams.data(), d, "TernGrad signs"));
-  BALLOT_TRY(detail::check_padding(streams.data() + stream_bytes, d, "TernGrad mask"));
   std::vector<float> scaled(segments.size());
   for (std::size_t k = 0; k < segments.size(); ++k) scaled[k] = weight * load_pod<float>(scale_bytes.data() + 4 * k);
   std::vector<float> sign(std::min(d, detail::kBlock)), keep(std::min(d, detail::kBlock));

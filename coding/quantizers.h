@@ -38,6 +38,7 @@ class QsgdCodec final : public Codec {
   static constexpr std::uint32_t kMaxLevels = 65535;
   explicit QsgdCodec(QsgdOptions options = {});
 
+  const QsgdOptions& options() const noexcept { return options_; }
   CodecId id() const noexcept override { return CodecId::kQsgd; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return options_.granularity; }
@@ -61,6 +62,7 @@ class TernGradCodec final : public Codec {
  public:
   explicit TernGradCodec(TernGradOptions options = {}) : options_(options) {}
 
+  const TernGradOptions& options() const noexcept { return options_; }
   CodecId id() const noexcept override { return CodecId::kTernGrad; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return options_.granularity; }

@@ -29,6 +29,7 @@ class TopKCodec final : public Codec {
  public:
   explicit TopKCodec(SparseOptions options = {}) : options_(options) {}
 
+  const SparseOptions& options() const noexcept { return options_; }
   CodecId id() const noexcept override { return CodecId::kTopK; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return options_.granularity; }

@@ -3,10 +3,12 @@
 # builds only what runs on the GPU (the CUDA and NCCL tests, gpu_bench and, where nanobind and
 # Python's headers are present, the Python module and the `ballot` program) against the packages that
 # ../shared/gpu/prepare-deps.sh put in DEPS, then runs the CUDA tests, compute-sanitizer on them,
-# the NCCL test, gpu_bench, the torch-ops baseline and the Python CUDA tests (ballot.signs,
-# ballot.torch nodes with CUDA models in a local cluster).
+# the NCCL test, gpu_bench (the codecs; every kernel with FULL_BENCH=1), the torch-ops baseline and
+# the Python CUDA tests (ballot.signs, ballot.torch nodes with CUDA models in a local cluster).
 # Usage, from the project's root: LOG_DIR=dir DEPS=.gpu-deps bash bench/gpu/device_check.sh
-# (BENCH=0 skips compute-sanitizer and the benchmarks: a quicker re-check of the tests.)
+# (BENCH=0 skips compute-sanitizer and the benchmarks: a quicker re-check of the tests; PYTHON=0
+# skips the Python module and its tests; MEMCHECK_ALL=0 runs compute-sanitizer on the codec tests
+# only; PROFILE=1 times each codec kernel with ncu.)
 set -u
 deps=$(cd "${DEPS:-.gpu-deps}" && pwd)
 log=${LOG_DIR:-/tmp/ballot-gpu-logs}
@@ -32,8 +34,8 @@ configure() {
     -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath,$L" -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath,$L" "$@" \
     > "$log/configure.log" 2>&1
 }
-targets="kernels_cuda_test gpu_bench"
-if configure -DBALLOT_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)"; then
+targets="kernels_cuda_test robust_cuda_test coding_cuda_test gpu_bench"
+if [ "${PYTHON:-1}" != 0 ] && configure -DBALLOT_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)"; then
   targets="$targets ballot_python ballot"
 else
   echo "the Python module is not built here: $(grep -m1 -i error "$log/configure.log")"
@@ -47,26 +49,54 @@ cmake --build "$build" -j"$(nproc)" --target $targets > "$log/build.log" 2>&1 ||
   { grep -B2 -A12 "error" "$log/build.log" | head -60; exit 1; }
 echo "built in $(($(date +%s) - start)) s"
 echo "== kernel resources (ptxas -v, sm_${arch:-90})"
-nvcc -std=c++20 -I. -I"$build/generated" -arch=sm_"${arch:-90}" -Xptxas -v -c kernels/cuda/launch.cu -o /dev/null 2>&1 |
-  awk '/Compiling entry/ { name = $0; sub(/.*launch_cu_[0-9a-f]+/, "", name); name = substr(name, 1, 36) }
-       /stack frame/ { frame = $0; sub(/.*info *: */, "", frame) }
-       /Used/ { regs = $0; sub(/.*info *: */, "", regs); print name ": " regs "; " frame }' 
-echo "== CUDA tests"
-"$build/tests/kernels/kernels_cuda_test" 2>&1 | tail -25
+for unit in kernels/cuda/launch.cu coding/cuda/launch.cu; do
+  nvcc -std=c++20 -I. -I"$build/generated" -arch=sm_"${arch:-90}" -Xptxas -v -c "$unit" -o /dev/null 2>&1 |
+    awk '/Compiling entry/ { name = $0; sub(/.*launch_cu_[0-9a-f]+/, "", name); name = substr(name, 1, 36) }
+         /stack frame/ { frame = $0; sub(/.*info *: */, "", frame) }
+         /Used/ { regs = $0; sub(/.*info *: */, "", regs); if (name !~ /cub/) print name ": " regs "; " frame }'
+done
+echo "== CUDA tests ($(date +%T))"
+for t in tests/kernels/kernels_cuda_test tests/robust/robust_cuda_test tests/coding/coding_cuda_test; do
+  echo "-- $t"
+  timeout 300 "$build/$t" 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|Expected|Which is|differs|error" | head -30
+done
 if [ "${BENCH:-1}" != 0 ]; then
-  echo "== compute-sanitizer memcheck (CUDA tests)"
-  timeout 240 compute-sanitizer --tool memcheck "$build/tests/kernels/kernels_cuda_test" > "$log/memcheck.log" 2>&1
-  grep -E "ERROR SUMMARY|PASSED|FAILED" "$log/memcheck.log" | tail -4
+  echo "== gpu_bench: the codecs ($(date +%T))"
+  timeout 120 "$build/bench/gpu/gpu_bench" --benchmark_filter='Encode|Bandwidth' --benchmark_counters_tabular=true 2>&1 | tail -14
+  echo "== torch ops (same GPU)"
+  timeout 150 python3 bench/gpu/torch_ops.py 2>&1
+  echo "== compute-sanitizer memcheck (CUDA tests, $(date +%T))"
+  timeout 150 compute-sanitizer --tool memcheck "$build/tests/coding/coding_cuda_test" \
+    --gtest_filter='-*LargeGradient*:*LargeSegment*' > "$log/memcheck-coding.log" 2>&1
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$log/memcheck-coding.log" | tail -4
+  if [ "${MEMCHECK_ALL:-1}" != 0 ]; then
+    timeout 150 compute-sanitizer --tool memcheck "$build/tests/kernels/kernels_cuda_test" > "$log/memcheck.log" 2>&1
+    grep -E "ERROR SUMMARY|PASSED|FAILED" "$log/memcheck.log" | tail -4
+  fi
   if [ -x "$build/tests/transport/transport_nccl_test" ]; then
     echo "== NCCL test"
     "$build/tests/transport/transport_nccl_test" 2>&1 | tail -6
   fi
-  echo "== gpu_bench"
-  timeout 240 "$build/bench/gpu/gpu_bench" --benchmark_counters_tabular=true 2>&1
-  echo "== torch ops (same GPU)"
-  timeout 120 python3 bench/gpu/torch_ops.py 2>&1
+  if [ "${PROFILE:-0}" != 0 ] && command -v ncu > /dev/null; then
+    echo "== ncu: time and throughput of each codec kernel ($(date +%T))"
+    for run in qsgd:3 terngrad:3 topk:36; do
+      codec=${run%%:*}
+      timeout 120 ncu --clock-control none --launch-count "${run##*:}" \
+        -k 'regex:chunk|factors|quantize|topk|Select|gather|Scan|Init|sample|candidates|map|Onesweep|Histogram' \
+        --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+        "$build/bench/gpu/gpu_bench" --benchmark_filter="Encode/$codec" --benchmark_min_time=0.001 > "$log/ncu-$codec.log" 2>&1
+      grep -E "Context|gpu__time_duration|dram__throughput" "$log/ncu-$codec.log" |
+        sed -e 's/(anonymous namespace):://' -e 's/<unnamed>:://' -e 's/^ *void //' -e 's/ \{2,\}/ /g' |
+        sed -e 's/gpu__time_duration.sum us//' -e 's/dram__throughput.avg.pct_of_peak_sustained_elapsed %/dram %/' |
+        cut -c1-50 | paste -d'|' - - - | head -40
+    done
+  fi
+  if [ "${FULL_BENCH:-0}" != 0 ]; then
+    echo "== gpu_bench (every kernel)"
+    timeout 240 "$build/bench/gpu/gpu_bench" --benchmark_counters_tabular=true 2>&1
+  fi
 fi
-if ls "$build"/python/ballot/_native*.so > /dev/null 2>&1; then
+if [ "${PYTHON:-1}" != 0 ] && ls "$build"/python/ballot/_native*.so > /dev/null 2>&1; then
   echo "== Python: ballot.signs on CUDA tensors, ballot.torch nodes with CUDA models"
   PYTHONPATH="$build/python" timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_signs.py \
     tests/python/test_torch_node.py -k "not fashion and not launch and not certified and not alie" 2>&1 | tail -8

@@ -1,4 +1,4 @@
-// GPU benchmarks: every CUDA kernel of kernels/cuda and robust/cuda as a fraction of the device's
+// GPU benchmarks: every CUDA kernel of kernels/cuda, robust/cuda and coding/cuda as a fraction of the device's
 // own memory bandwidth, both measured in the same run:
 //   read bandwidth   a kernel that reads 1 GiB once (probes.cu) — the limit of pack, vote and the
 //                    coordinate-wise rules, which read far more than they write;
@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "coding/codec_registry.h"
+#include "coding/cuda/codecs_cuda.h"
 #include "core/rng.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "robust/cuda/robust_cuda.h"
@@ -117,6 +119,20 @@ void fill_random(const DeviceArray<float>& array, std::size_t count, std::uint64
   const auto values = random_floats(block, seed);
   for (std::size_t first = 0; first < count; first += block) {
     check(cudaMemcpy(array.get() + first, values.data(), std::min(block, count - first) * sizeof(float),
+                     cudaMemcpyHostToDevice),
+          "upload");
+  }
+}
+// Random floats without repeats of one magnitude across the array (block b of the repeated random
+// block scaled by 1 + b/64): top-k's selection sees the ties of real data, not 2^k-fold copies.
+void fill_distinct(const DeviceArray<float>& array, std::size_t count, std::uint64_t seed) {
+  const std::size_t block = std::min<std::size_t>(count, std::size_t{1} << 22);
+  const auto values = random_floats(block, seed);
+  std::vector<float> scaled(block);
+  for (std::size_t first = 0, b = 0; first < count; first += block, ++b) {
+    const float factor = 1.0f + static_cast<float>(b) / 64.0f;
+    for (std::size_t i = 0; i < block; ++i) scaled[i] = values[i] * factor;
+    check(cudaMemcpy(array.get() + first, scaled.data(), std::min(block, count - first) * sizeof(float),
                      cudaMemcpyHostToDevice),
           "upload");
   }
@@ -231,6 +247,28 @@ void BM_CoordinateRule(benchmark::State& state) {
       });
 }
 
+// A codec's device encoder (coding/cuda) on d floats, model granularity. The fraction is of the read
+// bandwidth counting the gradient once (4d bytes); QSGD and TernGrad must read it twice (the norm
+// or maximum first, then the quantising pass) and write the streams, so their floor is 8d + the
+// message bytes: about 46 % of the read bandwidth at best.
+void BM_Encode(benchmark::State& state, const std::string& spec) {
+  const auto d = static_cast<std::size_t>(state.range(0));
+  auto codec = ballot::coding::make_codec(spec);
+  if (!codec.ok()) check(ballot::Status(codec.error()));
+  const auto layout = ballot::GradientLayout::whole(d);
+  const std::size_t wire = (*codec)->wire_size(layout);
+  DeviceArray<float> gradient(d);
+  DeviceArray<std::uint8_t> out(wire);
+  fill_distinct(gradient, d, 11);
+  ballot::coding::cuda::Workspace workspace;
+  ballot::Rng rng(12, 0);
+  const std::string name = spec.substr(0, spec.find(':'));
+  run(state, name + " encode d=" + pow2(state.range(0)) + " (of read)", 4.0 * d, g_device.read_bandwidth, [&] {
+    check(ballot::coding::cuda::encode(**codec, gradient.get(), layout, rng, out.get(), workspace, g_device.stream));
+  });
+  state.counters["message_bytes"] = static_cast<double>(wire);
+}
+
 constexpr std::int64_t k24 = std::int64_t{1} << 24, k26 = std::int64_t{1} << 26, k28 = std::int64_t{1} << 28;
 
 BENCHMARK(BM_ReadBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -241,6 +279,18 @@ BENCHMARK(BM_Vote)->Args({3, k28})->Args({15, k26})->Args({15, k28})->Args({63, 
     benchmark::kMicrosecond);
 BENCHMARK(BM_CoordinateRule)->ArgsProduct({{0, 1, 2}, {15, 25}, {k24}})->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MomentumPack)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Encode, qsgd, std::string("qsgd:ef=0,s=16"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Encode, terngrad, std::string("terngrad:ef=0,granularity=model"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Encode, topk, std::string("topk:ef=0,ratio=0.01"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Update)->Args({k26, 0})->Args({k28, 0})->Args({k26, 1})->Args({k26, 2})->UseManualTime()->Unit(
     benchmark::kMicrosecond);
 
@@ -269,6 +319,7 @@ void print_summary() {
     if (label.rfind("vote n=15 d=2^28", 0) == 0) return 0.70;
     if (label.rfind("pack d=2^26", 0) == 0 || label.rfind("pack d=2^28", 0) == 0) return 0.85;
     if (label.rfind("unpack", 0) == 0 || label.find("update") != std::string::npos) return 0.80;
+    if (label.rfind("qsgd encode", 0) == 0 || label.rfind("terngrad encode", 0) == 0) return 0.50;
     return 0.0;
   };
   for (const auto& [label, fraction] : g_fractions) {

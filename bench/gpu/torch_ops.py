@@ -3,7 +3,9 @@ timed runs after a warm-up), so that bench/gpu/RESULTS.md can set them side by s
 
 torch has no bit packing: pack is (x >= 0) viewed as bytes times (1, 2, ..., 128) summed over each
 8 coordinates; unpack the reverse; the vote unpacks every row to int8 ±1, sums and packs the
-result (what a torch user writes). The updates are the in-place torch expressions of
+result (what a torch user writes). The codecs: top-k as torch.topk of |x| then the indices sorted
+and the values gathered (what the wire holds), QSGD and TernGrad as their torch expressions
+(levels as uint8, the signs and TernGrad's mask packed as above). The updates are the in-place torch expressions of
 learning/optimizer.h's rules on an fp32 ±1 vote. Run: python3 bench/gpu/torch_ops.py
 (needs torch with CUDA; says so and exits 0 otherwise).
 """
@@ -78,6 +80,30 @@ def main() -> int:
     rows.append(("heavy-ball update d=2^26 (from a float vote)", timed(heavy_ball)))
     rows.append(("sgd update d=2^26 (fp32)", timed(lambda: p.sub_(1e-4 * (g + 1e-4 * p)))))
     rows.append(("topk d=2^26 k=d/100 (of |x|)", timed(lambda: torch.topk(g.abs(), d // 100), repeats=5)))
+
+    def topk_encode():
+        # What the top-k codec sends: the indices of the k largest |x|, increasing, and their values.
+        _, index = torch.topk(g.abs(), d // 100, sorted=False)
+        index, _ = torch.sort(index)
+        return index.to(torch.int32), g[index]
+
+    rows.append(("topk encode d=2^26 k=d/100 (indices sorted)", timed(topk_encode, repeats=5)))
+
+    def qsgd_encode(s=16):
+        # QSGD's levels and signs (uint8 levels; torch has no bit planes): norm, scale, random rounding.
+        r = g.abs() * (s / torch.linalg.vector_norm(g))
+        low = torch.floor(r)
+        level = low + (torch.rand_like(r) < r - low)
+        return pack(g), level.to(torch.uint8)
+
+    rows.append(("qsgd encode d=2^26 s=16 (uint8 levels)", timed(qsgd_encode)))
+
+    def terngrad_encode():
+        a = g.abs()
+        keep = torch.rand_like(a) < a / a.max()
+        return pack(g), pack(keep.to(torch.float32) - 0.5)
+
+    rows.append(("terngrad encode d=2^26", timed(terngrad_encode)))
     for name, ms in rows:
         print(f"{name:44s} {ms:10.3f}")
     return 0

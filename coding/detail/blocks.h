@@ -66,7 +66,8 @@ void for_each_piece(std::span<const Segment> segments, std::size_t begin, std::s
 // Per-coordinate loops, defined in detail/loops.cc: written with independent lanes (no
 // reassociation, no FMA contraction) so that the compiler vectorises them for each ISA level
 // (kernels::active_isa() picks one per call) and every level computes the same bits; combined in
-// a fixed order.
+// a fixed order. sum_squares, sum_values and moments add in the chunked order of
+// coding/detail/codec_logic.h, which the CUDA encoders reproduce.
 double sum_abs(const float* x, std::size_t n);
 double sum_squares(const float* x, std::size_t n);
 double sum_values(const float* x, std::size_t n);

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "coding/detail/blocks.h"
+#include "coding/detail/codec_logic.h"
 #include "kernels/isa.h"
 
 // BALLOT_CODEC_BODY(Ret, name, (params)) { body } then BALLOT_CODEC_DISPATCH(Ret, name, (params),
@@ -40,7 +42,7 @@
 namespace ballot::coding::detail {
 
 namespace {
-constexpr int kLanes = 16;
+constexpr int kLanes = kSumLanes;
 
 // One 64-byte line per 16 floats, 4 KiB ahead: on this class of VM the hardware prefetcher alone
 // leaves a streaming reduction well below the read bandwidth (kernels/ pack_signs does the same).
@@ -67,30 +69,36 @@ BALLOT_CODEC_BODY(double, sum_abs, (const float* x, std::size_t n)) {
 }
 BALLOT_CODEC_DISPATCH(double, sum_abs, (const float* x, std::size_t n), (x, n))
 
-BALLOT_CODEC_BODY(double, sum_squares, (const float* x, std::size_t n)) {
-  double lanes[kLanes] = {};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    prefetch(x + i);
-    for (int j = 0; j < kLanes; ++j) {
-      const double v = x[i + j];
-      lanes[j] += v * v;
+// Σ term(x_i) in the order of coding/detail/codec_logic.h: 16 lanes within chunks of kSumChunk
+// coordinates, the lanes of a chunk added in order, the chunk sums added pairwise.
+template <typename Term>
+static inline __attribute__((always_inline)) double chunked_sum(const float* x, std::size_t n, Term term) {
+  std::vector<double> chunks((n + kSumChunk - 1) / kSumChunk);
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const float* y = x + c * kSumChunk;
+    const std::size_t m = std::min(kSumChunk, n - c * kSumChunk);
+    double lanes[kLanes] = {};
+    std::size_t i = 0;
+    for (; i + kLanes <= m; i += kLanes) {
+      prefetch(y + i);
+      for (int j = 0; j < kLanes; ++j) lanes[j] += term(y[i + j]);
     }
+    for (int j = 0; i < m; ++i, ++j) lanes[j] += term(y[i]);
+    chunks[c] = combine(lanes);
   }
-  for (int j = 0; i < n; ++i, ++j) lanes[j] += static_cast<double>(x[i]) * x[i];
-  return combine(lanes);
+  return pairwise_total(chunks.data(), chunks.size());
+}
+
+BALLOT_CODEC_BODY(double, sum_squares, (const float* x, std::size_t n)) {
+  return chunked_sum(x, n, [](float value) {
+    const double v = value;
+    return v * v;
+  });
 }
 BALLOT_CODEC_DISPATCH(double, sum_squares, (const float* x, std::size_t n), (x, n))
 
 BALLOT_CODEC_BODY(double, sum_values, (const float* x, std::size_t n)) {
-  double lanes[kLanes] = {};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    prefetch(x + i);
-    for (int j = 0; j < kLanes; ++j) lanes[j] += x[i + j];
-  }
-  for (int j = 0; i < n; ++i, ++j) lanes[j] += x[i];
-  return combine(lanes);
+  return chunked_sum(x, n, [](float value) { return static_cast<double>(value); });
 }
 BALLOT_CODEC_DISPATCH(double, sum_values, (const float* x, std::size_t n), (x, n))
 
@@ -127,28 +135,36 @@ BALLOT_CODEC_DISPATCH(float, max_abs, (const float* x, std::size_t n), (x, n))
 
 BALLOT_CODEC_BODY(Moments, moments, (const float* x, std::size_t n)) {
   // The lanes of max_abs, sum_values and sum_squares in one loop: the same operations in the same
-  // order per lane, so the results equal the three separate reductions.
+  // order per lane and chunk, so the results equal the three separate reductions.
   float max_lanes[kLanes] = {};
   std::int32_t nan[kLanes] = {};
-  double sum[kLanes] = {}, squares[kLanes] = {};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    prefetch(x + i);
-    for (int j = 0; j < kLanes; ++j) {
-      const float a = std::fabs(x[i + j]);
+  const std::size_t num_chunks = (n + kSumChunk - 1) / kSumChunk;
+  std::vector<double> sum_chunks(num_chunks), square_chunks(num_chunks);
+  for (std::size_t c = 0; c < num_chunks; ++c) {
+    const float* y = x + c * kSumChunk;
+    const std::size_t m = std::min(kSumChunk, n - c * kSumChunk);
+    double sum[kLanes] = {}, squares[kLanes] = {};
+    std::size_t i = 0;
+    for (; i + kLanes <= m; i += kLanes) {
+      prefetch(y + i);
+      for (int j = 0; j < kLanes; ++j) {
+        const float a = std::fabs(y[i + j]);
+        max_lanes[j] = a > max_lanes[j] ? a : max_lanes[j];
+        nan[j] |= a != a;
+        const double v = y[i + j];
+        sum[j] += v;
+        squares[j] += v * v;
+      }
+    }
+    for (int j = 0; i < m; ++i, ++j) {
+      const float a = std::fabs(y[i]);
       max_lanes[j] = a > max_lanes[j] ? a : max_lanes[j];
       nan[j] |= a != a;
-      const double v = x[i + j];
-      sum[j] += v;
-      squares[j] += v * v;
+      sum[j] += y[i];
+      squares[j] += static_cast<double>(y[i]) * y[i];
     }
-  }
-  for (int j = 0; i < n; ++i, ++j) {
-    const float a = std::fabs(x[i]);
-    max_lanes[j] = a > max_lanes[j] ? a : max_lanes[j];
-    nan[j] |= a != a;
-    sum[j] += x[i];
-    squares[j] += static_cast<double>(x[i]) * x[i];
+    sum_chunks[c] = combine(sum);
+    square_chunks[c] = combine(squares);
   }
   Moments out;
   bool any_nan = false;
@@ -157,8 +173,8 @@ BALLOT_CODEC_BODY(Moments, moments, (const float* x, std::size_t n)) {
     any_nan |= nan[j] != 0;
   }
   if (any_nan) out.max_abs = std::numeric_limits<float>::quiet_NaN();
-  out.sum = combine(sum);
-  out.sum_squares = combine(squares);
+  out.sum = pairwise_total(sum_chunks.data(), num_chunks);
+  out.sum_squares = pairwise_total(square_chunks.data(), num_chunks);
   return out;
 }
 BALLOT_CODEC_DISPATCH(Moments, moments, (const float* x, std::size_t n), (x, n))

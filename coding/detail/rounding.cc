@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "coding/detail/codec_logic.h"
 #include "core/enforce.h"
 #include "core/philox.h"
 #include "kernels/isa.h"
@@ -45,28 +46,8 @@ inline std::uint32_t bits_of(const std::uint32_t (&words)[4][16], std::size_t wi
   return (words[m / 2][j] >> (16 * (m % 2))) & 0xFFFFu;
 }
 
-// The per-coordinate formulas; the vector lanes below compute exactly these operations.
-inline float draw(std::uint32_t k) { return static_cast<float>(k) + 0.5f; }
-
-inline std::uint32_t qsgd_level(float x, std::uint32_t k, float inv, float s) {
-  float r = std::fabs(x) * inv;
-  // r >= 0 or NaN (|x|·inv, 0 <= inv <= FLT_MAX). NaN -> s: a NaN r only arises for a non-finite
-  // x (then the norm is not finite either and the message decodes to non-finite values whatever
-  // the level); this is the semantics of min_ps.
-  r = r < s ? r : s;
-  const std::int32_t whole = static_cast<std::int32_t>(r);
-  const float fraction = r - static_cast<float>(whole);
-  return static_cast<std::uint32_t>(whole) + (draw(k) < fraction * kRoundingScale ? 1u : 0u);
-}
-
-inline bool terngrad_keep(float x, std::uint32_t k, float limit, float inv) {
-  const float a = std::fabs(x);
-  const float clipped = a < limit ? a : limit;  // NaN -> limit
-  return draw(k) < (clipped * inv) * kRoundingScale;
-}
-
-inline bool non_negative(float x) { return !(x < 0.0f); }
-
+// The per-coordinate formulas (coding/detail/codec_logic.h, shared with the CUDA encoders); the
+// vector lanes below compute exactly these operations.
 inline void set_bit(std::uint8_t* stream, std::size_t i) {
   stream[i / 8] = static_cast<std::uint8_t>(stream[i / 8] | (1u << (i % 8)));
 }

@@ -1,0 +1,311 @@
+// Host side of the codec kernels (compiled by the host compiler; see launch.h).
+#include "coding/cuda/codecs_cuda.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "coding/cuda/launch.h"
+#include "coding/detail/blocks.h"
+#include "coding/detail/codec_logic.h"
+#include "coding/detail/quantized_wire.h"
+#include "coding/detail/rounding.h"
+#include "coding/detail/sparse.h"
+#include "coding/quantizers.h"
+#include "coding/sparse_codecs.h"
+#include "coding/wire_format.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace ballot::coding::cuda {
+namespace {
+
+Status cuda_status(cudaError_t code, const char* what) {
+  if (code == cudaSuccess) return {};
+  const ErrorCode kind = (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver) ? ErrorCode::kUnavailable
+                                                                                            : ErrorCode::kInternal;
+  return make_error(kind, std::string(what) + ": " + cudaGetErrorString(code));
+}
+Status launch_status(int code, const char* what) { return cuda_status(static_cast<cudaError_t>(code), what); }
+
+// Workspace slots.
+enum Slot : int { kSegments, kScratch, kMaxBits, kFactors, kTopK, kMessage, kSparseTables, kHostIo, kNumSlots };
+
+std::vector<BallotCodecSegment> segment_table(std::span<const Segment> segments, std::size_t& total_chunks) {
+  std::vector<BallotCodecSegment> table;
+  table.reserve(segments.size());
+  total_chunks = 0;
+  for (const Segment& segment : segments) {
+    table.push_back({segment.offset, segment.size, total_chunks});
+    total_chunks += (segment.size + detail::kSumChunk - 1) / detail::kSumChunk;
+  }
+  return table;
+}
+
+Status upload(void* d_destination, const void* host, std::size_t bytes, void* stream) {
+  if (bytes == 0) return {};
+  return cuda_status(
+      cudaMemcpyAsync(d_destination, host, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)), "upload");
+}
+
+// The quantisers (mode 0: QSGD, 1: TernGrad): header and fixed fields from the host, scales and
+// streams from the device.
+Status encode_quantized(int mode, Granularity granularity, float parameter, std::uint32_t levels, CodecId id,
+                        std::size_t wire_bytes, const float* d_gradient, const GradientLayout& layout, Rng& rng,
+                        std::uint8_t* d_out, Workspace& workspace, void* stream) {
+  const std::size_t d = layout.total_size();
+  const auto segments = segments_of(layout, granularity);
+  const std::size_t S = segments.size();
+  std::vector<std::uint8_t> prefix;
+  write_header(prefix, id, granularity, 0, layout, wire_bytes - kHeaderBytes);
+  if (mode == 0) append_pod<std::uint32_t>(prefix, levels);
+  const std::size_t scales_at = prefix.size();
+  const std::size_t streams_at = scales_at + 4 * S;
+  const std::size_t stream_bytes = detail::sign_bytes(d);
+  const int planes = mode == 0 ? std::bit_width(levels) : 1;
+  if (streams_at + stream_bytes * static_cast<std::size_t>(1 + planes) != wire_bytes) {
+    return make_error(ErrorCode::kInternal, "device encoder: the wire layout disagrees with the codec's size");
+  }
+  const detail::RoundingStream random(rng, d);
+  BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
+  if (S == 0) return {};
+  std::size_t total_chunks = 0;
+  const auto table = segment_table(segments, total_chunks);
+  BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace.get(kSegments, sizeof(BallotCodecSegment) * S));
+  BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace.get(kScratch, 8 * 3 * std::max<std::size_t>(total_chunks, 1)));
+  BALLOT_ASSIGN_OR_RETURN(void* max_bits, workspace.get(kMaxBits, 4 * std::max<std::size_t>(total_chunks, 1)));
+  BALLOT_ASSIGN_OR_RETURN(void* factors, workspace.get(kFactors, 9 * S));
+  BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
+  auto* inverse = static_cast<float*>(factors);
+  float* limit = inverse + S;
+  auto* keep_all = reinterpret_cast<std::uint8_t*>(limit + S);
+  const int what = mode == 0 ? 1 : (parameter > 0 ? 7 : 4);
+  const auto* segments_on_device = static_cast<const BallotCodecSegment*>(d_segments);
+  BALLOT_TRY(
+      launch_status(ballot_codec_cuda_factors(mode, what, d_gradient, segments_on_device, S, total_chunks,
+                                              static_cast<double*>(scratch), static_cast<std::uint32_t*>(max_bits),
+                                              parameter, d_out + scales_at, inverse, limit, keep_all, stream),
+                    "codec factors kernel"));
+  return launch_status(ballot_codec_cuda_quantize(mode, d_gradient, d, segments_on_device, S, inverse, limit, keep_all,
+                                                  static_cast<float>(levels), planes, random.seed, random.stream,
+                                                  random.first_block, d_out + streams_at, stream_bytes, stream),
+                       "codec quantize kernel");
+}
+
+Status encode_top_k(const TopKCodec& codec, const float* d_gradient, const GradientLayout& layout, std::uint8_t* d_out,
+                    Workspace& workspace, void* stream) {
+  const auto& options = codec.options();
+  const auto segments = segments_of(layout, options.granularity);
+  const auto budgets = detail::sparse_budgets(segments, options.k, options.ratio);
+  std::size_t total = 0, largest = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    total += budgets[s];
+    if (budgets[s] > 0) largest = std::max(largest, segments[s].size);
+  }
+  std::vector<std::uint8_t> prefix;
+  write_header(prefix, CodecId::kTopK, options.granularity, 0, layout, codec.wire_size(layout) - kHeaderBytes);
+  for (const std::size_t count : budgets) append_pod<std::uint32_t>(prefix, static_cast<std::uint32_t>(count));
+  BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
+  if (total == 0) return {};
+  const std::size_t bytes = ballot_codec_cuda_topk_workspace(largest);
+  BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace.get(kTopK, bytes));
+  std::uint8_t* indices = d_out + prefix.size();
+  std::uint8_t* values = indices + 4 * total;
+  std::size_t done = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    if (budgets[s] == 0) continue;
+    BALLOT_TRY(launch_status(ballot_codec_cuda_topk(d_gradient + segments[s].offset, segments[s].size, budgets[s],
+                                                    scratch, bytes, indices + 4 * done, values + 4 * done, stream),
+                             "top-k kernels"));
+    done += budgets[s];
+  }
+  return {};
+}
+
+Status require_device() {
+  if (kernels::cuda::device_count() == 0) return make_error(ErrorCode::kUnavailable, "no CUDA device present");
+  return {};
+}
+
+}  // namespace
+
+struct Workspace::Buffers {
+  std::array<void*, kNumSlots> pointer{};
+  std::array<std::size_t, kNumSlots> bytes{};
+};
+
+Workspace::Workspace() : buffers_(std::make_unique<Buffers>()) {}
+
+Workspace::~Workspace() {
+  for (void* pointer : buffers_->pointer) {
+    if (pointer != nullptr) cudaFree(pointer);
+  }
+}
+
+Result<void*> Workspace::get(int slot, std::size_t bytes) {
+  if (slot < 0 || slot >= kNumSlots) return make_error(ErrorCode::kInvalidArgument, "no such workspace slot");
+  const auto at = static_cast<std::size_t>(slot);
+  if (buffers_->pointer[at] != nullptr && buffers_->bytes[at] >= bytes) return buffers_->pointer[at];
+  if (buffers_->pointer[at] != nullptr) {
+    BALLOT_TRY(cuda_status(cudaFree(buffers_->pointer[at]), "cudaFree"));  // waits for the device
+    buffers_->pointer[at] = nullptr;
+  }
+  void* pointer = nullptr;
+  BALLOT_TRY(cuda_status(cudaMalloc(&pointer, std::max<std::size_t>(bytes, 256)), "cudaMalloc"));
+  buffers_->pointer[at] = pointer;
+  buffers_->bytes[at] = std::max<std::size_t>(bytes, 256);
+  return pointer;
+}
+
+bool on_device(const Codec& codec) noexcept {
+  if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec)) return !qsgd->options().elias;
+  return dynamic_cast<const TernGradCodec*>(&codec) != nullptr || dynamic_cast<const TopKCodec*>(&codec) != nullptr;
+}
+
+Status encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
+              Workspace& workspace, void* stream) {
+  if (!on_device(codec)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "codec " + codec.spec() + " has no device encoder; encode on the host");
+  }
+  if (d_out == nullptr || (layout.total_size() > 0 && d_gradient == nullptr)) {
+    return make_error(ErrorCode::kInvalidArgument, "device encode needs a gradient and an output buffer");
+  }
+  if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec)) {
+    return encode_quantized(0, qsgd->granularity(), static_cast<float>(qsgd->options().s), qsgd->options().s,
+                            CodecId::kQsgd, codec.wire_size(layout), d_gradient, layout, rng, d_out, workspace, stream);
+  }
+  if (const auto* terngrad = dynamic_cast<const TernGradCodec*>(&codec)) {
+    return encode_quantized(1, terngrad->granularity(), terngrad->options().clip, 0, CodecId::kTernGrad,
+                            codec.wire_size(layout), d_gradient, layout, rng, d_out, workspace, stream);
+  }
+  return encode_top_k(dynamic_cast<const TopKCodec&>(codec), d_gradient, layout, d_out, workspace, stream);
+}
+
+Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
+                  float* d_accumulator, float weight, Workspace& workspace, void* stream) {
+  if (!on_device(codec)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "codec " + codec.spec() + " has no device decoder; decode on the host");
+  }
+  const std::size_t d = layout.total_size();
+  if (d > 0 && d_accumulator == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument, "device decode needs an accumulator");
+  }
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  // Validate on the host (the CPU decoder's checks), then copy the message and the per-segment
+  // tables in one upload.
+  int mode = -1;
+  int planes = 0;
+  std::vector<Segment> segments;
+  std::vector<float> unit;
+  std::size_t streams_at = 0;
+  const detail::SparseView* sparse = nullptr;
+  detail::SparseView sparse_view;
+  if (codec.id() == CodecId::kQsgd) {
+    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_qsgd_planes(bytes, layout));
+    mode = 0;
+    planes = view.planes;
+    segments = view.segments;
+    for (std::size_t k = 0; k < segments.size(); ++k) {
+      unit.push_back(weight * (load_pod<float>(view.norms.data() + 4 * k) / static_cast<float>(view.s)));
+    }
+    streams_at = static_cast<std::size_t>(view.streams.data() - bytes.data());
+  } else if (codec.id() == CodecId::kTernGrad) {
+    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_terngrad_streams(bytes, layout));
+    mode = 1;
+    planes = 1;
+    segments = view.segments;
+    for (std::size_t k = 0; k < segments.size(); ++k) {
+      unit.push_back(weight * load_pod<float>(view.scales.data() + 4 * k));
+    }
+    streams_at = static_cast<std::size_t>(view.streams.data() - bytes.data());
+  } else {
+    BALLOT_ASSIGN_OR_RETURN(sparse_view, detail::read_sparse(bytes, CodecId::kTopK, 0, layout));
+    sparse = &sparse_view;
+    segments = sparse_view.segments;
+  }
+  if (d == 0) return {};
+  const std::size_t S = segments.size();
+  // Layout of the upload: the message, padded to 8 bytes; then per-segment tables.
+  const std::size_t message_bytes = (bytes.size() + 7) / 8 * 8;
+  std::vector<std::uint8_t> host(message_bytes);
+  std::memcpy(host.data(), bytes.data(), bytes.size());
+  std::size_t total_chunks = 0;
+  if (mode >= 0) {
+    const auto table = segment_table(segments, total_chunks);
+    const std::size_t table_at = host.size();
+    host.resize(table_at + sizeof(BallotCodecSegment) * S + 4 * S);
+    std::memcpy(host.data() + table_at, table.data(), sizeof(BallotCodecSegment) * S);
+    std::memcpy(host.data() + table_at + sizeof(BallotCodecSegment) * S, unit.data(), 4 * S);
+    BALLOT_ASSIGN_OR_RETURN(void* device, workspace.get(kMessage, host.size()));
+    BALLOT_TRY(upload(device, host.data(), host.size(), stream));
+    auto* base = static_cast<std::uint8_t*>(device);
+    const auto* d_segments = reinterpret_cast<const BallotCodecSegment*>(base + table_at);
+    const auto* d_unit = reinterpret_cast<const float*>(base + table_at + sizeof(BallotCodecSegment) * S);
+    BALLOT_TRY(launch_status(ballot_codec_cuda_dequantize_add(mode, base + streams_at, detail::sign_bytes(d), planes, d,
+                                                              d_segments, S, d_unit, d_accumulator, stream),
+                             "codec decode kernel"));
+  } else {
+    std::vector<std::uint64_t> first_pair(S), offsets(S);
+    std::uint64_t running = 0;
+    for (std::size_t s = 0; s < S; ++s) {
+      first_pair[s] = running;
+      offsets[s] = segments[s].offset;
+      running += sparse->counts[s];
+    }
+    const std::size_t table_at = host.size();
+    host.resize(table_at + 16 * S);
+    std::memcpy(host.data() + table_at, first_pair.data(), 8 * S);
+    std::memcpy(host.data() + table_at + 8 * S, offsets.data(), 8 * S);
+    BALLOT_ASSIGN_OR_RETURN(void* device, workspace.get(kMessage, host.size()));
+    BALLOT_TRY(upload(device, host.data(), host.size(), stream));
+    auto* base = static_cast<std::uint8_t*>(device);
+    const std::size_t indices_at = static_cast<std::size_t>(sparse->indices.data() - bytes.data());
+    const std::size_t values_at = static_cast<std::size_t>(sparse->values.data() - bytes.data());
+    BALLOT_TRY(launch_status(
+        ballot_codec_cuda_sparse_add(base + indices_at, base + values_at, static_cast<std::size_t>(running),
+                                     reinterpret_cast<const std::uint64_t*>(base + table_at),
+                                     reinterpret_cast<const std::uint64_t*>(base + table_at + 8 * S), S, weight,
+                                     d_accumulator, stream),
+        "sparse decode kernel"));
+  }
+  return cuda_status(cudaStreamSynchronize(cuda_stream), "decode");
+}
+
+Result<EncodedGradient> encode_on_device(const Codec& codec, std::span<const float> gradient,
+                                         const GradientLayout& layout, Rng& rng) {
+  if (gradient.size() != layout.total_size()) {
+    return make_error(ErrorCode::kInvalidArgument, "the gradient does not match the layout");
+  }
+  BALLOT_TRY(require_device());
+  Workspace workspace;
+  EncodedGradient out;
+  out.bytes.resize(codec.wire_size(layout));
+  BALLOT_ASSIGN_OR_RETURN(void* d_gradient, workspace.get(kHostIo, 4 * gradient.size() + out.bytes.size() + 16));
+  auto* d_out = static_cast<std::uint8_t*>(d_gradient) + (4 * gradient.size() + 15) / 16 * 16;
+  BALLOT_TRY(upload(d_gradient, gradient.data(), 4 * gradient.size(), nullptr));
+  BALLOT_TRY(encode(codec, static_cast<const float*>(d_gradient), layout, rng, d_out, workspace, nullptr));
+  BALLOT_TRY(cuda_status(cudaMemcpy(out.bytes.data(), d_out, out.bytes.size(), cudaMemcpyDeviceToHost), "download"));
+  return out;
+}
+
+Status decode_add_on_device(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
+                            std::span<float> accumulator, float weight) {
+  if (accumulator.size() != layout.total_size()) {
+    return make_error(ErrorCode::kInvalidArgument, "the accumulator does not match the layout");
+  }
+  BALLOT_TRY(require_device());
+  Workspace workspace;
+  BALLOT_ASSIGN_OR_RETURN(void* d_accumulator, workspace.get(kHostIo, 4 * accumulator.size()));
+  BALLOT_TRY(upload(d_accumulator, accumulator.data(), 4 * accumulator.size(), nullptr));
+  BALLOT_TRY(decode_add(codec, bytes, layout, static_cast<float*>(d_accumulator), weight, workspace, nullptr));
+  return cuda_status(cudaMemcpy(accumulator.data(), d_accumulator, 4 * accumulator.size(), cudaMemcpyDeviceToHost),
+                     "download");
+}
+
+}  // namespace ballot::coding::cuda

@@ -1,0 +1,75 @@
+// The codecs on a CUDA device, for a worker whose gradient is in GPU memory: QSGD (fixed width),
+// TernGrad and top-k encode on the device, and the device decoders add a peer's message to a
+// device accumulator.
+//
+// Bit-identical to the CPU codecs (coding/quantizers.h, coding/sparse_codecs.h): encode() writes
+// exactly the bytes codec.encode() returns for the same gradient, layout and Rng, and moves the
+// Rng the same way; decode_add() adds exactly what codec.decode_add() adds. The shared arithmetic
+// is coding/detail/codec_logic.h (the rounding formulas, the order of the double sums, the top-k
+// key); the random draws are the same Philox blocks (coding/detail/rounding.h).
+//
+// Cost on the device: QSGD and TernGrad read the gradient twice (the per-segment norm or maximum,
+// then the fused quantising pass that writes the streams); top-k reads it four times (three radix
+// passes of 11, 11 and 9 bits over the magnitude, then the ordered selection; a fifth read when
+// more entries tie at the k-th magnitude than are taken) and synchronises the stream once per
+// segment after the radix passes.
+//
+// Host API in plain C++: streams as void* (a cudaStream_t, null for the default stream), device
+// buffers as raw pointers (d_ prefix). Built only when BALLOT_HAVE_CUDA; without a device the
+// functions return kUnavailable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "coding/codec.h"
+#include "core/gradient_layout.h"
+#include "core/result.h"
+#include "core/rng.h"
+
+namespace ballot::coding::cuda {
+
+// Whether `codec` has a device encoder and decoder: qsgd with elias=0, terngrad and topk (the
+// plain codecs; error feedback's wrapper runs on the host).
+bool on_device(const Codec& codec) noexcept;
+
+// Device scratch the codecs reuse between calls (it grows to the largest call). One per stream;
+// not thread-safe. Freed with the object.
+class Workspace {
+ public:
+  Workspace();
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  // A device buffer of at least `bytes` for `slot` (contents undefined after growth).
+  Result<void*> get(int slot, std::size_t bytes);
+
+ private:
+  struct Buffers;
+  std::unique_ptr<Buffers> buffers_;
+};
+
+// codec.encode(gradient, layout, rng) on the device: d_gradient holds layout.total_size() floats,
+// d_out receives codec.wire_size(layout) bytes (exact for these codecs). Asynchronous on the
+// stream except top-k (see above). kInvalidArgument for a codec without a device encoder (the
+// caller encodes on the host instead) or a null buffer with d > 0.
+Status encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
+              Workspace& workspace, void* stream);
+
+// codec.decode_add(bytes, layout, accumulator, weight) with the accumulator on the device. `bytes`
+// (host memory: a peer's message) are validated on the host by the CPU decoder's checks first; a
+// bad message is its Error and leaves the accumulator untouched. Then the message is copied to the
+// device and added; synchronises the stream before returning (the host bytes may go).
+Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
+                  float* d_accumulator, float weight, Workspace& workspace, void* stream);
+
+// Host conveniences for tests and tools: copy to the device, run, copy back, synchronise.
+Result<EncodedGradient> encode_on_device(const Codec& codec, std::span<const float> gradient,
+                                         const GradientLayout& layout, Rng& rng);
+Status decode_add_on_device(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
+                            std::span<float> accumulator, float weight = 1.0f);
+
+}  // namespace ballot::coding::cuda

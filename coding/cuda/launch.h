@@ -1,0 +1,55 @@
+// Internal: the C-linkage launchers of the codec kernels, with plain types only (kernels/cuda/
+// launch.h says why: nvcc's implicit headers declare a global `ballot`). Each returns a
+// cudaError_t as int (0 = success), checked after every launch; all work is asynchronous on
+// `stream`. The host side (codecs_cuda.cc) owns the wire layout; these fill device bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+// A segment of the gradient as the kernels see it: coordinates [offset, offset + size), and the
+// index of its first kSumChunk-chunk among all segments' chunks.
+struct BallotCodecSegment {
+  std::uint64_t offset, size, first_chunk;
+};
+
+// Per-segment reductions in codec_logic.h's order. `what`: 1 = Σx² into sums_squares, 2 = also Σx
+// into sums (moments), 4 = max |x| as bits into max_bits (NaN above +inf; the caller zeroes it).
+// Then, per segment, the QSGD (mode 0) or TernGrad (mode 1) factors: QSGD writes the f32 norm at
+// wire_scales + 4k and inverse[k]; TernGrad writes the f32 scale at wire_scales + 4k and limit[k],
+// inverse[k], keep_all[k]. scratch: 4 · (total chunks) doubles.
+int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCodecSegment* d_segments,
+                              std::size_t num_segments, std::size_t total_chunks, double* scratch,
+                              std::uint32_t* max_bits, float parameter, std::uint8_t* wire_scales, float* inverse,
+                              float* limit, std::uint8_t* keep_all, void* stream);
+
+// The fused quantising pass of QSGD (mode 0: sign stream then `planes` level planes) or TernGrad
+// (mode 1: sign stream then keep mask), every word of every stream written (padding bits zero).
+// streams: 4-byte aligned, stream_bytes apart. s: QSGD's level count as float.
+int ballot_codec_cuda_quantize(int mode, const float* x, std::size_t d, const BallotCodecSegment* d_segments,
+                               std::size_t num_segments, const float* inverse, const float* limit,
+                               const std::uint8_t* keep_all, float s, int planes, std::uint64_t seed,
+                               std::uint64_t rng_stream, std::uint64_t first_block, std::uint8_t* streams,
+                               std::size_t stream_bytes, void* stream);
+
+// Top-k of one segment x[0, n) by magnitude (codec_logic.h's key; ties to the lowest index): the k
+// indices, increasing, into d_indices and their values into d_values (both 4-byte aligned).
+// workspace: at least ballot_codec_cuda_topk_workspace(n) bytes, 16-byte aligned.
+std::size_t ballot_codec_cuda_topk_workspace(std::size_t n);
+int ballot_codec_cuda_topk(const float* x, std::size_t n, std::size_t k, void* workspace, std::size_t workspace_bytes,
+                           std::uint8_t* d_indices, std::uint8_t* d_values, void* stream);
+
+// Decoders of validated messages (the host checked every byte): accumulator[i] += the decoded
+// value, rounded as the CPU decoders round. unit[k]: QSGD's weight·(norm/s), TernGrad's
+// weight·scale of segment k. streams as the encoders write them.
+int ballot_codec_cuda_dequantize_add(int mode, const std::uint8_t* streams, std::size_t stream_bytes, int planes,
+                                     std::size_t d, const BallotCodecSegment* d_segments, std::size_t num_segments,
+                                     const float* unit, float* accumulator, void* stream);
+// accumulator[offsets[s] + index] += weight · value for the `count` (index, value) pairs, where
+// the pair's segment is found from the running counts (first_pair[s] = index of its first pair).
+int ballot_codec_cuda_sparse_add(const std::uint8_t* indices, const std::uint8_t* values, std::size_t count,
+                                 const std::uint64_t* first_pair, const std::uint64_t* offsets,
+                                 std::size_t num_segments, float weight, float* accumulator, void* stream);
+}

@@ -1,0 +1,148 @@
+// Per-coordinate and per-segment arithmetic of the codecs that the CPU code (coding/detail) and the
+// CUDA encoders (coding/cuda) share, so that an encoding made on a GPU is the CPU's, bit for bit.
+//
+// - The stochastic rounding of QSGD and TernGrad (coding/detail/rounding.h says which Philox bits a
+//   coordinate draws): every step an IEEE float operation rounded to nearest, never contracted
+//   (kernels/update_logic.h's mul_rn/sub_rn).
+// - The order of the codecs' double sums (Σx, Σx²): chunks of kSumChunk coordinates; within a chunk
+//   kSumLanes lanes, lane j adding coordinates j, j + 16, j + 32, … of the chunk in order; the
+//   chunk's sum is its lanes added in lane order; the chunk sums are then added pairwise, level by
+//   level (v[i] = v[2i] + v[2i+1], an odd last one carried up). A GPU runs the chunks in parallel
+//   and the pairwise levels in a block; the CPU runs them one after the other; the bits agree.
+// - Top-k's order of magnitudes: NaN counts as +inf, −0 as +0.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/host_device.h"
+#include "kernels/update_logic.h"
+
+namespace ballot::coding::detail {
+
+inline constexpr std::size_t kSumChunk = 4096;
+inline constexpr int kSumLanes = 16;
+
+// The pairwise levels over v[0..m) in place; returns the total (0 for m = 0).
+inline double pairwise_total(double* v, std::size_t m) {
+  if (m == 0) return 0.0;
+  while (m > 1) {
+    const std::size_t half = m / 2;
+    for (std::size_t i = 0; i < half; ++i) v[i] = v[2 * i] + v[2 * i + 1];
+    if (m % 2 != 0) v[half] = v[m - 1];
+    m = half + m % 2;
+  }
+  return v[0];
+}
+
+// The rounding draw of a coordinate with random bits k: u = (k + 1/2) / 2^16, compared as
+// (k + 1/2) against p · 2^16.
+BALLOT_HOST_DEVICE inline float rounding_draw(std::uint32_t k) {
+#if defined(__CUDA_ARCH__)
+  // k < 2^16 in the mantissa of 2^23 is the float 2^23 + k; minus 2^23 − 1/2 it is k + 1/2, exact:
+  // two full-rate float operations instead of a quarter-rate integer conversion.
+  return __fsub_rn(__uint_as_float(0x4B000000u | k), 8388607.5f);
+#else
+  return static_cast<float>(k) + 0.5f;
+#endif
+}
+
+// |x| (NaN stays NaN).
+BALLOT_HOST_DEVICE inline float abs_value(float x) {
+#if defined(__CUDA_ARCH__)
+  return fabsf(x);
+#else
+  return std::fabs(x);
+#endif
+}
+
+BALLOT_HOST_DEVICE inline double square_root(double x) {
+#if defined(__CUDA_ARCH__)
+  return __dsqrt_rn(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+
+// QSGD's level of x: r = min(|x|·inv, s) (NaN → s), l = ⌊r⌋, level = l + [draw < (r − l)·2^16].
+BALLOT_HOST_DEVICE inline std::uint32_t qsgd_level(float x, std::uint32_t k, float inv, float s) {
+  float r = kernels::mul_rn(abs_value(x), inv);
+  r = r < s ? r : s;  // NaN -> s; so 0 <= r <= s < 2^16
+#if defined(__CUDA_ARCH__)
+  // ⌊r⌋ without conversions: 2^23 + r rounded toward zero is 2^23 + ⌊r⌋ (r < 2^23), whose mantissa
+  // is ⌊r⌋; subtracting 2^23 again is exact. The same values as the truncation below.
+  const float shifted = __fadd_rz(r, 8388608.0f);
+  const float whole_float = __fsub_rn(shifted, 8388608.0f);
+  const std::uint32_t whole = __float_as_uint(shifted) & 0x7FFFFFu;
+#else
+  const auto whole = static_cast<std::uint32_t>(static_cast<std::int32_t>(r));
+  const float whole_float = static_cast<float>(whole);
+#endif
+  const float fraction = kernels::sub_rn(r, whole_float);
+  return whole + (rounding_draw(k) < kernels::mul_rn(fraction, 65536.0f) ? 1u : 0u);
+}
+
+// TernGrad's keep bit: draw < min(|x|, limit)·inv·2^16 (NaN → limit).
+BALLOT_HOST_DEVICE inline bool terngrad_keep(float x, std::uint32_t k, float limit, float inv) {
+  const float a = abs_value(x);
+  const float clipped = a < limit ? a : limit;  // NaN -> limit
+  return rounding_draw(k) < kernels::mul_rn(kernels::mul_rn(clipped, inv), 65536.0f);
+}
+
+// The sign bit of the sign streams: 1 for x ≥ 0, −0 and NaN.
+BALLOT_HOST_DEVICE inline bool non_negative(float x) { return !(x < 0.0f); }
+
+// QSGD's per-segment factors from Σx² (in double, as summed above): the norm on the wire and the
+// level scale s/‖v‖ as float. s/‖v‖ overflows float when the whole segment is subnormal
+// (‖v‖ < s/FLT_MAX): clamped, so that an exact zero stays level 0 (0·inf would be NaN).
+struct QsgdFactors {
+  float norm, inverse;
+};
+BALLOT_HOST_DEVICE inline QsgdFactors qsgd_factors(double sum_squares, float s) {
+  const double norm = square_root(sum_squares);
+  constexpr double kFloatMax = 3.40282346638528859811704183484516925e+38;
+  const double ratio = static_cast<double>(s) / norm;
+  return {static_cast<float>(norm), norm > 0 ? static_cast<float>(ratio < kFloatMax ? ratio : kFloatMax) : 0.0f};
+}
+
+// TernGrad's per-segment scale and limit. Without clipping (clip ≤ 0) the scale is max|x| and the
+// limit +inf; with clipping at clip·σ (σ² = Σx²/n − (Σx/n)², at least 0) both are min(max|x|, cσ)
+// and cσ, unless σ = 0 (a constant segment: nothing to clip). `inverse` is 1/scale for a finite,
+// positive scale, else 0; `keep_all` is set for a non-finite scale (the message must decode
+// non-finite).
+struct TernGradFactors {
+  float scale, limit, inverse;
+  bool keep_all;
+};
+BALLOT_HOST_DEVICE inline TernGradFactors terngrad_factors(float max_abs, double sum, double sum_squares, std::size_t n,
+                                                           float clip) {
+  constexpr float kInfinity = __builtin_huge_valf();
+  float scale = max_abs;
+  float limit = kInfinity;
+  if (clip > 0 && n > 0) {
+    const double count = static_cast<double>(n);
+    const double mean = sum / count;
+#if defined(__CUDA_ARCH__)
+    const double spread = __dsub_rn(sum_squares / count, __dmul_rn(mean, mean));
+    const float cut =
+        static_cast<float>(__dmul_rn(static_cast<double>(clip), square_root(spread > 0.0 ? spread : 0.0)));
+#else
+    const double spread = sum_squares / count - mean * mean;
+    const float cut = static_cast<float>(static_cast<double>(clip) * square_root(spread > 0.0 ? spread : 0.0));
+#endif
+    if (cut > 0) limit = cut;
+    if (scale > limit) scale = limit;  // NaN stays NaN
+  }
+  const bool finite = scale - scale == 0.0f;
+  return {scale, limit, finite && scale > 0 ? 1.0f / scale : 0.0f, !finite};
+}
+
+// Top-k's sort key of a float's bit pattern: |x| as an ordered integer (+0 < … < +inf), every NaN
+// equal to +inf, so that a larger key is a larger magnitude and ties are exact.
+BALLOT_HOST_DEVICE inline std::uint32_t magnitude_key(std::uint32_t bits) {
+  const std::uint32_t a = bits & 0x7FFFFFFFu;
+  return a < 0x7F800000u ? a : 0x7F800000u;
+}
+
+}  // namespace ballot::coding::detail

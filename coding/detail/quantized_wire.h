@@ -1,0 +1,33 @@
+// The fixed-width wire forms of QSGD and TernGrad (coding/quantizers.h), parsed and fully
+// validated once for every decoder (the CPU's decode_add and the CUDA decoders): header, counts,
+// stream sizes, zero padding and, for QSGD, every level ≤ s.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "coding/wire_format.h"
+#include "core/gradient_layout.h"
+#include "core/result.h"
+
+namespace ballot::coding::detail {
+
+struct QsgdPlanes {
+  std::vector<Segment> segments;
+  std::uint32_t s = 0;
+  int planes = 0;                         // bit_width(s)
+  std::span<const std::uint8_t> norms;    // one f32 per segment
+  std::span<const std::uint8_t> streams;  // the sign stream, then the level planes (sign_bytes(d) each)
+};
+// kInvalidArgument for an Elias-coded message (it has no planes); kMalformed for a bad one.
+Result<QsgdPlanes> read_qsgd_planes(std::span<const std::uint8_t> bytes, const GradientLayout& layout);
+
+struct TernGradStreams {
+  std::vector<Segment> segments;
+  std::span<const std::uint8_t> scales;   // one f32 per segment
+  std::span<const std::uint8_t> streams;  // the sign stream, then the keep mask
+};
+Result<TernGradStreams> read_terngrad_streams(std::span<const std::uint8_t> bytes, const GradientLayout& layout);
+
+}  // namespace ballot::coding::detail

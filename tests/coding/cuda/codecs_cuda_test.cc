@@ -1,0 +1,221 @@
+// The codecs on a CUDA device (coding/cuda) against the CPU codecs: the same bytes from the same
+// gradient, layout and Rng (and the Rng moved the same way), the same floats added by the
+// decoders, the same errors for bad messages. Skips without a GPU, except the argument checks.
+#include "coding/cuda/codecs_cuda.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "coding/wire_format.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "tests/coding/codec_test_util.h"
+
+namespace ballot::coding::cuda {
+namespace {
+
+const char* const kSpecs[] = {
+    "qsgd:ef=0,s=1",
+    "qsgd:ef=0,s=16",
+    "qsgd:ef=0,s=255,granularity=layer",
+    "qsgd:ef=0,s=65535",
+    "qsgd:ef=0,s=5,granularity=layer",
+    "terngrad:ef=0",
+    "terngrad:ef=0,granularity=model",
+    "terngrad:ef=0,clip=2.5",
+    "terngrad:ef=0,clip=1,granularity=model",
+    "topk:ef=0,ratio=0.01",
+    "topk:ef=0,ratio=0.3,granularity=layer",
+    "topk:ef=0,k=7",
+    "topk:ef=0,k=100000,granularity=layer",
+};
+
+// Layers whose sizes straddle the lane (16), word (64), rounding-group (128) and chunk (4096)
+// boundaries, one empty.
+GradientLayout layered(std::size_t d) {
+  if (d == 0) return GradientLayout::whole(0);
+  const std::size_t pieces[] = {63, 0, 4097, 129, 1, 64};
+  std::vector<std::pair<std::string, std::size_t>> sizes;
+  std::size_t used = 0;
+  for (std::size_t i = 0; used < d; ++i) {
+    const std::size_t size = std::min(d - used, pieces[i % 6]);
+    sizes.push_back({"layer" + std::to_string(i), size});
+    used += size;
+  }
+  return GradientLayout::from_sizes(sizes).value();
+}
+
+enum class Kind { kNormal, kSpecial, kTies, kZero };
+
+std::vector<float> gradient(std::size_t d, Kind kind, std::uint64_t seed) {
+  auto x = testing::normal_values(d, seed);
+  for (std::size_t i = 0; i < d; ++i) {
+    switch (kind) {
+      case Kind::kNormal:
+        x[i] *= std::ldexp(1.0f, static_cast<int>(i % 23) - 11);
+        break;
+      case Kind::kSpecial:
+        if (i % 97 == 5) x[i] = std::numeric_limits<float>::infinity();
+        if (i % 89 == 3) x[i] = -std::numeric_limits<float>::quiet_NaN();
+        if (i % 13 == 1) x[i] = -0.0f;
+        if (i % 211 == 7) x[i] = 1e-42f;  // subnormal
+        break;
+      case Kind::kTies:
+        x[i] = std::round(x[i] * 2.0f) / 2.0f;  // few distinct magnitudes, many ties
+        break;
+      case Kind::kZero:
+        x[i] = (i % 2 == 0) ? 0.0f : -0.0f;
+        break;
+    }
+  }
+  return x;
+}
+
+class CodecsCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (kernels::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+// The bits of each float, every NaN as one pattern: IEEE leaves the sign and payload of a NaN that
+// arithmetic produces to the hardware (x86 gives 0xFFC00000, a GPU 0x7FFFFFFF), so "the same bits"
+// means the same bits for numbers and a NaN for a NaN.
+std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> bits(v.size());
+  std::memcpy(bits.data(), v.data(), 4 * v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (std::isnan(v[i])) bits[i] = 0x7FC00000u;
+  }
+  return bits;
+}
+
+void expect_same_as_cpu(const std::string& spec, const std::vector<float>& x, const GradientLayout& layout) {
+  SCOPED_TRACE(spec + ", d = " + std::to_string(x.size()) + ", " + std::to_string(layout.num_layers()) + " layers");
+  auto cpu_codec = testing::codec(spec);
+  auto gpu_codec = testing::codec(spec);
+  ASSERT_TRUE(on_device(*gpu_codec));
+  Rng cpu_rng(1234, 5), gpu_rng(1234, 5);
+  cpu_rng.next_u32();  // an unaligned position: the rounding window starts at the next block
+  gpu_rng.next_u32();
+  const auto expected = cpu_codec->encode(x, layout, cpu_rng);
+  auto encoded = encode_on_device(*gpu_codec, x, layout, gpu_rng);
+  ASSERT_TRUE(encoded.ok()) << encoded.error().to_string();
+  EXPECT_EQ(gpu_rng.position(), cpu_rng.position());
+  ASSERT_EQ(encoded->bytes.size(), expected.bytes.size());
+  if (encoded->bytes != expected.bytes) {
+    std::size_t first = 0;
+    while (encoded->bytes[first] == expected.bytes[first]) ++first;
+    ADD_FAILURE() << "the device encoding differs from byte " << first << " of " << expected.bytes.size();
+    return;
+  }
+  // Decoding: onto a non-zero accumulator (with −0 entries), weight 0.5.
+  std::vector<float> cpu_sum = testing::normal_values(x.size(), 99), gpu_sum;
+  for (std::size_t i = 0; i < cpu_sum.size(); i += 5) cpu_sum[i] = -0.0f;
+  gpu_sum = cpu_sum;
+  ASSERT_TRUE(cpu_codec->decode_add(expected.view(), layout, cpu_sum, 0.5f).ok());
+  const Status decoded = decode_add_on_device(*gpu_codec, expected.view(), layout, gpu_sum, 0.5f);
+  ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+  EXPECT_EQ(float_bits(gpu_sum), float_bits(cpu_sum));
+}
+
+TEST_F(CodecsCuda, EncodeAndDecodeAsTheCpuAtBoundarySizes) {
+  for (const std::size_t d : {0, 1, 63, 64, 65, 127, 129, 4097, 33333}) {
+    for (const char* spec : kSpecs) {
+      const auto x = gradient(d, Kind::kNormal, d);
+      expect_same_as_cpu(spec, x, GradientLayout::whole(d));
+      expect_same_as_cpu(spec, x, layered(d));
+    }
+  }
+}
+
+TEST_F(CodecsCuda, EncodeAndDecodeAsTheCpuOnALargeGradient) {
+  const std::size_t d = (std::size_t{1} << 20) + 3;
+  for (const char* spec : kSpecs) {
+    expect_same_as_cpu(spec, gradient(d, Kind::kNormal, 7), GradientLayout::whole(d));
+  }
+  expect_same_as_cpu("qsgd:ef=0,s=16,granularity=layer", gradient(d, Kind::kNormal, 8), layered(d));
+  expect_same_as_cpu("topk:ef=0,ratio=0.01,granularity=layer", gradient(d, Kind::kTies, 8), layered(d));
+}
+
+// Top-k of a large segment selects among candidates above a sampled threshold; these inputs make
+// the sample mislead it (ties at the threshold, non-finite values, all zeros: every entry a
+// candidate; the largest entries exactly between the sample points), which must change nothing.
+TEST_F(CodecsCuda, TopKOfALargeSegmentWhateverTheSampleSays) {
+  const std::size_t d = (std::size_t{1} << 21) + 5;
+  const auto whole = GradientLayout::whole(d);
+  for (const char* spec : {"topk:ef=0,ratio=0.01", "topk:ef=0,k=3", "topk:ef=0,ratio=0.1"}) {
+    expect_same_as_cpu(spec, gradient(d, Kind::kTies, 21), whole);
+    expect_same_as_cpu(spec, gradient(d, Kind::kSpecial, 22), whole);
+    expect_same_as_cpu(spec, gradient(d, Kind::kZero, 23), whole);
+    auto hidden = gradient(d, Kind::kNormal, 24);
+    for (std::size_t i = 5; i < d; i += 32) hidden[i] += 100.0f;  // the sample takes every 32nd entry from 0
+    expect_same_as_cpu(spec, hidden, whole);
+  }
+}
+
+TEST_F(CodecsCuda, NonFiniteTiedAndZeroGradients) {
+  for (const Kind kind : {Kind::kSpecial, Kind::kTies, Kind::kZero}) {
+    for (const std::size_t d : {1, 65, 5000, 70001}) {
+      for (const char* spec : kSpecs) {
+        const auto x = gradient(d, kind, 3 * d + static_cast<std::size_t>(kind));
+        expect_same_as_cpu(spec, x, GradientLayout::whole(d));
+        expect_same_as_cpu(spec, x, layered(d));
+      }
+    }
+  }
+}
+
+TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
+  const std::size_t d = 1000;
+  const auto layout = layered(d);
+  for (const char* spec : {"qsgd:ef=0,s=5", "terngrad:ef=0", "topk:ef=0,ratio=0.05"}) {
+    SCOPED_TRACE(spec);
+    auto codec = testing::codec(spec);
+    Rng rng(3, 4);
+    const auto good = codec->encode(gradient(d, Kind::kNormal, 1), layout, rng);
+    std::vector<std::vector<std::uint8_t>> bad = {
+        std::vector<std::uint8_t>(good.bytes.begin(), good.bytes.end() - 1),  // truncated
+        good.bytes,
+    };
+    bad[1].back() = 0xFF;  // padding bits (streams) or a value (top-k: then an index is corrupted instead)
+    if (std::string(spec).starts_with("topk")) {
+      bad[1] = good.bytes;
+      bad[1][kHeaderBytes + 4 * layout.num_layers()] = 0xFF;  // an index out of its segment
+    }
+    for (const auto& message : bad) {
+      std::vector<float> cpu_sum(d, 1.0f), gpu_sum(d, 1.0f);
+      const Status cpu = codec->decode_add(message, layout, cpu_sum);
+      const Status gpu = decode_add_on_device(*codec, message, layout, gpu_sum);
+      ASSERT_FALSE(cpu.ok());
+      ASSERT_FALSE(gpu.ok());
+      EXPECT_EQ(gpu.error().code, cpu.error().code);
+      EXPECT_EQ(gpu.error().message, cpu.error().message);
+      EXPECT_EQ(gpu_sum, std::vector<float>(d, 1.0f));
+    }
+  }
+}
+
+// Needs no device: the codecs without a device encoder are refused before anything runs.
+TEST(CodecsCudaArguments, CodecsWithoutADeviceEncoderAreRefused) {
+  Workspace workspace;
+  const auto layout = GradientLayout::whole(100);
+  for (const char* spec : {"fp32", "qsgd:ef=0,elias=1", "topk:ef=1,ratio=0.1", "sign", "randomk:ef=0"}) {
+    auto codec = testing::codec(spec);
+    EXPECT_FALSE(on_device(*codec)) << spec;
+    Rng rng(1, 1);
+    const Status status = encode(*codec, nullptr, layout, rng, nullptr, workspace, nullptr);
+    ASSERT_FALSE(status.ok()) << spec;
+    EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument) << spec;
+    EXPECT_EQ(rng.position(), 0u) << spec;
+  }
+  for (const char* spec : {"qsgd:ef=0", "terngrad:ef=0", "topk:ef=0"}) EXPECT_TRUE(on_device(*testing::codec(spec)));
+}
+
+}  // namespace
+}  // namespace ballot::coding::cuda

@@ -1,0 +1,82 @@
+// The order of the codecs' double sums (coding/detail/codec_logic.h), which the CUDA encoders
+// reproduce: the dispatched reductions of coding/detail/blocks.h equal a direct, independent
+// implementation of the documented order, bit for bit, at every ISA level and at sizes around the
+// lane and chunk boundaries.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "coding/detail/blocks.h"
+#include "coding/detail/codec_logic.h"
+#include "kernels/isa.h"
+#include "tests/coding/codec_test_util.h"
+
+namespace ballot::coding::detail {
+namespace {
+
+// Σ term(x_i): lanes j = i mod 16 within each 4096-coordinate chunk, lanes added 0..15 from +0.0,
+// chunk sums added pairwise level by level (an odd last one carried up).
+template <typename Term>
+double documented_sum(const std::vector<float>& x, Term term) {
+  std::vector<double> level;
+  for (std::size_t start = 0; start < x.size(); start += 4096) {
+    double lanes[16] = {};
+    for (std::size_t i = start; i < std::min(x.size(), start + 4096); ++i) lanes[(i - start) % 16] += term(x[i]);
+    double chunk = 0.0;
+    for (double lane : lanes) chunk += lane;
+    level.push_back(chunk);
+  }
+  if (level.empty()) return 0.0;
+  while (level.size() > 1) {
+    std::vector<double> next;
+    for (std::size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(level[i] + level[i + 1]);
+    if (level.size() % 2 != 0) next.push_back(level.back());
+    level = next;
+  }
+  return level[0];
+}
+
+std::uint64_t bits_of(double v) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  return bits;
+}
+
+TEST(CodecSumOrder, DispatchedSumsFollowTheDocumentedOrder) {
+  for (const std::size_t n :
+       std::vector<std::size_t>{0, 1, 15, 16, 17, 4095, 4096, 4097, 3 * 4096 + 5, 7 * 4096, 100003}) {
+    auto x = testing::normal_values(n, 40 + n);
+    // Magnitudes over many binades, so that the order shows in the rounding.
+    for (std::size_t i = 0; i < n; ++i) x[i] *= std::ldexp(1.0f, static_cast<int>(i % 37) - 18);
+    const double squares = documented_sum(x, [](float v) { return static_cast<double>(v) * v; });
+    const double values = documented_sum(x, [](float v) { return static_cast<double>(v); });
+    for (const auto isa : kernels::supported_isas()) {
+      kernels::ScopedIsaLimit cap(isa);
+      SCOPED_TRACE(::testing::Message() << "n = " << n << " at " << kernels::isa_name(isa));
+      EXPECT_EQ(bits_of(sum_squares(x.data(), n)), bits_of(squares));
+      EXPECT_EQ(bits_of(sum_values(x.data(), n)), bits_of(values));
+      const Moments moments = detail::moments(x.data(), n);
+      EXPECT_EQ(bits_of(moments.sum_squares), bits_of(squares));
+      EXPECT_EQ(bits_of(moments.sum), bits_of(values));
+      EXPECT_EQ(moments.max_abs, max_abs(x.data(), n));
+    }
+  }
+}
+
+TEST(CodecSumOrder, PairwiseTotalCarriesAnOddLastSumUp) {
+  std::vector<double> v = {1.0, 2.0, 4.0, 8.0, 16.0};
+  // ((1 + 2) + (4 + 8)) + 16, with the odd 16 carried up two levels.
+  EXPECT_EQ(pairwise_total(v.data(), v.size()), 31.0);
+  std::vector<double> big = {1e17, 1.0, -1e17, 1.0};
+  // (1e17 + 1) + (−1e17 + 1) = 1e17 − 1e17 = 0 in double (each 1 lost to rounding); left to
+  // right it would be 1.
+  EXPECT_EQ(pairwise_total(big.data(), big.size()), 0.0);
+  EXPECT_EQ(pairwise_total(nullptr, 0), 0.0);
+}
+
+}  // namespace
+}  // namespace ballot::coding::detail
