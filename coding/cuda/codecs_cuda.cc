@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "coding/codec_registry.h"
 #include "coding/cuda/launch.h"
 #include "coding/detail/blocks.h"
 #include "coding/detail/codec_logic.h"
 #include "coding/detail/quantized_wire.h"
 #include "coding/detail/rounding.h"
 #include "coding/detail/sparse.h"
+#include "coding/error_feedback.h"
 #include "coding/quantizers.h"
 #include "coding/sparse_codecs.h"
 #include "coding/wire_format.h"
@@ -33,7 +35,7 @@ Status cuda_status(cudaError_t code, const char* what) {
 Status launch_status(int code, const char* what) { return cuda_status(static_cast<cudaError_t>(code), what); }
 
 // Workspace slots.
-enum Slot : int { kSegments, kScratch, kMaxBits, kFactors, kTopK, kMessage, kSparseTables, kHostIo, kNumSlots };
+enum Slot : int { kSegments, kScratch, kMaxBits, kFactors, kTopK, kMessage, kSparseTables, kHostIo, kUnits, kNumSlots };
 
 std::vector<BallotCodecSegment> segment_table(std::span<const Segment> segments, std::size_t& total_chunks) {
   std::vector<BallotCodecSegment> table;
@@ -124,6 +126,52 @@ Status encode_top_k(const TopKCodec& codec, const float* d_gradient, const Gradi
     done += budgets[s];
   }
   return {};
+}
+
+// decode_add of a message the device itself just encoded (error feedback's own Δ): already in
+// device memory and trusted, so nothing is validated; the offsets come from the codec and layout.
+Status decode_own(const Codec& codec, const std::uint8_t* d_message, const GradientLayout& layout, float* d_accumulator,
+                  float weight, Workspace& workspace, void* stream) {
+  const std::size_t d = layout.total_size();
+  if (d == 0) return {};
+  if (const auto* top_k = dynamic_cast<const TopKCodec*>(&codec)) {
+    const auto segments = segments_of(layout, top_k->options().granularity);
+    const auto budgets = detail::sparse_budgets(segments, top_k->options().k, top_k->options().ratio);
+    const std::size_t S = segments.size();
+    std::vector<std::uint64_t> tables(2 * S);
+    std::uint64_t total = 0;
+    for (std::size_t s = 0; s < S; ++s) {
+      tables[s] = total;
+      tables[S + s] = segments[s].offset;
+      total += budgets[s];
+    }
+    BALLOT_ASSIGN_OR_RETURN(void* d_tables, workspace.get(kSparseTables, 16 * S));
+    BALLOT_TRY(upload(d_tables, tables.data(), 16 * S, stream));
+    const std::uint8_t* indices = d_message + kHeaderBytes + 4 * S;
+    const auto* first_pair = static_cast<const std::uint64_t*>(d_tables);
+    return launch_status(ballot_codec_cuda_sparse_add(indices, indices + 4 * total, static_cast<std::size_t>(total),
+                                                      first_pair, first_pair + S, S, weight, d_accumulator, stream),
+                         "sparse decode kernel");
+  }
+  const bool qsgd = codec.id() == CodecId::kQsgd;
+  const auto segments = segments_of(layout, codec.granularity());
+  const std::size_t S = segments.size();
+  const std::uint32_t levels = qsgd ? dynamic_cast<const QsgdCodec&>(codec).options().s : 1;
+  const std::size_t scales_at = kHeaderBytes + (qsgd ? 4 : 0);
+  std::size_t total_chunks = 0;
+  const auto table = segment_table(segments, total_chunks);
+  BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace.get(kSegments, sizeof(BallotCodecSegment) * S));
+  BALLOT_ASSIGN_OR_RETURN(void* d_units, workspace.get(kUnits, 4 * S));
+  BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
+  auto* units = static_cast<float*>(d_units);
+  BALLOT_TRY(launch_status(
+      ballot_codec_cuda_units(d_message + scales_at, S, static_cast<float>(levels), weight, units, stream),
+      "codec scale kernel"));
+  return launch_status(ballot_codec_cuda_dequantize_add(qsgd ? 0 : 1, d_message + scales_at + 4 * S,
+                                                        detail::sign_bytes(d), qsgd ? std::bit_width(levels) : 1, d,
+                                                        static_cast<const BallotCodecSegment*>(d_segments), S, units,
+                                                        d_accumulator, stream),
+                       "codec decode kernel");
 }
 
 Status require_device() {
@@ -275,6 +323,76 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
         "sparse decode kernel"));
   }
   return cuda_status(cudaStreamSynchronize(cuda_stream), "decode");
+}
+
+// ---- error feedback on the device ----------------------------------------------------------------
+
+Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const Codec& codec) {
+  const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec);
+  if (feedback == nullptr || !on_device(feedback->inner())) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "device error feedback needs ef=1 over qsgd (elias=0), terngrad or topk; got " + codec.spec());
+  }
+  BALLOT_ASSIGN_OR_RETURN(auto inner, make_codec(feedback->inner().spec()));
+  return std::unique_ptr<DeviceErrorFeedback>(new DeviceErrorFeedback(std::move(inner)));
+}
+
+DeviceErrorFeedback::DeviceErrorFeedback(std::unique_ptr<Codec> inner) : inner_(std::move(inner)) {}
+
+DeviceErrorFeedback::~DeviceErrorFeedback() {
+  if (memory_ != nullptr) cudaFree(memory_);
+  if (corrected_ != nullptr) cudaFree(corrected_);
+}
+
+Status DeviceErrorFeedback::resize(std::size_t d, void* stream) {
+  if (d == size_ && (d == 0 || memory_ != nullptr)) return {};
+  if (memory_ != nullptr) BALLOT_TRY(cuda_status(cudaFree(memory_), "cudaFree"));
+  if (corrected_ != nullptr) BALLOT_TRY(cuda_status(cudaFree(corrected_), "cudaFree"));
+  memory_ = corrected_ = nullptr;
+  size_ = 0;
+  if (d == 0) return {};
+  void* a = nullptr;
+  void* b = nullptr;
+  BALLOT_TRY(cuda_status(cudaMalloc(&a, 4 * d), "cudaMalloc"));
+  memory_ = static_cast<float*>(a);
+  BALLOT_TRY(cuda_status(cudaMalloc(&b, 4 * d), "cudaMalloc"));
+  corrected_ = static_cast<float*>(b);
+  size_ = d;
+  return cuda_status(cudaMemsetAsync(memory_, 0, 4 * d, static_cast<cudaStream_t>(stream)), "memset");
+}
+
+Status DeviceErrorFeedback::encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
+                                   void* stream) {
+  const std::size_t d = layout.total_size();
+  if (d_out == nullptr || (d > 0 && d_gradient == nullptr)) {
+    return make_error(ErrorCode::kInvalidArgument, "device encode needs a gradient and an output buffer");
+  }
+  BALLOT_TRY(resize(d, stream));
+  // p = g + e;  Δ = C(p);  e = p − decode(Δ), with Δ exactly as every receiver decodes it.
+  BALLOT_TRY(launch_status(ballot_codec_cuda_add(d_gradient, memory_, d, corrected_, stream), "add kernel"));
+  BALLOT_TRY(cuda::encode(*inner_, corrected_, layout, rng, d_out, workspace_, stream));
+  std::swap(memory_, corrected_);
+  return decode_own(*inner_, d_out, layout, memory_, -1.0f, workspace_, stream);
+}
+
+Result<std::vector<std::uint8_t>> DeviceErrorFeedback::save_state(void* stream) {
+  std::vector<float> memory(size_);
+  if (size_ > 0) {
+    BALLOT_TRY(cuda_status(
+        cudaMemcpyAsync(memory.data(), memory_, 4 * size_, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream)),
+        "download"));
+  }
+  BALLOT_TRY(cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "save_state"));
+  return write_state(inner_->id(), memory, inner_->save_state());
+}
+
+Status DeviceErrorFeedback::load_state(std::span<const std::uint8_t> state, const GradientLayout& layout,
+                                       void* stream) {
+  BALLOT_ASSIGN_OR_RETURN(StateView view, read_state(state, inner_->id(), layout));
+  BALLOT_TRY(inner_->load_state(view.inner, layout));
+  BALLOT_TRY(resize(view.memory.size(), stream));
+  BALLOT_TRY(upload(memory_, view.memory.data(), 4 * view.memory.size(), stream));
+  return cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "load_state");
 }
 
 Result<EncodedGradient> encode_on_device(const Codec& codec, std::span<const float> gradient,

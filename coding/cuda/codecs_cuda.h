@@ -1,6 +1,6 @@
 // The codecs on a CUDA device, for a worker whose gradient is in GPU memory: QSGD (fixed width),
-// TernGrad and top-k encode on the device, and the device decoders add a peer's message to a
-// device accumulator.
+// TernGrad and top-k encode on the device, the device decoders add a peer's message to a device
+// accumulator, and error feedback over them keeps its memory on the device.
 //
 // Bit-identical to the CPU codecs (coding/quantizers.h, coding/sparse_codecs.h): encode() writes
 // exactly the bytes codec.encode() returns for the same gradient, layout and Rng, and moves the
@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "coding/codec.h"
 #include "core/gradient_layout.h"
@@ -32,7 +33,7 @@
 namespace ballot::coding::cuda {
 
 // Whether `codec` has a device encoder and decoder: qsgd with elias=0, terngrad and topk (the
-// plain codecs; error feedback's wrapper runs on the host).
+// plain codecs; error feedback over them with its memory on the device: DeviceErrorFeedback).
 bool on_device(const Codec& codec) noexcept;
 
 // Device scratch the codecs reuse between calls (it grows to the largest call). One per stream;
@@ -65,6 +66,41 @@ Status encode(const Codec& codec, const float* d_gradient, const GradientLayout&
 // device and added; synchronises the stream before returning (the host bytes may go).
 Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
                   float* d_accumulator, float weight, Workspace& workspace, void* stream);
+
+// Error feedback (coding/error_feedback.h) with its memory on the device: p = g + e, Δ = C(p) and
+// e ← p − decode(Δ), all on the device. The messages and the memory are bit for bit those of the
+// CPU's ErrorFeedback over the same codec, round after round; save_state()/load_state() write and
+// read the CPU's state blob, so a checkpoint moves between the two. Not thread-safe.
+class DeviceErrorFeedback {
+ public:
+  // `codec` must be error feedback over a codec with a device encoder (e.g. the registry's
+  // "topk:ratio=0.01,ef=1"); kInvalidArgument otherwise. Needs no device until the first call.
+  static Result<std::unique_ptr<DeviceErrorFeedback>> create(const Codec& codec);
+  ~DeviceErrorFeedback();
+  DeviceErrorFeedback(const DeviceErrorFeedback&) = delete;
+  DeviceErrorFeedback& operator=(const DeviceErrorFeedback&) = delete;
+
+  const Codec& inner() const noexcept { return *inner_; }
+  // d_out receives inner().wire_size(layout) bytes. The memory starts at zero, and again when the
+  // gradient's size changes (as on the CPU).
+  Status encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out, void* stream);
+  // The CPU ErrorFeedback's state blob; synchronises the stream.
+  Result<std::vector<std::uint8_t>> save_state(void* stream);
+  // Validates the blob (it comes from a file) against the codec and the layout, then uploads it.
+  Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream);
+  // The memory e on the device (null before the first encode or after an empty state).
+  const float* memory() const noexcept { return memory_; }
+
+ private:
+  explicit DeviceErrorFeedback(std::unique_ptr<Codec> inner);
+  Status resize(std::size_t d, void* stream);
+
+  std::unique_ptr<Codec> inner_;
+  Workspace workspace_;
+  float* memory_ = nullptr;
+  float* corrected_ = nullptr;
+  std::size_t size_ = 0;
+};
 
 // Host conveniences for tests and tools: copy to the device, run, copy back, synchronise.
 Result<EncodedGradient> encode_on_device(const Codec& codec, std::span<const float> gradient,

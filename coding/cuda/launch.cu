@@ -519,6 +519,21 @@ __global__ void dequantize_add_kernel(const std::uint32_t* streams, std::size_t 
   }
 }
 
+__global__ void add_kernel(const float* a, const float* b, std::size_t n, float* out) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    out[i] = rn::add_rn(a[i], b[i]);
+  }
+}
+
+__global__ void units_kernel(const std::uint8_t* wire_scales, std::size_t count, float divisor, float weight,
+                             float* unit) {
+  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < count;
+       k += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    unit[k] = rn::mul_rn(weight, __fdiv_rn(reinterpret_cast<const float*>(wire_scales)[k], divisor));
+  }
+}
+
 __global__ void sparse_add_kernel(const std::uint32_t* indices, const std::uint32_t* values, std::size_t count,
                                   const std::uint64_t* first_pair, const std::uint64_t* offsets,
                                   std::size_t num_segments, float weight, float* accumulator) {
@@ -778,6 +793,20 @@ int ballot_codec_cuda_dequantize_add(int mode, const std::uint8_t* streams, std:
     dequantize_add_kernel<1>
         <<<grid, 256, 0, stream>>>(words, stream_bytes / 4, planes, d, d_segments, num_segments, unit, accumulator);
   }
+  return last_error();
+}
+
+int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* out, void* stream_handle) {
+  if (n == 0) return 0;
+  add_kernel<<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(a, b, n, out);
+  return last_error();
+}
+
+int ballot_codec_cuda_units(const std::uint8_t* wire_scales, std::size_t count, float divisor, float weight,
+                            float* unit, void* stream_handle) {
+  if (count == 0) return 0;
+  units_kernel<<<grid_for(count, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(wire_scales, count, divisor,
+                                                                                           weight, unit);
   return last_error();
 }
 

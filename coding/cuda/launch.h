@@ -47,6 +47,12 @@ int ballot_codec_cuda_topk(const float* x, std::size_t n, std::size_t k, void* w
 int ballot_codec_cuda_dequantize_add(int mode, const std::uint8_t* streams, std::size_t stream_bytes, int planes,
                                      std::size_t d, const BallotCodecSegment* d_segments, std::size_t num_segments,
                                      const float* unit, float* accumulator, void* stream);
+// out[i] = a[i] + b[i], rounded to nearest (error feedback's p = g + e).
+int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* out, void* stream);
+// unit[k] = weight · (scale_k / divisor) from the f32 scales of a message on the device (QSGD: the
+// norms and s; TernGrad: the scales and 1), as the CPU decoders compute them.
+int ballot_codec_cuda_units(const std::uint8_t* wire_scales, std::size_t count, float divisor, float weight,
+                            float* unit, void* stream);
 // accumulator[offsets[s] + index] += weight · value for the `count` (index, value) pairs, where
 // the pair's segment is found from the running counts (first_pair[s] = index of its first pair).
 int ballot_codec_cuda_sparse_add(const std::uint8_t* indices, const std::uint8_t* values, std::size_t count,

@@ -3,6 +3,7 @@
 // decoders, the same errors for bad messages. Skips without a GPU, except the argument checks.
 #include "coding/cuda/codecs_cuda.h"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -199,6 +200,77 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
       EXPECT_EQ(gpu_sum, std::vector<float>(d, 1.0f));
     }
   }
+}
+
+// Error feedback with the memory on the device against ErrorFeedback on the CPU: the same message
+// every round, the same state blob at the end, and either side resumes from the other's state.
+TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
+  for (const std::size_t d : {1000, 70001}) {
+    for (const char* spec : {"qsgd:s=4,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
+                             "topk:ratio=0.01,ef=1,granularity=layer"}) {
+      for (const auto& layout : {GradientLayout::whole(d), layered(d)}) {
+        SCOPED_TRACE(std::string(spec) + ", d = " + std::to_string(d) + ", " + std::to_string(layout.num_layers()) +
+                     " layers");
+        auto cpu = testing::codec(spec);
+        auto created = DeviceErrorFeedback::create(*cpu);
+        ASSERT_TRUE(created.ok()) << created.error().to_string();
+        auto& device = **created;
+        const std::size_t bytes = cpu->wire_size(layout);
+        float* d_gradient = nullptr;
+        std::uint8_t* d_message = nullptr;
+        ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_gradient), 4 * d), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_message), bytes), cudaSuccess);
+        Rng cpu_rng(8, 1), gpu_rng(8, 1);
+        for (std::uint64_t round = 0; round < 4; ++round) {
+          const auto g = gradient(d, Kind::kNormal, 50 + round);
+          ASSERT_EQ(cudaMemcpy(d_gradient, g.data(), 4 * d, cudaMemcpyHostToDevice), cudaSuccess);
+          const auto expected = cpu->encode(g, layout, cpu_rng);
+          ASSERT_TRUE(device.encode(d_gradient, layout, gpu_rng, d_message, nullptr).ok());
+          std::vector<std::uint8_t> message(bytes);
+          ASSERT_EQ(cudaMemcpy(message.data(), d_message, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+          ASSERT_EQ(message, expected.bytes) << "round " << round;
+        }
+        auto saved = device.save_state(nullptr);
+        ASSERT_TRUE(saved.ok());
+        EXPECT_EQ(*saved, cpu->save_state());
+        // Each resumes from the other's state and encodes one more round alike.
+        auto cpu_resumed = testing::codec(spec);
+        ASSERT_TRUE(cpu_resumed->load_state(*saved, layout).ok());
+        auto gpu_resumed = std::move(DeviceErrorFeedback::create(*cpu).value());
+        ASSERT_TRUE(gpu_resumed->load_state(cpu->save_state(), layout, nullptr).ok());
+        const auto g = gradient(d, Kind::kNormal, 99);
+        ASSERT_EQ(cudaMemcpy(d_gradient, g.data(), 4 * d, cudaMemcpyHostToDevice), cudaSuccess);
+        Rng a(3, 3), b(3, 3);
+        const auto expected = cpu_resumed->encode(g, layout, a);
+        ASSERT_TRUE(gpu_resumed->encode(d_gradient, layout, b, d_message, nullptr).ok());
+        std::vector<std::uint8_t> message(bytes);
+        ASSERT_EQ(cudaMemcpy(message.data(), d_message, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(message, expected.bytes);
+        auto after = gpu_resumed->save_state(nullptr);
+        ASSERT_TRUE(after.ok());
+        EXPECT_EQ(*after, cpu_resumed->save_state());
+        cudaFree(d_gradient);
+        cudaFree(d_message);
+      }
+    }
+  }
+}
+
+// Needs no device: error feedback on the device takes ef=1 over a codec with a device encoder, and
+// a bad state blob is refused before anything is uploaded.
+TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCodec) {
+  for (const char* spec : {"qsgd:ef=0", "topk:ratio=0.1", "scaled_sign:ef=1", "qsgd:elias=1,ef=1"}) {
+    const auto created = DeviceErrorFeedback::create(*testing::codec(spec));
+    ASSERT_FALSE(created.ok()) << spec;
+    EXPECT_EQ(created.error().code, ErrorCode::kInvalidArgument) << spec;
+  }
+  auto created = DeviceErrorFeedback::create(*testing::codec("topk:ratio=0.1,ef=1"));
+  ASSERT_TRUE(created.ok());
+  EXPECT_EQ((*created)->inner().spec(), testing::codec("topk:ratio=0.1")->spec());
+  const std::vector<std::uint8_t> garbage = {1, 2, 3};
+  const Status status = (*created)->load_state(garbage, GradientLayout::whole(10), nullptr);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ((*created)->memory(), nullptr);
 }
 
 // Needs no device: the codecs without a device encoder are refused before anything runs.
