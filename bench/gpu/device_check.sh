@@ -98,6 +98,6 @@ if [ "${BENCH:-1}" != 0 ]; then
 fi
 if [ "${PYTHON:-1}" != 0 ] && ls "$build"/python/ballot/_native*.so > /dev/null 2>&1; then
   echo "== Python: ballot.signs on CUDA tensors, ballot.torch nodes with CUDA models"
-  PYTHONPATH="$build/python" timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_signs.py \
+  PYTHONPATH="$build/python" timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_signs.py tests/python/test_codecs_cuda.py \
     tests/python/test_torch_node.py -k "not fashion and not launch and not certified and not alie" 2>&1 | tail -8
 fi

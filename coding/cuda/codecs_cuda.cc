@@ -35,7 +35,19 @@ Status cuda_status(cudaError_t code, const char* what) {
 Status launch_status(int code, const char* what) { return cuda_status(static_cast<cudaError_t>(code), what); }
 
 // Workspace slots.
-enum Slot : int { kSegments, kScratch, kMaxBits, kFactors, kTopK, kMessage, kSparseTables, kHostIo, kUnits, kNumSlots };
+enum Slot : int {
+  kSegments,
+  kScratch,
+  kMaxBits,
+  kFactors,
+  kTopK,
+  kMessage,
+  kSparseTables,
+  kHostIo,
+  kUnits,
+  kOut,
+  kNumSlots
+};
 
 std::vector<BallotCodecSegment> segment_table(std::span<const Segment> segments, std::size_t& total_chunks) {
   std::vector<BallotCodecSegment> table;
@@ -234,6 +246,26 @@ Status encode(const Codec& codec, const float* d_gradient, const GradientLayout&
   return encode_top_k(dynamic_cast<const TopKCodec&>(codec), d_gradient, layout, d_out, workspace, stream);
 }
 
+namespace {
+Result<EncodedGradient> download_message(const std::uint8_t* d_message, std::size_t bytes, void* stream) {
+  EncodedGradient out;
+  out.bytes.resize(bytes);
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  BALLOT_TRY(cuda_status(cudaMemcpyAsync(out.bytes.data(), d_message, bytes, cudaMemcpyDeviceToHost, cuda_stream),
+                         "download"));
+  BALLOT_TRY(cuda_status(cudaStreamSynchronize(cuda_stream), "encode"));
+  return out;
+}
+}  // namespace
+
+Result<EncodedGradient> encode_to_host(const Codec& codec, const float* d_gradient, const GradientLayout& layout,
+                                       Rng& rng, Workspace& workspace, void* stream) {
+  const std::size_t bytes = codec.wire_size(layout);
+  BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace.get(kOut, bytes));
+  BALLOT_TRY(encode(codec, d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), workspace, stream));
+  return download_message(static_cast<const std::uint8_t*>(d_out), bytes, stream);
+}
+
 Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
                   float* d_accumulator, float weight, Workspace& workspace, void* stream) {
   if (!on_device(codec)) {
@@ -373,6 +405,14 @@ Status DeviceErrorFeedback::encode(const float* d_gradient, const GradientLayout
   BALLOT_TRY(cuda::encode(*inner_, corrected_, layout, rng, d_out, workspace_, stream));
   std::swap(memory_, corrected_);
   return decode_own(*inner_, d_out, layout, memory_, -1.0f, workspace_, stream);
+}
+
+Result<EncodedGradient> DeviceErrorFeedback::encode_to_host(const float* d_gradient, const GradientLayout& layout,
+                                                            Rng& rng, void* stream) {
+  const std::size_t bytes = inner_->wire_size(layout);
+  BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace_.get(kOut, bytes));
+  BALLOT_TRY(encode(d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), stream));
+  return download_message(static_cast<const std::uint8_t*>(d_out), bytes, stream);
 }
 
 Result<std::vector<std::uint8_t>> DeviceErrorFeedback::save_state(void* stream) {

@@ -60,6 +60,11 @@ class Workspace {
 Status encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
               Workspace& workspace, void* stream);
 
+// encode() into a device buffer of the workspace, then the message copied to the host (for sending);
+// synchronises the stream.
+Result<EncodedGradient> encode_to_host(const Codec& codec, const float* d_gradient, const GradientLayout& layout,
+                                       Rng& rng, Workspace& workspace, void* stream);
+
 // codec.decode_add(bytes, layout, accumulator, weight) with the accumulator on the device. `bytes`
 // (host memory: a peer's message) are validated on the host by the CPU decoder's checks first; a
 // bad message is its Error and leaves the accumulator untouched. Then the message is copied to the
@@ -84,12 +89,15 @@ class DeviceErrorFeedback {
   // d_out receives inner().wire_size(layout) bytes. The memory starts at zero, and again when the
   // gradient's size changes (as on the CPU).
   Status encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out, void* stream);
+  // encode() into a device buffer, then the message copied to the host; synchronises the stream.
+  Result<EncodedGradient> encode_to_host(const float* d_gradient, const GradientLayout& layout, Rng& rng, void* stream);
   // The CPU ErrorFeedback's state blob; synchronises the stream.
   Result<std::vector<std::uint8_t>> save_state(void* stream);
   // Validates the blob (it comes from a file) against the codec and the layout, then uploads it.
   Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream);
-  // The memory e on the device (null before the first encode or after an empty state).
+  // The memory e on the device (null before the first encode or after an empty state) and its size.
   const float* memory() const noexcept { return memory_; }
+  std::size_t size() const noexcept { return size_; }
 
  private:
   explicit DeviceErrorFeedback(std::unique_ptr<Codec> inner);

@@ -24,6 +24,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ballot import _native
+from ballot._arrays import cuda_stream
 
 Layout = Union[int, Sequence[int], Sequence[Tuple[str, int]], dict, Any]
 
@@ -127,18 +128,28 @@ class Codec:
         return self._native.wire_size(layout_of(layout))
 
     def encode(self, gradient: Any, layout: Optional[Layout] = None) -> bytes:
-        """Encodes a 1-D float32 gradient (numpy or CPU torch); layout defaults to one segment."""
+        """Encodes a 1-D float32 gradient (numpy, CPU or CUDA torch); layout defaults to one segment.
+
+        A CUDA tensor is encoded on its GPU, on torch's current stream, into the same bytes the CPU
+        would write: ``qsgd`` (``elias=0``), ``terngrad`` and ``topk``, with or without ``ef=1``
+        (the error-feedback memory then stays on the GPU until :attr:`memory` or
+        :meth:`save_state` asks for it). Other codecs take CPU arrays (ValueError otherwise).
+        """
         layers = layout_of(_size(gradient) if layout is None else layout)
-        return self._native.encode(gradient, layers)
+        return self._native.encode(gradient, layers, cuda_stream(gradient))
 
     def decode(self, data: Any, layout: Layout) -> np.ndarray:
         """The decoded gradient as a new float32 numpy array."""
         return self._native.decode(_bytes(data), layout_of(layout))
 
     def decode_add(self, data: Any, accumulator: Any, layout: Optional[Layout] = None, weight: float = 1.0) -> None:
-        """``accumulator += weight * decode(data)`` in place (float32, numpy or CPU torch)."""
+        """``accumulator += weight * decode(data)`` in place (float32, numpy or CPU or CUDA torch).
+
+        A CUDA accumulator is added to on its GPU (the bytes are checked on the host first), for the
+        codecs that encode on a GPU (see :meth:`encode`).
+        """
         layers = layout_of(_size(accumulator) if layout is None else layout)
-        self._native.decode_add(_bytes(data), accumulator, layers, float(weight))
+        self._native.decode_add(_bytes(data), accumulator, layers, float(weight), cuda_stream(accumulator))
 
     def save_state(self) -> bytes:
         """The node state (momentum, error-feedback memory, residuals) as bytes; empty if stateless."""

@@ -8,8 +8,12 @@
 
 #include "coding/codec_registry.h"
 #include "coding/error_feedback.h"
+#include "core/config.h"
 #include "core/rng.h"
 #include "python/src/native.h"
+#if BALLOT_HAVE_CUDA
+#include "coding/cuda/codecs_cuda.h"
+#endif
 
 namespace ballot::python {
 namespace {
@@ -44,17 +48,27 @@ class NativeCodec {
   bool exact_wire_size() const { return codec_->exact_wire_size(); }
   std::size_t wire_size(const LayerSizes& layers) const { return codec_->wire_size(layout_of(layers)); }
 
-  nb::bytes encode(nb::handle gradient, const LayerSizes& layers) {
+  // A CUDA gradient is encoded on the device (coding/cuda: qsgd with elias=0, terngrad, topk, and
+  // ef=1 over them, whose memory then lives on the device until the host needs it), on the caller's
+  // stream; the message comes back as bytes.
+  nb::bytes encode(nb::handle gradient, const LayerSizes& layers, std::uintptr_t stream) {
     const GradientLayout layout = layout_of(layers);
-    const std::span<const float> values = cpu_floats(gradient, "gradient");
+    const auto [values, device] = floats_on_device(gradient, "gradient", /*writable=*/false);
     require_size(values.size(), layout, "gradient");
-    coding::EncodedGradient encoded;
+    Result<coding::EncodedGradient> encoded = make_error(ErrorCode::kInternal, "not run");
     {
       nb::gil_scoped_release released;
       const std::lock_guard lock(mutex_);
-      encoded = codec_->encode(values, layout, rng_);
+      if (device == Device::kCuda) {
+        encoded = encode_on_cuda(values.data(), layout, reinterpret_cast<void*>(stream));
+      } else {
+        const Status synced = sync_host();
+        encoded = synced.ok() ? Result<coding::EncodedGradient>(codec_->encode(values, layout, rng_))
+                              : Result<coding::EncodedGradient>(synced.error());
+      }
     }
-    return nb::bytes(encoded.bytes.data(), encoded.bytes.size());
+    const coding::EncodedGradient message = unwrap(std::move(encoded));
+    return nb::bytes(message.bytes.data(), message.bytes.size());
   }
 
   nb::ndarray<nb::numpy, float, nb::ndim<1>> decode(const nb::bytes& data, const LayerSizes& layers) const {
@@ -67,20 +81,27 @@ class NativeCodec {
     return to_numpy(unwrap(std::move(decoded)));
   }
 
-  void decode_add(const nb::bytes& data, nb::handle accumulator, const LayerSizes& layers, float weight) const {
+  // A CUDA accumulator is added to on the device (the bytes are checked on the host first).
+  void decode_add(const nb::bytes& data, nb::handle accumulator, const LayerSizes& layers, float weight,
+                  std::uintptr_t stream) const {
     const GradientLayout layout = layout_of(layers);
-    const std::span<float> out = cpu_floats_mut(accumulator, "accumulator");
+    const auto [out, device] = floats_on_device(accumulator, "accumulator", /*writable=*/true);
     require_size(out.size(), layout, "accumulator");
     Status status;
     {
       nb::gil_scoped_release released;
-      status = codec_->decode_add(byte_view(data), layout, out, weight);
+      if (device == Device::kCuda) {
+        status = decode_add_on_cuda(byte_view(data), layout, out.data(), weight, reinterpret_cast<void*>(stream));
+      } else {
+        status = codec_->decode_add(byte_view(data), layout, out, weight);
+      }
     }
     unwrap(std::move(status));
   }
 
   nb::bytes save_state() const {
     const std::lock_guard lock(mutex_);
+    unwrap(sync_host());
     const std::vector<std::uint8_t> state = codec_->save_state();
     return nb::bytes(state.data(), state.size());
   }
@@ -88,10 +109,12 @@ class NativeCodec {
     const GradientLayout layout = layout_of(layers);
     const std::lock_guard lock(mutex_);
     unwrap(codec_->load_state(byte_view(state), layout));
+    device_current_ = false;
   }
   void reset_state() {
     const std::lock_guard lock(mutex_);
     codec_->reset_state();
+    device_current_ = false;
   }
 
   // The error-feedback memory e (a copy), or None for a codec without error feedback.
@@ -101,6 +124,7 @@ class NativeCodec {
     std::vector<float> copy;
     {
       const std::lock_guard lock(mutex_);
+      unwrap(sync_host());
       copy.assign(ef->memory().begin(), ef->memory().end());
     }
     return nb::cast(to_numpy(std::move(copy)));
@@ -112,9 +136,69 @@ class NativeCodec {
   }
 
  private:
+#if BALLOT_HAVE_CUDA
+  // Under mutex_.
+  Result<coding::EncodedGradient> encode_on_cuda(const float* d_gradient, const GradientLayout& layout, void* stream) {
+    const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_.get());
+    if (feedback == nullptr) {
+      if (!coding::cuda::on_device(*codec_)) return no_device_codec();
+      if (!workspace_) workspace_ = std::make_unique<coding::cuda::Workspace>();
+      return coding::cuda::encode_to_host(*codec_, d_gradient, layout, rng_, *workspace_, stream);
+    }
+    if (!coding::cuda::on_device(feedback->inner())) return no_device_codec();
+    if (!device_feedback_) {
+      BALLOT_ASSIGN_OR_RETURN(device_feedback_, coding::cuda::DeviceErrorFeedback::create(*codec_));
+    }
+    if (!device_current_) {
+      // The memory moves to the device (the host's blob, validated against this layout).
+      BALLOT_TRY(device_feedback_->load_state(codec_->save_state(), layout, stream));
+      device_current_ = true;
+    }
+    stream_ = stream;
+    return device_feedback_->encode_to_host(d_gradient, layout, rng_, stream);
+  }
+  Status decode_add_on_cuda(std::span<const std::uint8_t> bytes, const GradientLayout& layout, float* d_accumulator,
+                            float weight, void* stream) const {
+    const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_.get());
+    const coding::Codec& decoder = feedback != nullptr ? feedback->inner() : *codec_;
+    if (!coding::cuda::on_device(decoder)) return no_device_codec();
+    coding::cuda::Workspace workspace;  // per call: decoding may run concurrently
+    return coding::cuda::decode_add(decoder, bytes, layout, d_accumulator, weight, workspace, stream);
+  }
+  Error no_device_codec() const {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "codec " + codec_->spec() +
+                          " has no CUDA encoder (qsgd with elias=0, terngrad and topk, with or without ef, have): "
+                          "pass a CPU array");
+  }
+  // Under mutex_: the error-feedback memory back to the host codec, if it lives on the device.
+  Status sync_host() const {
+    if (!device_current_) return {};
+    BALLOT_ASSIGN_OR_RETURN(const auto state, device_feedback_->save_state(stream_));
+    const std::size_t d = device_feedback_->size();
+    BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(d)));
+    device_current_ = false;
+    return {};
+  }
+  std::unique_ptr<coding::cuda::Workspace> workspace_;
+  std::unique_ptr<coding::cuda::DeviceErrorFeedback> device_feedback_;
+  void* stream_ = nullptr;
+#else
+  Result<coding::EncodedGradient> encode_on_cuda(const float*, const GradientLayout&, void*) { return no_cuda(); }
+  Status decode_add_on_cuda(std::span<const std::uint8_t>, const GradientLayout&, float*, float, void*) const {
+    return no_cuda();
+  }
+  static Error no_cuda() {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "CUDA arrays need a Ballot built with CUDA (this build has no CUDA kernels)");
+  }
+  Status sync_host() const { return {}; }
+#endif
+
   std::unique_ptr<coding::Codec> codec_;
   Rng rng_;
   mutable std::mutex mutex_;
+  mutable bool device_current_ = false;  // the error-feedback memory lives on the device
 };
 
 }  // namespace
@@ -131,10 +215,10 @@ void register_codecs(nb::module_& m) {
       .def_prop_ro("memory", &NativeCodec::memory)
       .def_prop_ro("rng_position", &NativeCodec::rng_position)
       .def("wire_size", &NativeCodec::wire_size, nb::arg("layers"))
-      .def("encode", &NativeCodec::encode, nb::arg("gradient"), nb::arg("layers"))
+      .def("encode", &NativeCodec::encode, nb::arg("gradient"), nb::arg("layers"), nb::arg("stream") = 0)
       .def("decode", &NativeCodec::decode, nb::arg("data"), nb::arg("layers"))
       .def("decode_add", &NativeCodec::decode_add, nb::arg("data"), nb::arg("accumulator"), nb::arg("layers"),
-           nb::arg("weight"))
+           nb::arg("weight"), nb::arg("stream") = 0)
       .def("save_state", &NativeCodec::save_state)
       .def("load_state", &NativeCodec::load_state, nb::arg("state"), nb::arg("layers"))
       .def("reset_state", &NativeCodec::reset_state);

@@ -1,0 +1,67 @@
+"""ballot.codecs on CUDA tensors: the bytes, memory and sums of the CPU codecs (skips without a GPU)."""
+
+import numpy as np
+import pytest
+
+import ballot
+from ballot import codecs, signs
+from conftest import torch_or_skip
+
+ON_GPU = ["qsgd:s=16", "qsgd:s=5,granularity=layer", "terngrad", "terngrad:clip=2.5,granularity=model",
+          "topk:ratio=0.01", "topk:k=100,granularity=layer", "topk:ratio=0.05,ef=1", "qsgd:s=4,ef=1"]
+LAYOUT = [("conv", 4099), ("empty", 0), ("fc", 40000), ("out", 3)]
+
+
+def cuda_torch():
+    torch = torch_or_skip()
+    if not ballot.has_cuda or signs.cuda_device_count() == 0 or not torch.cuda.is_available():
+        pytest.skip("no CUDA device (or a Ballot or torch without CUDA)")
+    return torch
+
+
+@pytest.mark.parametrize("spec", ON_GPU)
+def test_a_cuda_gradient_encodes_and_decodes_as_on_the_cpu(rng, spec):
+    torch = cuda_torch()
+    d = sum(size for _, size in LAYOUT)
+    cpu, gpu = codecs.Codec(spec, seed=7, stream=2), codecs.Codec(spec, seed=7, stream=2)
+    cpu_sum = torch.from_numpy(rng.standard_normal(d).astype(np.float32))
+    gpu_sum = cpu_sum.cuda()
+    for round in range(3):
+        g = torch.from_numpy(rng.standard_normal(d).astype(np.float32))
+        message = cpu.encode(g, LAYOUT)
+        assert gpu.encode(g.cuda(), LAYOUT) == message, f"round {round}"
+        cpu.decode_add(message, cpu_sum, LAYOUT, weight=0.5)
+        gpu.decode_add(message, gpu_sum, LAYOUT, weight=0.5)
+    torch.cuda.synchronize()
+    assert torch.equal(gpu_sum.cpu(), cpu_sum)
+    assert gpu.save_state() == cpu.save_state()
+    if cpu.memory is not None:
+        np.testing.assert_array_equal(gpu.memory, cpu.memory)
+
+
+def test_error_feedback_moves_between_host_and_gpu(rng):
+    torch = cuda_torch()
+    d = 50000
+    reference, mixed = codecs.Codec("topk:ratio=0.02,ef=1"), codecs.Codec("topk:ratio=0.02,ef=1")
+    for round in range(6):
+        g = torch.from_numpy(rng.standard_normal(d).astype(np.float32))
+        expected = reference.encode(g)
+        # CPU, GPU, GPU, CPU, ...: the memory follows the gradient.
+        got = mixed.encode(g.cuda() if round % 3 else g)
+        assert got == expected, f"round {round}"
+    np.testing.assert_array_equal(mixed.memory, reference.memory)
+    state = reference.save_state()
+    fresh = codecs.Codec("topk:ratio=0.02,ef=1")
+    fresh.load_state(state, d)
+    g = torch.from_numpy(rng.standard_normal(d).astype(np.float32))
+    assert fresh.encode(g.cuda()) == reference.encode(g)
+
+
+def test_codecs_without_a_gpu_encoder_refuse_cuda_tensors(rng):
+    torch = cuda_torch()
+    x = torch.ones(100, device="cuda")
+    for spec in ["fp32", "qsgd:elias=1", "scaled_sign", "randomk:ratio=0.1"]:
+        with pytest.raises(ValueError, match="no CUDA encoder"):
+            codecs.Codec(spec).encode(x)
+    with pytest.raises(ValueError, match="no CUDA encoder"):
+        codecs.Codec("fp32").decode_add(codecs.Codec("fp32").encode(torch.ones(100)), x)
