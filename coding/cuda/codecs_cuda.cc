@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "coding/codec_registry.h"
 #include "coding/cuda/launch.h"
 #include "coding/detail/blocks.h"
 #include "coding/detail/codec_logic.h"
@@ -26,13 +25,7 @@
 namespace ballot::coding::cuda {
 namespace {
 
-Status cuda_status(cudaError_t code, const char* what) {
-  if (code == cudaSuccess) return {};
-  const ErrorCode kind = (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver) ? ErrorCode::kUnavailable
-                                                                                            : ErrorCode::kInternal;
-  return make_error(kind, std::string(what) + ": " + cudaGetErrorString(code));
-}
-Status launch_status(int code, const char* what) { return cuda_status(static_cast<cudaError_t>(code), what); }
+using kernels::cuda::cuda_status;
 
 // Workspace slots.
 enum Slot : int {
@@ -99,15 +92,14 @@ Status encode_quantized(int mode, Granularity granularity, float parameter, std:
   auto* keep_all = reinterpret_cast<std::uint8_t*>(limit + S);
   const int what = mode == 0 ? 1 : (parameter > 0 ? 7 : 4);
   const auto* segments_on_device = static_cast<const BallotCodecSegment*>(d_segments);
-  BALLOT_TRY(
-      launch_status(ballot_codec_cuda_factors(mode, what, d_gradient, segments_on_device, S, total_chunks,
-                                              static_cast<double*>(scratch), static_cast<std::uint32_t*>(max_bits),
-                                              parameter, d_out + scales_at, inverse, limit, keep_all, stream),
-                    "codec factors kernel"));
-  return launch_status(ballot_codec_cuda_quantize(mode, d_gradient, d, segments_on_device, S, inverse, limit, keep_all,
-                                                  static_cast<float>(levels), planes, random.seed, random.stream,
-                                                  random.first_block, d_out + streams_at, stream_bytes, stream),
-                       "codec quantize kernel");
+  BALLOT_TRY(cuda_status(ballot_codec_cuda_factors(mode, what, d_gradient, segments_on_device, S, total_chunks,
+                                                   static_cast<double*>(scratch), static_cast<std::uint32_t*>(max_bits),
+                                                   parameter, d_out + scales_at, inverse, limit, keep_all, stream),
+                         "codec factors kernel"));
+  return cuda_status(ballot_codec_cuda_quantize(mode, d_gradient, d, segments_on_device, S, inverse, limit, keep_all,
+                                                static_cast<float>(levels), planes, random.seed, random.stream,
+                                                random.first_block, d_out + streams_at, stream_bytes, stream),
+                     "codec quantize kernel");
 }
 
 Status encode_top_k(const TopKCodec& codec, const float* d_gradient, const GradientLayout& layout, std::uint8_t* d_out,
@@ -132,9 +124,9 @@ Status encode_top_k(const TopKCodec& codec, const float* d_gradient, const Gradi
   std::size_t done = 0;
   for (std::size_t s = 0; s < segments.size(); ++s) {
     if (budgets[s] == 0) continue;
-    BALLOT_TRY(launch_status(ballot_codec_cuda_topk(d_gradient + segments[s].offset, segments[s].size, budgets[s],
-                                                    scratch, bytes, indices + 4 * done, values + 4 * done, stream),
-                             "top-k kernels"));
+    BALLOT_TRY(cuda_status(ballot_codec_cuda_topk(d_gradient + segments[s].offset, segments[s].size, budgets[s],
+                                                  scratch, bytes, indices + 4 * done, values + 4 * done, stream),
+                           "top-k kernels"));
     done += budgets[s];
   }
   return {};
@@ -161,9 +153,9 @@ Status decode_own(const Codec& codec, const std::uint8_t* d_message, const Gradi
     BALLOT_TRY(upload(d_tables, tables.data(), 16 * S, stream));
     const std::uint8_t* indices = d_message + kHeaderBytes + 4 * S;
     const auto* first_pair = static_cast<const std::uint64_t*>(d_tables);
-    return launch_status(ballot_codec_cuda_sparse_add(indices, indices + 4 * total, static_cast<std::size_t>(total),
-                                                      first_pair, first_pair + S, S, weight, d_accumulator, stream),
-                         "sparse decode kernel");
+    return cuda_status(ballot_codec_cuda_sparse_add(indices, indices + 4 * total, static_cast<std::size_t>(total),
+                                                    first_pair, first_pair + S, S, weight, d_accumulator, stream),
+                       "sparse decode kernel");
   }
   const bool qsgd = codec.id() == CodecId::kQsgd;
   const auto segments = segments_of(layout, codec.granularity());
@@ -176,14 +168,14 @@ Status decode_own(const Codec& codec, const std::uint8_t* d_message, const Gradi
   BALLOT_ASSIGN_OR_RETURN(void* d_units, workspace.get(kUnits, 4 * S));
   BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
   auto* units = static_cast<float*>(d_units);
-  BALLOT_TRY(launch_status(
-      ballot_codec_cuda_units(d_message + scales_at, S, static_cast<float>(levels), weight, units, stream),
-      "codec scale kernel"));
-  return launch_status(ballot_codec_cuda_dequantize_add(qsgd ? 0 : 1, d_message + scales_at + 4 * S,
-                                                        detail::sign_bytes(d), qsgd ? std::bit_width(levels) : 1, d,
-                                                        static_cast<const BallotCodecSegment*>(d_segments), S, units,
-                                                        d_accumulator, stream),
-                       "codec decode kernel");
+  BALLOT_TRY(
+      cuda_status(ballot_codec_cuda_units(d_message + scales_at, S, static_cast<float>(levels), weight, units, stream),
+                  "codec scale kernel"));
+  return cuda_status(ballot_codec_cuda_dequantize_add(qsgd ? 0 : 1, d_message + scales_at + 4 * S,
+                                                      detail::sign_bytes(d), qsgd ? std::bit_width(levels) : 1, d,
+                                                      static_cast<const BallotCodecSegment*>(d_segments), S, units,
+                                                      d_accumulator, stream),
+                     "codec decode kernel");
 }
 
 Status require_device() {
@@ -327,9 +319,9 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
     auto* base = static_cast<std::uint8_t*>(device);
     const auto* d_segments = reinterpret_cast<const BallotCodecSegment*>(base + table_at);
     const auto* d_unit = reinterpret_cast<const float*>(base + table_at + sizeof(BallotCodecSegment) * S);
-    BALLOT_TRY(launch_status(ballot_codec_cuda_dequantize_add(mode, base + streams_at, detail::sign_bytes(d), planes, d,
-                                                              d_segments, S, d_unit, d_accumulator, stream),
-                             "codec decode kernel"));
+    BALLOT_TRY(cuda_status(ballot_codec_cuda_dequantize_add(mode, base + streams_at, detail::sign_bytes(d), planes, d,
+                                                            d_segments, S, d_unit, d_accumulator, stream),
+                           "codec decode kernel"));
   } else {
     std::vector<std::uint64_t> first_pair(S), offsets(S);
     std::uint64_t running = 0;
@@ -347,12 +339,12 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
     auto* base = static_cast<std::uint8_t*>(device);
     const std::size_t indices_at = static_cast<std::size_t>(sparse->indices.data() - bytes.data());
     const std::size_t values_at = static_cast<std::size_t>(sparse->values.data() - bytes.data());
-    BALLOT_TRY(launch_status(
-        ballot_codec_cuda_sparse_add(base + indices_at, base + values_at, static_cast<std::size_t>(running),
-                                     reinterpret_cast<const std::uint64_t*>(base + table_at),
-                                     reinterpret_cast<const std::uint64_t*>(base + table_at + 8 * S), S, weight,
-                                     d_accumulator, stream),
-        "sparse decode kernel"));
+    BALLOT_TRY(
+        cuda_status(ballot_codec_cuda_sparse_add(base + indices_at, base + values_at, static_cast<std::size_t>(running),
+                                                 reinterpret_cast<const std::uint64_t*>(base + table_at),
+                                                 reinterpret_cast<const std::uint64_t*>(base + table_at + 8 * S), S,
+                                                 weight, d_accumulator, stream),
+                    "sparse decode kernel"));
   }
   return cuda_status(cudaStreamSynchronize(cuda_stream), "decode");
 }
@@ -365,7 +357,16 @@ Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const C
     return make_error(ErrorCode::kInvalidArgument,
                       "device error feedback needs ef=1 over qsgd (elias=0), terngrad or topk; got " + codec.spec());
   }
-  BALLOT_ASSIGN_OR_RETURN(auto inner, make_codec(feedback->inner().spec()));
+  // A copy of the inner codec from its options (its spec string rounds ratios and clips to six
+  // decimals, which would change the budget or the limit).
+  std::unique_ptr<Codec> inner;
+  if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&feedback->inner())) {
+    inner = std::make_unique<QsgdCodec>(qsgd->options());
+  } else if (const auto* terngrad = dynamic_cast<const TernGradCodec*>(&feedback->inner())) {
+    inner = std::make_unique<TernGradCodec>(terngrad->options());
+  } else {
+    inner = std::make_unique<TopKCodec>(dynamic_cast<const TopKCodec&>(feedback->inner()).options());
+  }
   return std::unique_ptr<DeviceErrorFeedback>(new DeviceErrorFeedback(std::move(inner)));
 }
 
@@ -401,10 +402,19 @@ Status DeviceErrorFeedback::encode(const float* d_gradient, const GradientLayout
   }
   BALLOT_TRY(resize(d, stream));
   // p = g + e;  Δ = C(p);  e = p − decode(Δ), with Δ exactly as every receiver decodes it.
-  BALLOT_TRY(launch_status(ballot_codec_cuda_add(d_gradient, memory_, d, corrected_, stream), "add kernel"));
+  BALLOT_TRY(cuda_status(ballot_codec_cuda_add(d_gradient, memory_, d, corrected_, stream), "add kernel"));
   BALLOT_TRY(cuda::encode(*inner_, corrected_, layout, rng, d_out, workspace_, stream));
+  // The new memory is built in corrected_ and swapped in only when complete: a failure leaves e.
+  BALLOT_TRY(decode_own(*inner_, d_out, layout, corrected_, -1.0f, workspace_, stream));
   std::swap(memory_, corrected_);
-  return decode_own(*inner_, d_out, layout, memory_, -1.0f, workspace_, stream);
+  return {};
+}
+
+void DeviceErrorFeedback::reset_state() {
+  if (memory_ != nullptr) cudaFree(memory_);
+  if (corrected_ != nullptr) cudaFree(corrected_);
+  memory_ = corrected_ = nullptr;
+  size_ = 0;
 }
 
 Result<EncodedGradient> DeviceErrorFeedback::encode_to_host(const float* d_gradient, const GradientLayout& layout,

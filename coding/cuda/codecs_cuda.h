@@ -4,7 +4,8 @@
 //
 // Bit-identical to the CPU codecs (coding/quantizers.h, coding/sparse_codecs.h): encode() writes
 // exactly the bytes codec.encode() returns for the same gradient, layout and Rng, and moves the
-// Rng the same way; decode_add() adds exactly what codec.decode_add() adds. The shared arithmetic
+// Rng the same way; decode_add() adds exactly what codec.decode_add() adds. (Bits of numbers: a NaN
+// that arithmetic makes stays a NaN, with the payload of the hardware that made it.) The shared arithmetic
 // is coding/detail/codec_logic.h (the rounding formulas, the order of the double sums, the top-k
 // key); the random draws are the same Philox blocks (coding/detail/rounding.h).
 //
@@ -86,15 +87,17 @@ class DeviceErrorFeedback {
   DeviceErrorFeedback& operator=(const DeviceErrorFeedback&) = delete;
 
   const Codec& inner() const noexcept { return *inner_; }
-  // d_out receives inner().wire_size(layout) bytes. The memory starts at zero, and again when the
-  // gradient's size changes (as on the CPU).
+  // d_out (4-byte aligned, as cudaMalloc's are) receives inner().wire_size(layout) bytes. The
+  // memory starts at zero, and again when the gradient's size changes (as on the CPU).
   Status encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out, void* stream);
   // encode() into a device buffer, then the message copied to the host; synchronises the stream.
   Result<EncodedGradient> encode_to_host(const float* d_gradient, const GradientLayout& layout, Rng& rng, void* stream);
   // The CPU ErrorFeedback's state blob; synchronises the stream.
   Result<std::vector<std::uint8_t>> save_state(void* stream);
   // Validates the blob (it comes from a file) against the codec and the layout, then uploads it.
+  // reset_state() forgets the memory (the next encode starts from zero).
   Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream);
+  void reset_state();
   // The memory e on the device (null before the first encode or after an empty state) and its size.
   const float* memory() const noexcept { return memory_; }
   std::size_t size() const noexcept { return size_; }

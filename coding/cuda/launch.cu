@@ -32,13 +32,15 @@ unsigned grid_for(std::size_t threads, unsigned block) {
 
 int last_error() { return static_cast<int>(cudaGetLastError()); }
 
-// The segment holding chunk `chunk` (the last one whose first chunk is ≤ it).
-__device__ inline std::size_t segment_of_chunk(const BallotCodecSegment* segments, std::size_t count,
-                                               std::size_t chunk) {
+// The last segment whose `field` (first_chunk or offset) is at most `value`: the segment holding
+// that chunk or coordinate (empty segments that share an offset with the next one are skipped so).
+template <std::uint64_t BallotCodecSegment::*kField>
+__device__ inline std::size_t last_segment_at(const BallotCodecSegment* segments, std::size_t count,
+                                              std::size_t value) {
   std::size_t lo = 0, hi = count;
   while (hi - lo > 1) {
     const std::size_t mid = (lo + hi) / 2;
-    if (segments[mid].first_chunk <= chunk) {
+    if (segments[mid].*kField <= value) {
       lo = mid;
     } else {
       hi = mid;
@@ -46,20 +48,12 @@ __device__ inline std::size_t segment_of_chunk(const BallotCodecSegment* segment
   }
   return lo;
 }
-
-// The segment holding coordinate i (the last one starting at or before it; empty segments that
-// share an offset with the next one are skipped that way).
+__device__ inline std::size_t segment_of_chunk(const BallotCodecSegment* segments, std::size_t count,
+                                               std::size_t chunk) {
+  return last_segment_at<&BallotCodecSegment::first_chunk>(segments, count, chunk);
+}
 __device__ inline std::size_t segment_of(const BallotCodecSegment* segments, std::size_t count, std::size_t i) {
-  std::size_t lo = 0, hi = count;
-  while (hi - lo > 1) {
-    const std::size_t mid = (lo + hi) / 2;
-    if (segments[mid].offset <= i) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return last_segment_at<&BallotCodecSegment::offset>(segments, count, i);
 }
 
 // ---- per-segment factors ------------------------------------------------------------------------

@@ -19,7 +19,7 @@ struct BallotCodecSegment {
 // into sums (moments), 4 = max |x| as bits into max_bits (NaN above +inf; the caller zeroes it).
 // Then, per segment, the QSGD (mode 0) or TernGrad (mode 1) factors: QSGD writes the f32 norm at
 // wire_scales + 4k and inverse[k]; TernGrad writes the f32 scale at wire_scales + 4k and limit[k],
-// inverse[k], keep_all[k]. scratch: 4 · (total chunks) doubles.
+// inverse[k], keep_all[k]. scratch: 3 · (total chunks) doubles; max_bits: total chunks words.
 int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCodecSegment* d_segments,
                               std::size_t num_segments, std::size_t total_chunks, double* scratch,
                               std::uint32_t* max_bits, float parameter, std::uint8_t* wire_scales, float* inverse,

@@ -11,13 +11,6 @@
 namespace ballot::kernels::cuda {
 namespace {
 
-Status cuda_status(cudaError_t code, const char* what) {
-  if (code == cudaSuccess) return {};
-  const ErrorCode kind = (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver) ? ErrorCode::kUnavailable
-                                                                                            : ErrorCode::kInternal;
-  return make_error(kind, std::string(what) + ": " + cudaGetErrorString(code));
-}
-
 // RAII device buffer for the host convenience functions.
 template <typename T>
 class DeviceBuffer {
@@ -52,6 +45,14 @@ Status require_device() {
 
 }  // namespace
 
+Status cuda_status(int code, const char* what) {
+  const auto error = static_cast<cudaError_t>(code);
+  if (error == cudaSuccess) return {};
+  const ErrorCode kind = (error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver) ? ErrorCode::kUnavailable
+                                                                                              : ErrorCode::kInternal;
+  return make_error(kind, std::string(what) + ": " + cudaGetErrorString(error));
+}
+
 int device_count() noexcept {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -59,6 +60,15 @@ int device_count() noexcept {
     return 0;
   }
   return count;
+}
+
+int current_device() noexcept {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return device;
 }
 
 Status pack_signs(const float* d_values, std::size_t count, std::uint64_t* d_words, void* stream) {

@@ -23,6 +23,12 @@ namespace ballot::kernels::cuda {
 
 // Number of usable CUDA devices; 0 (never an error) when there is no GPU or no driver.
 int device_count() noexcept;
+// The calling thread's current CUDA device (where these functions allocate and launch), or −1.
+int current_device() noexcept;
+
+// A CUDA runtime result (a cudaError_t as int) as a Status: success, kUnavailable for no device or
+// no driver, kInternal otherwise; the message is `what` and CUDA's text. For every CUDA module.
+Status cuda_status(int code, const char* what);
 
 // d_words receives words_for(count) words, padding bits zero. Warp ballot: each warp packs 64
 // consecutive values into one word.

@@ -13,6 +13,7 @@
 #include "python/src/native.h"
 #if BALLOT_HAVE_CUDA
 #include "coding/cuda/codecs_cuda.h"
+#include "kernels/cuda/cuda_kernels.h"
 #endif
 
 namespace ballot::python {
@@ -55,12 +56,13 @@ class NativeCodec {
     const GradientLayout layout = layout_of(layers);
     const auto [values, device] = floats_on_device(gradient, "gradient", /*writable=*/false);
     require_size(values.size(), layout, "gradient");
+    const int device_id = device == Device::kCuda ? as_array(gradient, "gradient").device_id() : -1;
     Result<coding::EncodedGradient> encoded = make_error(ErrorCode::kInternal, "not run");
     {
       nb::gil_scoped_release released;
       const std::lock_guard lock(mutex_);
       if (device == Device::kCuda) {
-        encoded = encode_on_cuda(values.data(), layout, reinterpret_cast<void*>(stream));
+        encoded = encode_on_cuda(values.data(), device_id, layout, reinterpret_cast<void*>(stream));
       } else {
         const Status synced = sync_host();
         encoded = synced.ok() ? Result<coding::EncodedGradient>(codec_->encode(values, layout, rng_))
@@ -87,11 +89,13 @@ class NativeCodec {
     const GradientLayout layout = layout_of(layers);
     const auto [out, device] = floats_on_device(accumulator, "accumulator", /*writable=*/true);
     require_size(out.size(), layout, "accumulator");
+    const int device_id = device == Device::kCuda ? as_array(accumulator, "accumulator").device_id() : -1;
     Status status;
     {
       nb::gil_scoped_release released;
       if (device == Device::kCuda) {
-        status = decode_add_on_cuda(byte_view(data), layout, out.data(), weight, reinterpret_cast<void*>(stream));
+        status =
+            decode_add_on_cuda(byte_view(data), layout, out.data(), device_id, weight, reinterpret_cast<void*>(stream));
       } else {
         status = codec_->decode_add(byte_view(data), layout, out, weight);
       }
@@ -137,8 +141,32 @@ class NativeCodec {
 
  private:
 #if BALLOT_HAVE_CUDA
+  // The GPU this codec's device state lives on (the first one it ran on), and the current device:
+  // the tensor must be on both (allocations and launches go to the current device).
+  Status check_device(int device_id) const {
+    const int current = kernels::cuda::current_device();
+    if (device_id != current) {
+      return make_error(ErrorCode::kInvalidArgument, "the tensor is on cuda:" + std::to_string(device_id) +
+                                                         " but the current CUDA device is " + std::to_string(current) +
+                                                         " (run under torch.cuda.device(" + std::to_string(device_id) +
+                                                         "))");
+    }
+    return {};
+  }
+  Status check_home(int device_id) {
+    if (home_device_ < 0) home_device_ = device_id;
+    if (home_device_ != device_id) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "this Codec keeps its GPU state on cuda:" + std::to_string(home_device_) +
+                            "; a tensor on cuda:" + std::to_string(device_id) + " needs another Codec");
+    }
+    return {};
+  }
   // Under mutex_.
-  Result<coding::EncodedGradient> encode_on_cuda(const float* d_gradient, const GradientLayout& layout, void* stream) {
+  Result<coding::EncodedGradient> encode_on_cuda(const float* d_gradient, int device_id, const GradientLayout& layout,
+                                                 void* stream) {
+    BALLOT_TRY(check_device(device_id));
+    BALLOT_TRY(check_home(device_id));
     const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_.get());
     if (feedback == nullptr) {
       if (!coding::cuda::on_device(*codec_)) return no_device_codec();
@@ -150,20 +178,29 @@ class NativeCodec {
       BALLOT_ASSIGN_OR_RETURN(device_feedback_, coding::cuda::DeviceErrorFeedback::create(*codec_));
     }
     if (!device_current_) {
-      // The memory moves to the device (the host's blob, validated against this layout).
-      BALLOT_TRY(device_feedback_->load_state(codec_->save_state(), layout, stream));
+      // The memory moves to the device; a memory of another size restarts at zero, as on the CPU.
+      if (feedback->memory().size() == layout.total_size()) {
+        BALLOT_TRY(device_feedback_->load_state(codec_->save_state(), layout, stream));
+      } else {
+        device_feedback_->reset_state();
+      }
       device_current_ = true;
     }
-    stream_ = stream;
     return device_feedback_->encode_to_host(d_gradient, layout, rng_, stream);
   }
   Status decode_add_on_cuda(std::span<const std::uint8_t> bytes, const GradientLayout& layout, float* d_accumulator,
-                            float weight, void* stream) const {
+                            int device_id, float weight, void* stream) const {
+    BALLOT_TRY(check_device(device_id));
     const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_.get());
     const coding::Codec& decoder = feedback != nullptr ? feedback->inner() : *codec_;
     if (!coding::cuda::on_device(decoder)) return no_device_codec();
-    coding::cuda::Workspace workspace;  // per call: decoding may run concurrently
-    return coding::cuda::decode_add(decoder, bytes, layout, d_accumulator, weight, workspace, stream);
+    // One decode workspace per device use; concurrent decodes take turns on it.
+    const std::lock_guard lock(decode_mutex_);
+    if (!decode_workspace_ || decode_device_ != device_id) {
+      decode_workspace_ = std::make_unique<coding::cuda::Workspace>();
+      decode_device_ = device_id;
+    }
+    return coding::cuda::decode_add(decoder, bytes, layout, d_accumulator, weight, *decode_workspace_, stream);
   }
   Error no_device_codec() const {
     return make_error(ErrorCode::kInvalidArgument,
@@ -171,21 +208,24 @@ class NativeCodec {
                           " has no CUDA encoder (qsgd with elias=0, terngrad and topk, with or without ef, have): "
                           "pass a CPU array");
   }
-  // Under mutex_: the error-feedback memory back to the host codec, if it lives on the device.
+  // Under mutex_: the error-feedback memory back to the host codec, if it lives on the device. Each
+  // device encode synchronised its stream, so the memory is final; the copy needs no stream.
   Status sync_host() const {
     if (!device_current_) return {};
-    BALLOT_ASSIGN_OR_RETURN(const auto state, device_feedback_->save_state(stream_));
-    const std::size_t d = device_feedback_->size();
-    BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(d)));
+    BALLOT_ASSIGN_OR_RETURN(const auto state, device_feedback_->save_state(nullptr));
+    BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(device_feedback_->size())));
     device_current_ = false;
     return {};
   }
   std::unique_ptr<coding::cuda::Workspace> workspace_;
   std::unique_ptr<coding::cuda::DeviceErrorFeedback> device_feedback_;
-  void* stream_ = nullptr;
+  int home_device_ = -1;
+  mutable std::mutex decode_mutex_;
+  mutable std::unique_ptr<coding::cuda::Workspace> decode_workspace_;
+  mutable int decode_device_ = -1;
 #else
-  Result<coding::EncodedGradient> encode_on_cuda(const float*, const GradientLayout&, void*) { return no_cuda(); }
-  Status decode_add_on_cuda(std::span<const std::uint8_t>, const GradientLayout&, float*, float, void*) const {
+  Result<coding::EncodedGradient> encode_on_cuda(const float*, int, const GradientLayout&, void*) { return no_cuda(); }
+  Status decode_add_on_cuda(std::span<const std::uint8_t>, const GradientLayout&, float*, int, float, void*) const {
     return no_cuda();
   }
   static Error no_cuda() {

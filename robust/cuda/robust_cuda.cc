@@ -17,12 +17,7 @@ namespace {
 
 static_assert(kMaxInputs == static_cast<std::size_t>(kMaxRows));
 
-Status cuda_status(cudaError_t code, const char* what) {
-  if (code == cudaSuccess) return {};
-  const ErrorCode kind = (code == cudaErrorNoDevice || code == cudaErrorInsufficientDriver) ? ErrorCode::kUnavailable
-                                                                                            : ErrorCode::kInternal;
-  return make_error(kind, std::string(what) + ": " + cudaGetErrorString(code));
-}
+using kernels::cuda::cuda_status;
 
 CoordinateOp op_of(CoordinateRule rule) {
   switch (rule) {

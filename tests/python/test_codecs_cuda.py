@@ -65,3 +65,12 @@ def test_codecs_without_a_gpu_encoder_refuse_cuda_tensors(rng):
             codecs.Codec(spec).encode(x)
     with pytest.raises(ValueError, match="no CUDA encoder"):
         codecs.Codec("fp32").decode_add(codecs.Codec("fp32").encode(torch.ones(100)), x)
+
+
+def test_error_feedback_restarts_when_the_gradient_size_changes(rng):
+    torch = cuda_torch()
+    reference, mixed = codecs.Codec("qsgd:s=8,ef=1", seed=3), codecs.Codec("qsgd:s=8,ef=1", seed=3)
+    for d, on_gpu in ((1000, False), (1500, True), (1500, False), (700, True)):
+        g = torch.from_numpy(rng.standard_normal(d).astype(np.float32))
+        assert mixed.encode(g.cuda() if on_gpu else g) == reference.encode(g), f"d = {d}"
+    np.testing.assert_array_equal(mixed.memory, reference.memory)

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "coding/quantizers.h"
 #include "coding/wire_format.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "tests/coding/codec_test_util.h"
@@ -207,7 +208,7 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
 TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
   for (const std::size_t d : {1000, 70001}) {
     for (const char* spec : {"qsgd:s=4,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
-                             "topk:ratio=0.01,ef=1,granularity=layer"}) {
+                             "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1"}) {
       for (const auto& layout : {GradientLayout::whole(d), layered(d)}) {
         SCOPED_TRACE(std::string(spec) + ", d = " + std::to_string(d) + ", " + std::to_string(layout.num_layers()) +
                      " layers");
@@ -267,6 +268,18 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
   auto created = DeviceErrorFeedback::create(*testing::codec("topk:ratio=0.1,ef=1"));
   ASSERT_TRUE(created.ok());
   EXPECT_EQ((*created)->inner().spec(), testing::codec("topk:ratio=0.1")->spec());
+  // The inner codec is copied from its options, not re-parsed from its spec (which keeps six
+  // decimals: 0.0078125 would print as 0.007812, a budget of 7812 instead of 7813 at d = 10^6).
+  for (const char* spec : {"topk:ratio=0.0078125,ef=1", "terngrad:clip=0.1234567,ef=1"}) {
+    auto cpu = testing::codec(spec);
+    auto device = DeviceErrorFeedback::create(*cpu);
+    ASSERT_TRUE(device.ok()) << spec;
+    const auto layout = GradientLayout::whole(1000000);
+    EXPECT_EQ((*device)->inner().wire_size(layout), cpu->wire_size(layout)) << spec;
+    if (const auto* terngrad = dynamic_cast<const TernGradCodec*>(&(*device)->inner())) {
+      EXPECT_EQ(terngrad->options().clip, 0.1234567f);
+    }
+  }
   const std::vector<std::uint8_t> garbage = {1, 2, 3};
   const Status status = (*created)->load_state(garbage, GradientLayout::whole(10), nullptr);
   ASSERT_FALSE(status.ok());
