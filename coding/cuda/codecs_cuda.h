@@ -4,16 +4,18 @@
 //
 // Bit-identical to the CPU codecs (coding/quantizers.h, coding/sparse_codecs.h): encode() writes
 // exactly the bytes codec.encode() returns for the same gradient, layout and Rng, and moves the
-// Rng the same way; decode_add() adds exactly what codec.decode_add() adds. (Bits of numbers: a NaN
-// that arithmetic makes stays a NaN, with the payload of the hardware that made it.) The shared arithmetic
-// is coding/detail/codec_logic.h (the rounding formulas, the order of the double sums, the top-k
-// key); the random draws are the same Philox blocks (coding/detail/rounding.h).
+// Rng the same way; decode_add() adds exactly what codec.decode_add() adds. (Bits of numbers: a
+// NaN that arithmetic makes stays a NaN, with the payload of the hardware that made it.) The
+// shared arithmetic is coding/detail/codec_logic.h (the rounding formulas, the order of the double
+// sums, the top-k key); the random draws are the same Philox blocks (coding/detail/rounding.h).
 //
 // Cost on the device: QSGD and TernGrad read the gradient twice (the per-segment norm or maximum,
-// then the fused quantising pass that writes the streams); top-k reads it four times (three radix
-// passes of 11, 11 and 9 bits over the magnitude, then the ordered selection; a fifth read when
-// more entries tie at the k-th magnitude than are taken) and synchronises the stream once per
-// segment after the radix passes.
+// then the fused quantising pass that writes the streams). Top-k of a segment of at least 2^20
+// coordinates with k ≤ n/8 reads it once for its candidates (those at or above a threshold from a
+// strided sample), then selects exactly among them; smaller segments, or a sample that misleads,
+// take the full selection (three radix passes of 11, 11 and 9 bits over the magnitude, then the
+// ordered select: four reads). It synchronises the stream once per segment for the full selection,
+// twice for the sampled one.
 //
 // Host API in plain C++: streams as void* (a cudaStream_t, null for the default stream), device
 // buffers as raw pointers (d_ prefix). Built only when BALLOT_HAVE_CUDA; without a device the
