@@ -74,13 +74,19 @@ std::filesystem::path scratch_dir(const std::string& name) {
   return dir;
 }
 
+// The pinned digests are those of rounds in which every node's vote counts. The default round
+// deadline (3 s, after which n − b votes suffice) was once too short under ASan on two busy cores
+// (a round of 2.7 s, one vote late, another digest): the runs wait up to a minute for every vote.
+constexpr const char* kEveryVote = "--deadline-ms 60000 ";
+
 // One test per run, so that ctest runs them in parallel and each stays well inside its timeout.
 class PinnedDigests : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(PinnedDigests, ShortRun) {
   const auto& pinned = kPinned[GetParam()];
   const auto dir = scratch_dir(std::to_string(GetParam()));
-  const std::string output = run("--work-dir '" + dir.string() + "' --rounds 30 --eval-every 1000 " + pinned.arguments);
+  const std::string output =
+      run("--work-dir '" + dir.string() + "' --rounds 30 --eval-every 1000 " + kEveryVote + pinned.arguments);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(digest_of(output), pinned.digest_30_rounds) << "ballot train " << pinned.arguments << "\n" << output;
 }
@@ -91,7 +97,7 @@ TEST_P(PinnedDigests, FullLengthRun) {
   if (full == nullptr || std::string(full) != "1") GTEST_SKIP() << "set BALLOT_FULL_DIGESTS=1 (about 35 s per run)";
   if (pinned.digest_full == nullptr) GTEST_SKIP() << "no full-length digest pinned for this run";
   const auto dir = scratch_dir("full_" + std::to_string(GetParam()));
-  const std::string output = run("--work-dir '" + dir.string() + "' " + pinned.arguments);
+  const std::string output = run("--work-dir '" + dir.string() + "' " + kEveryVote + pinned.arguments);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(digest_of(output), pinned.digest_full) << "ballot train " << pinned.arguments << "\n" << output;
 }
