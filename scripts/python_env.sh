@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up the Python test environment on Debian 12: Debian's Python packages (headers, venv,
-# numpy, torch and what ByzFL imports) and Open MPI's mpirun (a real launcher for the launch
-# tests), then build/venv — a venv of /usr/bin/python3 with the
+# numpy, torch and what ByzFL imports), Open MPI's mpirun and Slurm (real launchers for the launch
+# tests; the Slurm tests start private daemons, none is enabled here), then build/venv — a venv of /usr/bin/python3 with the
 # system site packages (so Debian's torch is used) and pinned PyPI packages: nanobind and
 # scikit-build-core (to build the extension), pytest, and ByzFL (installed without its
 # dependencies: it asks for torch >= 2.2, and Debian's 1.13 runs what the tests use).
@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(python3-dev python3-venv python3-pip python3-numpy python3-torch python3-scipy
-          python3-torchvision python3-matplotlib python3-seaborn openmpi-bin)
+          python3-torchvision python3-matplotlib python3-seaborn openmpi-bin
+          slurmctld slurmd slurm-client)
 missing=()
 for package in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)

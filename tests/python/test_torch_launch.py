@@ -6,6 +6,8 @@
   takes its index from RANK. Every node ends with the server's model digest.
 - Open MPI's mpirun does the same (its ranks in OMPI_COMM_WORLD_RANK, no RANK): `ballot launch`
   on rank 0, the node script on the others. Skipped without mpirun (Debian: openmpi-bin).
+- So does Slurm's srun (SLURM_PROCID), on the private Slurm of conftest.py's `slurm` fixture.
+  Skipped without Slurm or root.
 - A node made of a two-process gloo group (torchrun with a c10d rendezvous of its own on this
   machine, as --standalone does) beside two single-process nodes: only group rank 0 speaks to the
   cluster; both ranks end with the server's parameters, and the run converges like the run of
@@ -124,8 +126,9 @@ fi
 exec "$PYTHON" "$TINY_SCRIPT"
 '''
 
-# The same task for Open MPI, whose rank variable is OMPI_COMM_WORLD_RANK.
+# The same task for Open MPI, whose rank variable is OMPI_COMM_WORLD_RANK, and for Slurm (SLURM_PROCID).
 MPI_WRAPPER = WRAPPER.replace('"$RANK"', '"$OMPI_COMM_WORLD_RANK"')
+SLURM_WRAPPER = WRAPPER.replace('"$RANK"', '"$SLURM_PROCID"')
 
 
 class Tiny(nn.Module):
@@ -285,6 +288,16 @@ def test_mpirun_starts_the_server_and_the_nodes(make_run):
     as_root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     run.start("mpirun", ["mpirun", *as_root, "--oversubscribe", "-np", run.nodes + 1, wrapper], env)
     check_launched_run(run, run.wait(timeout=150)["mpirun"])
+
+
+def test_srun_starts_the_server_and_the_nodes(make_run, slurm):
+    run = make_run("srun")
+    wrapper, env = launcher_task(run, SLURM_WRAPPER)
+    for variable in [v for v in env if v in ("RANK", "WORLD_SIZE") or v.startswith(("OMPI_", "SLURM_"))]:
+        del env[variable]  # the private Slurm's rank decides
+    env["SLURM_CONF"] = slurm["SLURM_CONF"]
+    run.start("srun", ["srun", "--ntasks", run.nodes + 1, "--kill-on-bad-exit=1", "--time=10", wrapper], env)
+    check_launched_run(run, run.wait(timeout=150)["srun"])
 
 
 def start_group(run, name, index, backend="gloo", **extra):
