@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "coding/detail/blocks.h"
+#include "coding/detail/codec_logic.h"
+#include "coding/detail/quantized_wire.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
 #include "kernels/momentum.h"
@@ -83,14 +85,15 @@ EncodedGradient SignCodec::encode(std::span<const float> gradient, const Gradien
     return encode_signs(id(), granularity, 0, gradient, layout, segments, [](std::size_t, std::size_t, std::size_t) {});
   }
   if (kind_ == SignKind::kScaledSign) {
-    std::vector<double> l1(segments.size(), 0.0);
-    EncodedGradient out = encode_signs(id(), granularity, num_scales, gradient, layout, segments,
-                                       [&](std::size_t s, std::size_t lo, std::size_t hi) {
-                                         l1[s] += detail::sum_abs(gradient.data() + lo, hi - lo);
-                                       });
+    // ‖v‖₁ in the chunked order of codec_logic.h (which the device encoder reproduces), each piece
+    // added while its block is in cache.
+    std::vector<detail::ChunkedAbsSum> l1(segments.size());
+    EncodedGradient out =
+        encode_signs(id(), granularity, num_scales, gradient, layout, segments,
+                     [&](std::size_t s, std::size_t lo, std::size_t hi) { l1[s].add(gradient.data() + lo, hi - lo); });
     // Karimireddy et al. 2019, Alg. 1: C(v) = (‖v‖₁ / d) · sign(v), d of the segment.
     for (std::size_t s = 0; s < segments.size(); ++s) {
-      const float scale = segments[s].size == 0 ? 0.0f : static_cast<float>(l1[s] / segments[s].size);
+      const float scale = detail::scaled_sign_scale(l1[s].total(), segments[s].size);
       std::memcpy(out.bytes.data() + kHeaderBytes + 4 * s, &scale, 4);
     }
     return out;
@@ -120,17 +123,11 @@ namespace {
 Status decode_signs(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
                     float weight, CodecId id, std::size_t per_segment) {
   BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
-  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id, 0, layout));
-  if (per_segment == 0 && header.granularity != Granularity::kModel) {
-    return malformed(std::string(codec_id_name(id)) + " must be encoded with model granularity");
-  }
-  const auto segments = segments_of(layout, header.granularity);
-  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
-  BALLOT_ASSIGN_OR_RETURN(const auto scale_bytes, reader.take(per_segment * segments.size(), 4, "scales"));
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sign_stream(bytes, layout, id, per_segment));
+  const auto& segments = view.segments;
+  const auto scale_bytes = view.scales;
+  const auto words = view.signs;
   const std::size_t d = layout.total_size();
-  BALLOT_ASSIGN_OR_RETURN(const auto words, reader.take(detail::sign_bytes(d), 1, "signs"));
-  BALLOT_TRY(reader.expect_end());
-  if (d != 0) BALLOT_TRY(detail::check_padding(words.data(), d, "signs"));
 
   std::vector<float> scales(scale_bytes.size() / 4);
   if (!scales.empty()) std::memcpy(scales.data(), scale_bytes.data(), scale_bytes.size());
@@ -158,6 +155,27 @@ Status decode_signs(std::span<const std::uint8_t> bytes, const GradientLayout& l
 }
 
 }  // namespace
+
+namespace detail {
+
+Result<SignStream> read_sign_stream(std::span<const std::uint8_t> bytes, const GradientLayout& layout, CodecId id,
+                                    std::size_t scales_per_segment) {
+  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id, 0, layout));
+  if (scales_per_segment == 0 && header.granularity != Granularity::kModel) {
+    return malformed(std::string(codec_id_name(id)) + " must be encoded with model granularity");
+  }
+  SignStream view;
+  view.segments = segments_of(layout, header.granularity);
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
+  BALLOT_ASSIGN_OR_RETURN(view.scales, reader.take(scales_per_segment * view.segments.size(), 4, "scales"));
+  const std::size_t d = layout.total_size();
+  BALLOT_ASSIGN_OR_RETURN(view.signs, reader.take(sign_bytes(d), 1, "signs"));
+  BALLOT_TRY(reader.expect_end());
+  if (d != 0) BALLOT_TRY(check_padding(view.signs.data(), d, "signs"));
+  return view;
+}
+
+}  // namespace detail
 
 Status SignCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
                              std::span<float> accumulator, float weight) const {

@@ -26,6 +26,7 @@ class SignCodec final : public Codec {
   explicit SignCodec(SignKind kind, Granularity granularity = Granularity::kLayer)
       : kind_(kind), granularity_(granularity) {}
 
+  SignKind kind() const noexcept { return kind_; }
   CodecId id() const noexcept override;
   std::string spec() const override;
   Granularity granularity() const noexcept override { return granularity_; }

@@ -141,37 +141,47 @@ EncodedGradient RandomKCodec::encode(std::span<const float> gradient, const Grad
 Status RandomKCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
                                 std::span<float> accumulator, float weight) const {
   BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
-  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), 0, layout));
-  const auto segments = segments_of(layout, header.granularity);
-  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
-  BALLOT_ASSIGN_OR_RETURN(const auto count_bytes, reader.take(segments.size(), 4, "counts"));
-  std::vector<std::size_t> counts(segments.size());
-  std::size_t sum = 0;
-  for (std::size_t s = 0; s < segments.size(); ++s) {
-    counts[s] = load_pod<std::uint32_t>(count_bytes.data() + 4 * s);
-    if (counts[s] > segments[s].size) {
-      return malformed("random-k count " + std::to_string(counts[s]) + " exceeds segment size " +
-                       std::to_string(segments[s].size));
-    }
-    sum += counts[s];
-  }
-  BALLOT_ASSIGN_OR_RETURN(const auto seed, reader.read<std::uint64_t>("seed"));
-  BALLOT_ASSIGN_OR_RETURN(const auto stream, reader.read<std::uint64_t>("stream"));
-  BALLOT_ASSIGN_OR_RETURN(const auto position, reader.read<std::uint64_t>("position"));
-  BALLOT_ASSIGN_OR_RETURN(const auto values, reader.take(sum, 4, "values"));
-  BALLOT_TRY(reader.expect_end());
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_random_k(bytes, layout));
   // The indices are regenerated from the stream: valid by construction.
-  Rng rng(seed, stream);
-  rng.seek(position);
+  Rng rng(view.seed, view.stream);
+  rng.seek(view.position);
   std::vector<std::uint32_t> indices;
   std::size_t j = 0;
-  for (std::size_t s = 0; s < segments.size(); ++s) {
+  for (std::size_t s = 0; s < view.segments.size(); ++s) {
     indices.clear();
-    random_subset(rng, segments[s].size, counts[s], indices);
-    float* base = accumulator.data() + segments[s].offset;
-    for (std::uint32_t i : indices) base[i] += weight * load_pod<float>(values.data() + 4 * j++);
+    random_subset(rng, view.segments[s].size, view.counts[s], indices);
+    float* base = accumulator.data() + view.segments[s].offset;
+    for (std::uint32_t i : indices) base[i] += weight * load_pod<float>(view.values.data() + 4 * j++);
   }
   return {};
 }
+
+namespace detail {
+
+Result<RandomKView> read_random_k(std::span<const std::uint8_t> bytes, const GradientLayout& layout) {
+  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, CodecId::kRandomK, 0, layout));
+  RandomKView view;
+  view.segments = segments_of(layout, header.granularity);
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
+  BALLOT_ASSIGN_OR_RETURN(const auto count_bytes, reader.take(view.segments.size(), 4, "counts"));
+  view.counts.resize(view.segments.size());
+  std::size_t sum = 0;
+  for (std::size_t s = 0; s < view.segments.size(); ++s) {
+    view.counts[s] = load_pod<std::uint32_t>(count_bytes.data() + 4 * s);
+    if (view.counts[s] > view.segments[s].size) {
+      return malformed("random-k count " + std::to_string(view.counts[s]) + " exceeds segment size " +
+                       std::to_string(view.segments[s].size));
+    }
+    sum += view.counts[s];
+  }
+  BALLOT_ASSIGN_OR_RETURN(view.seed, reader.read<std::uint64_t>("seed"));
+  BALLOT_ASSIGN_OR_RETURN(view.stream, reader.read<std::uint64_t>("stream"));
+  BALLOT_ASSIGN_OR_RETURN(view.position, reader.read<std::uint64_t>("position"));
+  BALLOT_ASSIGN_OR_RETURN(view.values, reader.take(sum, 4, "values"));
+  BALLOT_TRY(reader.expect_end());
+  return view;
+}
+
+}  // namespace detail
 
 }  // namespace ballot::coding

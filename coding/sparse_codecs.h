@@ -47,6 +47,7 @@ class RandomKCodec final : public Codec {
  public:
   explicit RandomKCodec(SparseOptions options = {}) : options_(options) {}
 
+  const SparseOptions& options() const noexcept { return options_; }
   CodecId id() const noexcept override { return CodecId::kRandomK; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return options_.granularity; }
@@ -68,6 +69,7 @@ class ThresholdCodec final : public Codec {
  public:
   explicit ThresholdCodec(ThresholdOptions options = {}) : options_(options) {}
 
+  const ThresholdOptions& options() const noexcept { return options_; }
   CodecId id() const noexcept override { return CodecId::kThreshold; }
   std::string spec() const override;
   Granularity granularity() const noexcept override { return Granularity::kModel; }

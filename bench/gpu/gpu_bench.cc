@@ -248,9 +248,12 @@ void BM_CoordinateRule(benchmark::State& state) {
 }
 
 // A codec's device encoder (coding/cuda) on d floats, model granularity. The fraction is of the read
-// bandwidth counting the gradient once (4d bytes); QSGD and TernGrad must read it twice (the norm
-// or maximum first, then the quantising pass) and write the streams, so their floor is 8d + the
-// message bytes: about 46 % of the read bandwidth at best.
+// bandwidth counting the gradient once (4d bytes); QSGD, TernGrad and scaled sign must read it
+// twice (the norm or maximum first, then the quantising or sign pass) and write the streams, so
+// their floor is 8d + the message bytes: about 46 % (QSGD), 48 % (TernGrad) and 49 % (scaled
+// sign) of the read bandwidth at best. Sign reads it once (97 %); threshold once, plus its
+// selection's writes; random-k reads only its k entries (and uploads 4k bytes of indices drawn
+// on the host, which bound it).
 void BM_Encode(benchmark::State& state, const std::string& spec) {
   const auto d = static_cast<std::size_t>(state.range(0));
   auto codec = ballot::coding::make_codec(spec);
@@ -263,10 +266,14 @@ void BM_Encode(benchmark::State& state, const std::string& spec) {
   ballot::coding::cuda::Workspace workspace;
   ballot::Rng rng(12, 0);
   const std::string name = spec.substr(0, spec.find(':'));
+  std::size_t written = 0;
   run(state, name + " encode d=" + pow2(state.range(0)) + " (of read)", 4.0 * d, g_device.read_bandwidth, [&] {
-    check(ballot::coding::cuda::encode(**codec, gradient.get(), layout, rng, out.get(), workspace, g_device.stream));
+    auto bytes =
+        ballot::coding::cuda::encode(**codec, gradient.get(), layout, rng, out.get(), workspace, g_device.stream);
+    if (!bytes.ok()) check(ballot::Status(bytes.error()));
+    written = *bytes;
   });
-  state.counters["message_bytes"] = static_cast<double>(wire);
+  state.counters["message_bytes"] = static_cast<double>(written);
 }
 
 constexpr std::int64_t k24 = std::int64_t{1} << 24, k26 = std::int64_t{1} << 26, k28 = std::int64_t{1} << 28;
@@ -288,6 +295,20 @@ BENCHMARK_CAPTURE(BM_Encode, terngrad, std::string("terngrad:ef=0,granularity=mo
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Encode, topk, std::string("topk:ef=0,ratio=0.01"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Encode, sign, std::string("sign"))->Arg(k26)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Encode, scaled_sign, std::string("scaled_sign:ef=0,granularity=model"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+// τ = 0.58 keeps about 1.1 % of fill_distinct's entries (uniform in ±0.5 times 1 … 1.23).
+BENCHMARK_CAPTURE(BM_Encode, threshold, std::string("threshold:ef=0,tau=0.58"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Encode, randomk, std::string("randomk:ef=0,ratio=0.01"))
     ->Arg(k26)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

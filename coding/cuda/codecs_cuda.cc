@@ -18,6 +18,7 @@
 #include "coding/detail/sparse.h"
 #include "coding/error_feedback.h"
 #include "coding/quantizers.h"
+#include "coding/sign_codecs.h"
 #include "coding/sparse_codecs.h"
 #include "coding/wire_format.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -39,6 +40,7 @@ enum Slot : int {
   kHostIo,
   kUnits,
   kOut,
+  kIndices,
   kNumSlots
 };
 
@@ -132,33 +134,180 @@ Status encode_top_k(const TopKCodec& codec, const float* d_gradient, const Gradi
   return {};
 }
 
-// decode_add of a message the device itself just encoded (error feedback's own Δ): already in
-// device memory and trusted, so nothing is validated; the offsets come from the codec and layout.
-Status decode_own(const Codec& codec, const std::uint8_t* d_message, const GradientLayout& layout, float* d_accumulator,
-                  float weight, Workspace& workspace, void* stream) {
+// sign and scaled_sign: header and scale places from the host; the scales (‖v‖₁/n per segment, a
+// reduction pass) and the sign stream from the device.
+Status encode_sign(const SignCodec& codec, const float* d_gradient, const GradientLayout& layout, std::uint8_t* d_out,
+                   Workspace& workspace, void* stream) {
+  const bool scaled = codec.kind() == SignKind::kScaledSign;
+  // Plain sign carries no scale: always "model" on the wire, as SignCodec::encode writes it.
+  const Granularity granularity = scaled ? codec.granularity() : Granularity::kModel;
+  const auto segments = segments_of(layout, granularity);
+  const std::size_t S = segments.size();
+  const std::size_t num_scales = scaled ? S : 0;
+  const std::size_t d = layout.total_size();
+  std::vector<std::uint8_t> prefix;
+  write_header(prefix, codec.id(), granularity, 0, layout, 4 * num_scales + detail::sign_bytes(d));
+  BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
+  if (scaled && S > 0) {
+    std::size_t total_chunks = 0;
+    const auto table = segment_table(segments, total_chunks);
+    BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace.get(kSegments, sizeof(BallotCodecSegment) * S));
+    BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace.get(kScratch, 8 * 3 * std::max<std::size_t>(total_chunks, 1)));
+    BALLOT_ASSIGN_OR_RETURN(void* factors, workspace.get(kFactors, 9 * S));
+    BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
+    auto* unused = static_cast<float*>(factors);
+    BALLOT_TRY(cuda_status(
+        ballot_codec_cuda_factors(2, 8, d_gradient, static_cast<const BallotCodecSegment*>(d_segments), S, total_chunks,
+                                  static_cast<double*>(scratch), nullptr, 0.0f, d_out + kHeaderBytes, unused,
+                                  unused + S, reinterpret_cast<std::uint8_t*>(unused + 2 * S), stream),
+        "scaled sign factors kernel"));
+  }
+  return cuda_status(
+      ballot_codec_cuda_signs(d_gradient, d, detail::sign_bytes(d), d_out + kHeaderBytes + 4 * num_scales, stream),
+      "sign kernel");
+}
+
+// Random-k: the index stream is drawn on the host (Floyd's algorithm, as the CPU encoder, moving
+// the Rng the same way), uploaded, and the scaled values gathered on the device.
+Status encode_random_k(const RandomKCodec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng,
+                       std::uint8_t* d_out, Workspace& workspace, void* stream) {
+  const auto& options = codec.options();
+  const auto segments = segments_of(layout, options.granularity);
+  const auto budgets = detail::sparse_budgets(segments, options.k, options.ratio);
+  std::size_t total = 0;
+  for (const std::size_t count : budgets) total += count;
+  std::vector<std::uint8_t> prefix;
+  write_header(prefix, CodecId::kRandomK, options.granularity, 0, layout, codec.wire_size(layout) - kHeaderBytes);
+  for (const std::size_t count : budgets) append_pod<std::uint32_t>(prefix, static_cast<std::uint32_t>(count));
+  append_pod<std::uint64_t>(prefix, rng.seed());
+  append_pod<std::uint64_t>(prefix, rng.stream());
+  append_pod<std::uint64_t>(prefix, rng.position());
+  std::vector<std::uint32_t> indices;
+  indices.reserve(total);
+  for (std::size_t s = 0; s < segments.size(); ++s) random_subset(rng, segments[s].size, budgets[s], indices);
+  // random_subset appends: segment s's indices follow segment s − 1's.
+  BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
+  if (total == 0) return {};
+  BALLOT_ASSIGN_OR_RETURN(void* d_indices, workspace.get(kIndices, 4 * total));
+  BALLOT_TRY(upload(d_indices, indices.data(), 4 * total, stream));
+  std::uint8_t* values = d_out + prefix.size();
+  std::size_t done = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    if (budgets[s] == 0) continue;
+    // Unbiased: each coordinate is kept with probability k/n, so scale by n/k (as the CPU).
+    const float scale = static_cast<float>(static_cast<double>(segments[s].size) / static_cast<double>(budgets[s]));
+    BALLOT_TRY(cuda_status(ballot_codec_cuda_gather(d_gradient + segments[s].offset,
+                                                    static_cast<const std::uint8_t*>(d_indices) + 4 * done, budgets[s],
+                                                    1, scale, values + 4 * done, stream),
+                           "random-k gather kernel"));
+    done += budgets[s];
+  }
+  return {};
+}
+
+// Threshold: the selection on the device; its count comes back to the host (one synchronisation)
+// for the header and the values' place.
+Result<std::size_t> encode_threshold(const ThresholdCodec& codec, const float* d_gradient, const GradientLayout& layout,
+                                     std::uint8_t* d_out, Workspace& workspace, void* stream) {
+  const std::size_t d = layout.total_size();
+  if (d > std::size_t{UINT32_MAX}) {
+    return make_error(ErrorCode::kInvalidArgument, "threshold: segments must have fewer than 2^32 coordinates");
+  }
+  constexpr std::size_t kIndicesAt = kHeaderBytes + 4;
+  std::uint32_t count = 0;
+  if (d > 0) {
+    const std::size_t temp = ballot_codec_cuda_threshold_workspace(d);
+    BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace.get(kTopK, temp + 256));
+    auto* d_count = static_cast<std::uint32_t*>(scratch);
+    BALLOT_TRY(cuda_status(
+        ballot_codec_cuda_threshold(d_gradient, d, codec.options().tau, static_cast<std::uint8_t*>(scratch) + 256, temp,
+                                    d_out + kIndicesAt, d_count, stream),
+        "threshold select"));
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    BALLOT_TRY(cuda_status(cudaMemcpyAsync(&count, d_count, 4, cudaMemcpyDeviceToHost, cuda_stream), "download"));
+    BALLOT_TRY(cuda_status(cudaStreamSynchronize(cuda_stream), "threshold count"));
+    BALLOT_TRY(cuda_status(ballot_codec_cuda_gather(d_gradient, d_out + kIndicesAt, count, 0, 1.0f,
+                                                    d_out + kIndicesAt + 4 * std::size_t{count}, stream),
+                           "threshold gather kernel"));
+  }
+  std::vector<std::uint8_t> prefix;
+  write_header(prefix, CodecId::kThreshold, Granularity::kModel, 0, layout, 4 + 8 * std::size_t{count});
+  append_pod<std::uint32_t>(prefix, count);
+  BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
+  return kIndicesAt + 8 * std::size_t{count};
+}
+
+// The per-pair tables of the sparse decoder: the index of each segment's first pair, then each
+// segment's offset (2·S words).
+std::vector<std::uint64_t> sparse_tables(std::span<const Segment> segments, std::span<const std::size_t> counts,
+                                         std::uint64_t& total) {
+  const std::size_t S = segments.size();
+  std::vector<std::uint64_t> tables(2 * S);
+  total = 0;
+  for (std::size_t s = 0; s < S; ++s) {
+    tables[s] = total;
+    tables[S + s] = segments[s].offset;
+    total += counts[s];
+  }
+  return tables;
+}
+
+Status sparse_add(const std::uint8_t* d_indices, const std::uint8_t* d_values, std::uint64_t total,
+                  const std::uint64_t* d_tables, std::size_t S, float weight, float* d_accumulator, void* stream) {
+  return cuda_status(ballot_codec_cuda_sparse_add(d_indices, d_values, static_cast<std::size_t>(total), d_tables,
+                                                  d_tables + S, S, weight, d_accumulator, stream),
+                     "sparse decode kernel");
+}
+
+// random-k's indices of every segment, in the message's order, drawn from `rng` as the CPU does.
+std::vector<std::uint32_t> random_k_indices(Rng rng, std::span<const Segment> segments,
+                                            std::span<const std::size_t> counts) {
+  std::vector<std::uint32_t> indices;
+  for (std::size_t s = 0; s < segments.size(); ++s) random_subset(rng, segments[s].size, counts[s], indices);
+  return indices;
+}
+
+// decode_add of a message the device itself just encoded (error feedback's own Δ, `bytes` long):
+// already in device memory and trusted, so nothing is validated; the offsets come from the codec
+// and layout, random-k's indices from the Rng the encoder drew them from.
+Status decode_own(const Codec& codec, const std::uint8_t* d_message, std::size_t bytes, const GradientLayout& layout,
+                  const Rng& drawn_from, float* d_accumulator, float weight, Workspace& workspace, void* stream) {
   const std::size_t d = layout.total_size();
   if (d == 0) return {};
-  if (const auto* top_k = dynamic_cast<const TopKCodec*>(&codec)) {
-    const auto segments = segments_of(layout, top_k->options().granularity);
-    const auto budgets = detail::sparse_budgets(segments, top_k->options().k, top_k->options().ratio);
+  const auto* top_k = dynamic_cast<const TopKCodec*>(&codec);
+  const auto* random_k = dynamic_cast<const RandomKCodec*>(&codec);
+  if (top_k != nullptr || random_k != nullptr || dynamic_cast<const ThresholdCodec*>(&codec) != nullptr) {
+    const SparseOptions* options = top_k != nullptr      ? &top_k->options()
+                                   : random_k != nullptr ? &random_k->options()
+                                                         : nullptr;
+    const auto segments = segments_of(layout, options != nullptr ? options->granularity : Granularity::kModel);
     const std::size_t S = segments.size();
-    std::vector<std::uint64_t> tables(2 * S);
-    std::uint64_t total = 0;
-    for (std::size_t s = 0; s < S; ++s) {
-      tables[s] = total;
-      tables[S + s] = segments[s].offset;
-      total += budgets[s];
+    const std::size_t counts_at = kHeaderBytes, pairs_at = counts_at + 4 * S;
+    std::vector<std::size_t> counts;
+    if (options != nullptr) {
+      counts = detail::sparse_budgets(segments, options->k, options->ratio);
+    } else {
+      counts = {(bytes - pairs_at) / 8};  // threshold: 8 bytes a pair
     }
+    std::uint64_t total = 0;
+    const auto tables = sparse_tables(segments, counts, total);
     BALLOT_ASSIGN_OR_RETURN(void* d_tables, workspace.get(kSparseTables, 16 * S));
     BALLOT_TRY(upload(d_tables, tables.data(), 16 * S, stream));
-    const std::uint8_t* indices = d_message + kHeaderBytes + 4 * S;
-    const auto* first_pair = static_cast<const std::uint64_t*>(d_tables);
-    return cuda_status(ballot_codec_cuda_sparse_add(indices, indices + 4 * total, static_cast<std::size_t>(total),
-                                                    first_pair, first_pair + S, S, weight, d_accumulator, stream),
-                       "sparse decode kernel");
+    const auto* table = static_cast<const std::uint64_t*>(d_tables);
+    if (random_k == nullptr) {
+      const std::uint8_t* indices = d_message + pairs_at;
+      return sparse_add(indices, indices + 4 * total, total, table, S, weight, d_accumulator, stream);
+    }
+    const auto indices = random_k_indices(drawn_from, segments, counts);
+    BALLOT_ASSIGN_OR_RETURN(void* d_indices, workspace.get(kIndices, 4 * std::max<std::uint64_t>(total, 1)));
+    BALLOT_TRY(upload(d_indices, indices.data(), 4 * total, stream));
+    return sparse_add(static_cast<const std::uint8_t*>(d_indices), d_message + pairs_at + 24, total, table, S, weight,
+                      d_accumulator, stream);
   }
+  const auto* sign = dynamic_cast<const SignCodec*>(&codec);
   const bool qsgd = codec.id() == CodecId::kQsgd;
-  const auto segments = segments_of(layout, codec.granularity());
+  const bool plain_sign = sign != nullptr && sign->kind() == SignKind::kSign;
+  const auto segments = segments_of(layout, plain_sign ? Granularity::kModel : codec.granularity());
   const std::size_t S = segments.size();
   const std::uint32_t levels = qsgd ? dynamic_cast<const QsgdCodec&>(codec).options().s : 1;
   const std::size_t scales_at = kHeaderBytes + (qsgd ? 4 : 0);
@@ -168,13 +317,24 @@ Status decode_own(const Codec& codec, const std::uint8_t* d_message, const Gradi
   BALLOT_ASSIGN_OR_RETURN(void* d_units, workspace.get(kUnits, 4 * S));
   BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
   auto* units = static_cast<float*>(d_units);
+  const auto* segments_on_device = static_cast<const BallotCodecSegment*>(d_segments);
+  if (plain_sign) {
+    BALLOT_TRY(upload(units, &weight, 4, stream));
+    return cuda_status(
+        ballot_codec_cuda_sign_add(d_message + kHeaderBytes, d, segments_on_device, S, units, d_accumulator, stream),
+        "sign decode kernel");
+  }
   BALLOT_TRY(
       cuda_status(ballot_codec_cuda_units(d_message + scales_at, S, static_cast<float>(levels), weight, units, stream),
                   "codec scale kernel"));
+  if (sign != nullptr) {
+    return cuda_status(ballot_codec_cuda_sign_add(d_message + scales_at + 4 * S, d, segments_on_device, S, units,
+                                                  d_accumulator, stream),
+                       "sign decode kernel");
+  }
   return cuda_status(ballot_codec_cuda_dequantize_add(qsgd ? 0 : 1, d_message + scales_at + 4 * S,
                                                       detail::sign_bytes(d), qsgd ? std::bit_width(levels) : 1, d,
-                                                      static_cast<const BallotCodecSegment*>(d_segments), S, units,
-                                                      d_accumulator, stream),
+                                                      segments_on_device, S, units, d_accumulator, stream),
                      "codec decode kernel");
 }
 
@@ -215,11 +375,13 @@ Result<void*> Workspace::get(int slot, std::size_t bytes) {
 
 bool on_device(const Codec& codec) noexcept {
   if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec)) return !qsgd->options().elias;
-  return dynamic_cast<const TernGradCodec*>(&codec) != nullptr || dynamic_cast<const TopKCodec*>(&codec) != nullptr;
+  if (const auto* sign = dynamic_cast<const SignCodec*>(&codec)) return sign->kind() != SignKind::kOneBit;
+  return dynamic_cast<const TernGradCodec*>(&codec) != nullptr || dynamic_cast<const TopKCodec*>(&codec) != nullptr ||
+         dynamic_cast<const RandomKCodec*>(&codec) != nullptr || dynamic_cast<const ThresholdCodec*>(&codec) != nullptr;
 }
 
-Status encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
-              Workspace& workspace, void* stream) {
+Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng,
+                           std::uint8_t* d_out, Workspace& workspace, void* stream) {
   if (!on_device(codec)) {
     return make_error(ErrorCode::kInvalidArgument,
                       "codec " + codec.spec() + " has no device encoder; encode on the host");
@@ -227,15 +389,24 @@ Status encode(const Codec& codec, const float* d_gradient, const GradientLayout&
   if (d_out == nullptr || (layout.total_size() > 0 && d_gradient == nullptr)) {
     return make_error(ErrorCode::kInvalidArgument, "device encode needs a gradient and an output buffer");
   }
+  if (const auto* threshold = dynamic_cast<const ThresholdCodec*>(&codec)) {
+    return encode_threshold(*threshold, d_gradient, layout, d_out, workspace, stream);
+  }
+  const std::size_t bytes = codec.wire_size(layout);  // exact for the others
   if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec)) {
-    return encode_quantized(0, qsgd->granularity(), static_cast<float>(qsgd->options().s), qsgd->options().s,
-                            CodecId::kQsgd, codec.wire_size(layout), d_gradient, layout, rng, d_out, workspace, stream);
+    BALLOT_TRY(encode_quantized(0, qsgd->granularity(), static_cast<float>(qsgd->options().s), qsgd->options().s,
+                                CodecId::kQsgd, bytes, d_gradient, layout, rng, d_out, workspace, stream));
+  } else if (const auto* terngrad = dynamic_cast<const TernGradCodec*>(&codec)) {
+    BALLOT_TRY(encode_quantized(1, terngrad->granularity(), terngrad->options().clip, 0, CodecId::kTernGrad, bytes,
+                                d_gradient, layout, rng, d_out, workspace, stream));
+  } else if (const auto* sign = dynamic_cast<const SignCodec*>(&codec)) {
+    BALLOT_TRY(encode_sign(*sign, d_gradient, layout, d_out, workspace, stream));
+  } else if (const auto* random_k = dynamic_cast<const RandomKCodec*>(&codec)) {
+    BALLOT_TRY(encode_random_k(*random_k, d_gradient, layout, rng, d_out, workspace, stream));
+  } else {
+    BALLOT_TRY(encode_top_k(dynamic_cast<const TopKCodec&>(codec), d_gradient, layout, d_out, workspace, stream));
   }
-  if (const auto* terngrad = dynamic_cast<const TernGradCodec*>(&codec)) {
-    return encode_quantized(1, terngrad->granularity(), terngrad->options().clip, 0, CodecId::kTernGrad,
-                            codec.wire_size(layout), d_gradient, layout, rng, d_out, workspace, stream);
-  }
-  return encode_top_k(dynamic_cast<const TopKCodec&>(codec), d_gradient, layout, d_out, workspace, stream);
+  return bytes;
 }
 
 namespace {
@@ -252,9 +423,9 @@ Result<EncodedGradient> download_message(const std::uint8_t* d_message, std::siz
 
 Result<EncodedGradient> encode_to_host(const Codec& codec, const float* d_gradient, const GradientLayout& layout,
                                        Rng& rng, Workspace& workspace, void* stream) {
-  const std::size_t bytes = codec.wire_size(layout);
-  BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace.get(kOut, bytes));
-  BALLOT_TRY(encode(codec, d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), workspace, stream));
+  BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace.get(kOut, codec.wire_size(layout)));
+  BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
+                          encode(codec, d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), workspace, stream));
   return download_message(static_cast<const std::uint8_t*>(d_out), bytes, stream);
 }
 
@@ -270,15 +441,18 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
   }
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   // Validate on the host (the CPU decoder's checks), then copy the message and the per-segment
-  // tables in one upload.
+  // tables in one upload. mode: 0 QSGD, 1 TernGrad, 2 the sign codecs, −1 the sparse codecs.
   int mode = -1;
   int planes = 0;
   std::vector<Segment> segments;
   std::vector<float> unit;
   std::size_t streams_at = 0;
-  const detail::SparseView* sparse = nullptr;
-  detail::SparseView sparse_view;
-  if (codec.id() == CodecId::kQsgd) {
+  // The sparse codecs: the (index, value) pairs per segment; random-k's indices come from its stream.
+  std::vector<std::size_t> counts;
+  std::size_t indices_at = 0, values_at = 0;
+  std::vector<std::uint32_t> drawn;
+  const CodecId id = codec.id();
+  if (id == CodecId::kQsgd) {
     BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_qsgd_planes(bytes, layout));
     mode = 0;
     planes = view.planes;
@@ -287,7 +461,7 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
       unit.push_back(weight * (load_pod<float>(view.norms.data() + 4 * k) / static_cast<float>(view.s)));
     }
     streams_at = static_cast<std::size_t>(view.streams.data() - bytes.data());
-  } else if (codec.id() == CodecId::kTernGrad) {
+  } else if (id == CodecId::kTernGrad) {
     BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_terngrad_streams(bytes, layout));
     mode = 1;
     planes = 1;
@@ -296,19 +470,40 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
       unit.push_back(weight * load_pod<float>(view.scales.data() + 4 * k));
     }
     streams_at = static_cast<std::size_t>(view.streams.data() - bytes.data());
+  } else if (id == CodecId::kSign || id == CodecId::kScaledSign) {
+    const bool scaled = id == CodecId::kScaledSign;
+    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sign_stream(bytes, layout, id, scaled ? 1 : 0));
+    mode = 2;
+    segments = view.segments;
+    // As the CPU decoder: (weight · scale) · (±1), or weight · (±1) for plain sign (one segment).
+    for (std::size_t k = 0; k < segments.size(); ++k) {
+      unit.push_back(scaled ? weight * load_pod<float>(view.scales.data() + 4 * k) : weight);
+    }
+    streams_at = static_cast<std::size_t>(view.signs.data() - bytes.data());
+  } else if (id == CodecId::kRandomK) {
+    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_random_k(bytes, layout));
+    segments = view.segments;
+    counts.assign(view.counts.begin(), view.counts.end());
+    Rng rng(view.seed, view.stream);
+    rng.seek(view.position);
+    drawn = random_k_indices(rng, segments, counts);
+    values_at = static_cast<std::size_t>(view.values.data() - bytes.data());
   } else {
-    BALLOT_ASSIGN_OR_RETURN(sparse_view, detail::read_sparse(bytes, CodecId::kTopK, 0, layout));
-    sparse = &sparse_view;
-    segments = sparse_view.segments;
+    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id, 0, layout));
+    segments = view.segments;
+    counts.assign(view.counts.begin(), view.counts.end());
+    indices_at = static_cast<std::size_t>(view.indices.data() - bytes.data());
+    values_at = static_cast<std::size_t>(view.values.data() - bytes.data());
   }
   if (d == 0) return {};
   const std::size_t S = segments.size();
-  // Layout of the upload: the message, padded to 8 bytes; then per-segment tables.
+  // Layout of the upload: the message, padded to 8 bytes; then per-segment tables (and random-k's
+  // indices).
   const std::size_t message_bytes = (bytes.size() + 7) / 8 * 8;
   std::vector<std::uint8_t> host(message_bytes);
   std::memcpy(host.data(), bytes.data(), bytes.size());
-  std::size_t total_chunks = 0;
   if (mode >= 0) {
+    std::size_t total_chunks = 0;
     const auto table = segment_table(segments, total_chunks);
     const std::size_t table_at = host.size();
     host.resize(table_at + sizeof(BallotCodecSegment) * S + 4 * S);
@@ -319,32 +514,31 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
     auto* base = static_cast<std::uint8_t*>(device);
     const auto* d_segments = reinterpret_cast<const BallotCodecSegment*>(base + table_at);
     const auto* d_unit = reinterpret_cast<const float*>(base + table_at + sizeof(BallotCodecSegment) * S);
-    BALLOT_TRY(cuda_status(ballot_codec_cuda_dequantize_add(mode, base + streams_at, detail::sign_bytes(d), planes, d,
-                                                            d_segments, S, d_unit, d_accumulator, stream),
-                           "codec decode kernel"));
-  } else {
-    std::vector<std::uint64_t> first_pair(S), offsets(S);
-    std::uint64_t running = 0;
-    for (std::size_t s = 0; s < S; ++s) {
-      first_pair[s] = running;
-      offsets[s] = segments[s].offset;
-      running += sparse->counts[s];
+    if (mode == 2) {
+      BALLOT_TRY(
+          cuda_status(ballot_codec_cuda_sign_add(base + streams_at, d, d_segments, S, d_unit, d_accumulator, stream),
+                      "sign decode kernel"));
+    } else {
+      BALLOT_TRY(cuda_status(ballot_codec_cuda_dequantize_add(mode, base + streams_at, detail::sign_bytes(d), planes, d,
+                                                              d_segments, S, d_unit, d_accumulator, stream),
+                             "codec decode kernel"));
     }
+  } else {
+    std::uint64_t total = 0;
+    const auto tables = sparse_tables(segments, counts, total);
     const std::size_t table_at = host.size();
     host.resize(table_at + 16 * S);
-    std::memcpy(host.data() + table_at, first_pair.data(), 8 * S);
-    std::memcpy(host.data() + table_at + 8 * S, offsets.data(), 8 * S);
+    std::memcpy(host.data() + table_at, tables.data(), 16 * S);
+    if (!drawn.empty()) {
+      indices_at = host.size();
+      host.resize(indices_at + 4 * drawn.size());
+      std::memcpy(host.data() + indices_at, drawn.data(), 4 * drawn.size());
+    }
     BALLOT_ASSIGN_OR_RETURN(void* device, workspace.get(kMessage, host.size()));
     BALLOT_TRY(upload(device, host.data(), host.size(), stream));
     auto* base = static_cast<std::uint8_t*>(device);
-    const std::size_t indices_at = static_cast<std::size_t>(sparse->indices.data() - bytes.data());
-    const std::size_t values_at = static_cast<std::size_t>(sparse->values.data() - bytes.data());
-    BALLOT_TRY(
-        cuda_status(ballot_codec_cuda_sparse_add(base + indices_at, base + values_at, static_cast<std::size_t>(running),
-                                                 reinterpret_cast<const std::uint64_t*>(base + table_at),
-                                                 reinterpret_cast<const std::uint64_t*>(base + table_at + 8 * S), S,
-                                                 weight, d_accumulator, stream),
-                    "sparse decode kernel"));
+    BALLOT_TRY(sparse_add(base + indices_at, base + values_at, total,
+                          reinterpret_cast<const std::uint64_t*>(base + table_at), S, weight, d_accumulator, stream));
   }
   return cuda_status(cudaStreamSynchronize(cuda_stream), "decode");
 }
@@ -355,7 +549,9 @@ Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const C
   const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec);
   if (feedback == nullptr || !on_device(feedback->inner())) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "device error feedback needs ef=1 over qsgd (elias=0), terngrad or topk; got " + codec.spec());
+                      "device error feedback needs ef=1 over a codec with a device encoder (sign, scaled_sign, "
+                      "qsgd with elias=0, terngrad, topk, randomk, threshold); got " +
+                          codec.spec());
   }
   // A copy of the inner codec from its options (its spec string rounds ratios and clips to six
   // decimals, which would change the budget or the limit).
@@ -364,6 +560,12 @@ Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const C
     inner = std::make_unique<QsgdCodec>(qsgd->options());
   } else if (const auto* terngrad = dynamic_cast<const TernGradCodec*>(&feedback->inner())) {
     inner = std::make_unique<TernGradCodec>(terngrad->options());
+  } else if (const auto* sign = dynamic_cast<const SignCodec*>(&feedback->inner())) {
+    inner = std::make_unique<SignCodec>(sign->kind(), sign->granularity());
+  } else if (const auto* random_k = dynamic_cast<const RandomKCodec*>(&feedback->inner())) {
+    inner = std::make_unique<RandomKCodec>(random_k->options());
+  } else if (const auto* threshold = dynamic_cast<const ThresholdCodec*>(&feedback->inner())) {
+    inner = std::make_unique<ThresholdCodec>(threshold->options());
   } else {
     inner = std::make_unique<TopKCodec>(dynamic_cast<const TopKCodec&>(feedback->inner()).options());
   }
@@ -394,8 +596,8 @@ Status DeviceErrorFeedback::resize(std::size_t d, void* stream) {
   return cuda_status(cudaMemsetAsync(memory_, 0, 4 * d, static_cast<cudaStream_t>(stream)), "memset");
 }
 
-Status DeviceErrorFeedback::encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
-                                   void* stream) {
+Result<std::size_t> DeviceErrorFeedback::encode(const float* d_gradient, const GradientLayout& layout, Rng& rng,
+                                                std::uint8_t* d_out, void* stream) {
   const std::size_t d = layout.total_size();
   if (d_out == nullptr || (d > 0 && d_gradient == nullptr)) {
     return make_error(ErrorCode::kInvalidArgument, "device encode needs a gradient and an output buffer");
@@ -403,11 +605,13 @@ Status DeviceErrorFeedback::encode(const float* d_gradient, const GradientLayout
   BALLOT_TRY(resize(d, stream));
   // p = g + e;  Δ = C(p);  e = p − decode(Δ), with Δ exactly as every receiver decodes it.
   BALLOT_TRY(cuda_status(ballot_codec_cuda_add(d_gradient, memory_, d, corrected_, stream), "add kernel"));
-  BALLOT_TRY(cuda::encode(*inner_, corrected_, layout, rng, d_out, workspace_, stream));
+  const Rng drawn_from = rng;  // random-k's index stream, drawn again by decode_own
+  BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
+                          cuda::encode(*inner_, corrected_, layout, rng, d_out, workspace_, stream));
   // The new memory is built in corrected_ and swapped in only when complete: a failure leaves e.
-  BALLOT_TRY(decode_own(*inner_, d_out, layout, corrected_, -1.0f, workspace_, stream));
+  BALLOT_TRY(decode_own(*inner_, d_out, bytes, layout, drawn_from, corrected_, -1.0f, workspace_, stream));
   std::swap(memory_, corrected_);
-  return {};
+  return bytes;
 }
 
 void DeviceErrorFeedback::reset_state() {
@@ -419,9 +623,9 @@ void DeviceErrorFeedback::reset_state() {
 
 Result<EncodedGradient> DeviceErrorFeedback::encode_to_host(const float* d_gradient, const GradientLayout& layout,
                                                             Rng& rng, void* stream) {
-  const std::size_t bytes = inner_->wire_size(layout);
-  BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace_.get(kOut, bytes));
-  BALLOT_TRY(encode(d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), stream));
+  BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace_.get(kOut, inner_->wire_size(layout)));
+  BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
+                          encode(d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), stream));
   return download_message(static_cast<const std::uint8_t*>(d_out), bytes, stream);
 }
 
@@ -457,8 +661,10 @@ Result<EncodedGradient> encode_on_device(const Codec& codec, std::span<const flo
   BALLOT_ASSIGN_OR_RETURN(void* d_gradient, workspace.get(kHostIo, 4 * gradient.size() + out.bytes.size() + 16));
   auto* d_out = static_cast<std::uint8_t*>(d_gradient) + (4 * gradient.size() + 15) / 16 * 16;
   BALLOT_TRY(upload(d_gradient, gradient.data(), 4 * gradient.size(), nullptr));
-  BALLOT_TRY(encode(codec, static_cast<const float*>(d_gradient), layout, rng, d_out, workspace, nullptr));
-  BALLOT_TRY(cuda_status(cudaMemcpy(out.bytes.data(), d_out, out.bytes.size(), cudaMemcpyDeviceToHost), "download"));
+  BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
+                          encode(codec, static_cast<const float*>(d_gradient), layout, rng, d_out, workspace, nullptr));
+  out.bytes.resize(bytes);
+  BALLOT_TRY(cuda_status(cudaMemcpy(out.bytes.data(), d_out, bytes, cudaMemcpyDeviceToHost), "download"));
   return out;
 }
 

@@ -1,13 +1,16 @@
-// The codecs on a CUDA device, for a worker whose gradient is in GPU memory: QSGD (fixed width),
-// TernGrad and top-k encode on the device, the device decoders add a peer's message to a device
-// accumulator, and error feedback over them keeps its memory on the device.
+// The codecs on a CUDA device, for a worker whose gradient is in GPU memory: sign, scaled sign,
+// QSGD (fixed width), TernGrad, top-k, random-k and threshold encode on the device, the device
+// decoders add a peer's message to a device accumulator, and error feedback over them keeps its
+// memory on the device.
 //
-// Bit-identical to the CPU codecs (coding/quantizers.h, coding/sparse_codecs.h): encode() writes
+// Bit-identical to the CPU codecs (coding/sign_codecs.h, coding/quantizers.h,
+// coding/sparse_codecs.h): encode() writes
 // exactly the bytes codec.encode() returns for the same gradient, layout and Rng, and moves the
 // Rng the same way; decode_add() adds exactly what codec.decode_add() adds. (Bits of numbers: a
 // NaN that arithmetic makes stays a NaN, with the payload of the hardware that made it.) The
 // shared arithmetic is coding/detail/codec_logic.h (the rounding formulas, the order of the double
-// sums, the top-k key); the random draws are the same Philox blocks (coding/detail/rounding.h).
+// sums, the top-k key); the random draws are the same Philox blocks (coding/detail/rounding.h), and
+// random-k's index stream is drawn on the host (Floyd's algorithm is sequential) and uploaded.
 //
 // Cost on the device: QSGD and TernGrad read the gradient twice (the per-segment norm or maximum,
 // then the fused quantising pass that writes the streams). Top-k of a segment of at least 2^20
@@ -15,7 +18,9 @@
 // strided sample), then selects exactly among them; smaller segments, or a sample that misleads,
 // take the full selection (three radix passes of 11, 11 and 9 bits over the magnitude, then the
 // ordered select: four reads). It synchronises the stream once per segment for the full selection,
-// twice for the sampled one.
+// twice for the sampled one. Scaled sign reads the gradient twice (‖v‖₁ per segment, then the
+// signs), sign once; threshold reads it once to select and synchronises once for the count;
+// random-k reads only its k entries, after uploading 4k bytes of indices.
 //
 // Host API in plain C++: streams as void* (a cudaStream_t, null for the default stream), device
 // buffers as raw pointers (d_ prefix). Built only when BALLOT_HAVE_CUDA; without a device the
@@ -35,8 +40,9 @@
 
 namespace ballot::coding::cuda {
 
-// Whether `codec` has a device encoder and decoder: qsgd with elias=0, terngrad and topk (the
-// plain codecs; error feedback over them with its memory on the device: DeviceErrorFeedback).
+// Whether `codec` has a device encoder and decoder: sign, scaled_sign, qsgd with elias=0, terngrad,
+// topk, randomk and threshold (the plain codecs; error feedback over them with its memory on the
+// device: DeviceErrorFeedback).
 bool on_device(const Codec& codec) noexcept;
 
 // Device scratch the codecs reuse between calls (it grows to the largest call). One per stream;
@@ -57,11 +63,12 @@ class Workspace {
 };
 
 // codec.encode(gradient, layout, rng) on the device: d_gradient holds layout.total_size() floats,
-// d_out receives codec.wire_size(layout) bytes (exact for these codecs). Asynchronous on the
-// stream except top-k (see above). kInvalidArgument for a codec without a device encoder (the
-// caller encodes on the host instead) or a null buffer with d > 0.
-Status encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
-              Workspace& workspace, void* stream);
+// d_out (4-byte aligned, as cudaMalloc's are) has room for codec.wire_size(layout) bytes; returns
+// how many were written (the wire size, except threshold's, which depends on the data).
+// Asynchronous on the stream except top-k and threshold (see above). kInvalidArgument for a codec
+// without a device encoder (the caller encodes on the host instead) or a null buffer with d > 0.
+Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng,
+                           std::uint8_t* d_out, Workspace& workspace, void* stream);
 
 // encode() into a device buffer of the workspace, then the message copied to the host (for sending);
 // synchronises the stream.
@@ -89,9 +96,11 @@ class DeviceErrorFeedback {
   DeviceErrorFeedback& operator=(const DeviceErrorFeedback&) = delete;
 
   const Codec& inner() const noexcept { return *inner_; }
-  // d_out (4-byte aligned, as cudaMalloc's are) receives inner().wire_size(layout) bytes. The
-  // memory starts at zero, and again when the gradient's size changes (as on the CPU).
-  Status encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out, void* stream);
+  // d_out (4-byte aligned) has room for inner().wire_size(layout) bytes; returns how many were
+  // written (as cuda::encode). The memory starts at zero, and again when the gradient's size
+  // changes (as on the CPU).
+  Result<std::size_t> encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
+                             void* stream);
   // encode() into a device buffer, then the message copied to the host; synchronises the stream.
   Result<EncodedGradient> encode_to_host(const float* d_gradient, const GradientLayout& layout, Rng& rng, void* stream);
   // The CPU ErrorFeedback's state blob; synchronises the stream.

@@ -60,8 +60,8 @@ __device__ inline std::size_t segment_of(const BallotCodecSegment* segments, std
 
 // One chunk per half-warp: lane j adds coordinates j, j + 16, … of the chunk in order (8 loads in
 // flight per step), then lane 0 of the half adds the 16 lane sums in lane order. The largest
-// magnitude bits of the chunk go to max_bits[chunk].
-template <bool kSquares, bool kValues, bool kMax>
+// magnitude bits of the chunk go to max_bits[chunk]. kAbs: the sums are of |x| instead of x.
+template <bool kSquares, bool kValues, bool kMax, bool kAbs = false>
 __global__ void chunk_kernel(const float* x, const BallotCodecSegment* segments, std::size_t num_segments,
                              std::size_t total_chunks, double* squares, double* sums, std::uint32_t* max_bits) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -87,7 +87,7 @@ __global__ void chunk_kernel(const float* x, const BallotCodecSegment* segments,
         if (i + static_cast<std::size_t>(u) * logic::kSumLanes >= m) break;
         const double value = v[u];
         if (kSquares) square_sum = __dadd_rn(square_sum, __dmul_rn(value, value));
-        if (kValues) value_sum = __dadd_rn(value_sum, value);
+        if (kValues) value_sum = __dadd_rn(value_sum, kAbs ? fabs(value) : value);
         if (kMax) {
           const std::uint32_t bits = __float_as_uint(v[u]) & 0x7FFFFFFFu;
           largest = bits > largest ? bits : largest;
@@ -146,7 +146,7 @@ __global__ void factors_kernel(int mode, int what, const BallotCodecSegment* seg
   double* spare = scratch + 2 * total_chunks;
   double total_squares = 0.0, total_values = 0.0;
   if (what & 1) total_squares = pairwise_total(squares + segment.first_chunk, spare + segment.first_chunk, m);
-  if (what & 2) total_values = pairwise_total(sums + segment.first_chunk, spare + segment.first_chunk, m);
+  if (what & 10) total_values = pairwise_total(sums + segment.first_chunk, spare + segment.first_chunk, m);
   if (threadIdx.x == 0) block_max = 0;
   __syncthreads();
   if (what & 4) {
@@ -160,6 +160,10 @@ __global__ void factors_kernel(int mode, int what, const BallotCodecSegment* seg
   __syncthreads();
   if (threadIdx.x != 0) return;
   float* scale_out = reinterpret_cast<float*>(wire_scales + 4 * k);
+  if (mode == 2) {
+    *scale_out = logic::scaled_sign_scale(total_values, segment.size);
+    return;
+  }
   if (mode == 0) {
     const logic::QsgdFactors factors = logic::qsgd_factors(total_squares, parameter);
     *scale_out = factors.norm;
@@ -485,7 +489,66 @@ std::size_t select_temp_bytes(std::size_t n) {
   return keep > tie ? keep : tie;
 }
 
+// ---- sign streams, threshold, gathers -------------------------------------------------------------
+
+// A warp writes 4 consecutive words per step: 4 loads per lane in flight, then 4 ballots.
+__global__ void signs_kernel(const float* x, std::size_t d, std::size_t words, std::uint32_t* out) {
+  const unsigned lane = threadIdx.x % 32;
+  const std::size_t warp = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * blockDim.x / 32;
+  for (std::size_t first = 4 * warp; first < words; first += 4 * warps) {
+    bool bits[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const std::size_t i = (first + static_cast<std::size_t>(u)) * 32 + lane;
+      bits[u] = i < d && !(x[i] < 0.0f);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const unsigned word = __ballot_sync(kFullMask, bits[u]);
+      if (lane == static_cast<unsigned>(u) && first + static_cast<std::size_t>(u) < words) {
+        out[first + static_cast<std::size_t>(u)] = word;
+      }
+    }
+  }
+}
+
+struct ThresholdKeep {
+  const float* x;
+  float tau;
+  __device__ bool operator()(std::uint32_t i) const { return !(fabsf(x[i]) < tau); }
+};
+
+// A NaN entry keeps its bits, quieted, as the host's multiplication leaves it (x86 and ARM return
+// the NaN operand; the GPU would return its canonical NaN).
+__global__ void scaled_gather_kernel(const float* x, const std::uint32_t* indices, std::size_t count, float scale,
+                                     std::uint32_t* values) {
+  for (std::size_t j = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < count;
+       j += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const float v = x[indices[j]];
+    values[j] = v != v ? (__float_as_uint(v) | 0x00400000u) : __float_as_uint(rn::mul_rn(scale, v));
+  }
+}
+
+std::size_t threshold_temp_bytes(std::size_t n) {
+  std::size_t bytes = 0;
+  cub::DeviceSelect::If(nullptr, bytes, thrust::counting_iterator<std::uint32_t>(0),
+                        static_cast<std::uint32_t*>(nullptr), static_cast<std::uint32_t*>(nullptr),
+                        static_cast<std::int64_t>(n), ThresholdKeep{nullptr, 0.0f});
+  return bytes;
+}
+
 // ---- decoders ---------------------------------------------------------------------------------------
+
+__global__ void sign_add_kernel(const std::uint32_t* words, std::size_t d, const BallotCodecSegment* segments,
+                                std::size_t num_segments, const float* unit, float* accumulator) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < d;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t k = num_segments == 1 ? 0 : segment_of(segments, num_segments, i);
+    const float scaled = unit[k];
+    accumulator[i] = rn::add_rn(accumulator[i], ((words[i / 32] >> (i % 32)) & 1u) ? scaled : -scaled);
+  }
+}
 
 __device__ inline bool stream_bit(const std::uint32_t* words, std::size_t i) {
   return (words[i / 32] >> (i % 32)) & 1u;
@@ -665,6 +728,10 @@ int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCo
         chunk_kernel<true, true, true>
             <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, squares, sums, max_bits);
         break;
+      case 8:
+        chunk_kernel<false, true, false, true>
+            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, squares, sums, max_bits);
+        break;
       default:
         return static_cast<int>(cudaErrorInvalidValue);
     }
@@ -787,6 +854,50 @@ int ballot_codec_cuda_dequantize_add(int mode, const std::uint8_t* streams, std:
     dequantize_add_kernel<1>
         <<<grid, 256, 0, stream>>>(words, stream_bytes / 4, planes, d, d_segments, num_segments, unit, accumulator);
   }
+  return last_error();
+}
+
+int ballot_codec_cuda_signs(const float* x, std::size_t d, std::size_t stream_bytes, std::uint8_t* out,
+                            void* stream_handle) {
+  const std::size_t words = stream_bytes / 4;
+  if (words == 0) return 0;
+  const std::size_t warps = (words + 3) / 4;
+  signs_kernel<<<grid_for(32 * warps, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(
+      x, d, words, reinterpret_cast<std::uint32_t*>(out));
+  return last_error();
+}
+
+std::size_t ballot_codec_cuda_threshold_workspace(std::size_t n) { return align_up(threshold_temp_bytes(n)); }
+
+int ballot_codec_cuda_threshold(const float* x, std::size_t n, float tau, void* workspace, std::size_t workspace_bytes,
+                                std::uint8_t* d_indices, std::uint32_t* d_count, void* stream_handle) {
+  const auto stream = static_cast<cudaStream_t>(stream_handle);
+  if (n == 0) return static_cast<int>(cudaMemsetAsync(d_count, 0, 4, stream));
+  std::size_t temp_bytes = workspace_bytes;
+  return static_cast<int>(cub::DeviceSelect::If(workspace, temp_bytes, thrust::counting_iterator<std::uint32_t>(0),
+                                                reinterpret_cast<std::uint32_t*>(d_indices), d_count,
+                                                static_cast<std::int64_t>(n), ThresholdKeep{x, tau}, stream));
+}
+
+int ballot_codec_cuda_gather(const float* x, const std::uint8_t* indices, std::size_t count, int scaled, float scale,
+                             std::uint8_t* values, void* stream_handle) {
+  if (count == 0) return 0;
+  const auto stream = static_cast<cudaStream_t>(stream_handle);
+  const auto* at = reinterpret_cast<const std::uint32_t*>(indices);
+  auto* out = reinterpret_cast<std::uint32_t*>(values);
+  if (scaled) {
+    scaled_gather_kernel<<<grid_for(count, 256), 256, 0, stream>>>(x, at, count, scale, out);
+  } else {
+    gather_kernel<<<grid_for(count, 256), 256, 0, stream>>>(x, at, count, out);
+  }
+  return last_error();
+}
+
+int ballot_codec_cuda_sign_add(const std::uint8_t* signs, std::size_t d, const BallotCodecSegment* d_segments,
+                               std::size_t num_segments, const float* unit, float* accumulator, void* stream_handle) {
+  if (d == 0) return 0;
+  sign_add_kernel<<<grid_for(d, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(
+      reinterpret_cast<const std::uint32_t*>(signs), d, d_segments, num_segments, unit, accumulator);
   return last_error();
 }
 

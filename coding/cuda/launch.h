@@ -16,10 +16,12 @@ struct BallotCodecSegment {
 };
 
 // Per-segment reductions in codec_logic.h's order. `what`: 1 = Σx² into sums_squares, 2 = also Σx
-// into sums (moments), 4 = max |x| as bits into max_bits (NaN above +inf; the caller zeroes it).
-// Then, per segment, the QSGD (mode 0) or TernGrad (mode 1) factors: QSGD writes the f32 norm at
-// wire_scales + 4k and inverse[k]; TernGrad writes the f32 scale at wire_scales + 4k and limit[k],
-// inverse[k], keep_all[k]. scratch: 3 · (total chunks) doubles; max_bits: total chunks words.
+// into sums (moments), 4 = max |x| as bits into max_bits (NaN above +inf; the caller zeroes it),
+// 8 = Σ|x| into sums (alone). Then, per segment, the QSGD (mode 0), TernGrad (mode 1) or scaled
+// sign (mode 2, with what = 8) factors: QSGD writes the f32 norm at wire_scales + 4k and
+// inverse[k]; TernGrad writes the f32 scale at wire_scales + 4k and limit[k], inverse[k],
+// keep_all[k]; scaled sign writes the f32 scale ‖v‖₁/n at wire_scales + 4k. scratch: 3 · (total chunks) doubles;
+// max_bits: total chunks words.
 int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCodecSegment* d_segments,
                               std::size_t num_segments, std::size_t total_chunks, double* scratch,
                               std::uint32_t* max_bits, float parameter, std::uint8_t* wire_scales, float* inverse,
@@ -41,12 +43,33 @@ std::size_t ballot_codec_cuda_topk_workspace(std::size_t n);
 int ballot_codec_cuda_topk(const float* x, std::size_t n, std::size_t k, void* workspace, std::size_t workspace_bytes,
                            std::uint8_t* d_indices, std::uint8_t* d_values, void* stream);
 
+// The sign stream of x[0, d) (core/bit_vector.h: bit 1 = not negative, so −0, +0 and NaN give 1)
+// as stream_bytes / 4 little-endian words, the bits past d zero. out: 4-byte aligned.
+int ballot_codec_cuda_signs(const float* x, std::size_t d, std::size_t stream_bytes, std::uint8_t* out, void* stream);
+
+// Threshold (coding/sparse_codecs.h): the indices i of x[0, n) with !(|x_i| < tau) (NaN kept),
+// increasing, into d_indices (4-byte aligned), and their count into *d_count (device memory).
+// workspace: at least ballot_codec_cuda_threshold_workspace(n) bytes.
+std::size_t ballot_codec_cuda_threshold_workspace(std::size_t n);
+int ballot_codec_cuda_threshold(const float* x, std::size_t n, float tau, void* workspace, std::size_t workspace_bytes,
+                                std::uint8_t* d_indices, std::uint32_t* d_count, void* stream);
+
+// values[j] for j < count: the bits of x[indices[j]] (scaled = 0: threshold), or scale · x[indices[j]]
+// rounded to nearest (scaled = 1: random-k), a NaN entry's bits kept and quieted as the host's
+// multiplication keeps them. indices and values: 4-byte aligned.
+int ballot_codec_cuda_gather(const float* x, const std::uint8_t* indices, std::size_t count, int scaled, float scale,
+                             std::uint8_t* values, void* stream);
+
 // Decoders of validated messages (the host checked every byte): accumulator[i] += the decoded
 // value, rounded as the CPU decoders round. unit[k]: QSGD's weight·(norm/s), TernGrad's
 // weight·scale of segment k. streams as the encoders write them.
 int ballot_codec_cuda_dequantize_add(int mode, const std::uint8_t* streams, std::size_t stream_bytes, int planes,
                                      std::size_t d, const BallotCodecSegment* d_segments, std::size_t num_segments,
                                      const float* unit, float* accumulator, void* stream);
+// accumulator[i] += unit[k] where bit i of the sign stream is 1, −unit[k] where it is 0 (k the
+// segment of i): the sign decoders' (weight · scale) · (±1), exact before the one rounding.
+int ballot_codec_cuda_sign_add(const std::uint8_t* signs, std::size_t d, const BallotCodecSegment* d_segments,
+                               std::size_t num_segments, const float* unit, float* accumulator, void* stream);
 // out[i] = a[i] + b[i], rounded to nearest (error feedback's p = g + e).
 int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* out, void* stream);
 // unit[k] = weight · (scale_k / divisor) from the f32 scales of a message on the device (QSGD: the

@@ -66,11 +66,24 @@ void for_each_piece(std::span<const Segment> segments, std::size_t begin, std::s
 // Per-coordinate loops, defined in detail/loops.cc: written with independent lanes (no
 // reassociation, no FMA contraction) so that the compiler vectorises them for each ISA level
 // (kernels::active_isa() picks one per call) and every level computes the same bits; combined in
-// a fixed order. sum_squares, sum_values and moments add in the chunked order of
+// a fixed order. sum_abs, sum_squares, sum_values and moments add in the chunked order of
 // coding/detail/codec_logic.h, which the CUDA encoders reproduce.
 double sum_abs(const float* x, std::size_t n);
 double sum_squares(const float* x, std::size_t n);
 double sum_values(const float* x, std::size_t n);
+// Σ|x| of one segment in the chunked order (the bits of sum_abs over the whole segment), fed in
+// pieces in coordinate order, so that a one-pass encoder adds each block while it is in cache.
+class ChunkedAbsSum {
+ public:
+  void add(const float* x, std::size_t n);  // the segment's next n coordinates
+  double total();                           // after the last piece; the object is then empty again
+
+ private:
+  void close_chunk();
+  double lanes_[16] = {};
+  std::size_t filled_ = 0;  // coordinates of the current chunk added so far
+  std::vector<double> chunks_;
+};
 // max |x_i|; NaN propagates (a NaN input makes the scale NaN, so the message carries it).
 float max_abs(const float* x, std::size_t n);
 // max |x_i| (NaN propagates, as max_abs), Σx and Σx² in one pass (TernGrad with clipping).

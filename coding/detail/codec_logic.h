@@ -4,7 +4,7 @@
 // - The stochastic rounding of QSGD and TernGrad (coding/detail/rounding.h says which Philox bits a
 //   coordinate draws): every step an IEEE float operation rounded to nearest, never contracted
 //   (kernels/update_logic.h's mul_rn/sub_rn).
-// - The order of the codecs' double sums (Σx, Σx²): chunks of kSumChunk coordinates; within a chunk
+// - The order of the codecs' double sums (Σx, Σx², Σ|x|): chunks of kSumChunk coordinates; within a chunk
 //   kSumLanes lanes, lane j adding coordinates j, j + 16, j + 32, … of the chunk in order; the
 //   chunk's sum is its lanes added in lane order; the chunk sums are then added pairwise, level by
 //   level (v[i] = v[2i] + v[2i+1], an odd last one carried up). A GPU runs the chunks in parallel
@@ -104,6 +104,11 @@ BALLOT_HOST_DEVICE inline QsgdFactors qsgd_factors(double sum_squares, float s) 
   constexpr double kFloatMax = 3.40282346638528859811704183484516925e+38;
   const double ratio = static_cast<double>(s) / norm;
   return {static_cast<float>(norm), norm > 0 ? static_cast<float>(ratio < kFloatMax ? ratio : kFloatMax) : 0.0f};
+}
+
+// Scaled sign's per-segment scale ‖v‖₁/n (Karimireddy et al. 2019, Alg. 1); 0 for an empty segment.
+BALLOT_HOST_DEVICE inline float scaled_sign_scale(double sum_abs, std::size_t n) {
+  return n == 0 ? 0.0f : static_cast<float>(sum_abs / static_cast<double>(n));
 }
 
 // TernGrad's per-segment scale and limit. Without clipping (clip ≤ 0) the scale is max|x| and the

@@ -1,6 +1,6 @@
-// The fixed-width wire forms of QSGD and TernGrad (coding/quantizers.h), parsed and fully
-// validated once for every decoder (the CPU's decode_add and the CUDA decoders): header, counts,
-// stream sizes, zero padding and, for QSGD, every level ≤ s.
+// The fixed-width wire forms of QSGD, TernGrad (coding/quantizers.h) and the sign codecs
+// (coding/sign_codecs.h), parsed and fully validated once for every decoder (the CPU's decode_add
+// and the CUDA decoders): header, counts, stream sizes, zero padding and, for QSGD, every level ≤ s.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +29,14 @@ struct TernGradStreams {
   std::span<const std::uint8_t> streams;  // the sign stream, then the keep mask
 };
 Result<TernGradStreams> read_terngrad_streams(std::span<const std::uint8_t> bytes, const GradientLayout& layout);
+
+// sign (scales_per_segment 0: model granularity only), scaled_sign (1) and onebit (2).
+struct SignStream {
+  std::vector<Segment> segments;
+  std::span<const std::uint8_t> scales;  // scales_per_segment f32 per segment
+  std::span<const std::uint8_t> signs;   // sign_bytes(d)
+};
+Result<SignStream> read_sign_stream(std::span<const std::uint8_t> bytes, const GradientLayout& layout, CodecId id,
+                                    std::size_t scales_per_segment);
 
 }  // namespace ballot::coding::detail

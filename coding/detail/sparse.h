@@ -61,6 +61,15 @@ struct SparseView {
 // Parses and fully validates a sparse message (every count, every index, the ordering).
 Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id, std::uint8_t allowed_flags,
                                const GradientLayout& layout);
+// Random-k's message (coding/sparse_codecs.h): counts (each at most its segment's size), the index
+// stream's seed, stream and position, and the values; the indices are regenerated from the stream.
+struct RandomKView {
+  std::vector<Segment> segments;
+  std::vector<std::uint32_t> counts;
+  std::uint64_t seed = 0, stream = 0, position = 0;
+  std::span<const std::uint8_t> values;  // f32 each, sum(counts) of them
+};
+Result<RandomKView> read_random_k(std::span<const std::uint8_t> bytes, const GradientLayout& layout);
 // accumulator[offset + index] += weight * value for a validated view.
 void add_sparse(const SparseView& view, std::span<float> accumulator, float weight);
 

@@ -8,7 +8,9 @@ from ballot import codecs, signs
 from conftest import torch_or_skip
 
 ON_GPU = ["qsgd:s=16", "qsgd:s=5,granularity=layer", "terngrad", "terngrad:clip=2.5,granularity=model",
-          "topk:ratio=0.01", "topk:k=100,granularity=layer", "topk:ratio=0.05,ef=1", "qsgd:s=4,ef=1"]
+          "topk:ratio=0.01", "topk:k=100,granularity=layer", "topk:ratio=0.05,ef=1", "qsgd:s=4,ef=1",
+          "sign", "scaled_sign", "scaled_sign:granularity=model,ef=1", "randomk:ratio=0.01",
+          "randomk:k=50,granularity=layer,ef=1", "threshold:tau=1.5", "threshold:tau=2,ef=1"]
 LAYOUT = [("conv", 4099), ("empty", 0), ("fc", 40000), ("out", 3)]
 
 

@@ -35,6 +35,15 @@ const char* const kSpecs[] = {
     "topk:ef=0,ratio=0.3,granularity=layer",
     "topk:ef=0,k=7",
     "topk:ef=0,k=100000,granularity=layer",
+    "sign",
+    "scaled_sign:ef=0",
+    "scaled_sign:ef=0,granularity=model",
+    "randomk:ef=0,ratio=0.01",
+    "randomk:ef=0,k=7,granularity=layer",
+    "randomk:ef=0,ratio=1",
+    "threshold:ef=0,tau=0.5",
+    "threshold:ef=0,tau=0",
+    "threshold:ef=0,tau=1e30",
 };
 
 // Layers whose sizes straddle the lane (16), word (64), rounding-group (128) and chunk (4096)
@@ -176,7 +185,8 @@ TEST_F(CodecsCuda, NonFiniteTiedAndZeroGradients) {
 TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
   const std::size_t d = 1000;
   const auto layout = layered(d);
-  for (const char* spec : {"qsgd:ef=0,s=5", "terngrad:ef=0", "topk:ef=0,ratio=0.05"}) {
+  for (const char* spec : {"qsgd:ef=0,s=5", "terngrad:ef=0", "topk:ef=0,ratio=0.05", "scaled_sign:ef=0", "sign",
+                           "randomk:ef=0,ratio=0.05", "threshold:ef=0,tau=0.5"}) {
     SCOPED_TRACE(spec);
     auto codec = testing::codec(spec);
     Rng rng(3, 4);
@@ -185,10 +195,15 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
         std::vector<std::uint8_t>(good.bytes.begin(), good.bytes.end() - 1),  // truncated
         good.bytes,
     };
-    bad[1].back() = 0xFF;  // padding bits (streams) or a value (top-k: then an index is corrupted instead)
-    if (std::string(spec).starts_with("topk")) {
-      bad[1] = good.bytes;
-      bad[1][kHeaderBytes + 4 * layout.num_layers()] = 0xFF;  // an index out of its segment
+    const std::string name = spec;
+    if (name.starts_with("topk")) {
+      bad[1][kHeaderBytes + 4 * layout.num_layers()] = 0xFF;  // an index out of its segment (63 coordinates)
+    } else if (name.starts_with("threshold")) {
+      std::memset(bad[1].data() + kHeaderBytes + 4, 0xFF, 4);  // the first index out of the model
+    } else if (name.starts_with("randomk")) {
+      bad[1][kHeaderBytes] = 0xFF;  // a count above its segment's size (63)
+    } else {
+      bad[1].back() = 0xFF;  // padding bits of the streams
     }
     for (const auto& message : bad) {
       std::vector<float> cpu_sum(d, 1.0f), gpu_sum(d, 1.0f);
@@ -207,8 +222,10 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
 // every round, the same state blob at the end, and either side resumes from the other's state.
 TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
   for (const std::size_t d : {1000, 70001}) {
-    for (const char* spec : {"qsgd:s=4,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
-                             "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1"}) {
+    for (const char* spec :
+         {"qsgd:s=4,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
+          "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1", "scaled_sign:ef=1",
+          "sign:ef=1", "randomk:ratio=0.05,ef=1,granularity=layer", "threshold:tau=0.5,ef=1"}) {
       for (const auto& layout : {GradientLayout::whole(d), layered(d)}) {
         SCOPED_TRACE(std::string(spec) + ", d = " + std::to_string(d) + ", " + std::to_string(layout.num_layers()) +
                      " layers");
@@ -226,10 +243,12 @@ TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
           const auto g = gradient(d, Kind::kNormal, 50 + round);
           ASSERT_EQ(cudaMemcpy(d_gradient, g.data(), 4 * d, cudaMemcpyHostToDevice), cudaSuccess);
           const auto expected = cpu->encode(g, layout, cpu_rng);
-          ASSERT_TRUE(device.encode(d_gradient, layout, gpu_rng, d_message, nullptr).ok());
-          std::vector<std::uint8_t> message(bytes);
-          ASSERT_EQ(cudaMemcpy(message.data(), d_message, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+          const auto written = device.encode(d_gradient, layout, gpu_rng, d_message, nullptr);
+          ASSERT_TRUE(written.ok()) << written.error().to_string();
+          std::vector<std::uint8_t> message(*written);
+          ASSERT_EQ(cudaMemcpy(message.data(), d_message, *written, cudaMemcpyDeviceToHost), cudaSuccess);
           ASSERT_EQ(message, expected.bytes) << "round " << round;
+          EXPECT_EQ(gpu_rng.position(), cpu_rng.position());
         }
         auto saved = device.save_state(nullptr);
         ASSERT_TRUE(saved.ok());
@@ -243,9 +262,10 @@ TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
         ASSERT_EQ(cudaMemcpy(d_gradient, g.data(), 4 * d, cudaMemcpyHostToDevice), cudaSuccess);
         Rng a(3, 3), b(3, 3);
         const auto expected = cpu_resumed->encode(g, layout, a);
-        ASSERT_TRUE(gpu_resumed->encode(d_gradient, layout, b, d_message, nullptr).ok());
-        std::vector<std::uint8_t> message(bytes);
-        ASSERT_EQ(cudaMemcpy(message.data(), d_message, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        const auto written = gpu_resumed->encode(d_gradient, layout, b, d_message, nullptr);
+        ASSERT_TRUE(written.ok()) << written.error().to_string();
+        std::vector<std::uint8_t> message(*written);
+        ASSERT_EQ(cudaMemcpy(message.data(), d_message, *written, cudaMemcpyDeviceToHost), cudaSuccess);
         EXPECT_EQ(message, expected.bytes);
         auto after = gpu_resumed->save_state(nullptr);
         ASSERT_TRUE(after.ok());
@@ -260,7 +280,7 @@ TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
 // Needs no device: error feedback on the device takes ef=1 over a codec with a device encoder, and
 // a bad state blob is refused before anything is uploaded.
 TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCodec) {
-  for (const char* spec : {"qsgd:ef=0", "topk:ratio=0.1", "scaled_sign:ef=1", "qsgd:elias=1,ef=1"}) {
+  for (const char* spec : {"qsgd:ef=0", "topk:ratio=0.1", "onebit", "qsgd:elias=1,ef=1"}) {
     const auto created = DeviceErrorFeedback::create(*testing::codec(spec));
     ASSERT_FALSE(created.ok()) << spec;
     EXPECT_EQ(created.error().code, ErrorCode::kInvalidArgument) << spec;
@@ -290,16 +310,20 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
 TEST(CodecsCudaArguments, CodecsWithoutADeviceEncoderAreRefused) {
   Workspace workspace;
   const auto layout = GradientLayout::whole(100);
-  for (const char* spec : {"fp32", "qsgd:ef=0,elias=1", "topk:ef=1,ratio=0.1", "sign", "randomk:ef=0"}) {
+  for (const char* spec :
+       {"fp32", "qsgd:ef=0,elias=1", "topk:ef=1,ratio=0.1", "onebit:ef=0", "signum", "dgc:ratio=0.05", "gtopk"}) {
     auto codec = testing::codec(spec);
     EXPECT_FALSE(on_device(*codec)) << spec;
     Rng rng(1, 1);
-    const Status status = encode(*codec, nullptr, layout, rng, nullptr, workspace, nullptr);
-    ASSERT_FALSE(status.ok()) << spec;
-    EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument) << spec;
+    const auto written = encode(*codec, nullptr, layout, rng, nullptr, workspace, nullptr);
+    ASSERT_FALSE(written.ok()) << spec;
+    EXPECT_EQ(written.error().code, ErrorCode::kInvalidArgument) << spec;
     EXPECT_EQ(rng.position(), 0u) << spec;
   }
-  for (const char* spec : {"qsgd:ef=0", "terngrad:ef=0", "topk:ef=0"}) EXPECT_TRUE(on_device(*testing::codec(spec)));
+  for (const char* spec : {"qsgd:ef=0", "terngrad:ef=0", "topk:ef=0", "sign", "scaled_sign:ef=0", "randomk:ef=0",
+                           "threshold:tau=1,ef=0"}) {
+    EXPECT_TRUE(on_device(*testing::codec(spec))) << spec;
+  }
 }
 
 }  // namespace
