@@ -31,6 +31,7 @@ class Mean final : public Aggregator {
   using Options = MeanOptions;
   Mean() = default;
   explicit Mean(Options options) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
   static Status check(std::size_t n, std::size_t f);
   std::string spec() const override;
   Status check(std::size_t n) const override { return check(n, 0); }
@@ -51,6 +52,7 @@ class CoordinateMedian final : public Aggregator {
   using Options = MedianOptions;
   CoordinateMedian() = default;
   explicit CoordinateMedian(Options options) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
   static Status check(std::size_t n, std::size_t f);  // n ≥ 2f + 1
   std::string spec() const override;
   Status check(std::size_t n) const override { return check(n, options_.f); }
@@ -71,6 +73,7 @@ class TrimmedMean final : public Aggregator {
   using Options = TrimmedMeanOptions;
   TrimmedMean() = default;
   explicit TrimmedMean(Options options) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
   static Status check(std::size_t n, std::size_t f);  // n ≥ 2f + 1
   std::string spec() const override;
   Status check(std::size_t n) const override { return check(n, options_.f); }
@@ -91,6 +94,7 @@ class MeanAroundMedian final : public Aggregator {
   using Options = MeanAroundMedianOptions;
   MeanAroundMedian() = default;
   explicit MeanAroundMedian(Options options) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
   static Status check(std::size_t n, std::size_t f);  // n ≥ 2f + 1
   std::string spec() const override;
   Status check(std::size_t n) const override { return check(n, options_.f); }

@@ -7,9 +7,17 @@ rule, its paper, precondition and cost. Rules follow their papers (where ByzFL d
 :mod:`ballot.compat.byzfl`).
 
 Inputs are a list of 1-D float32 vectors or one 2-D float32 array (rows = vectors), as numpy
-arrays or CPU torch tensors; rows are read in place, never stacked or copied. The result has
-the input's type: a torch tensor for torch input, a numpy array otherwise. Non-finite inputs
-never win: they are left out and named in the report. The GIL is released while a rule runs.
+arrays or torch tensors; on the CPU rows are read in place, never stacked or copied. The result
+has the input's type and device: a torch tensor for torch input, a numpy array otherwise.
+Non-finite inputs never win: they are left out and named in the report. The GIL is released
+while a rule runs.
+
+CUDA tensors (a build with CUDA, ``ballot.has_cuda``): ``mean``, ``median``, ``trimmed_mean`` and
+``meamed`` over at most 64 vectors run on the GPU, on torch's current stream, bit for bit the CPU
+rule (a 2-D tensor's rows are read in place; a list is first gathered into one device buffer).
+Every other rule, pipeline and pre-aggregator copies the vectors to the host, runs there and
+returns its result on the vectors' device. Either way the call waits for the GPU before it
+returns (the report needs the non-finite rows).
 
 >>> import numpy as np, ballot.robust as robust
 >>> rule = robust.Aggregator("trimmed_mean:f=1")
@@ -22,7 +30,7 @@ from __future__ import annotations
 from typing import Any, List, NamedTuple, Optional, Tuple
 
 from ballot import _native
-from ballot._arrays import first_of, like
+from ballot._arrays import cuda_stream, first_of, is_cuda, like
 
 
 class AggregationReport(NamedTuple):
@@ -110,12 +118,23 @@ class Aggregator:
 
     def aggregate(self, vectors: Any) -> Aggregation:
         """Aggregates a list of 1-D vectors or the rows of a 2-D array."""
-        value, self._last = self._native.aggregate(vectors)
-        return Aggregation(like(value, first_of(vectors)), AggregationReport(*self._last))
+        value = self._run(vectors)
+        return Aggregation(value, AggregationReport(*self._last))
 
     def __call__(self, vectors: Any) -> Any:
+        return self._run(vectors)
+
+    def _run(self, vectors: Any) -> Any:
+        reference = first_of(vectors)
+        if is_cuda(reference):
+            import torch
+
+            d = reference.shape[-1] if reference.dim() > 0 else 0
+            out = torch.empty(d, dtype=torch.float32, device=reference.device)
+            self._last = self._native.aggregate_into(vectors, out, cuda_stream(reference))
+            return out
         value, self._last = self._native.aggregate(vectors)
-        return like(value, vectors[0] if isinstance(vectors, (list, tuple)) else vectors)
+        return like(value, reference)
 
     def __repr__(self) -> str:
         return f"Aggregator({self.spec!r})"
@@ -146,7 +165,7 @@ class PreAggregator:
     def apply(self, vectors: Any) -> Tuple[Any, List[int]]:
         """(stacked outputs, indices of the non-finite inputs)."""
         reference = first_of(vectors)
-        matrix, non_finite = self._native.apply(vectors)
+        matrix, non_finite = self._native.apply(vectors, cuda_stream(reference))
         return like(matrix, reference), list(non_finite)
 
     def __call__(self, vectors: Any) -> Any:

@@ -11,6 +11,13 @@
 #include "robust/centered_clipping.h"
 #include "robust/registry.h"
 
+#if BALLOT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "robust/cuda/robust_cuda.h"
+#endif
+
 namespace ballot::python {
 namespace {
 
@@ -19,6 +26,33 @@ namespace {
 nb::tuple report_tuple(const robust::AggregationReport& report) {
   return nb::make_tuple(nb::cast(report.non_finite), nb::cast(report.selected), nb::cast(report.excluded),
                         nb::cast(report.scores), report.iterations);
+}
+
+// CUDA rows copied to the host (in order, on `stream`, which is then synchronised), for the rules
+// and stages without a device twin; kInvalidArgument when this build has no CUDA.
+Result<std::vector<float>> rows_to_host(const FloatRows& rows, std::uintptr_t stream) {
+#if BALLOT_HAVE_CUDA
+  std::vector<float> host(rows.rows.size() * rows.d);
+  const auto cuda_stream = reinterpret_cast<cudaStream_t>(stream);
+  for (std::size_t i = 0; i < rows.rows.size() && rows.d > 0; ++i) {
+    BALLOT_TRY(kernels::cuda::cuda_status(
+        cudaMemcpyAsync(host.data() + i * rows.d, rows.rows[i], 4 * rows.d, cudaMemcpyDeviceToHost, cuda_stream),
+        "copy to the host"));
+  }
+  BALLOT_TRY(kernels::cuda::cuda_status(cudaStreamSynchronize(cuda_stream), "copy to the host"));
+  return host;
+#else
+  (void)rows;
+  (void)stream;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "vectors: this build has no CUDA (ballot.has_cuda is False); move the tensors with .cpu()");
+#endif
+}
+
+std::vector<std::span<const float>> spans_of(const std::vector<float>& host, std::size_t n, std::size_t d) {
+  std::vector<std::span<const float>> spans;
+  for (std::size_t i = 0; i < n; ++i) spans.emplace_back(host.data() + i * d, d);
+  return spans;
 }
 
 // Owns one rule or pipeline. robust::Aggregator is not thread-safe (bucketing's counter, centered
@@ -68,26 +102,152 @@ class NativeAggregator {
     return seconds;
   }
 
-  nb::tuple aggregate(nb::handle vectors) {
+  // CPU rows in place; CUDA rows (stream: torch's current one on their device) copied to the host
+  // first. Returns (value as a numpy array, report).
+  nb::tuple aggregate(nb::handle vectors, std::uintptr_t stream) {
     FloatRows rows = float_rows(vectors, "vectors");
-    if (rows.device != Device::kCpu)
-      throw nb::value_error("vectors: robust rules run on the CPU in this build; move the tensors with .cpu()");
     if (rows.rows.empty()) throw nb::value_error("vectors: at least one vector is needed");
-    std::vector<std::span<const float>> spans;
-    spans.reserve(rows.rows.size());
-    for (const float* row : rows.rows) spans.emplace_back(row, rows.d);
     Result<robust::AggregationResult> result = make_error(ErrorCode::kInternal, "not run");
     {
       nb::gil_scoped_release released;
       const std::lock_guard lock(mutex_);
-      result = rule_->aggregate(std::span<const std::span<const float>>(spans));
+      result = run_on_host(rows, stream);
     }
     robust::AggregationResult value = unwrap(std::move(result));
     nb::tuple report = report_tuple(value.report);
     return nb::make_tuple(to_numpy(std::move(value.value)), report);
   }
 
+  // CUDA rows aggregated into `out` (d float32 on their device), on `stream`. The coordinate-wise
+  // rules with a device twin (robust/cuda: mean, median, trimmed mean, MeaMed; n ≤ 64) run there,
+  // reading a 2-D tensor's rows in place (a list is first gathered into one device buffer); the
+  // other rules copy the rows to the host, run on the CPU and copy the value back. Returns the
+  // report; the stream is synchronised (the report needs the non-finite rows).
+  nb::tuple aggregate_into(nb::handle vectors, nb::handle out, std::uintptr_t stream) {
+    FloatRows rows = float_rows(vectors, "vectors");
+    if (rows.rows.empty()) throw nb::value_error("vectors: at least one vector is needed");
+    if (rows.device != Device::kCuda) throw nb::value_error("vectors: aggregate_into takes CUDA vectors");
+    const WritableArray out_array = as_writable(out, "out");
+    const auto [values, out_device] = floats_on_device(out, "out", /*writable=*/true);
+    if (out_device != Device::kCuda || out_array.device_id() != rows.arrays[0].device_id())
+      throw nb::value_error("out: must be on the vectors' CUDA device");
+    if (values.size() != rows.d)
+      throw nb::value_error(
+          ("out: has " + std::to_string(values.size()) + " elements, the vectors " + std::to_string(rows.d)).c_str());
+    Result<robust::AggregationReport> result = make_error(ErrorCode::kInternal, "not run");
+    {
+      nb::gil_scoped_release released;
+      const std::lock_guard lock(mutex_);
+      result = run_on_cuda(rows, rows.arrays[0].device_id(), values.data(), stream);
+    }
+    return report_tuple(unwrap(std::move(result)));
+  }
+
+  ~NativeAggregator() {
+#if BALLOT_HAVE_CUDA
+    if (staged_ != nullptr) cudaFree(staged_);
+    if (word_ != nullptr) cudaFree(word_);
+#endif
+  }
+
  private:
+  // Under mutex_, without the GIL.
+  Result<robust::AggregationResult> run_on_host(const FloatRows& rows, std::uintptr_t stream) {
+    if (rows.device == Device::kCpu) {
+      std::vector<std::span<const float>> spans;
+      spans.reserve(rows.rows.size());
+      for (const float* row : rows.rows) spans.emplace_back(row, rows.d);
+      return rule_->aggregate(std::span<const std::span<const float>>(spans));
+    }
+    BALLOT_ASSIGN_OR_RETURN(const std::vector<float> host, rows_to_host(rows, stream));
+    const auto spans = spans_of(host, rows.rows.size(), rows.d);
+    return rule_->aggregate(std::span<const std::span<const float>>(spans));
+  }
+
+  Result<robust::AggregationReport> run_on_cuda(const FloatRows& rows, int device_id, float* d_out,
+                                                std::uintptr_t stream) {
+#if BALLOT_HAVE_CUDA
+    const int current = kernels::cuda::current_device();
+    if (device_id != current) {
+      return make_error(ErrorCode::kInvalidArgument, "the tensors are on cuda:" + std::to_string(device_id) +
+                                                         " but the current CUDA device is " + std::to_string(current) +
+                                                         " (run under torch.cuda.device(" + std::to_string(device_id) +
+                                                         "))");
+    }
+    const auto cuda_stream = reinterpret_cast<cudaStream_t>(stream);
+    const std::size_t n = rows.rows.size(), d = rows.d;
+    const auto twin = robust::cuda::device_rule(*rule_);
+    if (!twin || n > robust::cuda::kMaxInputs) {
+      BALLOT_ASSIGN_OR_RETURN(robust::AggregationResult result, run_on_host(rows, stream));
+      BALLOT_TRY(kernels::cuda::cuda_status(
+          cudaMemcpyAsync(d_out, result.value.data(), 4 * d, cudaMemcpyHostToDevice, cuda_stream),
+          "copy to the device"));
+      BALLOT_TRY(kernels::cuda::cuda_status(cudaStreamSynchronize(cuda_stream), "copy to the device"));
+      return std::move(result.report);
+    }
+    BALLOT_TRY(robust::cuda::check(twin->rule, n, twin->f));
+    // Rows one after the other with stride d are read in place; others are gathered first.
+    bool in_place = true;
+    for (std::size_t i = 1; i < n && in_place; ++i) in_place = rows.rows[i] == rows.rows[0] + i * d;
+    const float* d_inputs = rows.rows[0];
+    if (!in_place && d > 0) {
+      BALLOT_TRY(reserve(n * d, device_id));
+      for (std::size_t i = 0; i < n; ++i) {
+        BALLOT_TRY(kernels::cuda::cuda_status(
+            cudaMemcpyAsync(staged_ + i * d, rows.rows[i], 4 * d, cudaMemcpyDeviceToDevice, cuda_stream), "gather"));
+      }
+      d_inputs = staged_;
+    }
+    BALLOT_TRY(reserve(0, device_id));
+    BALLOT_TRY(robust::cuda::coordinate_wise(twin->rule, twin->f, d_inputs, n, d, d_out, word_, cuda_stream));
+    std::uint64_t non_finite = 0;
+    BALLOT_TRY(kernels::cuda::cuda_status(cudaMemcpyAsync(&non_finite, word_, 8, cudaMemcpyDeviceToHost, cuda_stream),
+                                          "copy to the host"));
+    BALLOT_TRY(kernels::cuda::cuda_status(cudaStreamSynchronize(cuda_stream), "aggregate"));
+    robust::AggregationReport report;
+    for (std::size_t i = 0; i < n; ++i) {
+      if ((non_finite >> i) & 1u) report.non_finite.push_back(i);
+    }
+    // As the CPU rules: every input non-finite is their precondition error.
+    if (report.non_finite.size() == n) return make_error(ErrorCode::kPrecondition, "every input is non-finite");
+    report.excluded = report.non_finite;
+    return report;
+#else
+    (void)rows;
+    (void)device_id;
+    (void)d_out;
+    (void)stream;
+    return make_error(ErrorCode::kInvalidArgument,
+                      "vectors: this build has no CUDA (ballot.has_cuda is False); move the tensors with .cpu()");
+#endif
+  }
+
+#if BALLOT_HAVE_CUDA
+  // The device word for the non-finite rows, and room for `floats` staged floats, on device_id.
+  Status reserve(std::size_t floats, int device_id) {
+    if (buffers_device_ != device_id) {
+      if (staged_ != nullptr) cudaFree(staged_);
+      if (word_ != nullptr) cudaFree(word_);
+      staged_ = nullptr;
+      word_ = nullptr;
+      staged_floats_ = 0;
+      buffers_device_ = device_id;
+    }
+    if (word_ == nullptr) BALLOT_TRY(kernels::cuda::cuda_status(cudaMalloc(&word_, 8), "cudaMalloc"));
+    if (floats > staged_floats_) {
+      if (staged_ != nullptr) BALLOT_TRY(kernels::cuda::cuda_status(cudaFree(staged_), "cudaFree"));
+      staged_ = nullptr;
+      staged_floats_ = 0;
+      BALLOT_TRY(kernels::cuda::cuda_status(cudaMalloc(&staged_, 4 * floats), "cudaMalloc"));
+      staged_floats_ = floats;
+    }
+    return {};
+  }
+  float* staged_ = nullptr;
+  std::size_t staged_floats_ = 0;
+  std::uint64_t* word_ = nullptr;
+  int buffers_device_ = -1;
+#endif
   std::unique_ptr<robust::Aggregator> rule_;
   std::mutex mutex_;
 };
@@ -101,20 +261,16 @@ class NativePreAggregator {
   void check(std::size_t n) const { unwrap(stage_->check(n)); }
   std::size_t outputs(std::size_t n) const { return stage_->outputs(n); }
 
-  nb::tuple apply(nb::handle vectors) {
+  // CPU rows in place; CUDA rows (stream: torch's current one on their device) are copied to the
+  // host first. The output is a numpy array (the Python layer moves it to the vectors' device).
+  nb::tuple apply(nb::handle vectors, std::uintptr_t stream) {
     FloatRows rows = float_rows(vectors, "vectors");
-    if (rows.device != Device::kCpu)
-      throw nb::value_error("vectors: pre-aggregators run on the CPU in this build; move the tensors with .cpu()");
     if (rows.rows.empty()) throw nb::value_error("vectors: at least one vector is needed");
-    std::vector<std::span<const float>> spans;
-    for (const float* row : rows.rows) spans.emplace_back(row, rows.d);
     Result<robust::PreAggregation> result = make_error(ErrorCode::kInternal, "not run");
     {
       nb::gil_scoped_release released;
       const std::lock_guard lock(mutex_);
-      Result<robust::InputMatrix> inputs =
-          robust::InputMatrix::from_rows(std::span<const std::span<const float>>(spans));
-      result = inputs.ok() ? stage_->apply(*inputs) : Result<robust::PreAggregation>(std::move(inputs).error());
+      result = run(rows, stream);
     }
     robust::PreAggregation out = unwrap(std::move(result));
     using Values = decltype(out.output.values);
@@ -125,6 +281,21 @@ class NativePreAggregator {
   }
 
  private:
+  // Under mutex_, without the GIL.
+  Result<robust::PreAggregation> run(const FloatRows& rows, std::uintptr_t stream) {
+    std::vector<float> host;
+    std::vector<std::span<const float>> spans;
+    if (rows.device == Device::kCpu) {
+      for (const float* row : rows.rows) spans.emplace_back(row, rows.d);
+    } else {
+      BALLOT_ASSIGN_OR_RETURN(host, rows_to_host(rows, stream));
+      spans = spans_of(host, rows.rows.size(), rows.d);
+    }
+    BALLOT_ASSIGN_OR_RETURN(const robust::InputMatrix inputs,
+                            robust::InputMatrix::from_rows(std::span<const std::span<const float>>(spans)));
+    return stage_->apply(inputs);
+  }
+
   std::unique_ptr<robust::PreAggregator> stage_;
   std::mutex mutex_;
 };
@@ -137,13 +308,14 @@ void register_robust(nb::module_& m) {
       .def_prop_ro("spec", &NativePreAggregator::spec)
       .def("check", &NativePreAggregator::check, nb::arg("n"))
       .def("outputs", &NativePreAggregator::outputs, nb::arg("n"))
-      .def("apply", &NativePreAggregator::apply, nb::arg("vectors"));
+      .def("apply", &NativePreAggregator::apply, nb::arg("vectors"), nb::arg("stream") = 0);
   nb::class_<NativeAggregator>(m, "Aggregator")
       .def(nb::init<const std::string&>(), nb::arg("spec"))
       .def_prop_ro("spec", &NativeAggregator::spec)
       .def("check", &NativeAggregator::check, nb::arg("n"))
       .def("set_center", &NativeAggregator::set_center, nb::arg("center").none())
-      .def("aggregate", &NativeAggregator::aggregate, nb::arg("vectors"))
+      .def("aggregate", &NativeAggregator::aggregate, nb::arg("vectors"), nb::arg("stream") = 0)
+      .def("aggregate_into", &NativeAggregator::aggregate_into, nb::arg("vectors"), nb::arg("out"), nb::arg("stream"))
       .def("time_aggregate", &NativeAggregator::time_aggregate, nb::arg("vectors"), nb::arg("repeats"));
   m.def("rule_names", &robust::rule_names);
   m.def("pre_aggregator_names", &robust::pre_aggregator_names);

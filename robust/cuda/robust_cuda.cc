@@ -107,6 +107,20 @@ Status coordinate_wise(CoordinateRule rule, std::size_t f, const float* d_inputs
       "coordinate-wise kernel launch");
 }
 
+std::optional<DeviceRule> device_rule(const Aggregator& aggregator) noexcept {
+  if (dynamic_cast<const Mean*>(&aggregator) != nullptr) return DeviceRule{CoordinateRule::kMean, 0};
+  if (const auto* median = dynamic_cast<const CoordinateMedian*>(&aggregator)) {
+    return DeviceRule{CoordinateRule::kMedian, median->options().f};
+  }
+  if (const auto* trimmed = dynamic_cast<const TrimmedMean*>(&aggregator)) {
+    return DeviceRule{CoordinateRule::kTrimmedMean, trimmed->options().f};
+  }
+  if (const auto* meamed = dynamic_cast<const MeanAroundMedian*>(&aggregator)) {
+    return DeviceRule{CoordinateRule::kMeanAroundMedian, meamed->options().f};
+  }
+  return std::nullopt;
+}
+
 Result<AggregationResult> coordinate_wise_on_device(CoordinateRule rule, std::size_t f, const InputMatrix& inputs) {
   const std::size_t n = inputs.n(), d = inputs.d();
   BALLOT_TRY(check(rule, n, f));

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "core/result.h"
 #include "robust/aggregator.h"
@@ -34,6 +35,15 @@ Status check(CoordinateRule rule, std::size_t n, std::size_t f);
 // plus non-null pointers: kInvalidArgument) before touching the device and the launch after.
 Status coordinate_wise(CoordinateRule rule, std::size_t f, const float* d_inputs, std::size_t n, std::size_t d,
                        float* d_out, std::uint64_t* d_non_finite, void* stream);
+
+// The device twin of a CPU rule object: Mean, CoordinateMedian, TrimmedMean and MeanAroundMedian
+// (robust/coordinate_wise.h) with their f; nullopt for every other rule and pipeline. Needs no
+// device.
+struct DeviceRule {
+  CoordinateRule rule = CoordinateRule::kMean;
+  std::size_t f = 0;
+};
+std::optional<DeviceRule> device_rule(const Aggregator& aggregator) noexcept;
 
 // Host convenience for tests and small tools: copies the rows to the device, runs, copies back and
 // synchronises. The CPU rule's result and report (non_finite = excluded), or its errors;

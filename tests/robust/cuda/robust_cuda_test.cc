@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/isa.h"
+#include "robust/registry.h"
 #include "tests/robust/cuda/coordinate_test_util.h"
 
 namespace ballot::robust::cuda {
@@ -88,6 +89,32 @@ TEST(RobustCudaArguments, AreCheckedWithoutADevice) {
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(coordinate_wise_on_device(CoordinateRule::kTrimmedMean, 3, InputMatrix(rows.data(), 5, 2)).error().code,
             ErrorCode::kPrecondition);
+}
+
+// Needs no device: which registry rules have a device twin, with their f.
+TEST(RobustCudaArguments, DeviceTwinsOfTheRegistryRules) {
+  struct Case {
+    const char* spec;
+    CoordinateRule rule;
+    std::size_t f;
+  };
+  for (const Case& c :
+       {Case{"mean", CoordinateRule::kMean, 0}, Case{"mean:threads=2", CoordinateRule::kMean, 0},
+        Case{"median:f=3", CoordinateRule::kMedian, 3}, Case{"trimmed_mean:f=2", CoordinateRule::kTrimmedMean, 2},
+        Case{"meamed:f=1", CoordinateRule::kMeanAroundMedian, 1}}) {
+    auto aggregator = make_aggregator(c.spec);
+    ASSERT_TRUE(aggregator.ok()) << c.spec;
+    const auto twin = device_rule(**aggregator);
+    ASSERT_TRUE(twin.has_value()) << c.spec;
+    EXPECT_EQ(twin->rule, c.rule) << c.spec;
+    EXPECT_EQ(twin->f, c.f) << c.spec;
+  }
+  for (const char* spec : {"krum:f=1", "geometric_median", "nnm:f=1 > trimmed_mean:f=1", "bucketing:s=2 > median:f=1",
+                           "multi_krum:f=1", "centered_clipping"}) {
+    auto aggregator = make_aggregator(spec);
+    ASSERT_TRUE(aggregator.ok()) << spec;
+    EXPECT_FALSE(device_rule(**aggregator).has_value()) << spec;
+  }
 }
 
 TEST(RobustCudaWithoutDevice, ReportsUnavailableInsteadOfCrashing) {
