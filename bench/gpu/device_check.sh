@@ -64,7 +64,7 @@ for t in tests/kernels/kernels_cuda_test tests/robust/robust_cuda_test tests/cod
 done
 if [ "${BENCH:-1}" != 0 ]; then
   echo "== gpu_bench: the codecs ($(date +%T))"
-  timeout 120 "$build/bench/gpu/gpu_bench" --benchmark_filter='Encode|Bandwidth' --benchmark_counters_tabular=true 2>&1 | tail -14
+  timeout 120 "$build/bench/gpu/gpu_bench" --benchmark_filter='Encode|Bandwidth' --benchmark_counters_tabular=true 2>&1 | tail -20
   echo "== torch ops (same GPU)"
   timeout 150 python3 bench/gpu/torch_ops.py 2>&1
   echo "== compute-sanitizer memcheck (CUDA tests, $(date +%T))"
@@ -99,7 +99,8 @@ if [ "${BENCH:-1}" != 0 ]; then
   fi
 fi
 if [ "${PYTHON:-1}" != 0 ] && ls "$build"/python/ballot/_native*.so > /dev/null 2>&1; then
-  echo "== Python: ballot.signs on CUDA tensors, ballot.torch nodes with CUDA models"
+  echo "== Python: ballot.signs, codecs and robust rules on CUDA tensors, ballot.torch nodes with CUDA models"
   PYTHONPATH="$build/python" timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_signs.py tests/python/test_codecs_cuda.py \
+    tests/python/test_robust_cuda.py \
     tests/python/test_torch_node.py -k "not fashion and not launch and not certified and not alie" 2>&1 | tail -8
 fi
