@@ -156,32 +156,4 @@ Status RandomKCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradi
   return {};
 }
 
-namespace detail {
-
-Result<RandomKView> read_random_k(std::span<const std::uint8_t> bytes, const GradientLayout& layout) {
-  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, CodecId::kRandomK, 0, layout));
-  RandomKView view;
-  view.segments = segments_of(layout, header.granularity);
-  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
-  BALLOT_ASSIGN_OR_RETURN(const auto count_bytes, reader.take(view.segments.size(), 4, "counts"));
-  view.counts.resize(view.segments.size());
-  std::size_t sum = 0;
-  for (std::size_t s = 0; s < view.segments.size(); ++s) {
-    view.counts[s] = load_pod<std::uint32_t>(count_bytes.data() + 4 * s);
-    if (view.counts[s] > view.segments[s].size) {
-      return malformed("random-k count " + std::to_string(view.counts[s]) + " exceeds segment size " +
-                       std::to_string(view.segments[s].size));
-    }
-    sum += view.counts[s];
-  }
-  BALLOT_ASSIGN_OR_RETURN(view.seed, reader.read<std::uint64_t>("seed"));
-  BALLOT_ASSIGN_OR_RETURN(view.stream, reader.read<std::uint64_t>("stream"));
-  BALLOT_ASSIGN_OR_RETURN(view.position, reader.read<std::uint64_t>("position"));
-  BALLOT_ASSIGN_OR_RETURN(view.values, reader.take(sum, 4, "values"));
-  BALLOT_TRY(reader.expect_end());
-  return view;
-}
-
-}  // namespace detail
-
 }  // namespace ballot::coding

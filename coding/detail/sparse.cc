@@ -251,23 +251,45 @@ EncodedGradient write_sparse(CodecId id, Granularity granularity, std::uint8_t f
   return out;
 }
 
+// The per-segment counts of a sparse message (u32 each), each at most its segment's size.
+static Result<std::vector<std::uint32_t>> read_counts(ByteReader& reader, std::span<const Segment> segments) {
+  BALLOT_ASSIGN_OR_RETURN(const auto count_bytes, reader.take(segments.size(), 4, "counts"));
+  std::vector<std::uint32_t> counts(segments.size());
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    counts[s] = load_pod<std::uint32_t>(count_bytes.data() + 4 * s);
+    if (counts[s] > segments[s].size) {
+      return malformed("sparse count " + std::to_string(counts[s]) + " exceeds segment " + std::to_string(s) +
+                       " of size " + std::to_string(segments[s].size));
+    }
+  }
+  return counts;
+}
+
+Result<RandomKView> read_random_k(std::span<const std::uint8_t> bytes, const GradientLayout& layout) {
+  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, CodecId::kRandomK, 0, layout));
+  RandomKView view;
+  view.segments = segments_of(layout, header.granularity);
+  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
+  BALLOT_ASSIGN_OR_RETURN(view.counts, read_counts(reader, view.segments));
+  std::size_t sum = 0;
+  for (const std::uint32_t count : view.counts) sum += count;
+  BALLOT_ASSIGN_OR_RETURN(view.seed, reader.read<std::uint64_t>("seed"));
+  BALLOT_ASSIGN_OR_RETURN(view.stream, reader.read<std::uint64_t>("stream"));
+  BALLOT_ASSIGN_OR_RETURN(view.position, reader.read<std::uint64_t>("position"));
+  BALLOT_ASSIGN_OR_RETURN(view.values, reader.take(sum, 4, "values"));
+  BALLOT_TRY(reader.expect_end());
+  return view;
+}
+
 Result<SparseView> read_sparse(std::span<const std::uint8_t> bytes, CodecId id, std::uint8_t allowed_flags,
                                const GradientLayout& layout) {
   SparseView view;
   BALLOT_ASSIGN_OR_RETURN(view.header, read_header(bytes, id, allowed_flags, layout));
   view.segments = segments_of(layout, view.header.granularity);
   ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
-  BALLOT_ASSIGN_OR_RETURN(const auto count_bytes, reader.take(view.segments.size(), 4, "counts"));
-  view.counts.resize(view.segments.size());
+  BALLOT_ASSIGN_OR_RETURN(view.counts, read_counts(reader, view.segments));
   std::size_t total = 0;
-  for (std::size_t s = 0; s < view.segments.size(); ++s) {
-    view.counts[s] = load_pod<std::uint32_t>(count_bytes.data() + 4 * s);
-    if (view.counts[s] > view.segments[s].size) {
-      return malformed("sparse count " + std::to_string(view.counts[s]) + " exceeds segment " + std::to_string(s) +
-                       " of size " + std::to_string(view.segments[s].size));
-    }
-    total += view.counts[s];  // <= d: no overflow
-  }
+  for (const std::uint32_t count : view.counts) total += count;  // <= d: no overflow
   BALLOT_ASSIGN_OR_RETURN(view.indices, reader.take(total, 4, "indices"));
   BALLOT_ASSIGN_OR_RETURN(view.values, reader.take(total, 4, "values"));
   BALLOT_TRY(reader.expect_end());
