@@ -141,18 +141,8 @@ class NativeCodec {
 
  private:
 #if BALLOT_HAVE_CUDA
-  // The GPU this codec's device state lives on (the first one it ran on), and the current device:
-  // the tensor must be on both (allocations and launches go to the current device).
-  Status check_device(int device_id) const {
-    const int current = kernels::cuda::current_device();
-    if (device_id != current) {
-      return make_error(ErrorCode::kInvalidArgument, "the tensor is on cuda:" + std::to_string(device_id) +
-                                                         " but the current CUDA device is " + std::to_string(current) +
-                                                         " (run under torch.cuda.device(" + std::to_string(device_id) +
-                                                         "))");
-    }
-    return {};
-  }
+  // The GPU this codec's device state lives on (the first one it ran on): the tensor must be on it,
+  // and on the current device (require_current_device).
   Status check_home(int device_id) {
     if (home_device_ < 0) home_device_ = device_id;
     if (home_device_ != device_id) {
@@ -165,7 +155,7 @@ class NativeCodec {
   // Under mutex_.
   Result<coding::EncodedGradient> encode_on_cuda(const float* d_gradient, int device_id, const GradientLayout& layout,
                                                  void* stream) {
-    BALLOT_TRY(check_device(device_id));
+    BALLOT_TRY(require_current_device(device_id));
     BALLOT_TRY(check_home(device_id));
     const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_.get());
     if (feedback == nullptr) {
@@ -190,7 +180,7 @@ class NativeCodec {
   }
   Status decode_add_on_cuda(std::span<const std::uint8_t> bytes, const GradientLayout& layout, float* d_accumulator,
                             int device_id, float weight, void* stream) const {
-    BALLOT_TRY(check_device(device_id));
+    BALLOT_TRY(require_current_device(device_id));
     const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_.get());
     const coding::Codec& decoder = feedback != nullptr ? feedback->inner() : *codec_;
     if (!coding::cuda::on_device(decoder)) return no_device_codec();

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/config.h"
 #include "python/src/native.h"
 #include "robust/centered_clipping.h"
 #include "robust/registry.h"
@@ -32,11 +33,17 @@ nb::tuple report_tuple(const robust::AggregationReport& report) {
 // and stages without a device twin; kInvalidArgument when this build has no CUDA.
 Result<std::vector<float>> rows_to_host(const FloatRows& rows, std::uintptr_t stream) {
 #if BALLOT_HAVE_CUDA
-  std::vector<float> host(rows.rows.size() * rows.d);
+  BALLOT_TRY(require_current_device(rows.arrays.front().device_id()));
+  const std::size_t n = rows.rows.size(), d = rows.d;
+  std::vector<float> host(n * d);
   const auto cuda_stream = reinterpret_cast<cudaStream_t>(stream);
-  for (std::size_t i = 0; i < rows.rows.size() && rows.d > 0; ++i) {
+  // One copy when the rows lie one after the other (a contiguous 2-D tensor), else one per row.
+  bool contiguous = true;
+  for (std::size_t i = 1; i < n && contiguous; ++i) contiguous = rows.rows[i] == rows.rows[0] + i * d;
+  const std::size_t copies = contiguous ? 1 : n, floats = contiguous ? n * d : d;
+  for (std::size_t i = 0; i < copies && floats > 0; ++i) {
     BALLOT_TRY(kernels::cuda::cuda_status(
-        cudaMemcpyAsync(host.data() + i * rows.d, rows.rows[i], 4 * rows.d, cudaMemcpyDeviceToHost, cuda_stream),
+        cudaMemcpyAsync(host.data() + i * d, rows.rows[i], 4 * floats, cudaMemcpyDeviceToHost, cuda_stream),
         "copy to the host"));
   }
   BALLOT_TRY(kernels::cuda::cuda_status(cudaStreamSynchronize(cuda_stream), "copy to the host"));
@@ -167,13 +174,7 @@ class NativeAggregator {
   Result<robust::AggregationReport> run_on_cuda(const FloatRows& rows, int device_id, float* d_out,
                                                 std::uintptr_t stream) {
 #if BALLOT_HAVE_CUDA
-    const int current = kernels::cuda::current_device();
-    if (device_id != current) {
-      return make_error(ErrorCode::kInvalidArgument, "the tensors are on cuda:" + std::to_string(device_id) +
-                                                         " but the current CUDA device is " + std::to_string(current) +
-                                                         " (run under torch.cuda.device(" + std::to_string(device_id) +
-                                                         "))");
-    }
+    BALLOT_TRY(require_current_device(device_id));
     const auto cuda_stream = reinterpret_cast<cudaStream_t>(stream);
     const std::size_t n = rows.rows.size(), d = rows.d;
     const auto twin = robust::cuda::device_rule(*rule_);
@@ -233,12 +234,13 @@ class NativeAggregator {
       staged_floats_ = 0;
       buffers_device_ = device_id;
     }
-    if (word_ == nullptr) BALLOT_TRY(kernels::cuda::cuda_status(cudaMalloc(&word_, 8), "cudaMalloc"));
+    if (word_ == nullptr)
+      BALLOT_TRY(kernels::cuda::cuda_status(cudaMalloc(reinterpret_cast<void**>(&word_), 8), "cudaMalloc"));
     if (floats > staged_floats_) {
       if (staged_ != nullptr) BALLOT_TRY(kernels::cuda::cuda_status(cudaFree(staged_), "cudaFree"));
       staged_ = nullptr;
       staged_floats_ = 0;
-      BALLOT_TRY(kernels::cuda::cuda_status(cudaMalloc(&staged_, 4 * floats), "cudaMalloc"));
+      BALLOT_TRY(kernels::cuda::cuda_status(cudaMalloc(reinterpret_cast<void**>(&staged_), 4 * floats), "cudaMalloc"));
       staged_floats_ = floats;
     }
     return {};

@@ -8,6 +8,9 @@
 #include <memory>
 
 #include "core/config.h"
+#if BALLOT_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace ballot::python {
 
@@ -112,6 +115,21 @@ std::span<float> on_cpu(std::pair<std::span<float>, Device> view, const char* wh
 
 }  // namespace
 
+Status require_current_device(int device_id) {
+#if BALLOT_HAVE_CUDA
+  const int current = kernels::cuda::current_device();
+  if (device_id != current) {
+    return make_error(ErrorCode::kInvalidArgument, "the tensor is on cuda:" + std::to_string(device_id) +
+                                                       " but the current CUDA device is " + std::to_string(current) +
+                                                       " (run under torch.cuda.device(" + std::to_string(device_id) +
+                                                       "))");
+  }
+#else
+  (void)device_id;
+#endif
+  return {};
+}
+
 AnyArray as_array(nb::handle object, const char* what) { return cast_array<AnyArray>(object, what); }
 WritableArray as_writable(nb::handle object, const char* what) { return cast_array<WritableArray>(object, what); }
 
@@ -186,7 +204,8 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
     if (i == 0) {
       out.d = row.shape(0);
       out.device = device;
-    } else if (row.shape(0) != out.d || device != out.device) {
+    } else if (row.shape(0) != out.d || device != out.device ||
+               (device == Device::kCuda && row.device_id() != out.arrays.front().device_id())) {
       const std::string name = std::string(what) + "[" + std::to_string(i) + "]";
       throw nb::value_error(named(name.c_str(), row.shape(0) != out.d
                                                     ? "has " + std::to_string(row.shape(0)) +

@@ -70,6 +70,11 @@ struct FloatRows {
 };
 FloatRows float_rows(nb::handle vectors, const char* what);
 
+// kInvalidArgument unless `device_id` is the current CUDA device (allocations and launches go to
+// the current device; torch keeps its own): names the tensor's device and the fix. Always OK in a
+// build without CUDA.
+Status require_current_device(int device_id);
+
 // A new 1-D numpy float32 array that owns `values` (moved, not copied).
 nb::ndarray<nb::numpy, float, nb::ndim<1>> to_numpy(std::vector<float>&& values);
 

@@ -62,7 +62,7 @@ def test_error_feedback_moves_between_host_and_gpu(rng):
 def test_codecs_without_a_gpu_encoder_refuse_cuda_tensors(rng):
     torch = cuda_torch()
     x = torch.ones(100, device="cuda")
-    for spec in ["fp32", "qsgd:elias=1", "scaled_sign", "randomk:ratio=0.1"]:
+    for spec in ["fp32", "qsgd:elias=1", "onebit", "signum", "dgc:ratio=0.1"]:
         with pytest.raises(ValueError, match="no CUDA encoder"):
             codecs.Codec(spec).encode(x)
     with pytest.raises(ValueError, match="no CUDA encoder"):

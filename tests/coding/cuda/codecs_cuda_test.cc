@@ -199,6 +199,7 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
     if (name.starts_with("topk")) {
       bad[1][kHeaderBytes + 4 * layout.num_layers()] = 0xFF;  // an index out of its segment (63 coordinates)
     } else if (name.starts_with("threshold")) {
+      ASSERT_GE(good.bytes.size(), kHeaderBytes + 12);         // at least one pair kept
       std::memset(bad[1].data() + kHeaderBytes + 4, 0xFF, 4);  // the first index out of the model
     } else if (name.starts_with("randomk")) {
       bad[1][kHeaderBytes] = 0xFF;  // a count above its segment's size (63)
