@@ -73,3 +73,16 @@ def test_bad_cuda_inputs_are_errors(rng):
     all_nan = torch.full((3, 10), float("nan"), device="cuda")
     with pytest.raises(ValueError, match="non-finite"):
         rule(all_nan)
+
+
+def test_the_byzfl_adapter_returns_on_the_device(rng):
+    torch = cuda_torch()
+    from ballot.compat import byzfl
+
+    x = rows(rng, 9, 3000)
+    gpu = torch.from_numpy(x).cuda()
+    for rule in (byzfl.TrMean(f=2), byzfl.Krum(f=2), byzfl.Clipping(c=0.0), byzfl.NNM(f=2)):
+        expected = rule(torch.from_numpy(x))
+        value = rule(gpu)
+        assert value.device == gpu.device, type(rule).__name__
+        np.testing.assert_array_equal(value.cpu().numpy(), expected.numpy())

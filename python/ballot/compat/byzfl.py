@@ -112,12 +112,10 @@ def _count(vectors: Any) -> int:
 
 def _numpy_rows(vectors: Any) -> np.ndarray:
     """The vectors as one 2-D float32 numpy array: a view for a 2-D array or CPU tensor, a stacked
-    copy for a list."""
+    copy for a list; CUDA tensors are copied to the host (the result goes back to their device)."""
     def as_np(x: Any) -> np.ndarray:
         if is_torch(x):
-            if x.device.type != "cpu":
-                raise ValueError("vectors: ballot.compat.byzfl runs on the CPU; move the tensors with .cpu()")
-            return x.detach().numpy()
+            return x.detach().cpu().numpy()
         return x
     if isinstance(vectors, (list, tuple)):
         rows = [as_np(x) for x in vectors]
