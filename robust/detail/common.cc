@@ -367,15 +367,12 @@ Result<CoordinateOutcome> coordinate_wise(
           // No order statistics: each row's piece is added straight into double sums (row order,
           // as rows_mean does), read once and never copied.
           const std::size_t ahead = b + 1 < b1 ? std::min(columns, d - begin - width) : 0;
-          std::fill(sums.begin(), sums.begin() + static_cast<std::ptrdiff_t>(width), 0.0);
           for (std::size_t r = 0; r < m; ++r) pieces[r] = inputs.row(rows[r]) + begin;
-          const bool finite = kern.add_finite(pieces.data(), m, width, sums.data(), ahead);
+          const bool finite = kern.mean_rows(pieces.data(), m, width, sums.data(), out.value.data() + begin, ahead);
           if (check && !finite) {
             found_non_finite.store(true, std::memory_order_relaxed);
             return;
           }
-          const double scale = 1.0 / static_cast<double>(m);
-          for (std::size_t j = 0; j < width; ++j) out.value[begin + j] = static_cast<float>(sums[j] * scale);
           continue;
         }
         // Layout: tile t of row r at block[t·m·kTile + r·kTile], so each tile (all rows) is one

@@ -33,10 +33,12 @@ struct IsaKernels {
   // Meanwhile prefetches ahead[0, ahead_len) (ahead_len may be 0): the next block of the same row.
   bool (*copy_finite_tiled)(const float* src, std::size_t len, float* dst, std::size_t tile_stride, const float* ahead,
                             std::size_t ahead_len);
-  // acc[j] = (((acc[j] + x_0[j]) + x_1[j]) + …) + x_{count−1}[j] in double, x_r = rows[r], for
-  // j < len, and whether all x are finite. Prefetches rows[r][len, len + ahead) on the way (each
-  // row's next block, as copy_finite_tiled does).
-  bool (*add_finite)(const float* const* rows, std::size_t count, std::size_t len, double* acc, std::size_t ahead);
+  // out[j] = (float)(((((0.0 + x_0[j]) + x_1[j]) + …) + x_{count−1}[j]) · (1/count)), the sums in
+  // double, x_r = rows[r], for j < len and count ≥ 1, and whether all x are finite; acc holds len
+  // doubles of scratch. Prefetches rows[r][len, len + ahead) on the way (each row's next block, as
+  // copy_finite_tiled does).
+  bool (*mean_rows)(const float* const* rows, std::size_t count, std::size_t len, double* acc, float* out,
+                    std::size_t ahead);
   // Σ x² in double (finite inputs give a finite result unless it overflows double), summed in
   // blocks of kNormBlock floats.
   double (*squared_norm)(const float* x, std::size_t len);

@@ -441,15 +441,23 @@ TEST(ClosestWindow, MatchesAFullScanWithTies) {
 
 // The mean adds rows four at a time (and the rest one to three): every row count from 1 to 9 and
 // 25, every layout and thread count gives the row-order double sum times 1/m, rounded to float,
-// bit for bit, at every ISA level; a non-finite row is found in any group and excluded.
+// bit for bit, at every ISA level; a non-finite row is found in any group and excluded. The check
+// is on the double sums (finite iff every value added is), so columns of FLT_MAX stay finite and
+// the sums of -0.0 start from +0.0 as the plain loop's do.
 TEST(Mean, RowOrderDoubleSumForAnyRowCountLayoutAndThreads) {
   for_each_isa([] {
     for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 25u}) {
       for (std::size_t d : {1u, 2047u, 2049u, 7000u}) {
         for (bool poisoned : {false, true}) {
           auto rows = gaussian_rows(n, d, n * 13 + d, 1e3);
+          for (std::size_t i = 0; i < n; ++i) {
+            rows[i * d] = -0.0f;                                             // the mean is +0.0
+            if (d > 1) rows[i * d + 1] = std::numeric_limits<float>::max();  // finite: no overflow in double
+          }
           const std::size_t bad = n / 2;
-          if (poisoned) rows[bad * d + d - 1] = -std::numeric_limits<float>::infinity();
+          if (poisoned)
+            rows[bad * d + d - 1] =
+                (n % 2 == 0) ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
           std::vector<float> want(d);
           const double m = static_cast<double>(poisoned ? n - 1 : n);
           for (std::size_t c = 0; c < d; ++c) {
@@ -471,6 +479,7 @@ TEST(Mean, RowOrderDoubleSumForAnyRowCountLayoutAndThreads) {
             }
             ASSERT_TRUE(contiguous.ok() && separate.ok());
             EXPECT_EQ(contiguous->value, want) << "n=" << n << " d=" << d << " threads=" << threads;
+            EXPECT_FALSE(std::signbit(contiguous->value[0]));
             EXPECT_EQ(separate->value, want) << "n=" << n << " d=" << d << " threads=" << threads;
             EXPECT_EQ(contiguous->report.non_finite,
                       poisoned ? std::vector<std::size_t>{bad} : std::vector<std::size_t>{});
