@@ -1,46 +1,17 @@
 #include "robust/krum.h"
 
-#include <algorithm>
-#include <cmath>
-#include <numeric>
+#include <string>
+#include <vector>
 
 #include "robust/detail/common.h"
 
 namespace ballot::robust {
 namespace {
 
-// Scores of all inputs, and the inputs ordered by (score, index) with unusable ones last.
-struct Ranking {
-  detail::Distances distances;
-  std::vector<double> scores;
-  std::vector<std::size_t> order;
-  std::size_t finite = 0;  // inputs with a finite score
-};
-
-Ranking rank_inputs(const InputMatrix& inputs, std::size_t f, std::size_t threads) {
-  Ranking r;
-  r.distances = detail::pairwise_distances(inputs, threads);
-  std::vector<std::size_t> all(inputs.n());
-  std::iota(all.begin(), all.end(), 0);
-  r.scores = detail::krum_scores(r.distances, all, f);
-  r.order = all;
-  std::stable_sort(r.order.begin(), r.order.end(), [&](std::size_t a, std::size_t b) {
-    return r.scores[a] < r.scores[b];  // +∞ sorts last; NaN never occurs (scores are sums of ≥ 0)
-  });
-  for (double s : r.scores) r.finite += std::isfinite(s) ? 1 : 0;
-  return r;
-}
-
-Error no_finite_score(const char* rule, std::size_t need, std::size_t have) {
-  return make_error(ErrorCode::kPrecondition, std::string(rule) + ": " + std::to_string(need) +
-                                                  " inputs with a finite score needed, " + std::to_string(have) +
-                                                  " found (too many non-finite or overflowing inputs)");
-}
-
-AggregationResult selection_result(const InputMatrix& inputs, Ranking& r, std::vector<std::size_t> selected,
-                                   std::size_t threads) {
-  std::sort(selected.begin(), selected.end());
+// The rule's value from its report: the selected row itself, or the mean of the selected rows.
+AggregationResult selection_result(const InputMatrix& inputs, AggregationReport report, std::size_t threads) {
   AggregationResult result;
+  const auto& selected = report.selected;
   if (selected.size() == 1) {
     const auto row = inputs.row_span(selected[0]);
     result.value.assign(row.begin(), row.end());
@@ -49,11 +20,7 @@ AggregationResult selection_result(const InputMatrix& inputs, Ranking& r, std::v
     for (std::size_t i : selected) coeffs[i] = 1.0 / static_cast<double>(selected.size());
     result.value = detail::weighted_sum(inputs, coeffs, threads);
   }
-  std::vector<std::size_t> excluded = detail::complement(inputs.n(), selected);
-  result.report.selected = std::move(selected);
-  result.report.excluded = std::move(excluded);
-  result.report.non_finite = std::move(r.distances.non_finite);
-  result.report.scores = std::move(r.scores);
+  result.report = std::move(report);
   return result;
 }
 
@@ -68,9 +35,9 @@ std::string Krum::spec() const {
 }
 Result<AggregationResult> Krum::aggregate(const InputMatrix& inputs) {
   BALLOT_TRY(check(inputs.n()));
-  Ranking r = rank_inputs(inputs, options_.f, options_.threads);
-  if (r.finite == 0) return no_finite_score("krum", 1, 0);
-  return selection_result(inputs, r, {r.order[0]}, options_.threads);
+  BALLOT_ASSIGN_OR_RETURN(
+      auto report, detail::krum_selection(detail::pairwise_distances(inputs, options_.threads), options_.f, 1, "krum"));
+  return selection_result(inputs, std::move(report), options_.threads);
 }
 
 Status MultiKrum::check(std::size_t n, std::size_t f, std::size_t m) {
@@ -87,11 +54,9 @@ std::string MultiKrum::spec() const {
 Result<AggregationResult> MultiKrum::aggregate(const InputMatrix& inputs) {
   BALLOT_TRY(check(inputs.n()));
   const std::size_t m = options_.m == 0 ? inputs.n() - options_.f : options_.m;
-  Ranking r = rank_inputs(inputs, options_.f, options_.threads);
-  if (r.finite < m) return no_finite_score("multi_krum", m, r.finite);
-  return selection_result(inputs, r,
-                          std::vector<std::size_t>(r.order.begin(), r.order.begin() + static_cast<std::ptrdiff_t>(m)),
-                          options_.threads);
+  BALLOT_ASSIGN_OR_RETURN(auto report, detail::krum_selection(detail::pairwise_distances(inputs, options_.threads),
+                                                              options_.f, m, "multi_krum"));
+  return selection_result(inputs, std::move(report), options_.threads);
 }
 
 }  // namespace ballot::robust

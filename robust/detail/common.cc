@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <thread>
 
 #include "core/enforce.h"
@@ -95,6 +96,15 @@ Distances pairwise_distances(const InputMatrix& inputs, std::size_t threads) {
   });
   for (std::size_t u = 0; u < units; ++u)
     for (std::size_t e = 0; e < n * n; ++e) out.gram[e] += partial[u * n * n + e];
+  return distances_from_gram(std::move(out.gram), n, [&](std::size_t i) { return !k.all_finite(inputs.row(i), d); });
+}
+
+Distances distances_from_gram(std::vector<double> gram, std::size_t n,
+                              const std::function<bool(std::size_t)>& has_non_finite) {
+  BALLOT_ENFORCE_EQ(gram.size(), n * n);
+  Distances out;
+  out.n = n;
+  out.gram = std::move(gram);
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < i; ++j) out.gram[j * n + i] = out.gram[i * n + j];
 
@@ -102,7 +112,7 @@ Distances pairwise_distances(const InputMatrix& inputs, std::size_t threads) {
   for (std::size_t i = 0; i < n; ++i) {
     if (std::isfinite(out.gram[i * n + i])) continue;
     out.usable[i] = 0;
-    if (!k.all_finite(inputs.row(i), d)) out.non_finite.push_back(i);
+    if (has_non_finite(i)) out.non_finite.push_back(i);
   }
   constexpr double kInf = std::numeric_limits<double>::infinity();
   out.squared.assign(n * n, kInf);
@@ -148,6 +158,31 @@ std::size_t argmin_finite(const std::vector<double>& scores) {
   for (std::size_t i = 0; i < scores.size(); ++i)
     if (std::isfinite(scores[i]) && (best == static_cast<std::size_t>(-1) || scores[i] < scores[best])) best = i;
   return best;
+}
+
+Result<AggregationReport> krum_selection(Distances distances, std::size_t f, std::size_t m, const std::string& rule) {
+  const std::size_t n = distances.n;
+  std::vector<std::size_t> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<double> scores = krum_scores(distances, all, f);
+  std::vector<std::size_t> order = all;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return scores[a] < scores[b];  // +∞ sorts last; NaN never occurs (scores are sums of ≥ 0)
+  });
+  std::size_t finite = 0;
+  for (double s : scores) finite += std::isfinite(s) ? 1 : 0;
+  if (finite < m) {
+    return make_error(ErrorCode::kPrecondition, rule + ": " + std::to_string(m) +
+                                                    " inputs with a finite score needed, " + std::to_string(finite) +
+                                                    " found (too many non-finite or overflowing inputs)");
+  }
+  AggregationReport report;
+  report.selected.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m));
+  std::sort(report.selected.begin(), report.selected.end());
+  report.excluded = complement(n, report.selected);
+  report.non_finite = std::move(distances.non_finite);
+  report.scores = std::move(scores);
+  return report;
 }
 
 std::vector<float> weighted_sum(const InputMatrix& inputs, const std::vector<double>& coeffs, std::size_t threads) {

@@ -37,11 +37,21 @@ struct Distances {
   double at(std::size_t i, std::size_t j) const { return squared[i * n + j]; }
 };
 Distances pairwise_distances(const InputMatrix& inputs, std::size_t threads);
+// The rest of pairwise_distances from a Gram matrix however it was computed (robust/cuda: on a
+// GPU): `gram` is n×n with its lower triangle (i ≥ j at i·n + j) filled; it is made symmetric.
+// `has_non_finite(i)` is asked only for rows whose squared norm is not finite.
+Distances distances_from_gram(std::vector<double> gram, std::size_t n,
+                              const std::function<bool(std::size_t)>& has_non_finite);
 
 // Krum scores (Blanchard et al., NeurIPS 2017, eq. in §4): for each candidate i, the sum of the
 // squared distances to its max(0, |candidates| − f − 2) nearest other candidates; +∞ when one of
 // them is at +∞. Returned in the order of `candidates`.
 std::vector<double> krum_scores(const Distances& distances, const std::vector<std::size_t>& candidates, std::size_t f);
+// Krum's choice (m = 1) and multi-Krum's from the distances: the m inputs of lowest score (ties:
+// the lower index), with the report (selected ascending, excluded, non_finite, scores). The value
+// is the caller's: the selected row, or the mean of the selected rows (weighted_sum, 1/m each).
+// kPrecondition naming `rule` when fewer than m inputs have a finite score.
+Result<AggregationReport> krum_selection(Distances distances, std::size_t f, std::size_t m, const std::string& rule);
 // The position in `scores` of the smallest finite score (the lowest on ties), or npos.
 std::size_t argmin_finite(const std::vector<double>& scores);
 
