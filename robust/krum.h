@@ -31,6 +31,7 @@ class Krum final : public Aggregator {
   using Options = KrumOptions;
   Krum() = default;
   explicit Krum(Options options) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
   static Status check(std::size_t n, std::size_t f);  // n ≥ 2f + 3
   std::string spec() const override;
   Status check(std::size_t n) const override { return check(n, options_.f); }
@@ -53,6 +54,7 @@ class MultiKrum final : public Aggregator {
   using Options = MultiKrumOptions;
   MultiKrum() = default;
   explicit MultiKrum(Options options) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
   static Status check(std::size_t n, std::size_t f, std::size_t m);  // n ≥ 2f + 3, m ≤ n
   std::string spec() const override;
   Status check(std::size_t n) const override { return check(n, options_.f, options_.m); }

@@ -63,8 +63,8 @@ for t in tests/kernels/kernels_cuda_test tests/robust/robust_cuda_test tests/cod
   timeout 300 "$build/$t" 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|Expected|Which is|differs|error" | head -30
 done
 if [ "${BENCH:-1}" != 0 ]; then
-  echo "== gpu_bench: the codecs ($(date +%T))"
-  timeout 120 "$build/bench/gpu/gpu_bench" --benchmark_filter='Encode|Bandwidth' --benchmark_counters_tabular=true 2>&1 | tail -20
+  echo "== gpu_bench: the codecs and Krum ($(date +%T))"
+  timeout 120 "$build/bench/gpu/gpu_bench" --benchmark_filter='Encode|Bandwidth|Krum' --benchmark_counters_tabular=true 2>&1 | tail -20
   echo "== torch ops (same GPU)"
   timeout 150 python3 bench/gpu/torch_ops.py 2>&1
   echo "== compute-sanitizer memcheck (CUDA tests, $(date +%T))"
@@ -74,6 +74,9 @@ if [ "${BENCH:-1}" != 0 ]; then
   if [ "${MEMCHECK_ALL:-1}" != 0 ]; then
     timeout 150 compute-sanitizer --tool memcheck "$build/tests/kernels/kernels_cuda_test" > "$log/memcheck.log" 2>&1
     grep -E "ERROR SUMMARY|PASSED|FAILED" "$log/memcheck.log" | tail -4
+    timeout 150 compute-sanitizer --tool memcheck "$build/tests/robust/robust_cuda_test" \
+      --gtest_filter='DistanceRules*' > "$log/memcheck-distances.log" 2>&1
+    grep -E "ERROR SUMMARY|PASSED|FAILED" "$log/memcheck-distances.log" | tail -4
   fi
   if [ -x "$build/tests/transport/transport_nccl_test" ]; then
     echo "== NCCL test"

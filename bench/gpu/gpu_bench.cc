@@ -22,6 +22,7 @@
 #include "coding/cuda/codecs_cuda.h"
 #include "core/rng.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "robust/cuda/distances.h"
 #include "robust/cuda/robust_cuda.h"
 
 extern "C" int ballot_bench_launch_read(const void* data, std::size_t bytes, float* sink, unsigned blocks,
@@ -247,6 +248,33 @@ void BM_CoordinateRule(benchmark::State& state) {
       });
 }
 
+// Krum and multi-Krum (robust/cuda/distances.h) over n rows of d floats, f = (n − 3)/4, from one
+// call to the value: the batched SGEMM of the Gram matrix, its block sums, the download, the
+// choice on the host and the value's kernel (cuBLAS handle creation included, as a caller pays
+// it). The fraction is of one read of the n·d floats; the SGEMM's n²·d multiply-adds (both
+// triangles) make it compute-bound above n ≈ 40 on an H100 (67 TFLOP/s fp32 against 3.35 TB/s:
+// 5 multiply-adds per byte), so the read is the limit only for small n.
+void BM_Krum(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto d = static_cast<std::size_t>(state.range(1));
+  const bool multi = state.range(2) != 0;
+  const ballot::robust::cuda::DistanceRule rule{(n - 3) / 4, 0, multi};
+  DeviceArray<float> inputs(n * d), out(d);
+  // Distinct rows (each its own block of random values): a Krum choice without exact ties.
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto row = random_floats(d, 20 + i);
+    check(cudaMemcpy(inputs.get() + i * d, row.data(), d * sizeof(float), cudaMemcpyHostToDevice), "upload");
+  }
+  run(state,
+      std::string(multi ? "multi-krum" : "krum") + " n=" + std::to_string(n) + " d=" + pow2(state.range(1)) +
+          " (of read)",
+      4.0 * n * d, g_device.read_bandwidth, [&] {
+        auto report =
+            ballot::robust::cuda::distance_rule_on_device(rule, inputs.get(), n, d, out.get(), g_device.stream);
+        if (!report.ok()) check(ballot::Status(report.error()));
+      });
+}
+
 // A codec's device encoder (coding/cuda) on d floats, model granularity. The fraction is of the read
 // bandwidth counting the gradient once (4d bytes); QSGD, TernGrad and scaled sign must read it
 // twice (the norm or maximum first, then the quantising or sign pass) and write the streams, so
@@ -285,6 +313,12 @@ BENCHMARK(BM_Unpack)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmark::kMicr
 BENCHMARK(BM_Vote)->Args({3, k28})->Args({15, k26})->Args({15, k28})->Args({63, k26})->UseManualTime()->Unit(
     benchmark::kMicrosecond);
 BENCHMARK(BM_CoordinateRule)->ArgsProduct({{0, 1, 2}, {15, 25}, {k24}})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Krum)
+    ->Args({25, std::int64_t{1} << 22, 0})
+    ->Args({100, std::int64_t{1} << 22, 0})
+    ->Args({25, std::int64_t{1} << 22, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MomentumPack)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Encode, qsgd, std::string("qsgd:ef=0,s=16"))
     ->Arg(k26)

@@ -6,37 +6,13 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/cuda/detail/device_buffer.h"
 #include "kernels/cuda/launch.h"
 
 namespace ballot::kernels::cuda {
 namespace {
 
-// RAII device buffer for the host convenience functions.
-template <typename T>
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t count) : count_(count) {
-    status_ = cuda_status(cudaMalloc(&pointer_, (count == 0 ? 1 : count) * sizeof(T)), "cudaMalloc");
-  }
-  ~DeviceBuffer() {
-    if (pointer_) cudaFree(pointer_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  const Status& status() const { return status_; }
-  T* get() const { return static_cast<T*>(pointer_); }
-  Status upload(const T* host) {
-    return cuda_status(cudaMemcpy(pointer_, host, count_ * sizeof(T), cudaMemcpyHostToDevice), "upload");
-  }
-  Status download(T* host) const {
-    return cuda_status(cudaMemcpy(host, pointer_, count_ * sizeof(T), cudaMemcpyDeviceToHost), "download");
-  }
-
- private:
-  void* pointer_ = nullptr;
-  std::size_t count_;
-  Status status_;
-};
+using detail::DeviceBuffer;
 
 Status require_device() {
   if (device_count() == 0) return make_error(ErrorCode::kUnavailable, "no CUDA device present");

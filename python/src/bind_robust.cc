@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "robust/cuda/distances.h"
 #include "robust/cuda/robust_cuda.h"
 #endif
 
@@ -125,8 +126,9 @@ class NativeAggregator {
     return nb::make_tuple(to_numpy(std::move(value.value)), report);
   }
 
-  // CUDA rows aggregated into `out` (d float32 on their device), on `stream`. The coordinate-wise
-  // rules with a device twin (robust/cuda: mean, median, trimmed mean, MeaMed; n ≤ 64) run there,
+  // CUDA rows aggregated into `out` (d float32 on their device), on `stream`. The rules with a
+  // device twin run there — the coordinate-wise ones (robust/cuda: mean, median, trimmed mean,
+  // MeaMed; n ≤ 64) and Krum and multi-Krum (a cuBLAS Gram matrix, the choice on the host) —
   // reading a 2-D tensor's rows in place (a list is first gathered into one device buffer); the
   // other rules copy the rows to the host, run on the CPU and copy the value back. Returns the
   // report; the stream is synchronised (the report needs the non-finite rows).
@@ -178,15 +180,22 @@ class NativeAggregator {
     const auto cuda_stream = reinterpret_cast<cudaStream_t>(stream);
     const std::size_t n = rows.rows.size(), d = rows.d;
     const auto twin = robust::cuda::device_rule(*rule_);
-    if (!twin || n > robust::cuda::kMaxInputs) {
+    const auto distance_twin = robust::cuda::distance_rule(*rule_);
+    // The rule on the host, its value copied back.
+    auto on_host = [&]() -> Result<robust::AggregationReport> {
       BALLOT_ASSIGN_OR_RETURN(robust::AggregationResult result, run_on_host(rows, stream));
       BALLOT_TRY(kernels::cuda::cuda_status(
           cudaMemcpyAsync(d_out, result.value.data(), 4 * d, cudaMemcpyHostToDevice, cuda_stream),
           "copy to the device"));
       BALLOT_TRY(kernels::cuda::cuda_status(cudaStreamSynchronize(cuda_stream), "copy to the device"));
       return std::move(result.report);
+    };
+    if ((!twin || n > robust::cuda::kMaxInputs) && !distance_twin) return on_host();
+    if (distance_twin) {
+      BALLOT_TRY(robust::cuda::chosen_count(*distance_twin, n));
+    } else {
+      BALLOT_TRY(robust::cuda::check(twin->rule, n, twin->f));
     }
-    BALLOT_TRY(robust::cuda::check(twin->rule, n, twin->f));
     // Rows one after the other with stride d are read in place; others are gathered first.
     bool in_place = true;
     for (std::size_t i = 1; i < n && in_place; ++i) in_place = rows.rows[i] == rows.rows[0] + i * d;
@@ -198,6 +207,12 @@ class NativeAggregator {
             cudaMemcpyAsync(staged_ + i * d, rows.rows[i], 4 * d, cudaMemcpyDeviceToDevice, cuda_stream), "gather"));
       }
       d_inputs = staged_;
+    }
+    if (distance_twin) {
+      auto report = robust::cuda::distance_rule_on_device(*distance_twin, d_inputs, n, d, d_out, cuda_stream);
+      // No cuBLAS to load on this machine (the device itself was checked above): the host rule.
+      if (!report.ok() && report.error().code == ErrorCode::kUnavailable) return on_host();
+      return report;
     }
     BALLOT_TRY(reserve(0, device_id));
     BALLOT_TRY(robust::cuda::coordinate_wise(twin->rule, twin->f, d_inputs, n, d, d_out, word_, cuda_stream));

@@ -12,4 +12,15 @@ extern "C" {
 // Zeroes *d_non_finite, then runs the two passes on the stream (robust_cuda.h).
 int ballot_robust_cuda_launch_coordinate_wise(int op, int n, int f, const float* d_inputs, std::size_t d, float* d_out,
                                               std::uint64_t* d_non_finite, void* stream);
+
+// The distance rules (distances.cu). d_gram[i·n + j] += Σ_b double(d_blocks[b·n·n + j·n + i]) for
+// i ≥ j, b = 0 … blocks − 1 in order (column-major n×n float Gram blocks, cuBLAS's layout).
+int ballot_robust_cuda_sum_gram_blocks(const float* d_blocks, std::size_t n, std::size_t blocks, double* d_gram,
+                                       void* stream);
+// *d_flag = 1 if d_row[0, d) holds a NaN or ±Inf, else 0.
+int ballot_robust_cuda_row_non_finite(const float* d_row, std::size_t d, int* d_flag, void* stream);
+// d_out[j] = (…((+0.0f + c·x_0[j]) + c·x_1[j]) + …) in float, each product and sum rounded to
+// nearest, x_k = d_inputs + d_rows[k]·d for k < count (count ≥ 1).
+int ballot_robust_cuda_scaled_sum_of_rows(const float* d_inputs, std::size_t d, const std::uint32_t* d_rows, int count,
+                                          float c, float* d_out, void* stream);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/detail/device_buffer.h"
 #include "robust/coordinate_wise.h"
 #include "robust/cuda/coordinate_logic.h"
 #include "robust/cuda/launch.h"
@@ -33,32 +34,7 @@ CoordinateOp op_of(CoordinateRule rule) {
   return CoordinateOp::kMean;
 }
 
-// RAII device buffer for the host convenience.
-template <typename T>
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t count) : count_(count) {
-    status_ = cuda_status(cudaMalloc(&pointer_, (count == 0 ? 1 : count) * sizeof(T)), "cudaMalloc");
-  }
-  ~DeviceBuffer() {
-    if (pointer_) cudaFree(pointer_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  const Status& status() const { return status_; }
-  T* get() const { return static_cast<T*>(pointer_); }
-  Status upload(const T* host, std::size_t offset, std::size_t count) {
-    return cuda_status(cudaMemcpy(get() + offset, host, count * sizeof(T), cudaMemcpyHostToDevice), "upload");
-  }
-  Status download(T* host) const {
-    return cuda_status(cudaMemcpy(host, pointer_, count_ * sizeof(T), cudaMemcpyDeviceToHost), "download");
-  }
-
- private:
-  void* pointer_ = nullptr;
-  std::size_t count_;
-  Status status_;
-};
+using kernels::cuda::detail::DeviceBuffer;
 
 }  // namespace
 

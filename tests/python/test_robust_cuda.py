@@ -1,5 +1,6 @@
 """ballot.robust on CUDA tensors: the coordinate-wise rules on the GPU give the CPU rule's bits and
-report; every other rule and stage runs on the host and hands its result back on the vectors'
+report, and so do Krum and multi-Krum (a cuBLAS Gram matrix: the same choice on inputs without
+near-ties); every other rule and stage runs on the host and hands its result back on the vectors'
 device (skips without a GPU)."""
 
 import numpy as np
@@ -9,8 +10,8 @@ import ballot
 from ballot import robust, signs
 from conftest import torch_or_skip
 
-ON_GPU = ["mean", "median:f=2", "trimmed_mean:f=3", "meamed:f=1"]
-ON_HOST = ["krum:f=1", "geometric_median", "nnm:f=2 > trimmed_mean:f=2", "centered_clipping"]
+ON_GPU = ["mean", "median:f=2", "trimmed_mean:f=3", "meamed:f=1", "krum:f=1", "multi_krum:f=2,m=4", "multi_krum:f=2"]
+ON_HOST = ["geometric_median", "nnm:f=2 > trimmed_mean:f=2", "centered_clipping", "bulyan:f=1"]
 
 
 def cuda_torch():
@@ -73,6 +74,10 @@ def test_bad_cuda_inputs_are_errors(rng):
     all_nan = torch.full((3, 10), float("nan"), device="cuda")
     with pytest.raises(ValueError, match="non-finite"):
         rule(all_nan)
+    with pytest.raises(ValueError, match="2f"):
+        robust.Aggregator("krum:f=2")(torch.zeros((6, 10), device="cuda"))
+    with pytest.raises(ValueError, match="finite score"):
+        robust.Aggregator("multi_krum:f=1")(torch.full((5, 10), float("inf"), device="cuda"))
 
 
 def test_the_byzfl_adapter_returns_on_the_device(rng):
