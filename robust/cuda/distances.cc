@@ -41,9 +41,18 @@ struct Cublas {
 const Cublas& cublas() {
   static const Cublas api = [] {
     Cublas c;
+    // By its name (the loader's path, or a copy already loaded, e.g. by torch), then beside the
+    // CUDA runtime this process uses (a toolkit's lib directory need not be on the loader's path).
+    std::vector<std::string> names{"libcublas.so.13", "libcublas.so"};
+    Dl_info runtime{};
+    if (dladdr(reinterpret_cast<void*>(&cudaGetDevice), &runtime) != 0 && runtime.dli_fname != nullptr) {
+      const std::string path = runtime.dli_fname;
+      if (const auto slash = path.rfind('/'); slash != std::string::npos)
+        names.push_back(path.substr(0, slash + 1) + "libcublas.so.13");
+    }
     void* library = nullptr;
-    for (const char* name : {"libcublas.so.13", "libcublas.so"}) {
-      library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    for (const auto& name : names) {
+      library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (library != nullptr) break;
     }
     if (library == nullptr) {
