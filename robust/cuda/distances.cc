@@ -43,12 +43,13 @@ const Cublas& cublas() {
     Cublas c;
     // By its name (the loader's path, or a copy already loaded, e.g. by torch), then beside the
     // CUDA runtime this process uses (a toolkit's lib directory need not be on the loader's path).
-    std::vector<std::string> names{"libcublas.so.13", "libcublas.so"};
+    const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);  // the headers' major version
+    std::vector<std::string> names{soname};
     Dl_info runtime{};
     if (dladdr(reinterpret_cast<void*>(&cudaGetDevice), &runtime) != 0 && runtime.dli_fname != nullptr) {
       const std::string path = runtime.dli_fname;
       if (const auto slash = path.rfind('/'); slash != std::string::npos)
-        names.push_back(path.substr(0, slash + 1) + "libcublas.so.13");
+        names.push_back(path.substr(0, slash + 1) + soname);
     }
     void* library = nullptr;
     for (const auto& name : names) {
@@ -57,7 +58,7 @@ const Cublas& cublas() {
     }
     if (library == nullptr) {
       const char* why = dlerror();
-      c.error = std::string("cuBLAS (libcublas.so.13) could not be loaded: ") + (why ? why : "not found");
+      c.error = "cuBLAS (" + soname + ") could not be loaded: " + (why ? why : "not found");
       return c;
     }
     auto resolve = [&](auto& fn, const char* symbol) {

@@ -17,7 +17,8 @@
 // bits and inputs whose scores tie within that rounding may be chosen differently.
 // Cost: the SGEMM reads the n·d floats once (n² d multiply-adds), plus one read of the chosen
 // rows. Scratch comes from the stream-ordered allocator; cuBLAS is loaded at the first call
-// (kUnavailable when libcublas.so.13 cannot be), its handle kept per thread and device.
+// (kUnavailable when the libcublas of the headers' major version cannot be), its handle kept per
+// thread and device.
 // Built only when BALLOT_HAVE_CUDA. Plain C++ API: streams as void*, device pointers d_.
 #pragma once
 
