@@ -160,8 +160,10 @@ Result<std::vector<double>> gram_on_device(const float* d_inputs, std::size_t n,
   const std::size_t whole = d / kGramColumns, tail = d % kGramColumns;
   const std::size_t per_call = std::max<std::size_t>(1, std::min(whole, scratch_floats / (n * n)));
   StreamBuffer<float> d_blocks(per_call * n * n, s);
+  StreamBuffer<double> d_partial(ballot_robust_cuda_gram_chunks(per_call) * n * n, s);
   StreamBuffer<double> d_gram(n * n, s);
   BALLOT_TRY(d_blocks.status());
+  BALLOT_TRY(d_partial.status());
   BALLOT_TRY(d_gram.status());
   BALLOT_TRY(cuda_status(cudaMemsetAsync(d_gram.get(), 0, n * n * sizeof(double), s), "clear the Gram matrix"));
   // Whole blocks in calls of at most per_call, then the tail block alone: the sums go in block
@@ -169,13 +171,15 @@ Result<std::vector<double>> gram_on_device(const float* d_inputs, std::size_t n,
   for (std::size_t first = 0; first < whole; first += per_call) {
     const std::size_t count = std::min(per_call, whole - first);
     BALLOT_TRY(gram_blocks(blas, d_inputs, n, d, first, count, kGramColumns, d_blocks.get()));
-    BALLOT_TRY(cuda_status(ballot_robust_cuda_sum_gram_blocks(d_blocks.get(), n, count, d_gram.get(), stream),
-                           "Gram block sums"));
+    BALLOT_TRY(
+        cuda_status(ballot_robust_cuda_sum_gram_blocks(d_blocks.get(), n, count, d_partial.get(), d_gram.get(), stream),
+                    "Gram block sums"));
   }
   if (tail != 0) {
     BALLOT_TRY(gram_blocks(blas, d_inputs, n, d, whole, 1, tail, d_blocks.get()));
     BALLOT_TRY(
-        cuda_status(ballot_robust_cuda_sum_gram_blocks(d_blocks.get(), n, 1, d_gram.get(), stream), "Gram block sums"));
+        cuda_status(ballot_robust_cuda_sum_gram_blocks(d_blocks.get(), n, 1, d_partial.get(), d_gram.get(), stream),
+                    "Gram block sums"));
   }
   BALLOT_TRY(cuda_status(cudaMemcpyAsync(gram.data(), d_gram.get(), n * n * sizeof(double), cudaMemcpyDeviceToHost, s),
                          "copy the Gram matrix to the host"));

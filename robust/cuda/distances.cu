@@ -14,18 +14,45 @@ unsigned blocks_for(std::size_t count) {
   return static_cast<unsigned>(blocks == 0 ? 1 : blocks < cap ? blocks : cap);
 }
 
-// One thread per entry of the column-major blocks (e = j·n + i: consecutive threads read
-// consecutive floats of each block); the lower triangle (i ≥ j) is added to gram[i·n + j] in block
-// order, the others return.
-__global__ void __launch_bounds__(kThreads) sum_gram_blocks_kernel(const float* __restrict__ blocks, std::size_t n,
-                                                                   std::size_t count, double* __restrict__ gram) {
+// Blocks per chunk for `count` blocks: about √count, so that both passes below loop over about
+// √count values per thread (a thread per entry alone would loop over every block: 6250 at
+// d = 25.6 M, with only n² threads at work).
+std::size_t chunk_size(std::size_t count) {
+  std::size_t size = 16;
+  while (size * size < count) size *= 2;
+  return size;
+}
+
+// First pass: one thread per (chunk, entry) of the column-major blocks (e = j·n + i, consecutive
+// threads read consecutive floats of each block); the lower triangle's entries (i ≥ j) sum their
+// chunk's blocks in order from +0.0 into partial[c·n² + e], the others return.
+__global__ void __launch_bounds__(kThreads)
+    gram_chunk_kernel(const float* __restrict__ blocks, std::size_t n, std::size_t count, std::size_t chunk,
+                      double* __restrict__ partial) {
+  const std::size_t entries = n * n, chunks = (count + chunk - 1) / chunk;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t t = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < entries * chunks;
+       t += stride) {
+    const std::size_t c = t / entries, e = t % entries;
+    if (e % n < e / n) continue;  // i < j
+    const std::size_t last = (c + 1) * chunk < count ? (c + 1) * chunk : count;
+    double sum = 0.0;
+    for (std::size_t b = c * chunk; b < last; ++b) sum = __dadd_rn(sum, static_cast<double>(blocks[b * entries + e]));
+    partial[c * entries + e] = sum;
+  }
+}
+
+// Second pass: one thread per lower-triangle entry adds the chunks' sums in chunk order to
+// gram[i·n + j].
+__global__ void __launch_bounds__(kThreads) gram_combine_kernel(const double* __restrict__ partial, std::size_t n,
+                                                                std::size_t chunks, double* __restrict__ gram) {
   const std::size_t entries = n * n;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < entries; e += stride) {
     const std::size_t j = e / n, i = e % n;
     if (i < j) continue;
     double sum = gram[i * n + j];
-    for (std::size_t b = 0; b < count; ++b) sum = __dadd_rn(sum, static_cast<double>(blocks[b * entries + e]));
+    for (std::size_t c = 0; c < chunks; ++c) sum = __dadd_rn(sum, partial[c * entries + e]);
     gram[i * n + j] = sum;
   }
 }
@@ -54,11 +81,17 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
+extern "C" std::size_t ballot_robust_cuda_gram_chunks(std::size_t blocks) {
+  return (blocks + chunk_size(blocks) - 1) / chunk_size(blocks);
+}
+
 extern "C" int ballot_robust_cuda_sum_gram_blocks(const float* d_blocks, std::size_t n, std::size_t blocks,
-                                                  double* d_gram, void* stream) {
-  if (n == 0) return cudaSuccess;
-  sum_gram_blocks_kernel<<<blocks_for(n * n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(d_blocks, n, blocks,
-                                                                                                d_gram);
+                                                  double* d_partial, double* d_gram, void* stream) {
+  if (n == 0 || blocks == 0) return cudaSuccess;
+  const auto s = static_cast<cudaStream_t>(stream);
+  const std::size_t chunk = chunk_size(blocks), chunks = (blocks + chunk - 1) / chunk;
+  gram_chunk_kernel<<<blocks_for(n * n * chunks), kThreads, 0, s>>>(d_blocks, n, blocks, chunk, d_partial);
+  gram_combine_kernel<<<blocks_for(n * n), kThreads, 0, s>>>(d_partial, n, chunks, d_gram);
   return cudaGetLastError();
 }
 

@@ -13,10 +13,13 @@ extern "C" {
 int ballot_robust_cuda_launch_coordinate_wise(int op, int n, int f, const float* d_inputs, std::size_t d, float* d_out,
                                               std::uint64_t* d_non_finite, void* stream);
 
-// The distance rules (distances.cu). d_gram[i·n + j] += Σ_b double(d_blocks[b·n·n + j·n + i]) for
-// i ≥ j, b = 0 … blocks − 1 in order (column-major n×n float Gram blocks, cuBLAS's layout).
-int ballot_robust_cuda_sum_gram_blocks(const float* d_blocks, std::size_t n, std::size_t blocks, double* d_gram,
-                                       void* stream);
+// The distance rules (distances.cu). d_gram[i·n + j] += the sum of double(d_blocks[b·n·n + j·n + i])
+// for i ≥ j over b = 0 … blocks − 1 (column-major n×n float Gram blocks, cuBLAS's layout), in a
+// fixed order: the blocks in chunks of about √blocks, each chunk summed in order from +0.0 into
+// d_partial (gram_chunks(blocks)·n·n doubles), then the chunks' sums added in order.
+std::size_t ballot_robust_cuda_gram_chunks(std::size_t blocks);
+int ballot_robust_cuda_sum_gram_blocks(const float* d_blocks, std::size_t n, std::size_t blocks, double* d_partial,
+                                       double* d_gram, void* stream);
 // *d_flag = 1 if d_row[0, d) holds a NaN or ±Inf, else 0.
 int ballot_robust_cuda_row_non_finite(const float* d_row, std::size_t d, int* d_flag, void* stream);
 // d_out[j] = (…((+0.0f + c·x_0[j]) + c·x_1[j]) + …) in float, each product and sum rounded to

@@ -169,30 +169,36 @@ TEST_F(DistanceRulesOnDevice, NonFiniteAndOverflowingRowsAsTheCpu) {
   expect_same_as_cpu(DistanceRule{1, 1, false}, rows, n, d);
 }
 
-// The Gram matrix against the CPU's (Eigen's float blocks summed in double): equal up to rounding.
+// The Gram matrix against the CPU's (Eigen's float blocks summed in double): equal up to rounding,
+// for a few blocks (one chunk) and for 41 blocks (three chunks of 16 and the tail), in one SGEMM
+// call or one call per block, and the same bits when run again.
 TEST_F(DistanceRulesOnDevice, GramMatchesTheCpuUpToRounding) {
-  const std::size_t n = 12, d = 3 * 4096 + 100;
-  const auto rows = spread_rows(n, d, 2, 3);
-  float* d_rows = nullptr;
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_rows), rows.size() * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(d_rows, rows.data(), rows.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  auto gram = gram_on_device(d_rows, n, d, stream);
-  // The same with one block per SGEMM call (the calls' sums add up in block order).
-  auto split = gram_on_device(d_rows, n, d, stream, n * n);
-  cudaStreamDestroy(stream);
-  cudaFree(d_rows);
-  ASSERT_TRUE(gram.ok()) << gram.error().to_string();
-  ASSERT_TRUE(split.ok()) << split.error().to_string();
-  EXPECT_EQ(*split, *gram);
-  const auto cpu = detail::pairwise_distances(InputMatrix(rows.data(), n, d), 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j <= i; ++j) {
-      const double want = cpu.gram[i * n + j];
-      EXPECT_NEAR((*gram)[i * n + j], want, 1e-5 * std::abs(want) + 1e-3) << i << "," << j;
+  const std::size_t n = 12;
+  for (std::size_t d : {3u * 4096u + 100u, 40u * 4096u + 7u}) {
+    SCOPED_TRACE("d=" + std::to_string(d));
+    const auto rows = spread_rows(n, d, 2, 3);
+    float* d_rows = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_rows), rows.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_rows, rows.data(), rows.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    auto gram = gram_on_device(d_rows, n, d, stream);
+    auto again = gram_on_device(d_rows, n, d, stream);
+    auto split = gram_on_device(d_rows, n, d, stream, n * n);  // one block per call
+    cudaStreamDestroy(stream);
+    cudaFree(d_rows);
+    ASSERT_TRUE(gram.ok()) << gram.error().to_string();
+    ASSERT_TRUE(again.ok() && split.ok());
+    EXPECT_EQ(*again, *gram);
+    const auto cpu = detail::pairwise_distances(InputMatrix(rows.data(), n, d), 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j <= i; ++j) {
+        const double want = cpu.gram[i * n + j];
+        EXPECT_NEAR((*gram)[i * n + j], want, 1e-5 * std::abs(want) + 1e-3) << i << "," << j;
+        EXPECT_NEAR((*split)[i * n + j], (*gram)[i * n + j], 1e-9 * std::abs(want) + 1e-6) << i << "," << j;
+      }
+      for (std::size_t j = i + 1; j < n; ++j) EXPECT_EQ((*gram)[i * n + j], 0.0);
     }
-    for (std::size_t j = i + 1; j < n; ++j) EXPECT_EQ((*gram)[i * n + j], 0.0);
   }
 }
 
