@@ -166,8 +166,8 @@ Result<std::vector<double>> gram_on_device(const float* d_inputs, std::size_t n,
   BALLOT_TRY(d_partial.status());
   BALLOT_TRY(d_gram.status());
   BALLOT_TRY(cuda_status(cudaMemsetAsync(d_gram.get(), 0, n * n * sizeof(double), s), "clear the Gram matrix"));
-  // Whole blocks in calls of at most per_call, then the tail block alone: the sums go in block
-  // order.
+  // Whole blocks in calls of at most per_call, then the tail block alone, each call's sums added
+  // to the Gram matrix in turn.
   for (std::size_t first = 0; first < whole; first += per_call) {
     const std::size_t count = std::min(per_call, whole - first);
     BALLOT_TRY(gram_blocks(blas, d_inputs, n, d, first, count, kGramColumns, d_blocks.get()));

@@ -4,9 +4,9 @@
 //
 // How: the Gram matrix X·Xᵀ through cuBLAS — strided-batched SGEMMs over column blocks of
 // kGramColumns floats (so that the whole GPU works even for n = 10), each block's float products
-// summed in double on the device in block order (the CPU also sums float blocks in double, in
-// groups of blocks per thread above 64 blocks) — then the distances, the scores and the choice on
-// the host with the CPU rule's own code
+// summed in double on the device in a fixed order (chunks of about √blocks, each in order, then the
+// chunks; the CPU also sums float blocks in double, in groups of blocks per thread) — then the
+// distances, the scores and the choice on the host with the CPU rule's own code
 // (robust/detail/common.h: distances_from_gram, krum_selection). The value is written on the
 // device with the CPU's arithmetic: the chosen row itself (Krum), or Σ float(1/m)·x_i over the
 // chosen rows in ascending order, each product and sum rounded to nearest in float (multi-Krum).
