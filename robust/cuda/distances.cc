@@ -13,7 +13,10 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -52,13 +55,15 @@ const Cublas& cublas() {
         names.push_back(path.substr(0, slash + 1) + soname);
     }
     void* library = nullptr;
+    std::string why;  // each attempt's reason
     for (const auto& name : names) {
       library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (library != nullptr) break;
+      const char* reason = dlerror();
+      why += (why.empty() ? "" : "; ") + std::string(reason != nullptr ? reason : name + ": not found");
     }
     if (library == nullptr) {
-      const char* why = dlerror();
-      c.error = "cuBLAS (" + soname + ") could not be loaded: " + (why ? why : "not found");
+      c.error = "cuBLAS (" + soname + ") could not be loaded: " + why;
       return c;
     }
     auto resolve = [&](auto& fn, const char* symbol) {
@@ -80,25 +85,66 @@ Status blas_status(cublasStatus_t status, const char* what) {
   return make_error(ErrorCode::kInternal, std::string(what) + ": " + cublas().status_string(status));
 }
 
-// This thread's cuBLAS handle for the current device, bound to `stream`, in plain fp32 (no TF32
-// tensor-core rounding). Handles are kept for the thread's life and never destroyed: destroying
-// one synchronises the whole device, and a handle per call would also pay its creation each time.
-Result<cublasHandle_t> blas_handle(cudaStream_t stream) {
-  const Cublas& api = cublas();
-  if (!api.error.empty()) return make_error(ErrorCode::kUnavailable, api.error);
-  int device = 0;
-  BALLOT_TRY(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
-  thread_local std::map<int, cublasHandle_t> handles;
-  auto it = handles.find(device);
-  if (it == handles.end()) {
+// cuBLAS handles of the current device, in plain fp32 (no TF32 tensor-core rounding), lent one
+// call at a time: a handle is created once and never destroyed (destroying one synchronises the
+// whole device, and creating one per call would cost its set-up each time), and a pool shared by
+// all threads keeps their number at the most calls that ever ran at once, also for short-lived
+// threads. A lent handle is bound to the call's stream; giving it back first waits for that stream,
+// so that no other call's stream reuses its workspace while an SGEMM queued on an error path may
+// still run.
+class LentHandle {
+ public:
+  static Result<LentHandle> borrow(cudaStream_t stream) {
+    const Cublas& api = cublas();
+    if (!api.error.empty()) return make_error(ErrorCode::kUnavailable, api.error);
+    int device = 0;
+    BALLOT_TRY(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
     cublasHandle_t handle = nullptr;
-    BALLOT_TRY(blas_status(api.create(&handle), "cublasCreate"));
-    BALLOT_TRY(blas_status(api.set_math_mode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
-    it = handles.emplace(device, handle).first;
+    {
+      const std::lock_guard lock(pool_mutex());
+      auto& idle = pool()[device];
+      if (!idle.empty()) {
+        handle = idle.back();
+        idle.pop_back();
+      }
+    }
+    if (handle == nullptr) {
+      BALLOT_TRY(blas_status(api.create(&handle), "cublasCreate"));
+      // A handle whose math mode could not be set never enters the pool (left, as all are).
+      BALLOT_TRY(blas_status(api.set_math_mode(handle, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
+    }
+    LentHandle lent(device, handle, stream);  // back to the pool even if binding the stream fails
+    BALLOT_TRY(blas_status(api.set_stream(handle, stream), "cublasSetStream"));
+    return lent;
   }
-  BALLOT_TRY(blas_status(api.set_stream(it->second, stream), "cublasSetStream"));
-  return it->second;
-}
+  LentHandle(LentHandle&& other) noexcept
+      : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)), stream_(other.stream_) {}
+  LentHandle& operator=(LentHandle&&) = delete;
+  LentHandle(const LentHandle&) = delete;
+  ~LentHandle() {
+    if (handle_ == nullptr) return;
+    (void)cudaStreamSynchronize(stream_);
+    const std::lock_guard lock(pool_mutex());
+    pool()[device_].push_back(handle_);
+  }
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  LentHandle(int device, cublasHandle_t handle, cudaStream_t stream)
+      : device_(device), handle_(handle), stream_(stream) {}
+  static std::mutex& pool_mutex() {
+    static std::mutex mutex;
+    return mutex;
+  }
+  static std::map<int, std::vector<cublasHandle_t>>& pool() {
+    static auto* idle = new std::map<int, std::vector<cublasHandle_t>>();  // never destroyed, as the handles
+    return *idle;
+  }
+
+  int device_;
+  cublasHandle_t handle_;
+  cudaStream_t stream_;
+};
 
 Status require_device() {
   if (kernels::cuda::device_count() == 0) return make_error(ErrorCode::kUnavailable, "no CUDA device present");
@@ -156,11 +202,11 @@ Result<std::vector<double>> gram_on_device(const float* d_inputs, std::size_t n,
   const auto s = static_cast<cudaStream_t>(stream);
   std::vector<double> gram(n * n, 0.0);
   if (d == 0) return gram;
-  BALLOT_ASSIGN_OR_RETURN(cublasHandle_t blas, blas_handle(s));
+  BALLOT_ASSIGN_OR_RETURN(LentHandle blas, LentHandle::borrow(s));
   const std::size_t whole = d / kGramColumns, tail = d % kGramColumns;
   const std::size_t per_call = std::max<std::size_t>(1, std::min(whole, scratch_floats / (n * n)));
   StreamBuffer<float> d_blocks(per_call * n * n, s);
-  StreamBuffer<double> d_partial(ballot_robust_cuda_gram_chunks(per_call) * n * n, s);
+  StreamBuffer<double> d_partial(ballot_robust_cuda_gram_max_chunks(per_call) * n * n, s);
   StreamBuffer<double> d_gram(n * n, s);
   BALLOT_TRY(d_blocks.status());
   BALLOT_TRY(d_partial.status());
@@ -170,13 +216,13 @@ Result<std::vector<double>> gram_on_device(const float* d_inputs, std::size_t n,
   // to the Gram matrix in turn.
   for (std::size_t first = 0; first < whole; first += per_call) {
     const std::size_t count = std::min(per_call, whole - first);
-    BALLOT_TRY(gram_blocks(blas, d_inputs, n, d, first, count, kGramColumns, d_blocks.get()));
+    BALLOT_TRY(gram_blocks(blas.get(), d_inputs, n, d, first, count, kGramColumns, d_blocks.get()));
     BALLOT_TRY(
         cuda_status(ballot_robust_cuda_sum_gram_blocks(d_blocks.get(), n, count, d_partial.get(), d_gram.get(), stream),
                     "Gram block sums"));
   }
   if (tail != 0) {
-    BALLOT_TRY(gram_blocks(blas, d_inputs, n, d, whole, 1, tail, d_blocks.get()));
+    BALLOT_TRY(gram_blocks(blas.get(), d_inputs, n, d, whole, 1, tail, d_blocks.get()));
     BALLOT_TRY(
         cuda_status(ballot_robust_cuda_sum_gram_blocks(d_blocks.get(), n, 1, d_partial.get(), d_gram.get(), stream),
                     "Gram block sums"));

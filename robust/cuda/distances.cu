@@ -81,15 +81,16 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-extern "C" std::size_t ballot_robust_cuda_gram_chunks(std::size_t blocks) {
-  return (blocks + chunk_size(blocks) - 1) / chunk_size(blocks);
-}
+// For every count ≤ blocks: ⌈count / chunk_size(count)⌉ ≤ chunk_size(count) (count ≤ size²) ≤
+// chunk_size(blocks) (it only grows).
+extern "C" std::size_t ballot_robust_cuda_gram_max_chunks(std::size_t blocks) { return chunk_size(blocks); }
 
 extern "C" int ballot_robust_cuda_sum_gram_blocks(const float* d_blocks, std::size_t n, std::size_t blocks,
                                                   double* d_partial, double* d_gram, void* stream) {
   if (n == 0 || blocks == 0) return cudaSuccess;
   const auto s = static_cast<cudaStream_t>(stream);
   const std::size_t chunk = chunk_size(blocks), chunks = (blocks + chunk - 1) / chunk;
+  (void)cudaGetLastError();  // a launch's error only, not one left by earlier calls of this thread
   gram_chunk_kernel<<<blocks_for(n * n * chunks), kThreads, 0, s>>>(d_blocks, n, blocks, chunk, d_partial);
   gram_combine_kernel<<<blocks_for(n * n), kThreads, 0, s>>>(d_partial, n, chunks, d_gram);
   return cudaGetLastError();
@@ -99,6 +100,7 @@ extern "C" int ballot_robust_cuda_row_non_finite(const float* d_row, std::size_t
   const auto s = static_cast<cudaStream_t>(stream);
   const cudaError_t zeroed = cudaMemsetAsync(d_flag, 0, sizeof(int), s);
   if (zeroed != cudaSuccess || d == 0) return zeroed;
+  (void)cudaGetLastError();
   row_non_finite_kernel<<<blocks_for(d), kThreads, 0, s>>>(d_row, d, d_flag);
   return cudaGetLastError();
 }
@@ -106,6 +108,7 @@ extern "C" int ballot_robust_cuda_row_non_finite(const float* d_row, std::size_t
 extern "C" int ballot_robust_cuda_scaled_sum_of_rows(const float* d_inputs, std::size_t d, const std::uint32_t* d_rows,
                                                      int count, float c, float* d_out, void* stream) {
   if (d == 0) return cudaSuccess;
+  (void)cudaGetLastError();
   scaled_sum_kernel<<<blocks_for(d), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(d_inputs, d, d_rows, count, c,
                                                                                        d_out);
   return cudaGetLastError();

@@ -16,8 +16,9 @@ int ballot_robust_cuda_launch_coordinate_wise(int op, int n, int f, const float*
 // The distance rules (distances.cu). d_gram[i·n + j] += the sum of double(d_blocks[b·n·n + j·n + i])
 // for i ≥ j over b = 0 … blocks − 1 (column-major n×n float Gram blocks, cuBLAS's layout), in a
 // fixed order: the blocks in chunks of about √blocks, each chunk summed in order from +0.0 into
-// d_partial (gram_chunks(blocks)·n·n doubles), then the chunks' sums added in order.
-std::size_t ballot_robust_cuda_gram_chunks(std::size_t blocks);
+// d_partial, then the chunks' sums added in order. d_partial holds gram_max_chunks(B)·n·n doubles,
+// enough for any call with blocks ≤ B.
+std::size_t ballot_robust_cuda_gram_max_chunks(std::size_t blocks);
 int ballot_robust_cuda_sum_gram_blocks(const float* d_blocks, std::size_t n, std::size_t blocks, double* d_partial,
                                        double* d_gram, void* stream);
 // *d_flag = 1 if d_row[0, d) holds a NaN or ±Inf, else 0.

@@ -46,15 +46,27 @@ class DeviceBuffer {
 
 // `count` elements of T from the stream-ordered allocator (cudaMallocAsync), given back with
 // cudaFreeAsync on the same stream: neither call waits for the device (cudaFree would wait for
-// every stream), so scratch space in a call on a caller's stream costs no synchronisation.
+// every stream), so scratch space in a call on a caller's stream costs no synchronisation. On a
+// device without memory pools (cudaDevAttrMemoryPoolsSupported 0: some virtualised GPUs) it is
+// cudaMalloc and cudaFree instead.
 template <typename T>
 class StreamBuffer {
  public:
   StreamBuffer(std::size_t count, cudaStream_t stream) : stream_(stream) {
-    status_ = cuda_status(cudaMallocAsync(&pointer_, (count == 0 ? 1 : count) * sizeof(T), stream), "cudaMallocAsync");
+    const std::size_t bytes = (count == 0 ? 1 : count) * sizeof(T);
+    int device = 0, pools = 0;
+    pooled_ = cudaGetDevice(&device) == cudaSuccess &&
+              cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess && pools != 0;
+    status_ = pooled_ ? cuda_status(cudaMallocAsync(&pointer_, bytes, stream), "cudaMallocAsync")
+                      : cuda_status(cudaMalloc(&pointer_, bytes), "cudaMalloc");
   }
   ~StreamBuffer() {
-    if (pointer_) cudaFreeAsync(pointer_, stream_);
+    if (!pointer_) return;
+    if (pooled_) {
+      cudaFreeAsync(pointer_, stream_);
+    } else {
+      cudaFree(pointer_);
+    }
   }
   StreamBuffer(const StreamBuffer&) = delete;
   StreamBuffer& operator=(const StreamBuffer&) = delete;
@@ -65,6 +77,7 @@ class StreamBuffer {
  private:
   void* pointer_ = nullptr;
   cudaStream_t stream_;
+  bool pooled_ = false;
   Status status_;
 };
 
