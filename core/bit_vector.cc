@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <string>
 
 #include "core/enforce.h"
@@ -10,15 +11,36 @@ namespace ballot {
 
 BitVector::BitVector(std::size_t size, bool value) { resize(size, value); }
 
+namespace {
+
+Error wrong_word_count(std::size_t size, std::size_t words) {
+  return make_error(ErrorCode::kMalformed, "sign vector of " + std::to_string(size) + " coordinates needs " +
+                                               std::to_string(BitVector::words_for(size)) + " words, got " +
+                                               std::to_string(words));
+}
+
+}  // namespace
+
 Result<BitVector> BitVector::from_words(std::size_t size, std::span<const std::uint64_t> words) {
-  if (words.size() != words_for(size)) {
-    return make_error(ErrorCode::kMalformed, "sign vector of " + std::to_string(size) + " coordinates needs " +
-                                                 std::to_string(words_for(size)) + " words, got " +
-                                                 std::to_string(words.size()));
-  }
+  if (words.size() != words_for(size)) return wrong_word_count(size, words.size());
   BitVector out;
   out.size_ = size;
   out.words_.assign(words.begin(), words.end());
+  if (!out.padding_is_clear()) {
+    return make_error(ErrorCode::kMalformed, "sign vector has padding bits set");
+  }
+  return out;
+}
+
+Result<BitVector> BitVector::from_bytes(std::size_t size, std::span<const std::uint8_t> bytes) {
+  static_assert(std::endian::native == std::endian::little, "the wire's words are little-endian");
+  if (bytes.size() % sizeof(std::uint64_t) != 0 || bytes.size() / sizeof(std::uint64_t) != words_for(size)) {
+    return wrong_word_count(size, bytes.size() / sizeof(std::uint64_t));
+  }
+  BitVector out;
+  out.size_ = size;
+  out.words_.resize(words_for(size));
+  if (!bytes.empty()) std::memcpy(out.words_.data(), bytes.data(), bytes.size());
   if (!out.padding_is_clear()) {
     return make_error(ErrorCode::kMalformed, "sign vector has padding bits set");
   }

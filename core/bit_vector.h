@@ -24,6 +24,9 @@ class BitVector {
   // Validates bytes that may come from a peer: `words` must hold exactly words_for(size) words
   // with zero padding bits; anything else is ErrorCode::kMalformed.
   static Result<BitVector> from_words(std::size_t size, std::span<const std::uint64_t> words);
+  // The same from the words' little-endian bytes as a decoder holds them (8·words_for(size) bytes,
+  // any alignment), copied once.
+  static Result<BitVector> from_bytes(std::size_t size, std::span<const std::uint8_t> bytes);
 
   static constexpr std::size_t words_for(std::size_t bits) noexcept { return (bits + 63) / 64; }
 

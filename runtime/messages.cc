@@ -40,8 +40,9 @@ Result<BitVector> read_signs(ByteReader& reader, std::size_t dimension) {
   if (size != dimension) {
     return reader.malformed(std::to_string(size) + " coordinates, the model has " + std::to_string(dimension));
   }
-  BALLOT_ASSIGN_OR_RETURN(auto words, reader.read_array<std::uint64_t>(BitVector::words_for(dimension), "signs"));
-  return BitVector::from_words(dimension, words);
+  BALLOT_ASSIGN_OR_RETURN(const auto bytes,
+                          reader.take(BitVector::words_for(dimension), sizeof(std::uint64_t), "signs"));
+  return BitVector::from_bytes(dimension, bytes);
 }
 
 // The head every decision shares after its round: η, λ and the full-digest flag.

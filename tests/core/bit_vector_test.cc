@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "core/enforce.h"
@@ -64,10 +65,25 @@ TEST(BitVector, FromWordsValidatesPeerInput) {
   ASSERT_FALSE(wrong_count.ok());
   EXPECT_EQ(wrong_count.error().code, ErrorCode::kMalformed);
 
+  // The same from the words' bytes at any alignment.
+  std::vector<std::uint8_t> bytes(1 + 16);
+  std::memcpy(bytes.data() + 1, words.data(), 16);
+  auto unaligned = BitVector::from_bytes(65, std::span<const std::uint8_t>(bytes).subspan(1));
+  ASSERT_TRUE(unaligned.ok());
+  EXPECT_EQ(*unaligned, *ok);
+  EXPECT_EQ(BitVector::from_bytes(65, std::span<const std::uint8_t>(bytes).subspan(1, 15)).error().code,
+            ErrorCode::kMalformed);  // not whole words
+  EXPECT_EQ(BitVector::from_bytes(200, std::span<const std::uint8_t>(bytes).subspan(1)).error().code,
+            ErrorCode::kMalformed);  // too few
+  EXPECT_TRUE(BitVector::from_bytes(0, {}).ok());
+
   words[1] = 3;  // bit 65 is padding for a 65-coordinate vector
   auto padding = BitVector::from_words(65, words);
   ASSERT_FALSE(padding.ok());
   EXPECT_EQ(padding.error().code, ErrorCode::kMalformed);
+  std::memcpy(bytes.data() + 1, words.data(), 16);
+  EXPECT_EQ(BitVector::from_bytes(65, std::span<const std::uint8_t>(bytes).subspan(1)).error().code,
+            ErrorCode::kMalformed);
 }
 
 TEST(BitVector, EqualityComparesSizeAndBits) {
