@@ -13,7 +13,11 @@
 #include <set>
 #include <thread>
 
+#include "coding/codec_registry.h"
 #include "core/enforce.h"
+#include "learning/models.h"
+#include "runtime/messages.h"
+#include "runtime/training.h"
 #include "transport/pki.h"
 #include "transport/tls_transport.h"
 
@@ -24,9 +28,23 @@ namespace {
 
 using transport::Role;
 
-transport::TlsTransportOptions transport_options(const ClusterConfig& config) {
+// The payload limits of this run (runtime/messages.h round_frame_limits), from a model made once
+// here for its dimension and the codec's wire size.
+Result<transport::FrameLimits> run_frame_limits(const TrainingSetup& setup) {
+  BALLOT_ASSIGN_OR_RETURN(
+      auto model, learning::make_model(setup.options.model, learning::shape_of(setup.data->train), setup.options.seed));
+  std::size_t codec_bytes = 0;
+  if (!setup.sign_vote()) {
+    BALLOT_ASSIGN_OR_RETURN(auto codec, coding::make_codec(setup.options.codec));
+    codec_bytes = codec->wire_size(model->layout());
+  }
+  return round_frame_limits(model->parameters().size(), codec_bytes, setup.sign_vote(), setup.options.nodes);
+}
+
+Result<transport::TlsTransportOptions> transport_options(const ClusterConfig& config, const TrainingSetup& setup) {
   transport::TlsTransportOptions options;
   options.transport.job = config.training.job;
+  BALLOT_ASSIGN_OR_RETURN(options.transport.limits, run_frame_limits(setup));
   // A peer whose session is up but does not read (its host unplugged: TCP retransmits for
   // minutes) fills its queue; do not let every round wait long on it (the protocol recovers a
   // lagging node through Join, not through a deep queue). A peer without a session costs no wait.
@@ -62,7 +80,7 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   BALLOT_ASSIGN_OR_RETURN(
       auto setup,
       make_training_setup(config.training, std::make_shared<const learning::TrainTestSplit>(std::move(data))));
-  auto tls = transport_options(config);
+  BALLOT_ASSIGN_OR_RETURN(auto tls, transport_options(config, setup));
   tls.listen_host = config.server_host;
   tls.listen_port = config.server_port;
   tls.io_threads = static_cast<int>(config.server_io_threads);
@@ -97,7 +115,7 @@ Result<ClusterNode> open_cluster_node(const ClusterConfig& config, std::size_t n
       auto made,
       make_training_setup(config.training, std::make_shared<const learning::TrainTestSplit>(std::move(data))));
   auto setup = std::make_unique<TrainingSetup>(std::move(made));
-  auto tls = transport_options(config);
+  BALLOT_ASSIGN_OR_RETURN(auto tls, transport_options(config, *setup));
   tls.listen = false;
   tls.dial[kServerId] = transport::PeerAddress{config.server_host, config.server_port};
   if (setup->options.placement == Placement::kExchange || config.relay_decisions) {

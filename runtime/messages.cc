@@ -1,5 +1,6 @@
 #include "runtime/messages.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -119,6 +120,25 @@ std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32
 std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote) {
   const std::uint64_t head = 8 + 4 + 4 + 1 + 8;  // round, η, λ, full digest, dimension
   return head + (sign_vote ? 8 * BitVector::words_for(dimension) : 4 * std::uint64_t{dimension});
+}
+
+transport::FrameLimits round_frame_limits(std::size_t dimension, std::size_t codec_bytes, bool sign_vote,
+                                          std::size_t nodes) {
+  using transport::MessageType;
+  transport::FrameLimits limits;
+  const auto at_least = [&](MessageType type, std::uint64_t bytes) {
+    limits.set_limit(type, std::max(limits.limit(type), bytes));
+  };
+  const std::uint64_t vote_head = 8 + 8 + 32 + 8;  // round, loss, state digest, dimension or length
+  const std::uint64_t signs = vote_head + 8 * BitVector::words_for(dimension);
+  const std::uint64_t audited = 4 + std::uint64_t{nodes} * transport::kEnvelopeMetaSize;
+  at_least(MessageType::kVote, sign_vote ? signs + audited : vote_head + codec_bytes);
+  at_least(MessageType::kPartitionSigns, signs);
+  const std::uint64_t decision = decision_bytes(dimension, sign_vote);
+  at_least(MessageType::kDecision, decision);
+  const std::uint64_t piece_head = 8 + 4 + 4 + 8;  // round, index, count, total
+  at_least(MessageType::kDecisionPiece, transport::kEnvelopeMetaSize + piece_head + decision);
+  return limits;
 }
 
 std::vector<DecisionPiece> cut_decision(std::uint64_t round, std::span<const std::uint8_t> payload,

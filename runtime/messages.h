@@ -123,6 +123,14 @@ struct DecisionPiece {
 std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32_t count);
 // The size in bytes of a decision payload (Decision when `sign_vote`, else FloatDecision).
 std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote);
+// The payload limits the transport of a run needs (checked before a frame is allocated): the
+// defaults of transport/frame.h, raised for the types whose payloads grow with the model to what
+// this run's largest one takes — a vote (the codec's `codec_bytes`, or the signs, with up to
+// `nodes` audited envelopes), partition signs, a decision and a relayed piece of one — so that a
+// large model is not refused (fp32 votes of d = 25.6 M are 102 MB) and no limit ever drops below
+// its default.
+transport::FrameLimits round_frame_limits(std::size_t dimension, std::size_t codec_bytes, bool sign_vote,
+                                          std::size_t nodes);
 
 // The server's side: `payload` (a decision of `round`) cut into `count` ≥ 1 pieces.
 std::vector<DecisionPiece> cut_decision(std::uint64_t round, std::span<const std::uint8_t> payload,

@@ -307,6 +307,38 @@ TEST(Messages, RelayedPiecesCarryTheServersEnvelopeAndRequestsAreControl) {
   EXPECT_FALSE(decode_control(trailing).ok());
 }
 
+// A run's frame limits are the transport's defaults for a small model, and for a large one exactly
+// its largest payload of each type (the heads measured on encoded messages): fp32 votes of
+// d = 25.6 M (102 MB) and sign votes of d = 2^30 with audited envelopes fit, and nothing bigger.
+TEST(Messages, FrameLimitsFollowTheModel) {
+  using transport::MessageType;
+  const transport::FrameLimits defaults;
+  const auto small = round_frame_limits(1000, 4000, false, 8);
+  EXPECT_EQ(small.max_payload, defaults.max_payload);
+  EXPECT_EQ(round_frame_limits(1000, 0, true, 8).max_payload, defaults.max_payload);
+
+  const std::size_t d = 25'600'000;
+  const auto fp32 = round_frame_limits(d, 4 * d, false, 8);
+  const std::size_t vote_head = encode(EncodedVote{1, 0.5, {}, std::vector<std::uint8_t>(10)}).size() - 10;
+  EXPECT_EQ(fp32.limit(MessageType::kVote), vote_head + 4 * d);
+  EXPECT_EQ(fp32.limit(MessageType::kDecision), decision_bytes(d, false));
+  const std::size_t piece_head = encode(DecisionPiece{1, 0, 1, 10, std::vector<std::uint8_t>(10)}).size() - 10;
+  EXPECT_EQ(fp32.limit(MessageType::kDecisionPiece),
+            transport::kEnvelopeMetaSize + piece_head + decision_bytes(d, false));
+  EXPECT_EQ(fp32.limit(MessageType::kPartitionSigns), defaults.limit(MessageType::kPartitionSigns));
+  EXPECT_EQ(fp32.limit(MessageType::kStateTransfer), defaults.limit(MessageType::kStateTransfer));
+  EXPECT_EQ(fp32.limit(MessageType::kControl), defaults.limit(MessageType::kControl));
+
+  const std::size_t huge = std::size_t{1} << 30;
+  const auto signs = round_frame_limits(huge, 0, true, 5);
+  const std::size_t signs_head = encode(Vote{1, 0.5, {}, BitVector(64)}).size() - 8;
+  const std::size_t audited_extra = encode(audited(64)).size() - encode(audited(64).vote).size() -
+                                    audited(64).inputs.size() * transport::kEnvelopeMetaSize;
+  EXPECT_EQ(signs.limit(MessageType::kPartitionSigns), signs_head + huge / 8);
+  EXPECT_EQ(signs.limit(MessageType::kVote), signs_head + huge / 8 + audited_extra + 5 * transport::kEnvelopeMetaSize);
+  EXPECT_EQ(signs.limit(MessageType::kDecision), decision_bytes(huge, true));
+}
+
 // The server cuts a decision, the pieces arrive in any order (repeats included), and the node
 // puts the same bytes together; a piece of another cut changes nothing.
 TEST(Messages, CutDecisionsAreAssembledInAnyOrder) {
