@@ -709,6 +709,7 @@ int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCo
                               std::size_t num_segments, std::size_t total_chunks, double* scratch,
                               std::uint32_t* max_bits, float parameter, std::uint8_t* wire_scales, float* inverse,
                               float* limit, std::uint8_t* keep_all, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   if (num_segments == 0) return 0;
   if (total_chunks > 0) {
@@ -747,6 +748,7 @@ int ballot_codec_cuda_quantize(int mode, const float* x, std::size_t d, const Ba
                                const std::uint8_t* keep_all, float s, int planes, std::uint64_t seed,
                                std::uint64_t rng_stream, std::uint64_t first_block, std::uint8_t* streams,
                                std::size_t stream_bytes, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   if (d == 0) return 0;
   const std::size_t pairs = ((d + 127) / 128 + 1) / 2;
@@ -774,6 +776,7 @@ std::size_t ballot_codec_cuda_topk_workspace(std::size_t n) {
 
 int ballot_codec_cuda_topk(const float* x, std::size_t n, std::size_t k, void* workspace, std::size_t workspace_bytes,
                            std::uint8_t* d_indices, std::uint8_t* d_values, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   if (k == 0) return 0;
   if (workspace_bytes < ballot_codec_cuda_topk_workspace(n) || n > 0xFFFFFFFFu || k > n) {
@@ -843,6 +846,7 @@ int ballot_codec_cuda_topk(const float* x, std::size_t n, std::size_t k, void* w
 int ballot_codec_cuda_dequantize_add(int mode, const std::uint8_t* streams, std::size_t stream_bytes, int planes,
                                      std::size_t d, const BallotCodecSegment* d_segments, std::size_t num_segments,
                                      const float* unit, float* accumulator, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   if (d == 0) return 0;
   const auto* words = reinterpret_cast<const std::uint32_t*>(streams);
@@ -859,6 +863,7 @@ int ballot_codec_cuda_dequantize_add(int mode, const std::uint8_t* streams, std:
 
 int ballot_codec_cuda_signs(const float* x, std::size_t d, std::size_t stream_bytes, std::uint8_t* out,
                             void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const std::size_t words = stream_bytes / 4;
   if (words == 0) return 0;
   const std::size_t warps = (words + 3) / 4;
@@ -871,6 +876,7 @@ std::size_t ballot_codec_cuda_threshold_workspace(std::size_t n) { return align_
 
 int ballot_codec_cuda_threshold(const float* x, std::size_t n, float tau, void* workspace, std::size_t workspace_bytes,
                                 std::uint8_t* d_indices, std::uint32_t* d_count, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   if (n == 0) return static_cast<int>(cudaMemsetAsync(d_count, 0, 4, stream));
   std::size_t temp_bytes = workspace_bytes;
@@ -881,6 +887,7 @@ int ballot_codec_cuda_threshold(const float* x, std::size_t n, float tau, void* 
 
 int ballot_codec_cuda_gather(const float* x, const std::uint8_t* indices, std::size_t count, int scaled, float scale,
                              std::uint8_t* values, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (count == 0) return 0;
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   const auto* at = reinterpret_cast<const std::uint32_t*>(indices);
@@ -895,6 +902,7 @@ int ballot_codec_cuda_gather(const float* x, const std::uint8_t* indices, std::s
 
 int ballot_codec_cuda_sign_add(const std::uint8_t* signs, std::size_t d, const BallotCodecSegment* d_segments,
                                std::size_t num_segments, const float* unit, float* accumulator, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (d == 0) return 0;
   sign_add_kernel<<<grid_for(d, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(
       reinterpret_cast<const std::uint32_t*>(signs), d, d_segments, num_segments, unit, accumulator);
@@ -902,6 +910,7 @@ int ballot_codec_cuda_sign_add(const std::uint8_t* signs, std::size_t d, const B
 }
 
 int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* out, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (n == 0) return 0;
   add_kernel<<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(a, b, n, out);
   return last_error();
@@ -909,6 +918,7 @@ int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* 
 
 int ballot_codec_cuda_units(const std::uint8_t* wire_scales, std::size_t count, float divisor, float weight,
                             float* unit, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (count == 0) return 0;
   units_kernel<<<grid_for(count, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(wire_scales, count, divisor,
                                                                                            weight, unit);
@@ -918,6 +928,7 @@ int ballot_codec_cuda_units(const std::uint8_t* wire_scales, std::size_t count, 
 int ballot_codec_cuda_sparse_add(const std::uint8_t* indices, const std::uint8_t* values, std::size_t count,
                                  const std::uint64_t* first_pair, const std::uint64_t* offsets,
                                  std::size_t num_segments, float weight, float* accumulator, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   if (count == 0) return 0;
   sparse_add_kernel<<<grid_for(count, 256), 256, 0, stream>>>(reinterpret_cast<const std::uint32_t*>(indices),

@@ -233,6 +233,7 @@ cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream);
 }  // namespace
 
 extern "C" int ballot_cuda_launch_pack(const float* d_values, std::size_t count, std::uint64_t* d_words, void* stream) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const std::size_t num_words = (count + 63) / 64;
   if (num_words == 0) return cudaSuccess;
   pack_kernel<<<grid_for((num_words + kWordsPerWarp - 1) / kWordsPerWarp * 32), kThreadsPerBlock, 0,
@@ -242,6 +243,7 @@ extern "C" int ballot_cuda_launch_pack(const float* d_values, std::size_t count,
 
 extern "C" int ballot_cuda_launch_unpack(const std::uint64_t* d_words, std::size_t count, float negative,
                                          float positive, float* d_out, void* stream) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (count == 0) return cudaSuccess;
   unpack_kernel<<<grid_for((count + kFloatsPerThread - 1) / kFloatsPerThread), kThreadsPerBlock, 0,
                   as_stream(stream)>>>(d_words, count, negative, positive, d_out);
@@ -250,6 +252,7 @@ extern "C" int ballot_cuda_launch_unpack(const std::uint64_t* d_words, std::size
 
 extern "C" int ballot_cuda_launch_philox(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
                                          std::size_t count, std::uint32_t* d_out, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (count == 0) return cudaSuccess;
   philox_kernel<<<grid_for(count), kThreadsPerBlock, 0, as_stream(stream_handle)>>>(seed, stream, first, count, d_out);
   return cudaGetLastError();
@@ -258,6 +261,7 @@ extern "C" int ballot_cuda_launch_philox(std::uint64_t seed, std::uint64_t strea
 extern "C" int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_t num_inputs, std::size_t num_words,
                                        const std::uint32_t* d_weights, std::uint64_t total_weight, std::uint64_t* d_out,
                                        void* stream) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (num_words == 0) return cudaSuccess;
   const int planes = planes_for(total_weight);  // total_weight < 2^32: at most 32
   const std::uint64_t threshold = vote_threshold(total_weight);
@@ -275,6 +279,7 @@ extern "C" int ballot_cuda_launch_vote(const std::uint64_t* d_inputs, std::size_
 
 extern "C" int ballot_cuda_launch_momentum_pack(float* d_momentum, const float* d_gradient, std::size_t count,
                                                 float keep, float mix, std::uint64_t* d_words, void* stream) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const std::size_t num_words = (count + 63) / 64;
   if (num_words == 0) return cudaSuccess;
   momentum_pack_kernel<<<grid_for((num_words + kWordsPerWarp - 1) / kWordsPerWarp * 32), kThreadsPerBlock, 0,
@@ -285,6 +290,7 @@ extern "C" int ballot_cuda_launch_momentum_pack(float* d_momentum, const float* 
 extern "C" int ballot_cuda_launch_update(float* d_params, const std::uint64_t* d_vote, const float* d_direction,
                                          float* d_buffer, std::size_t count, float lr, float weight_decay,
                                          float momentum, float keep, int nesterov, int first_step, void* stream) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (count == 0) return cudaSuccess;
   const SgdFactors factors{lr, weight_decay, momentum, keep, nesterov != 0};
   const unsigned grid = grid_for((count + kFloatsPerThread - 1) / kFloatsPerThread);

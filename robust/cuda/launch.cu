@@ -94,6 +94,7 @@ cudaError_t launch_for(const float* inputs, int n, std::size_t d, int f, std::ui
 
 extern "C" int ballot_robust_cuda_launch_coordinate_wise(int op, int n, int f, const float* d_inputs, std::size_t d,
                                                          float* d_out, std::uint64_t* d_non_finite, void* stream) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const cudaError_t zeroed = cudaMemsetAsync(d_non_finite, 0, sizeof(std::uint64_t), s);
   if (zeroed != cudaSuccess || d == 0) return zeroed;
