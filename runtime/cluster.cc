@@ -13,10 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "coding/codec_registry.h"
 #include "core/enforce.h"
-#include "learning/models.h"
-#include "runtime/messages.h"
 #include "runtime/training.h"
 #include "transport/pki.h"
 #include "transport/tls_transport.h"
@@ -28,23 +25,10 @@ namespace {
 
 using transport::Role;
 
-// The payload limits of this run (runtime/messages.h round_frame_limits), from a model made once
-// here for its dimension and the codec's wire size.
-Result<transport::FrameLimits> run_frame_limits(const TrainingSetup& setup) {
-  BALLOT_ASSIGN_OR_RETURN(
-      auto model, learning::make_model(setup.options.model, learning::shape_of(setup.data->train), setup.options.seed));
-  std::size_t codec_bytes = 0;
-  if (!setup.sign_vote()) {
-    BALLOT_ASSIGN_OR_RETURN(auto codec, coding::make_codec(setup.options.codec));
-    codec_bytes = codec->wire_size(model->layout());
-  }
-  return round_frame_limits(model->parameters().size(), codec_bytes, setup.sign_vote(), setup.options.nodes);
-}
-
 Result<transport::TlsTransportOptions> transport_options(const ClusterConfig& config, const TrainingSetup& setup) {
   transport::TlsTransportOptions options;
   options.transport.job = config.training.job;
-  BALLOT_ASSIGN_OR_RETURN(options.transport.limits, run_frame_limits(setup));
+  BALLOT_ASSIGN_OR_RETURN(options.transport.limits, frame_limits(setup));
   // A peer whose session is up but does not read (its host unplugged: TCP retransmits for
   // minutes) fills its queue; do not let every round wait long on it (the protocol recovers a
   // lagging node through Join, not through a deep queue). A peer without a session costs no wait.

@@ -201,6 +201,17 @@ const attacks::Behaviour* TrainingSetup::active(attacks::Domain domain, std::uin
   return behaviour != nullptr && behaviour->active(round) ? behaviour : nullptr;
 }
 
+Result<transport::FrameLimits> frame_limits(const TrainingSetup& setup) {
+  BALLOT_ASSIGN_OR_RETURN(
+      auto model, learning::make_model(setup.options.model, learning::shape_of(setup.data->train), setup.options.seed));
+  std::size_t codec_bytes = 0;
+  if (!setup.sign_vote()) {
+    BALLOT_ASSIGN_OR_RETURN(auto codec, coding::make_codec(setup.options.codec));
+    codec_bytes = codec->wire_size(model->layout());
+  }
+  return round_frame_limits(model->parameters().size(), codec_bytes, setup.sign_vote(), setup.options.nodes);
+}
+
 Result<Replica> Replica::create(const TrainingSetup& setup) {
   BALLOT_ASSIGN_OR_RETURN(
       auto model, learning::make_model(setup.options.model, learning::shape_of(setup.data->train), setup.options.seed));

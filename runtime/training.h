@@ -40,6 +40,7 @@
 #include "learning/optimizer.h"
 #include "runtime/checkpoint.h"
 #include "transport/crypto.h"
+#include "transport/frame.h"
 
 namespace ballot::runtime {
 
@@ -129,6 +130,10 @@ Result<std::vector<std::size_t>> choose_attackers(const TrainingOptions& options
 
 Result<TrainingSetup> make_training_setup(const TrainingOptions& options,
                                           std::shared_ptr<const learning::TrainTestSplit> data);
+// The transport's payload limits for this run (runtime/messages.h round_frame_limits): the
+// dimension and the codec's wire size from a model made once for them. Every process of a run
+// computes the same.
+Result<transport::FrameLimits> frame_limits(const TrainingSetup& setup);
 
 class Replica {
  public:

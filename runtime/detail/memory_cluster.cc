@@ -14,6 +14,7 @@ Result<MemoryCluster> make_memory_cluster(const TrainingSetup& setup, std::share
   }
   transport::TransportOptions transport_options;
   transport_options.job = setup.options.job;
+  BALLOT_ASSIGN_OR_RETURN(transport_options.limits, frame_limits(setup));
   auto network = transport::MemoryNetwork::create();
   MemoryCluster cluster;
   cluster.evidence.resize(n + 1);

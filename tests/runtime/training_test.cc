@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
 #include "kernels/sign_kernels.h"
+#include "runtime/messages.h"
 #include "runtime_test_util.h"
 
 namespace ballot::runtime {
@@ -63,6 +65,29 @@ TEST(TrainingSetup, DeterministicCodeTakesTheFaultBudget) {
 }
 
 // A node's vote is the majority over its partitions of the signs of their gradients.
+// The transport limits of a run follow its model: the defaults for a small one; for 17 M
+// parameters on the fp32 gradient path (68 MB votes, over the 64 MiB default) exactly its vote
+// and decision, and on the vote path the defaults again (2.1 MB of signs).
+TEST(TrainingSetup, FrameLimitsFollowTheModelAndCodec) {
+  using transport::MessageType;
+  const transport::FrameLimits defaults;
+  EXPECT_EQ(frame_limits(make(small())).value().max_payload, defaults.max_payload);
+  auto options = small();
+  options.model = "synthetic:d=17000000";
+  options.rule = "mean";
+  options.codec = "fp32";
+  const auto fp32 = frame_limits(make(options));
+  ASSERT_TRUE(fp32.ok()) << fp32.error().to_string();
+  const std::size_t d = 17'000'000;
+  const std::size_t wire = coding::make_codec("fp32").value()->wire_size(d);  // 4d and the codec's header
+  EXPECT_EQ(fp32->limit(MessageType::kVote), round_frame_limits(d, wire, false, 5).limit(MessageType::kVote));
+  EXPECT_GT(fp32->limit(MessageType::kVote), 4 * d);
+  EXPECT_EQ(fp32->limit(MessageType::kDecision), decision_bytes(d, false));
+  options.rule = "vote";
+  options.codec = "fp32";
+  EXPECT_EQ(frame_limits(make(options)).value().max_payload, defaults.max_payload);
+}
+
 TEST(NodeWorker, VoteIsTheElectionOfItsPartitionSigns) {
   auto setup = make(small());
   auto replica = Replica::create(setup).value();
