@@ -27,6 +27,7 @@ namespace ballot::coding::cuda {
 namespace {
 
 using kernels::cuda::cuda_status;
+using kernels::cuda::require_device;
 
 // Workspace slots.
 enum Slot : int {
@@ -336,11 +337,6 @@ Status decode_own(const Codec& codec, const std::uint8_t* d_message, std::size_t
                                                       detail::sign_bytes(d), qsgd ? std::bit_width(levels) : 1, d,
                                                       segments_on_device, S, units, d_accumulator, stream),
                      "codec decode kernel");
-}
-
-Status require_device() {
-  if (kernels::cuda::device_count() == 0) return make_error(ErrorCode::kUnavailable, "no CUDA device present");
-  return {};
 }
 
 }  // namespace

@@ -14,12 +14,12 @@ namespace {
 
 using detail::DeviceBuffer;
 
+}  // namespace
+
 Status require_device() {
   if (device_count() == 0) return make_error(ErrorCode::kUnavailable, "no CUDA device present");
   return {};
 }
-
-}  // namespace
 
 Status cuda_status(int code, const char* what) {
   const auto error = static_cast<cudaError_t>(code);

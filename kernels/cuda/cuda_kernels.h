@@ -25,6 +25,8 @@ namespace ballot::kernels::cuda {
 int device_count() noexcept;
 // The calling thread's current CUDA device (where these functions allocate and launch), or −1.
 int current_device() noexcept;
+// OK when a device is present; kUnavailable "no CUDA device present" otherwise. For every CUDA module.
+Status require_device();
 
 // A CUDA runtime result (a cudaError_t as int) as a Status: success, kUnavailable for no device or
 // no driver, kInternal otherwise; the message is `what` and CUDA's text. For every CUDA module.

@@ -29,6 +29,7 @@ namespace ballot::robust::cuda {
 namespace {
 
 using kernels::cuda::cuda_status;
+using kernels::cuda::require_device;
 using kernels::cuda::detail::StreamBuffer;
 
 // The cuBLAS entry points used here, resolved from the shared library once.
@@ -145,11 +146,6 @@ class LentHandle {
   cublasHandle_t handle_;
   cudaStream_t stream_;
 };
-
-Status require_device() {
-  if (kernels::cuda::device_count() == 0) return make_error(ErrorCode::kUnavailable, "no CUDA device present");
-  return {};
-}
 
 // Blocks [first, first + count) of `width` ≤ kGramColumns columns, kGramColumns apart:
 // C_b = A_bᵀ·A_b, A_b the width×n column-major view of the rows (leading dimension d) starting at

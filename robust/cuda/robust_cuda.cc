@@ -19,6 +19,7 @@ namespace {
 static_assert(kMaxInputs == static_cast<std::size_t>(kMaxRows));
 
 using kernels::cuda::cuda_status;
+using kernels::cuda::require_device;
 
 CoordinateOp op_of(CoordinateRule rule) {
   switch (rule) {
@@ -100,7 +101,7 @@ std::optional<DeviceRule> device_rule(const Aggregator& aggregator) noexcept {
 Result<AggregationResult> coordinate_wise_on_device(CoordinateRule rule, std::size_t f, const InputMatrix& inputs) {
   const std::size_t n = inputs.n(), d = inputs.d();
   BALLOT_TRY(check(rule, n, f));
-  if (kernels::cuda::device_count() == 0) return make_error(ErrorCode::kUnavailable, "no CUDA device present");
+  BALLOT_TRY(require_device());
   DeviceBuffer<float> d_inputs(n * d), d_out(d);
   DeviceBuffer<std::uint64_t> d_non_finite(1);
   BALLOT_TRY(d_inputs.status());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <thread>
 
@@ -392,7 +393,9 @@ Result<CoordinateOutcome> coordinate_wise(
     parallel_for(blocks, threads, [&](std::size_t b0, std::size_t b1) {
       const bool mean = plan.op == CoordinateOp::kMean;
       std::vector<float> block(mean ? 0 : m * columns);  // columns is a multiple of kTile
-      std::vector<double> sums(mean ? columns : 0);
+      // Not read before it is written (the mean's first row group starts its sums from 0.0, and
+      // up to kRegisterRows rows never store them): no zero fill.
+      const auto sums = mean ? std::make_unique_for_overwrite<double[]>(columns) : nullptr;
       std::vector<const float*> pieces(mean ? m : 0);
       std::vector<float> column(m);
       for (std::size_t b = b0; b < b1; ++b) {
@@ -403,7 +406,7 @@ Result<CoordinateOutcome> coordinate_wise(
           // as rows_mean does), read once and never copied.
           const std::size_t ahead = b + 1 < b1 ? std::min(columns, d - begin - width) : 0;
           for (std::size_t r = 0; r < m; ++r) pieces[r] = inputs.row(rows[r]) + begin;
-          const bool finite = kern.mean_rows(pieces.data(), m, width, sums.data(), out.value.data() + begin, ahead);
+          const bool finite = kern.mean_rows(pieces.data(), m, width, sums.get(), out.value.data() + begin, ahead);
           if (check && !finite) {
             found_non_finite.store(true, std::memory_order_relaxed);
             return;
