@@ -10,6 +10,13 @@ void pack_signs(std::span<const float> values, BitVector& out) {
   detail::active_kernels().pack(values.data(), values.size(), out.data());
 }
 
+void pack_signs_at(std::span<const float> values, std::size_t offset, BitVector& out) {
+  const std::size_t end = offset + values.size();
+  BALLOT_ENFORCE(offset % 64 == 0 && end <= out.size() && (end % 64 == 0 || end == out.size()),
+                 "a piece of signs starts at a multiple of 64 and ends at one or at the end");
+  detail::active_kernels().pack(values.data(), values.size(), out.data() + offset / 64);
+}
+
 BitVector pack_signs(std::span<const float> values) {
   BitVector out(values.size());
   detail::active_kernels().pack(values.data(), values.size(), out.data());

@@ -16,6 +16,10 @@ namespace ballot::kernels {
 // out becomes values.size() bits, bit i = sign_bit(values[i]).
 void pack_signs(std::span<const float> values, BitVector& out);
 BitVector pack_signs(std::span<const float> values);
+// Bits [offset, offset + values.size()) of `out` from `values`, the others unchanged: for a vector
+// packed in pieces. offset a multiple of 64, the piece ending at a multiple of 64 or at out.size()
+// (BALLOT_ENFORCE), so that the pieces share no word.
+void pack_signs_at(std::span<const float> values, std::size_t offset, BitVector& out);
 
 // out[i] = bit i ? +scale : -scale. out.size() must equal signs.size().
 void unpack_signs(const BitVector& signs, std::span<float> out, float scale = 1.0f);

@@ -481,6 +481,16 @@ void WorkerMomentum::update(std::span<const float> gradient, BitVector& signs) {
   kernels::pack_signs(momentum_, signs);
 }
 
+void WorkerMomentum::update_range(std::size_t dimension, std::size_t offset, std::span<const float> gradient,
+                                  BitVector& signs) {
+  if (momentum_.empty()) momentum_.assign(dimension, 0.0f);
+  BALLOT_ENFORCE_EQ(momentum_.size(), dimension);
+  const std::span<float> piece = std::span<float>(momentum_).subspan(offset, gradient.size());
+  kernels::signum_momentum(piece, gradient, beta_);
+  if (signs.size() != dimension) signs = BitVector(dimension);
+  kernels::pack_signs_at(piece, offset, signs);
+}
+
 std::vector<std::uint8_t> WorkerMomentum::save_state() const {
   return encode_state(Rule::kWorkerMomentum, 0, momentum_);
 }

@@ -183,6 +183,11 @@ class WorkerMomentum {
   // Updates m with `gradient` (the first call sizes m, zero-initialised; later sizes must match,
   // BALLOT_ENFORCE) and writes sign(m) into `signs` (resized; sign(0) = +1, NaN → +1).
   void update(std::span<const float> gradient, BitVector& signs);
+  // The same for coordinates [offset, offset + gradient.size()) of a `dimension`-long gradient, in
+  // pieces as a framework's backward produces them: offset a multiple of 64, the piece ending at a
+  // multiple of 64 or at `dimension` (BALLOT_ENFORCE); their signs go to `signs` (sized
+  // `dimension`) at the same coordinates. Pieces that cover the gradient once update m as update.
+  void update_range(std::size_t dimension, std::size_t offset, std::span<const float> gradient, BitVector& signs);
   std::span<const float> momentum() const noexcept { return momentum_; }
   double beta() const noexcept { return beta_; }
 

@@ -134,6 +134,7 @@ transport::FrameLimits round_frame_limits(std::size_t dimension, std::size_t cod
   const std::uint64_t audited = 4 + std::uint64_t{nodes} * transport::kEnvelopeMetaSize;
   at_least(MessageType::kVote, sign_vote ? signs + audited : vote_head + codec_bytes);
   at_least(MessageType::kPartitionSigns, signs);
+  at_least(MessageType::kVotePiece, signs + 4 + 4);  // one piece: the whole vote, index and count
   const std::uint64_t decision = decision_bytes(dimension, sign_vote);
   at_least(MessageType::kDecision, decision);
   const std::uint64_t piece_head = 8 + 4 + 4 + 8;  // round, index, count, total
@@ -175,6 +176,48 @@ std::vector<std::uint8_t> encode(const DecisionPiece& message) {
   ByteWriter writer;
   writer.put(message.round).put(message.index).put(message.count).put(message.total);
   return writer.put_bytes(message.bytes).take();
+}
+
+std::size_t vote_piece_word(std::size_t words, std::uint32_t index, std::uint32_t count) {
+  return static_cast<std::size_t>(piece_offset(words, index, count));
+}
+
+std::vector<std::uint8_t> encode(const VotePiece& message) {
+  ByteWriter writer;
+  put_digest(writer.put(message.round).put(message.loss), message.model_digest);
+  writer.put(message.dimension).put(message.index).put(message.count);
+  return writer.put_array(std::span<const std::uint64_t>(message.words)).take();
+}
+
+Result<std::optional<Vote>> VoteAssembly::add(const VotePiece& piece) {
+  const std::size_t words = BitVector::words_for(piece.dimension);
+  const std::size_t begin = vote_piece_word(words, piece.index, piece.count);
+  if (held_ == 0) {
+    head_ = VotePiece{piece.round, piece.loss, piece.model_digest, piece.dimension, 0, piece.count, {}};
+    words_.assign(words, 0);
+    have_.assign(piece.count, false);
+  } else if (piece.round != head_.round || piece.count != head_.count || piece.dimension != head_.dimension ||
+             piece.model_digest != head_.model_digest ||
+             std::memcmp(&piece.loss, &head_.loss, sizeof piece.loss) != 0) {
+    return make_error(ErrorCode::kMalformed, "vote piece " + std::to_string(piece.index) +
+                                                 ": its head differs from the first piece's of this vote");
+  }
+  if (piece.index >= have_.size() || begin + piece.words.size() > words_.size()) {
+    return make_error(ErrorCode::kMalformed, "vote piece " + std::to_string(piece.index) + " of " +
+                                                 std::to_string(piece.count) + " does not fit the vote");
+  }
+  if (have_[piece.index]) {
+    if (!std::equal(piece.words.begin(), piece.words.end(), words_.begin() + static_cast<std::ptrdiff_t>(begin)))
+      return make_error(ErrorCode::kMalformed, "a second, different vote piece " + std::to_string(piece.index));
+    return std::optional<Vote>{};
+  }
+  std::copy(piece.words.begin(), piece.words.end(), words_.begin() + static_cast<std::ptrdiff_t>(begin));
+  have_[piece.index] = true;
+  bytes_ += 8 + 8 + 32 + 8 + 4 + 4 + 8 * std::uint64_t{piece.words.size()};
+  if (++held_ < have_.size()) return std::optional<Vote>{};
+  auto signs = BitVector::from_words(static_cast<std::size_t>(head_.dimension), words_);
+  if (!signs.ok()) return make_error(ErrorCode::kMalformed, "vote pieces: " + signs.error().message);
+  return std::optional<Vote>{Vote{head_.round, head_.loss, head_.model_digest, std::move(*signs)}};
 }
 
 std::vector<std::uint8_t> encode(const RelayedPiece& message) {
@@ -325,6 +368,37 @@ Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes,
   }
   const auto piece = reader.rest();
   message.bytes.assign(piece.begin(), piece.end());
+  return message;
+}
+
+Result<VotePiece> decode_vote_piece(std::span<const std::uint8_t> bytes, std::size_t dimension) {
+  ByteReader reader(bytes, "vote piece");
+  VotePiece message;
+  BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
+  BALLOT_ASSIGN_OR_RETURN(message.loss, reader.read<double>("loss"));
+  BALLOT_TRY(read_digest(reader, message.model_digest));
+  BALLOT_ASSIGN_OR_RETURN(message.dimension, reader.read<std::uint64_t>("dimension"));
+  if (message.dimension != dimension) {
+    return reader.malformed(std::to_string(message.dimension) + " coordinates, the model has " +
+                            std::to_string(dimension));
+  }
+  BALLOT_ASSIGN_OR_RETURN(message.index, reader.read<std::uint32_t>("index"));
+  BALLOT_ASSIGN_OR_RETURN(message.count, reader.read<std::uint32_t>("count"));
+  const std::size_t words = BitVector::words_for(dimension);
+  if (message.count == 0 || message.count > std::max<std::size_t>(1, words)) {
+    return reader.malformed(std::to_string(message.count) + " pieces, at most " +
+                            std::to_string(std::max<std::size_t>(1, words)) + " (one word each)");
+  }
+  if (message.index >= message.count) {
+    return reader.malformed("piece " + std::to_string(message.index) + " of " + std::to_string(message.count));
+  }
+  const std::size_t length =
+      vote_piece_word(words, message.index + 1, message.count) - vote_piece_word(words, message.index, message.count);
+  if (reader.remaining() != 8 * length) {
+    return reader.malformed(std::to_string(reader.remaining()) + " bytes in a piece of " + std::to_string(length) +
+                            " words");
+  }
+  BALLOT_ASSIGN_OR_RETURN(message.words, reader.read_array<std::uint64_t>(length, "words"));
   return message;
 }
 

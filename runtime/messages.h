@@ -18,6 +18,12 @@
 //                                              count × the inputs' signed envelope metadata
 //                                              (transport/envelope.h, 136 bytes each), authors
 //                                              strictly ascending
+// A vote in pieces (replicated placement, sign path; docs/protocol.md), sent while the node still
+// computes the rest (a framework's backward):
+//   VotePiece   (node → server, kVotePiece)  round u64 | loss f64 | state digest [32] |
+//                                              dimension u64 | index u32 | count u32 |
+//                                              words [W·index/count, W·(index+1)/count) of the
+//                                              packed signs, W = ⌈d/64⌉
 // Decisions relayed by the nodes (ServerSessionOptions::relay_decisions; docs/protocol.md):
 //   DecisionPiece (server → node, kDecisionPiece) round u64 | index u32 | count u32 | total u64 |
 //                                              bytes [total·index/count, total·(index+1)/count)
@@ -151,6 +157,39 @@ class DecisionAssembly {
   std::vector<bool> have_;
 };
 
+// One piece of a node's vote: every piece repeats the vote's head (round, loss, digest), and the
+// pieces of one vote share count. 1 ≤ count ≤ max(1, W): no piece is empty (W = ⌈d/64⌉ words).
+struct VotePiece {
+  std::uint64_t round = 0;
+  double loss = 0.0;
+  transport::Digest model_digest{};
+  std::uint64_t dimension = 0;
+  std::uint32_t index = 0;
+  std::uint32_t count = 1;
+  std::vector<std::uint64_t> words;  // the words [vote_piece_word(W, index, count), … index + 1 …)
+};
+// The first word of piece `index` of `count` over `words` words (index == count: the end).
+std::size_t vote_piece_word(std::size_t words, std::uint32_t index, std::uint32_t count);
+// The server's side: one node's pieces of one round's vote, in any order. add() returns the vote
+// once every piece is in; nullopt while some are missing or for a repeat of a held piece.
+// kMalformed, and nothing kept of the piece, for a piece whose head (round, loss, digest, count)
+// differs from the first one's, a second piece `index` with other words, or a complete vote whose
+// padding bits are set: the node signed two different things for one round.
+class VoteAssembly {
+ public:
+  Result<std::optional<Vote>> add(const VotePiece& piece);
+  bool empty() const noexcept { return held_ == 0; }
+  std::uint64_t bytes() const noexcept { return bytes_; }  // the payload bytes of the pieces held
+  void clear() { *this = VoteAssembly{}; }
+
+ private:
+  VotePiece head_;  // the first piece's head (its words not kept here)
+  std::uint32_t held_ = 0;
+  std::uint64_t bytes_ = 0;
+  std::vector<std::uint64_t> words_;
+  std::vector<bool> have_;
+};
+
 // A node hands on the piece the server sent it, with the server's envelope: receivers check the
 // server's signature, not the relay's word.
 struct RelayedPiece {
@@ -185,6 +224,7 @@ std::vector<std::uint8_t> encode(const Decision& message);
 std::vector<std::uint8_t> encode(const EncodedVote& message);
 std::vector<std::uint8_t> encode(const FloatDecision& message);
 std::vector<std::uint8_t> encode(const DecisionPiece& message);
+std::vector<std::uint8_t> encode(const VotePiece& message);
 std::vector<std::uint8_t> encode(const RelayedPiece& message);
 std::vector<std::uint8_t> encode(const DecisionRequest& message);
 std::vector<std::uint8_t> encode(const Join& message);
@@ -207,6 +247,10 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
 // and the bytes exactly the piece's range.
 Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes, std::uint64_t total,
                                             std::size_t max_count);
+// A piece of a vote over `dimension` coordinates: 1 ≤ count ≤ max(1, ⌈dimension/64⌉), index <
+// count, and exactly the piece's words. Whether the vote's padding bits are clear is VoteAssembly's
+// check (only the last piece holds them).
+Result<VotePiece> decode_vote_piece(std::span<const std::uint8_t> bytes, std::size_t dimension);
 // The envelope (transport::decode_envelope) and the piece bytes; what they are is the receiver's
 // check (the server's signature, the type, round and job, the digest).
 Result<RelayedPiece> decode_relayed_piece(std::span<const std::uint8_t> bytes);

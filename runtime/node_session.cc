@@ -1,6 +1,7 @@
 #include "runtime/node_session.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <utility>
 
@@ -130,7 +131,19 @@ struct NodeSession::State final : NodeAdversary::Link {
   // held is gone, so the recorded vote goes out again with the round's next start.
   bool vote_lost = false;
   PendingVote pending;
-  DecisionAssembly pieces;  // of the decision of the node's round, while they arrive
+  // The vote of the computing round while it goes out in pieces (submit_vote_piece): its head,
+  // which pieces went out, and the words so far (the whole vote once all are out: last_vote).
+  struct PieceVote {
+    std::uint64_t round = 0;
+    double loss = 0.0;
+    std::uint32_t count = 0;
+    std::uint32_t sent = 0;
+    std::vector<bool> out;
+    std::vector<std::uint64_t> words;
+  };
+  std::optional<PieceVote> piece_vote;
+  std::uint64_t pieces_abstained = 0;  // rounds whose pieces an earlier process had begun
+  DecisionAssembly pieces;             // of the decision of the node's round, while they arrive
   std::uint32_t last_deadline_ms = 3000;
   // The next round's start, held while the decision of this round is on its way (relayed pieces
   // arrive after the start the server sent right after them): handled once the decision is in.
@@ -164,7 +177,7 @@ NodeSession::~NodeSession() = default;
 std::uint64_t NodeSession::round() const noexcept { return state_->round; }
 coding::Codec* NodeSession::codec() noexcept { return state_->codec.get(); }
 const NodeSessionStats& NodeSession::stats() const noexcept {
-  if (state_->record) state_->stats.abstained = state_->record->abstained();
+  if (state_->record) state_->stats.abstained = state_->record->abstained() + state_->pieces_abstained;
   return state_->stats;
 }
 
@@ -341,6 +354,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   state_asked_round.reset();
   pending.active = false;
   computing.reset();
+  piece_vote.reset();
   early.clear();
   ++stats.rejoins;
   BALLOT_TRY(send_control(encode(Join{round, replica.state_digest()})));
@@ -406,6 +420,7 @@ std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::
   pending.active = false;  // decided without this node's vote: it would come too late
   if (!replica.apply_decision(round, payload, setup.sign_vote()).ok()) return std::nullopt;
   computing.reset();
+  piece_vote.reset();
   ++round;
   ++stats.rounds;
   transport.set_round(round);
@@ -498,6 +513,78 @@ Status NodeSession::submit_vote(double loss, BitVector signs) {
   Vote vote{.round = start.round, .loss = loss, .model_digest = start.model_digest, .signs = std::move(signs)};
   s.adversary->replace(MessageType::kVote, {start.round, &vote.model_digest, &vote.signs, nullptr});
   return s.send_vote(start, encode(vote));
+}
+
+Status NodeSession::submit_vote_piece(double loss, std::uint32_t index, std::uint32_t count,
+                                      std::span<const std::uint64_t> words) {
+  State& s = *state_;
+  if (!s.computing || s.computing->round != s.round) return {};  // overtaken: nothing to send
+  if (s.exchange || !s.setup.sign_vote()) return make_error(ErrorCode::kInvalidArgument, "this round takes no vote");
+  if (s.options.adversary) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "vote pieces are an honest node's: a node with an adversary sends its vote whole");
+  }
+  const RoundStart& start = *s.computing;
+  const std::size_t dimension = s.replica.dimension();
+  const std::size_t total = BitVector::words_for(dimension);
+  if (count == 0 || count > std::max<std::size_t>(1, total) || index >= count) {
+    return make_error(ErrorCode::kInvalidArgument, "vote piece " + std::to_string(index) + " of " +
+                                                       std::to_string(count) + ": a vote of " + std::to_string(total) +
+                                                       " words has 1 to " +
+                                                       std::to_string(std::max<std::size_t>(1, total)) + " pieces");
+  }
+  const std::size_t begin = vote_piece_word(total, index, count), end = vote_piece_word(total, index + 1, count);
+  if (words.size() != end - begin) {
+    return make_error(ErrorCode::kInvalidArgument, "vote piece " + std::to_string(index) + " of " +
+                                                       std::to_string(count) + " holds words [" +
+                                                       std::to_string(begin) + ", " + std::to_string(end) + "), got " +
+                                                       std::to_string(words.size()) + " words");
+  }
+  if (s.piece_vote && (s.piece_vote->count != count || std::memcmp(&s.piece_vote->loss, &loss, sizeof loss) != 0 ||
+                       s.piece_vote->out[index])) {
+    return make_error(ErrorCode::kInvalidArgument, "vote piece " + std::to_string(index) +
+                                                       ": every piece of a vote goes out once, with the "
+                                                       "loss and count of the first");
+  }
+  if (!s.piece_vote) {
+    // The first piece of the round: one entry in the signed record for the whole vote, so that a
+    // restarted node never sends other pieces for a round it sent pieces in (it abstains there).
+    VotePiece head{start.round, loss, start.model_digest, dimension, 0, count, {}};
+    const bool before = s.record->find(MessageType::kVotePiece, start.round) != nullptr;
+    BALLOT_ASSIGN_OR_RETURN(
+        auto sealed,
+        s.record->seal_once(
+            MessageType::kVotePiece, start.round, std::make_shared<const std::vector<std::uint8_t>>(encode(head)),
+            [&](MessageType t, std::uint64_t r, auto p) { return s.transport.seal(t, r, std::move(p)); }));
+    if (before || !sealed) {
+      if (sealed) ++s.pieces_abstained;  // else the record counted it
+      s.computing.reset();
+      return {};
+    }
+    s.piece_vote = State::PieceVote{
+        start.round, loss, count, 0, std::vector<bool>(count, false), std::vector<std::uint64_t>(total, 0)};
+  }
+  State::PieceVote& vote = *s.piece_vote;
+  std::copy(words.begin(), words.end(), vote.words.begin() + static_cast<std::ptrdiff_t>(begin));
+  vote.out[index] = true;
+  VotePiece piece{start.round,
+                  loss,
+                  start.model_digest,
+                  dimension,
+                  index,
+                  count,
+                  std::vector<std::uint64_t>(words.begin(), words.end())};
+  BALLOT_TRY(s.send(kServerId, s.seal(MessageType::kVotePiece, start.round, encode(piece))));
+  if (++vote.sent < count) return {};
+  // All out: the vote is sent, and kept whole for a server that restarts in this round.
+  auto signs = BitVector::from_words(dimension, vote.words);
+  if (!signs.ok()) return make_error(ErrorCode::kInvalidArgument, "vote pieces: " + signs.error().message);
+  s.last_vote = encode(Vote{start.round, loss, start.model_digest, std::move(*signs)});
+  s.last_vote_round = start.round;
+  s.computing.reset();
+  s.piece_vote.reset();
+  ++s.stats.votes_sent;
+  return {};
 }
 
 Status NodeSession::submit_gradient(double loss, std::vector<float> gradient) {

@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/bit_vector.h"
@@ -163,6 +164,13 @@ class NodeSession {
   Status submit_vote(double loss, BitVector signs);
   Status submit_gradient(double loss, std::vector<float> gradient);
   Status submit_partition_signs(double loss, BitVector signs);
+  // The round's vote in `count` pieces as the caller computes it (replicated placement, sign path,
+  // no adversary): piece `index` holds the packed signs' words [W·index/count, W·(index+1)/count)
+  // of W = ⌈d/64⌉ (messages.h vote_piece_word), 1 ≤ count ≤ max(1, W). Each piece is signed and
+  // sent at once; every piece goes out once, all with the loss and count of the first. The server
+  // counts the vote once all pieces arrived. A caller that stops part-way (a non-finite gradient)
+  // has not voted. kInvalidArgument, nothing sent, for a piece that breaks these rules.
+  Status submit_vote_piece(double loss, std::uint32_t index, std::uint32_t count, std::span<const std::uint64_t> words);
 
   std::uint64_t round() const noexcept;  // the next round the replica will apply
   const NodeSessionStats& stats() const noexcept;

@@ -40,6 +40,7 @@ struct ServerSession::State {
         exchange(s.options.placement == Placement::kExchange && s.sign_vote()),
         decision_resent(n),
         votes(n),
+        pieces(n),
         state_sent(n) {
     for (std::size_t i = 0; i < n; ++i) nodes.push_back(node_id(i));
   }
@@ -64,6 +65,14 @@ struct ServerSession::State {
   Status on_control(const transport::Message& message);
   Status on_decision_request(std::size_t index, const DecisionRequest& request);
   Status on_vote(transport::Message& message);
+  Status on_vote_piece(const transport::Message& message);
+  // A decoded vote of node `index` for this round: checked against the round's state digest and
+  // kept (`bytes`: its payload size).
+  Status accept_vote(std::size_t index, Received vote, const transport::Digest& digest, std::uint64_t bytes);
+  void reject(transport::NodeId from) {
+    ++report.rejected_messages;
+    if (options.quarantine) options.quarantine->report(from);
+  }
   bool accept_evidence(const transport::EquivocationProof& proof) const;
   bool inputs_valid(std::size_t voter, const std::vector<transport::SignedEnvelope>& inputs) const;
   void audit_inputs(const std::vector<transport::SignedEnvelope>& inputs);
@@ -109,6 +118,7 @@ struct ServerSession::State {
   Clock::time_point started;
   RoundReport report;
   std::vector<std::optional<Received>> votes;
+  std::vector<VoteAssembly> pieces;  // votes arriving in pieces (kVotePiece), until complete
   std::size_t received = 0;
   // Nodes sent the state this round: one transfer per node and round, so that a node that keeps
   // voting on another model cannot make the server send the model again and again.
@@ -193,6 +203,7 @@ Status ServerSession::open_round(std::uint64_t round) {
   s.report.fp32_bytes = s.replica.dimension() * sizeof(float);
   s.start = RoundStart{round, static_cast<std::uint32_t>(s.options.round_deadline.count()), s.replica.state_digest()};
   std::fill(s.votes.begin(), s.votes.end(), std::nullopt);
+  for (auto& assembly : s.pieces) assembly.clear();
   std::fill(s.state_sent.begin(), s.state_sent.end(), false);
   s.received = 0;
   s.counted_inputs.clear();
@@ -243,18 +254,26 @@ Status ServerSession::State::handle(transport::Message& message) {
     return {};
   }
   if (message.type == MessageType::kControl) return on_control(message);
-  if (message.type == MessageType::kVote && message.round < round) {
+  const bool vote = message.type == MessageType::kVote || message.type == MessageType::kVotePiece;
+  if (vote && message.round < round) {
     // A vote for a round already decided (sent before the deadline, read after it): late, not
-    // malformed. A replay of an old frame is the transport's to catch (sequence window).
+    // malformed. A replay of an old frame is the transport's to catch (sequence window). Of a
+    // vote in pieces, one piece counts (the others are the same lateness).
+    constexpr std::size_t kPieceIndexAt = 8 + 8 + 32 + 8;  // messages.h: after round, loss, digest, dimension
+    if (message.type == MessageType::kVotePiece && message.payload.size() >= kPieceIndexAt + 4 &&
+        std::any_of(message.payload.begin() + kPieceIndexAt, message.payload.begin() + kPieceIndexAt + 4,
+                    [](std::uint8_t byte) { return byte != 0; })) {
+      return {};
+    }
     ++report.late_votes;
     if (options.quarantine) options.quarantine->report_late(message.from);
     return {};
   }
-  if (message.type != MessageType::kVote || message.round != round) {
+  if (!vote || message.round != round) {
     ++report.rejected_messages;
     return {};
   }
-  return on_vote(message);
+  return message.type == MessageType::kVotePiece ? on_vote_piece(message) : on_vote(message);
 }
 
 Status ServerSession::State::on_control(const transport::Message& message) {
@@ -312,25 +331,57 @@ Status ServerSession::State::on_vote(transport::Message& message) {
     }
   }
   if (!accepted) {
-    ++report.rejected_messages;
-    if (options.quarantine) options.quarantine->report(message.from);
+    reject(message.from);
     return {};
   }
+  return accept_vote(index, std::move(*accepted), vote_digest, message.payload.size());
+}
+
+// Pieces are for the replicated sign path only. A piece that does not decode, or that contradicts
+// the pieces held (another head, another content for one index: the node signed both), is
+// rejected and counts against the sender; the pieces held stay, and the vote counts once whole.
+Status ServerSession::State::on_vote_piece(const transport::Message& message) {
+  const std::size_t index = message.from - 1;
+  if (exchange || !setup.sign_vote()) {
+    reject(message.from);
+    return {};
+  }
+  auto piece = decode_vote_piece(message.payload, replica.dimension());
+  if (!piece.ok() || piece->round != round) {
+    reject(message.from);
+    return {};
+  }
+  if (votes[index]) return {};  // its vote is in (whole or from pieces): nothing more to count
+  auto vote = pieces[index].add(*piece);
+  if (!vote.ok()) {
+    reject(message.from);
+    return {};
+  }
+  if (!*vote) return {};
+  const std::uint64_t bytes = pieces[index].bytes();
+  pieces[index].clear();
+  const transport::Digest digest = (*vote)->model_digest;
+  return accept_vote(index, Received{(*vote)->loss, std::move((*vote)->signs), {}}, digest, bytes);
+}
+
+Status ServerSession::State::accept_vote(std::size_t index, Received vote, const transport::Digest& vote_digest,
+                                         std::uint64_t bytes) {
+  const transport::NodeId from = node_id(index);
   if (vote_digest != start.model_digest) {
     // A node that restarted, paused or missed a decision is out of sync and gets the state (once
     // per round: one that keeps voting on another model costs one transfer a round). Stale state
     // is lateness, not evidence (runtime/quarantine.h).
-    if (options.quarantine) options.quarantine->report_late(message.from);
+    if (options.quarantine) options.quarantine->report_late(from);
     report.out_of_sync.push_back(index);
     if (!state_sent[index]) {
       state_sent[index] = true;
-      BALLOT_TRY(send_state_and_start(message.from, true));
+      BALLOT_TRY(send_state_and_start(from, true));
     }
     return {};
   }
-  report.bytes_per_vote = message.payload.size();
+  report.bytes_per_vote = bytes;
   if (!votes[index]) ++received;
-  votes[index] = std::move(accepted);
+  votes[index] = std::move(vote);
   return {};
 }
 

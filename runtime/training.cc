@@ -404,6 +404,53 @@ Status NodeWorker::fold(std::uint32_t partition, std::span<const float> gradient
   return {};
 }
 
+Status NodeWorker::fold_range(std::uint32_t partition, std::size_t dimension, std::size_t offset,
+                              std::span<const float> gradient) {
+  if (std::find(partitions_.begin(), partitions_.end(), partition) == partitions_.end()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "node " + std::to_string(node_) + " does not compute partition " + std::to_string(partition));
+  }
+  const std::size_t end = offset + gradient.size();
+  if (offset % 64 != 0 || end > dimension || (end % 64 != 0 && end != dimension)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "a piece of the gradient starts at a multiple of 64 and ends at one or at the end (" +
+                          std::to_string(dimension) + "), not [" + std::to_string(offset) + ", " + std::to_string(end) +
+                          ")");
+  }
+  BitVector& signs = signs_[partition];
+  if (signs.size() != dimension) signs = BitVector(dimension);
+  if (auto it = momentum_.find(partition); it != momentum_.end()) {
+    it->second.update_range(dimension, offset, gradient, signs);
+  } else {
+    kernels::pack_signs_at(gradient, offset, signs);
+  }
+  return {};
+}
+
+std::vector<std::uint64_t> NodeWorker::folded_vote_words(std::size_t dimension, std::size_t begin,
+                                                         std::size_t end) const {
+  const std::size_t words = BitVector::words_for(dimension);
+  BALLOT_ENFORCE(begin <= end && end <= words);
+  // The row's signs restricted to the words: the majority is per coordinate, so the piece of the
+  // vote is the vote of the pieces (the last word keeps its true width, so its padding stays 0).
+  const std::size_t bits = std::min(dimension, end * 64) - std::min(dimension, begin * 64);
+  std::vector<BitVector> pieces;
+  for (const std::uint32_t j : setup_->code.row(node_)) {
+    BALLOT_ENFORCE(signs_[j].size() == dimension, "partition " + std::to_string(j) + " is not folded");
+    BitVector piece(bits);
+    std::copy(signs_[j].words().begin() + static_cast<std::ptrdiff_t>(begin),
+              signs_[j].words().begin() + static_cast<std::ptrdiff_t>(end), piece.words().begin());
+    pieces.push_back(std::move(piece));
+  }
+  if (pieces.empty()) {
+    BitVector all(bits, true);
+    return {all.words().begin(), all.words().end()};
+  }
+  BitVector vote;
+  kernels::majority_vote(std::span<const BitVector>(pieces), vote);
+  return {vote.words().begin(), vote.words().end()};
+}
+
 void NodeWorker::folded_vote(std::size_t dimension, BitVector& vote) {
   // Partitions outside the row are never read by the encoder; give them the right size only.
   for (auto& signs : signs_) {

@@ -228,6 +228,14 @@ class NodeWorker {
   Status fold(std::uint32_t partition, std::span<const float> gradient);
   // c_i over the partitions folded this round (vote's encoding; `dimension` = the gradients').
   void folded_vote(std::size_t dimension, BitVector& vote);
+  // The same in pieces, for a vote sent while backward runs (NodeSession::submit_vote_piece):
+  // coordinates [offset, offset + gradient.size()) of `partition`'s gradient of `dimension`
+  // (offset a multiple of 64, ending at a multiple of 64 or at `dimension`), through the same
+  // worker momentum; then the words [begin, end) of c_i. Pieces that cover the gradient once give
+  // the bits fold and folded_vote give.
+  Status fold_range(std::uint32_t partition, std::size_t dimension, std::size_t offset,
+                    std::span<const float> gradient);
+  std::vector<std::uint64_t> folded_vote_words(std::size_t dimension, std::size_t begin, std::size_t end) const;
   // The signs `fold` kept for `partition` (the exchange placement's own partition).
   const BitVector& folded_signs(std::uint32_t partition) const;
   // Gradient path: the gradient of partition `partition` (default: the node's own) of round

@@ -26,6 +26,8 @@ std::string_view message_type_name(MessageType type) noexcept {
       return "control";
     case MessageType::kDecisionPiece:
       return "decision-piece";
+    case MessageType::kVotePiece:
+      return "vote-piece";
   }
   return "unknown";
 }

@@ -33,8 +33,9 @@ enum class MessageType : std::uint8_t {
   kStateTransfer = 6,   // server -> node: the model state, to a rejoining node (was kCheckpoint)
   kControl = 7,         // small tagged messages: Join, Finish, Evidence (runtime/messages.h)
   kDecisionPiece = 8,   // server -> node: one piece of the round's decision; node -> nodes: it relayed
+  kVotePiece = 9,       // node -> server: one piece of the node's vote, sent while it computes the rest
 };
-inline constexpr std::size_t kMessageTypeCount = 9;  // indexable by the numeric value
+inline constexpr std::size_t kMessageTypeCount = 10;  // indexable by the numeric value
 
 inline constexpr std::uint32_t kFrameMagic = 0x544C4142u;
 inline constexpr std::uint8_t kProtocolVersion = 3;  // 3: decisions carry η and λ; state digests
@@ -58,6 +59,7 @@ struct FrameLimits {
       1ull << 30,   // checkpoint
       64 * 1024,    // control
       64ull << 20,  // decision piece
+      64ull << 20,  // vote piece
   };
   std::uint64_t limit(MessageType type) const noexcept { return max_payload[static_cast<std::size_t>(type)]; }
   void set_limit(MessageType type, std::uint64_t bytes) noexcept {

@@ -1000,6 +1000,7 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
         const MessageType type = type_of(queued);
         return type == MessageType::kRoundStart || type == MessageType::kVote || type == MessageType::kPartitionSigns ||
                type == MessageType::kDecision || type == MessageType::kDecisionPiece ||
+               type == MessageType::kVotePiece ||
                (type == MessageType::kStateTransfer && incoming == MessageType::kStateTransfer);
       };
       for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {

@@ -60,6 +60,7 @@ bool role_may_send(Role role, MessageType type) noexcept {
       return role == Role::kServer;
     case MessageType::kPartitionSigns:
     case MessageType::kVote:
+    case MessageType::kVotePiece:
       return role == Role::kNode;
     case MessageType::kHello:
     case MessageType::kStateTransfer:

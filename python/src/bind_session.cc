@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@
 #include "runtime/adversary.h"
 #include "runtime/cluster.h"
 #include "runtime/cluster_config.h"
+#include "runtime/messages.h"
 #include "runtime/node_session.h"
 #include "runtime/roles.h"
 #include "runtime/training.h"
@@ -311,6 +313,67 @@ class Session {
     }
     unwrap(std::move(status));
     folded_.push_back(partition);
+    covered_[partition].assign(BitVector::words_for(dimension()), true);
+  }
+
+  // For a vote sent in pieces while backward runs: coordinates [offset, offset + len) of the open
+  // round's partition `partition` (offset a multiple of 64; the piece ends at one or at d).
+  void fold_range(std::uint32_t partition, std::size_t offset, nb::handle array) {
+    Busy busy(*this, true);
+    const RoundWork& work = open_work();
+    require_kind(work, RoundWork::Kind::kVote);
+    if (std::find(work.partitions.begin(), work.partitions.end(), partition) == work.partitions.end()) {
+      throw nb::value_error(
+          ("round " + std::to_string(work.round) + " does not ask for partition " + std::to_string(partition)).c_str());
+    }
+    const auto values = cpu_floats(array, "gradient piece");
+    Status status;
+    {
+      nb::gil_scoped_release released;
+      status = worker_->fold_range(partition, dimension(), offset, values);
+    }
+    unwrap(std::move(status));
+    auto& covered = covered_[partition];
+    covered.resize(BitVector::words_for(dimension()), false);
+    std::fill(covered.begin() + static_cast<std::ptrdiff_t>(offset / 64),
+              covered.begin() + static_cast<std::ptrdiff_t>(BitVector::words_for(offset + values.size())), true);
+  }
+
+  // Piece `index` of `count` of the open round's vote (runtime::NodeSession::submit_vote_piece),
+  // over the coordinates every partition of the round has folded; the round is submitted once the
+  // last piece is.
+  void submit_vote_piece(double loss, std::uint32_t index, std::uint32_t count) {
+    Busy busy(*this, true);
+    const RoundWork& work = open_work();
+    require_kind(work, RoundWork::Kind::kVote);
+    const std::size_t words = BitVector::words_for(dimension());
+    if (count == 0 || count > std::max<std::size_t>(1, words) || index >= count) {
+      throw nb::value_error(("vote piece " + std::to_string(index) + " of " + std::to_string(count) + ": a vote of " +
+                             std::to_string(words) + " words has 1 to " +
+                             std::to_string(std::max<std::size_t>(1, words)) + " pieces")
+                                .c_str());
+    }
+    const std::size_t begin = runtime::vote_piece_word(words, index, count);
+    const std::size_t end = runtime::vote_piece_word(words, index + 1, count);
+    for (auto partition : work.partitions) {
+      const auto it = covered_.find(partition);
+      if (it == covered_.end() || it->second.size() != words ||
+          !std::all_of(it->second.begin() + static_cast<std::ptrdiff_t>(begin),
+                       it->second.begin() + static_cast<std::ptrdiff_t>(end), [](bool folded) { return folded; })) {
+        throw nb::value_error(("vote piece " + std::to_string(index) + ": partition " + std::to_string(partition) +
+                               " is not folded over coordinates [" + std::to_string(64 * begin) + ", " +
+                               std::to_string(std::min(dimension(), 64 * end)) + ")")
+                                  .c_str());
+      }
+    }
+    Status status;
+    {
+      nb::gil_scoped_release released;
+      const auto vote = worker_->folded_vote_words(dimension(), begin, end);
+      status = session_->submit_vote_piece(loss, index, count, vote);
+    }
+    unwrap(std::move(status));
+    if (++pieces_sent_ == count) submitted_ = true;
   }
 
   // Submits the open round's vote (or exchange signs) over the partitions folded for it.
@@ -436,6 +499,8 @@ class Session {
       work_ = event.work;
       submitted_ = false;
       folded_.clear();
+      covered_.clear();
+      pieces_sent_ = 0;
     } else if (event.kind != NodeEvent::Kind::kDecided || (work_ && event.round > work_->round)) {
       submitted_ = true;  // the open round, if any, was overtaken (the session sends nothing for it)
     }
@@ -511,8 +576,10 @@ class Session {
   std::optional<RoundWork> work_;  // of the last kCompute
   bool submitted_ = true;          // work_ was submitted or overtaken
   std::optional<std::uint64_t> computed_round_;
-  std::vector<std::uint32_t> folded_;  // partitions of the open round folded so far
-  nb::object gradient_source_;         // set_gradient_source
+  std::vector<std::uint32_t> folded_;                   // partitions of the open round folded so far
+  std::map<std::uint32_t, std::vector<bool>> covered_;  // their words folded (fold_range, fold)
+  std::uint32_t pieces_sent_ = 0;                       // of the open round's vote
+  nb::object gradient_source_;                          // set_gradient_source
   bool started_ = false;
   bool closed_ = false;
   std::atomic<bool> busy_{false};
@@ -538,6 +605,8 @@ void register_session(nb::module_& m) {
       .def("training", &Session::training)
       .def("fold", &Session::fold, nb::arg("partition"), nb::arg("gradient"))
       .def("submit_folded", &Session::submit_folded, nb::arg("loss"))
+      .def("fold_range", &Session::fold_range, nb::arg("partition"), nb::arg("offset"), nb::arg("gradient"))
+      .def("submit_vote_piece", &Session::submit_vote_piece, nb::arg("loss"), nb::arg("index"), nb::arg("count"))
       .def("set_gradient_source", &Session::set_gradient_source, nb::arg("source").none())
       .def("model_digest", &Session::model_digest)
       .def("state_digest", &Session::state_digest)

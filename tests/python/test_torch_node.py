@@ -20,6 +20,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import ballot.torch as bt  # noqa: E402
+from ballot.session import NodeSession  # noqa: E402
 from test_session import PROGRAM, make_cluster  # noqa: E402,F401  (make_cluster: a fixture)
 
 pytestmark = pytest.mark.skipif(PROGRAM is None, reason="the `ballot` program is not built (apps/ballot)")
@@ -105,22 +106,22 @@ DATA_X = torch.randn(EXAMPLES, 6, generator=GEN)
 DATA_Y = (DATA_X[:, 0] > 0).long() + (DATA_X[:, 1] > 0.5).long()
 
 
-def torch_cluster(make_cluster, tmp_path, **training):
+def torch_cluster(make_cluster, tmp_path, model=Tiny, **training):
     torch.manual_seed(3)
-    init = tmp_path / "tiny.init"
-    bt.export_init(Tiny(), init)
+    init = tmp_path / f"{model.__name__.lower()}.init"
+    bt.export_init(model(), init)
     settings = dict(model=f"init:file={init}", data=f"external:train={EXAMPLES}", rounds=8, nodes=5, byzantine=1,
                     attack="none", attackers=0, lr="constant:lr=0.01", partition_size=16)
     settings.update(training)
     return make_cluster(**settings)
 
 
-def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None):
+def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None, algorithm=None):
     """Every node as a thread of this process; returns {index: (stats, digest)} or raises.
     ``on_end(node)`` runs in the node's thread after its run."""
     torch.set_num_threads(1)
     results, errors = {}, []
-    nodes = [bt.Node(model_for(i), cluster.file, i) for i in range(cluster.nodes)]
+    nodes = [bt.Node(model_for(i), cluster.file, i, algorithm=algorithm) for i in range(cluster.nodes)]
 
     def work(node):
         try:
@@ -169,6 +170,71 @@ def test_a_non_finite_gradient_is_never_sent(make_cluster, tmp_path):
     assert results[2][0]["abstained_non_finite"] == 8
     assert results[2][0]["votes_sent"] == 0
     assert {digest for _, digest in results.values()} == {server}  # it still follows the decisions
+
+
+class TinyWithUnused(Tiny):
+    """Tiny with a layer forward never uses: its gradient never comes, and its piece of the vote
+    goes out after backward."""
+
+    def __init__(self):
+        super().__init__(hidden=40)
+        self.unused = nn.Linear(3, 5)
+
+
+def wait_for_every_vote(cluster):
+    """A long round deadline: the server decides when all n votes are in, so two runs count the
+    same votes whatever the machine's load."""
+    config = json.loads(cluster.file.read_text())
+    config["round_deadline_ms"] = 120000
+    cluster.file.write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("code", ["identity", "deterministic"])
+def test_a_vote_sent_in_pieces_during_backward_is_the_same_vote(make_cluster, tmp_path, code):
+    digests = {}
+    for pieces in (0, 1, 4, 1000):
+        cluster = torch_cluster(make_cluster, tmp_path, model=TinyWithUnused, code=code, nodes=5, byzantine=1)
+        wait_for_every_vote(cluster)
+        with NodeSession.from_cluster_file(cluster.file, 0) as probe:
+            words = (probe.dimension + 63) // 64
+        results = run_threads(cluster, plain_step, model_for=lambda _i: TinyWithUnused(),
+                              algorithm=bt.SignVote(pieces=pieces))
+        server = cluster.server_digest()
+        assert {digest for _, digest in results.values()} == {server}
+        assert all(stats["votes_sent"] == 8 and stats["abstained"] == 0 for stats, _ in results.values())
+        sent = {stats["vote_pieces_sent"] for stats, _ in results.values()}
+        if pieces == 0:
+            assert sent == {0}
+        elif pieces == 4:
+            assert sent == {8 * 4}
+        else:  # one piece per 64 coordinates at most
+            assert sent == {8 * min(pieces, words)}
+        digests[pieces] = server
+    assert len(set(digests.values())) == 1, digests
+
+
+def test_a_non_finite_piece_stops_the_vote(make_cluster, tmp_path):
+    cluster = torch_cluster(make_cluster, tmp_path, model=TinyWithUnused)
+
+    def step_for(index, model):
+        def step(idx):
+            loss = F.cross_entropy(model(DATA_X[idx]), DATA_Y[idx])
+            if index != 2:
+                return loss
+            return loss + 0.0 * model.a.weight.sum() * float("inf")  # only layer a's gradient is NaN
+        return step
+
+    results = run_threads(cluster, step_for, model_for=lambda _i: TinyWithUnused(), algorithm=bt.SignVote(pieces=4))
+    assert results[2][0]["abstained_non_finite"] == 8
+    assert results[2][0]["votes_sent"] == 0
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+
+
+def test_pieces_must_be_a_count(make_cluster, tmp_path):
+    cluster = torch_cluster(make_cluster, tmp_path)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="pieces must be an integer"):
+            bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(pieces=bad))
 
 
 def test_the_gradient_path_from_threads(make_cluster, tmp_path):

@@ -19,6 +19,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (auto decision = ballot::runtime::decode_decision(bytes, dimension); decision.ok()) {
       if (ballot::runtime::encode(*decision).size() != size) __builtin_trap();
     }
+    if (auto piece = ballot::runtime::decode_vote_piece(bytes, dimension); piece.ok()) {
+      const std::size_t words = (dimension + 63) / 64;
+      if (piece->count == 0 || piece->index >= piece->count || piece->count > (words > 0 ? words : 1)) __builtin_trap();
+      const auto length = ballot::runtime::vote_piece_word(words, piece->index + 1, piece->count) -
+                          ballot::runtime::vote_piece_word(words, piece->index, piece->count);
+      if (piece->words.size() != length || ballot::runtime::encode(*piece).size() != size) __builtin_trap();
+      // A vote of this one piece, when it is the whole vote, has clear padding or is refused.
+      ballot::runtime::VoteAssembly assembly;
+      if (auto vote = assembly.add(*piece); vote.ok() && vote->has_value()) {
+        if ((*vote)->signs.size() != dimension || !(*vote)->signs.padding_is_clear()) __builtin_trap();
+      }
+    }
   }
   if (auto vote = ballot::runtime::decode_encoded_vote(bytes, 4096); vote.ok()) {
     if (vote->bytes.size() > 4096 || ballot::runtime::encode(*vote).size() != size) __builtin_trap();

@@ -285,6 +285,82 @@ TEST(Messages, DecisionPiecesRoundTripAndMalformedOnesAreRejected) {
   EXPECT_FALSE(decode_decision_piece({}, total, 3).ok());
 }
 
+TEST(Messages, VotePiecesRoundTripAndMalformedOnesAreRejected) {
+  const std::size_t d = 130;  // 3 words, the last one of 2 coordinates
+  EXPECT_EQ(vote_piece_word(3, 0, 2), 0u);
+  EXPECT_EQ(vote_piece_word(3, 1, 2), 1u);
+  EXPECT_EQ(vote_piece_word(3, 2, 2), 3u);
+  transport::Digest digest{};
+  digest[3] = 7;
+  const VotePiece piece{12, 0.25, digest, d, 1, 2, {0xfedcba9876543210ULL, 2}};
+  auto decoded = decode_vote_piece(encode(piece), d);
+  ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+  EXPECT_EQ(decoded->round, 12u);
+  EXPECT_EQ(decoded->loss, 0.25);
+  EXPECT_EQ(decoded->model_digest, digest);
+  EXPECT_EQ(decoded->index, 1u);
+  EXPECT_EQ(decoded->count, 2u);
+  EXPECT_EQ(decoded->words, piece.words);
+  // Another model's dimension, no pieces, more pieces than words, an index past the count, a word
+  // more or less than the piece's range: each is malformed.
+  EXPECT_FALSE(decode_vote_piece(encode(piece), d + 64).ok());
+  EXPECT_FALSE(decode_vote_piece(encode(VotePiece{12, 0.25, digest, d, 0, 0, {}}), d).ok());
+  EXPECT_FALSE(decode_vote_piece(encode(VotePiece{12, 0.25, digest, d, 0, 4, {}}), d).ok());
+  EXPECT_FALSE(decode_vote_piece(encode(VotePiece{12, 0.25, digest, d, 2, 2, {1}}), d).ok());
+  auto longer = piece;
+  longer.words.push_back(0);
+  EXPECT_FALSE(decode_vote_piece(encode(longer), d).ok());
+  auto shorter = piece;
+  shorter.words.pop_back();
+  EXPECT_FALSE(decode_vote_piece(encode(shorter), d).ok());
+  EXPECT_FALSE(decode_vote_piece({}, d).ok());
+  // One piece of a vote of no coordinates.
+  EXPECT_TRUE(decode_vote_piece(encode(VotePiece{1, 0.0, digest, 0, 0, 1, {}}), 0).ok());
+}
+
+TEST(Messages, VoteAssemblyGivesTheWholeVoteAndRefusesContradictions) {
+  const std::size_t d = 300;  // 5 words
+  BitVector signs(d);
+  for (std::size_t i = 0; i < d; ++i) signs.set(i, (i * 7) % 3 == 0);
+  transport::Digest digest{};
+  digest[0] = 1;
+  const auto piece = [&](std::uint32_t index, std::uint32_t count, double loss = 0.5) {
+    const std::size_t begin = vote_piece_word(5, index, count), end = vote_piece_word(5, index + 1, count);
+    return VotePiece{4,
+                     loss,
+                     digest,
+                     d,
+                     index,
+                     count,
+                     std::vector<std::uint64_t>(signs.words().begin() + begin, signs.words().begin() + end)};
+  };
+  VoteAssembly assembly;
+  for (std::uint32_t index : {2u, 0u}) {
+    auto partial = assembly.add(piece(index, 3));
+    ASSERT_TRUE(partial.ok());
+    EXPECT_FALSE(partial->has_value());
+  }
+  EXPECT_FALSE(assembly.add(piece(2, 3))->has_value());  // a repeat changes nothing
+  auto other = piece(0, 3);
+  other.words[0] ^= 1;
+  EXPECT_EQ(assembly.add(other).error().code, ErrorCode::kMalformed);              // other words for piece 0
+  EXPECT_EQ(assembly.add(piece(1, 3, 0.75)).error().code, ErrorCode::kMalformed);  // another loss
+  EXPECT_EQ(assembly.add(piece(1, 4)).error().code, ErrorCode::kMalformed);        // another count
+  auto whole = assembly.add(piece(1, 3));
+  ASSERT_TRUE(whole.ok() && whole->has_value());
+  EXPECT_EQ((*whole)->signs, signs);
+  EXPECT_EQ((*whole)->round, 4u);
+  EXPECT_EQ((*whole)->loss, 0.5);
+  EXPECT_EQ((*whole)->model_digest, digest);
+  EXPECT_EQ(assembly.bytes(), encode(piece(0, 3)).size() + encode(piece(1, 3)).size() + encode(piece(2, 3)).size());
+
+  // A last word with a padding bit set is no vote.
+  VoteAssembly padded;
+  auto last = piece(0, 1);
+  last.words.back() |= std::uint64_t{1} << 63;
+  EXPECT_EQ(padded.add(last).error().code, ErrorCode::kMalformed);
+}
+
 TEST(Messages, RelayedPiecesCarryTheServersEnvelopeAndRequestsAreControl) {
   auto key = transport::SigningKey::generate().value();
   const auto verify_key = key.verify_key();
@@ -326,6 +402,7 @@ TEST(Messages, FrameLimitsFollowTheModel) {
   EXPECT_EQ(fp32.limit(MessageType::kDecisionPiece),
             transport::kEnvelopeMetaSize + piece_head + decision_bytes(d, false));
   EXPECT_EQ(fp32.limit(MessageType::kPartitionSigns), defaults.limit(MessageType::kPartitionSigns));
+  EXPECT_EQ(fp32.limit(MessageType::kVotePiece), defaults.limit(MessageType::kVotePiece));
   EXPECT_EQ(fp32.limit(MessageType::kStateTransfer), defaults.limit(MessageType::kStateTransfer));
   EXPECT_EQ(fp32.limit(MessageType::kControl), defaults.limit(MessageType::kControl));
 
@@ -335,6 +412,8 @@ TEST(Messages, FrameLimitsFollowTheModel) {
   const std::size_t audited_extra = encode(audited(64)).size() - encode(audited(64).vote).size() -
                                     audited(64).inputs.size() * transport::kEnvelopeMetaSize;
   EXPECT_EQ(signs.limit(MessageType::kPartitionSigns), signs_head + huge / 8);
+  EXPECT_EQ(signs.limit(MessageType::kVotePiece),
+            encode(VotePiece{1, 0.5, {}, 64, 0, 1, {0}}).size() - 8 + huge / 8);  // one piece, every word
   EXPECT_EQ(signs.limit(MessageType::kVote), signs_head + huge / 8 + audited_extra + 5 * transport::kEnvelopeMetaSize);
   EXPECT_EQ(signs.limit(MessageType::kDecision), decision_bytes(huge, true));
 }

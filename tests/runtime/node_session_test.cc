@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "coding/codec.h"
@@ -27,8 +29,9 @@ struct SessionHarness {
   std::vector<transport::LocalIdentity> identities;
   transport::TransportOptions options;
 
-  explicit SessionHarness(std::string rule = "vote", Placement placement = Placement::kReplicated)
-      : setup(make(std::move(rule), placement)), replica(Replica::create(setup).value()) {
+  explicit SessionHarness(std::string rule = "vote", Placement placement = Placement::kReplicated,
+                          std::string model = "mlp:hidden=4")
+      : setup(make(std::move(rule), placement, std::move(model))), replica(Replica::create(setup).value()) {
     for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
       auto key = transport::SigningKey::generate().value();
       const auto role = id == 0 ? transport::Role::kServer : transport::Role::kNode;
@@ -45,13 +48,13 @@ struct SessionHarness {
     endpoints[0] = network->attach(identities[0], registry, options).value();
   }
 
-  static TrainingSetup make(std::string rule, Placement placement) {
+  static TrainingSetup make(std::string rule, Placement placement, std::string model) {
     TrainingOptions options;
     options.placement = placement;
     options.nodes = 3;
     options.byzantine = 1;
     options.code = placement == Placement::kExchange ? "bernoulli:r=3" : "identity";
-    options.model = "mlp:hidden=4";
+    options.model = std::move(model);
     options.data = "synthetic:examples=200,features=8,classes=2";
     options.rounds = 5;
     options.eval_every = 0;
@@ -181,6 +184,90 @@ TEST(NodeSessionTest, AStartOnAnotherModelAsksForTheStateAndInstallsIt) {
 // The server decided round r and died; restarted from its checkpoint of round r it sends every
 // node that state, which rewinds a node to the round it voted in. The node's vote went down with
 // the old process, so it sends it again: the same signed frame, not a vote computed anew.
+// The vote in pieces, folded by range as a framework's backward produces the gradient: the
+// pieces the server gets make the vote fold/folded_vote give, and the round counts as voted once
+// the last piece is out. A piece that breaks the rules is refused with nothing sent; a second
+// process with the same signed record abstains in that round.
+TEST(NodeSessionTest, AVoteInPiecesIsTheWholeVoteAndARestartedNodeAbstains) {
+  SessionHarness h("vote", Placement::kReplicated, "mlp:hidden=40");  // d = 442: 7 words
+  const std::size_t d = h.replica.dimension(), words = BitVector::words_for(d);
+  const auto record = std::filesystem::path(::testing::TempDir()) / "vote_pieces.record";
+  std::filesystem::remove(record);
+  NodeSessionOptions options;
+  options.record_path = record;
+  std::optional<NodeSession> session;
+  session.emplace(h.setup, 0, *h.endpoints[1], h.replica, options);
+  ASSERT_TRUE(session->start().ok());
+  h.expect(MessageType::kControl);  // Join
+  h.start_round(0);
+  auto event = session->next_round();
+  ASSERT_TRUE(event.ok() && event->kind == NodeEvent::Kind::kCompute);
+
+  // The gradient the whole path folds, and the same folded in two ranges (the later one first).
+  std::vector<float> gradient(d);
+  for (std::size_t i = 0; i < d; ++i) gradient[i] = static_cast<float>((i * 37) % 11) - 5.0f;
+  NodeWorker whole(h.setup, 0), pieces(h.setup, 0);
+  ASSERT_TRUE(whole.fold(0, gradient).ok());
+  BitVector expected;
+  whole.folded_vote(d, expected);
+  const std::span<const float> all(gradient);
+  ASSERT_TRUE(pieces.fold_range(0, d, 256, all.subspan(256)).ok());
+  ASSERT_TRUE(pieces.fold_range(0, d, 0, all.first(256)).ok());
+  EXPECT_EQ(pieces.fold_range(0, d, 100, all.subspan(100, 28)).error().code, ErrorCode::kInvalidArgument);
+
+  const auto piece_words = [&](std::uint32_t index, std::uint32_t count) {
+    return pieces.folded_vote_words(d, vote_piece_word(words, index, count), vote_piece_word(words, index + 1, count));
+  };
+  EXPECT_EQ(session->submit_vote_piece(0.5, 0, 3, piece_words(2, 3)).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(session->submit_vote_piece(0.5, 3, 3, {}).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(session->submit_vote_piece(0.5, 0, 8, {}).error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(session->submit_vote_piece(0.5, 2, 3, piece_words(2, 3)).ok());
+  EXPECT_EQ(session->submit_vote_piece(0.5, 2, 3, piece_words(2, 3)).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(session->submit_vote_piece(0.75, 0, 3, piece_words(0, 3)).error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(session->submit_vote_piece(0.5, 0, 3, piece_words(0, 3)).ok());
+  EXPECT_EQ(session->stats().votes_sent, 0u);
+  ASSERT_TRUE(session->submit_vote_piece(0.5, 1, 3, piece_words(1, 3)).ok());
+  EXPECT_EQ(session->stats().votes_sent, 1u);
+
+  VoteAssembly assembly;
+  std::optional<Vote> vote;
+  for (int k = 0; k < 3; ++k) {
+    auto piece = decode_vote_piece(h.expect(MessageType::kVotePiece).payload, d);
+    ASSERT_TRUE(piece.ok()) << piece.error().to_string();
+    auto added = assembly.add(*piece);
+    ASSERT_TRUE(added.ok());
+    if (*added) vote = std::move(**added);
+  }
+  ASSERT_TRUE(vote);
+  EXPECT_EQ(vote->signs, expected);
+  EXPECT_EQ(vote->round, 0u);
+  EXPECT_EQ(vote->loss, 0.5);
+  EXPECT_EQ(vote->model_digest, h.replica.state_digest());
+  EXPECT_EQ(h.server().receive(50ms).error().code, ErrorCode::kTimeout);  // nothing else
+  // Voted: a repeated start asks for nothing.
+  h.start_round(0);
+  auto idle = session->poll_for(100ms);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_FALSE(idle->has_value());
+
+  // The node process restarts in round 0 (its signed record survives): it abstains there.
+  session.reset();
+  h.endpoints[1].reset();
+  h.endpoints[1] = h.network->attach(h.identities[1], h.registry, h.options).value();
+  session.emplace(h.setup, 0, *h.endpoints[1], h.replica, options);
+  ASSERT_TRUE(session->start().ok());
+  h.start_round(0);
+  event = session->next_round();
+  ASSERT_TRUE(event.ok() && event->kind == NodeEvent::Kind::kCompute);
+  ASSERT_TRUE(session->submit_vote_piece(0.5, 0, 3, piece_words(0, 3)).ok());
+  ASSERT_TRUE(session->submit_vote_piece(0.5, 1, 3, piece_words(1, 3)).ok());  // the round is over: ignored
+  EXPECT_EQ(session->stats().abstained, 1u);
+  EXPECT_EQ(session->stats().votes_sent, 0u);
+  for (auto message = h.server().receive(100ms); message.ok(); message = h.server().receive(100ms)) {
+    EXPECT_NE(message->type, MessageType::kVotePiece);
+  }
+}
+
 TEST(NodeSessionTest, AServerRestartedFromAnOlderRoundGetsTheSameSignedVoteAgain) {
   SessionHarness h;
   Replica node_replica = Replica::create(h.setup).value();

@@ -20,7 +20,8 @@ struct ServerHarness {
   std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;  // 0: the server
   Replica replica;
 
-  ServerHarness() : setup(make()), replica(Replica::create(setup).value()) {
+  explicit ServerHarness(std::string model = "mlp:hidden=4")
+      : setup(make(std::move(model))), replica(Replica::create(setup).value()) {
     transport::Registry registry;
     std::vector<transport::LocalIdentity> identities;
     for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
@@ -34,12 +35,12 @@ struct ServerHarness {
     for (auto& identity : identities) endpoints.push_back(network->attach(identity, registry, options).value());
   }
 
-  static TrainingSetup make() {
+  static TrainingSetup make(std::string model) {
     TrainingOptions options;
     options.nodes = 3;
     options.byzantine = 1;
     options.code = "identity";
-    options.model = "mlp:hidden=4";
+    options.model = std::move(model);
     options.data = "synthetic:examples=200,features=8,classes=2";
     options.rounds = 5;
     options.eval_every = 0;
@@ -117,6 +118,56 @@ TEST(ServerSessionTest, DecidesTheMajorityOfTheVotes) {
 
 // A caller that does not apply the decision gets it applied by the next round's start, whose
 // RoundStart then carries the digest after the decision (as a node computes it).
+// A vote that arrives in pieces (in any order) counts once whole, as the same vote sent whole;
+// pieces that contradict the ones held are dropped against the sender, and a vote whose pieces do
+// not all arrive is missing.
+TEST(ServerSessionTest, AVoteInPiecesCountsOnceWholeAndContradictionsAreRejected) {
+  ServerHarness h("mlp:hidden=40");  // d = 442: 7 words
+  const std::size_t d = h.replica.dimension();
+  ASSERT_EQ(BitVector::words_for(d), 7u);
+  BitVector pattern(d);
+  for (std::size_t i = 0; i < d; ++i) pattern.set(i, i % 5 < 2);
+  const auto digest = h.replica.state_digest();
+  const auto piece = [&](std::uint64_t round, std::uint32_t index, std::uint32_t count, double loss = 0.5) {
+    const std::size_t begin = vote_piece_word(7, index, count), end = vote_piece_word(7, index + 1, count);
+    return encode(
+        VotePiece{round, loss, digest, d, index, count,
+                  std::vector<std::uint64_t>(pattern.words().begin() + begin, pattern.words().begin() + end)});
+  };
+  ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(300ms));
+  ASSERT_TRUE(session.begin(0).ok());
+  ASSERT_TRUE(session.open_round(0).ok());
+  // Nodes 0 and 1 disagree everywhere, so node 2's vote is the decision.
+  h.vote(0, 0, digest, true);
+  h.vote(1, 0, digest, false);
+  auto& node = h.node(2);
+  ASSERT_TRUE(node.send(kServerId, MessageType::kVotePiece, 0, piece(0, 2, 3)).ok());
+  ASSERT_TRUE(node.send(kServerId, MessageType::kVotePiece, 0, piece(0, 0, 3)).ok());
+  ASSERT_TRUE(node.send(kServerId, MessageType::kVotePiece, 0, piece(0, 1, 3, 0.75)).ok());  // another loss
+  ASSERT_TRUE(node.send(kServerId, MessageType::kVotePiece, 0, piece(0, 1, 4)).ok());        // another count
+  ASSERT_TRUE(node.send(kServerId, MessageType::kVotePiece, 0, {1, 2, 3}).ok());             // no piece
+  ASSERT_TRUE(node.send(kServerId, MessageType::kVotePiece, 0, piece(0, 1, 3)).ok());
+  ASSERT_TRUE(session.collect().ok());
+  auto payload = session.decide();
+  ASSERT_TRUE(payload.ok());
+  EXPECT_EQ(decode_decision(*payload, d)->signs, pattern);
+  EXPECT_EQ(session.report().votes, 3u);
+  EXPECT_EQ(session.report().rejected_messages, 3u);
+  EXPECT_EQ(session.report().bytes_per_vote, piece(0, 0, 3).size() + piece(0, 1, 3).size() + piece(0, 2, 3).size());
+  ASSERT_TRUE(session.send_decision(*payload).ok());
+
+  // Round 1: node 2 sends two of its three pieces: its vote is missing.
+  ASSERT_TRUE(session.open_round(1).ok());
+  h.vote(0, 1, h.replica.state_digest(), true);
+  h.vote(1, 1, h.replica.state_digest(), true);
+  ASSERT_TRUE(node.send(kServerId, MessageType::kVotePiece, 1, piece(1, 0, 3)).ok());
+  ASSERT_TRUE(node.send(kServerId, MessageType::kVotePiece, 1, piece(1, 1, 3)).ok());
+  ASSERT_TRUE(session.collect().ok());
+  ASSERT_TRUE(session.decide().ok());
+  EXPECT_EQ(session.report().votes, 2u);
+  EXPECT_EQ(session.report().missing, std::vector<std::size_t>{2});
+}
+
 TEST(ServerSessionTest, TheNextRoundStartsFromTheAppliedDecision) {
   ServerHarness h;
   ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(200ms));

@@ -107,7 +107,9 @@ TEST(MessageType, Names) {
   EXPECT_FALSE(is_valid_message_type(0));
   EXPECT_TRUE(is_valid_message_type(7));
   EXPECT_TRUE(is_valid_message_type(8));
-  EXPECT_FALSE(is_valid_message_type(9));
+  EXPECT_EQ(message_type_name(MessageType::kVotePiece), "vote-piece");
+  EXPECT_TRUE(is_valid_message_type(9));
+  EXPECT_FALSE(is_valid_message_type(10));
 }
 
 }  // namespace

@@ -8,6 +8,9 @@ the node opens, so a node never computes something the server does not expect.
   (rule ``"vote"``): the node computes the partitions of its row of G (replicated placement) or
   its own partition (exchange placement), folds each gradient into that partition's worker
   momentum (the cluster's ``worker_momentum``) and submits the signs. 1 bit per coordinate.
+  ``pieces=k`` sends the vote in k signed pieces while the last partition's backward still runs
+  (BAGUA's overlap of communication with backward), each as soon as its parameters' gradients are
+  in; the vote and the model are the same bits as without.
 * :class:`RobustGradient` -- the gradient path: the gradient of the node's own partition through
   the cluster's codec; the server aggregates with its robust rule.
 * :class:`RobustLocalSGD` -- the federated setting: ``sync_every`` local SGD steps on the node's
@@ -30,12 +33,21 @@ def _same_spec(a: str, b: str) -> bool:
 
 @dataclass(frozen=True)
 class SignVote:
-    """Majority vote of signs through the election code (the cluster's ``rule`` must be ``vote``)."""
+    """Majority vote of signs through the election code (the cluster's ``rule`` must be ``vote``).
+
+    ``pieces``: 0 (the default) packs and sends the vote after backward; k > 0 sends it in k pieces
+    (at most one per 64 coordinates) during the last partition's backward, which pays when the
+    network is the bottleneck. It applies to an honest node of a CPU model in the replicated
+    placement without a group; elsewhere the vote goes whole."""
+
+    pieces: int = 0
 
     def check(self, training: Dict[str, Any]) -> None:
         if training["rule"] != "vote":
             raise ValueError(f"SignVote needs a cluster whose rule is 'vote'; this cluster's rule is "
                              f"'{training['rule']}' (use RobustGradient)")
+        if isinstance(self.pieces, bool) or not isinstance(self.pieces, int) or self.pieces < 0:
+            raise ValueError(f"SignVote: pieces must be an integer >= 0, got {self.pieces!r}")
 
 
 @dataclass(frozen=True)

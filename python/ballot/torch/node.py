@@ -115,6 +115,7 @@ class Node:
             raise SystemExit(0)
         self.model = model
         self.abstained = 0
+        self.pieces_sent = 0  # vote pieces sent during backward (SignVote(pieces=k))
         self._started = False
         self._grouped = channel is not None
         self._channel = channel if channel is not None and channel.size > 1 else None
@@ -194,6 +195,7 @@ class Node:
         self._grad = self._grad_and_loss[:self._flat.numel()]
         self._params: List[torch.nn.Parameter] = []
         self._grad_views: List[torch.Tensor] = []
+        self._ranges = [(offset, size) for offset, size, _ in layout]  # each parameter's in the flat vector
         with torch.no_grad():
             for (_, p), (offset, size, shape) in zip(named, layout):
                 p.data = self._model_flat[offset:offset + size].view(shape)
@@ -307,6 +309,7 @@ class Node:
             native.set_gradient_source(None)  # the session must not keep this node alive
         stats = self._session.stats
         stats["abstained_non_finite"] = self.abstained
+        stats["vote_pieces_sent"] = self.pieces_sent
         if self._channel is not None:  # every rank ends with the agreed parameters
             stats.update(group_rank=0, group_size=self._channel.size, group_shares=self._shares)
             self._channel.header(END, int(stats.get("rounds", 0)), self.abstained, self.round)
@@ -432,7 +435,11 @@ class Node:
             native.submit_gradient(loss, self._numpy(direction))
             return
         losses = []
-        for partition in work.partitions:
+        pieces = self._vote_pieces(work)
+        for k, partition in enumerate(work.partitions):
+            if pieces and k == len(work.partitions) - 1:
+                self._vote_in_pieces(step, work.round, partition, losses, pieces)
+                return
             loss = self._backward(step, work.round, partition)
             if not self._finite(loss, self._grad):
                 self._abstain(work.round)
@@ -440,6 +447,69 @@ class Node:
             native.fold(partition, self._numpy(self._grad))
             losses.append(loss)
         native.submit_folded(sum(losses) / len(losses) if losses else 0.0)
+
+    # ---- the vote in pieces while backward runs (SignVote(pieces=k))
+    def _vote_pieces(self, work: Any) -> int:
+        """How many pieces this round's vote goes in (0: whole, after backward)."""
+        pieces = int(getattr(self.algorithm, "pieces", 0))
+        if (pieces <= 0 or work.kind != "vote" or self._channel is not None or self._device.type != "cpu"
+                or self.byzantine):
+            return 0
+        return min(pieces, max(1, (self._flat.numel() + 63) // 64))
+
+    def _install_piece_hooks(self) -> None:
+        """A hook on each parameter's gradient accumulation (once): it tells the round in pieces
+        which parameters' gradients are complete."""
+        if getattr(self, "_accumulators", None) is not None:
+            return
+        self._accumulators: List[Any] = []
+        self._piece_round: Any = None
+        for i, p in enumerate(self._params):
+            if not p.requires_grad:
+                continue
+            if hasattr(p, "register_post_accumulate_grad_hook"):  # torch >= 2.1
+                p.register_post_accumulate_grad_hook(lambda _p, i=i: self._gradient_ready(i))
+            else:  # the AccumulateGrad node of the leaf (kept alive here, or the hook goes with it)
+                with torch.enable_grad():
+                    accumulator = p.view_as(p).grad_fn.next_functions[0][0]
+                accumulator.register_hook(lambda *_args, i=i: self._gradient_ready(i))
+                self._accumulators.append(accumulator)
+
+    def _gradient_ready(self, i: int) -> None:
+        pieces = self._piece_round
+        if pieces is None:  # a backward outside a round in pieces
+            return
+        p, view = self._params[i], self._grad_views[i]
+        if p.grad is not None and p.grad.data_ptr() != view.data_ptr():  # torch replaced the buffer
+            with torch.no_grad():
+                view.copy_(p.grad)
+            p.grad = view
+        pieces.ready(i)
+
+    def _vote_in_pieces(self, step: Step, round_: int, partition: int, losses: List[float], count: int) -> None:
+        """The last partition of the round: forward, then backward with the vote going out piece by
+        piece as the gradients of each piece's parameters are complete (the rest after backward)."""
+        self._install_piece_hooks()
+        indices = self._indices(round_, partition)
+        self._grad.zero_()
+        self._attach_grads()
+        loss = step(indices)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise TypeError("step(indices) must return the loss as a one-element tensor")
+        value = float(loss.detach())
+        mean = (sum(losses) + value) / (len(losses) + 1)
+        if not math.isfinite(value):
+            self._abstain(round_)
+            return
+        pieces = _PiecesOfAVote(self, partition, mean, count)
+        self._piece_round = pieces
+        try:
+            loss.backward()
+        finally:
+            self._piece_round = None
+        pieces.flush()  # parameters without a gradient this round
+        if pieces.failed:
+            self._abstain(round_)
 
     def _local_delta(self, round_: int, partition: int, step: Step) -> Tuple[float, torch.Tensor]:
         algorithm = self.algorithm
@@ -507,3 +577,54 @@ class Node:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class _PiecesOfAVote:
+    """One round's vote in pieces: piece k covers coordinates [64·w_k, 64·w_(k+1)) of the flat
+    vector, w_k = ⌊W·k/count⌋ of its W words (runtime::vote_piece_word), and goes out (folded
+    through the partition's worker momentum, signed, sent) once every parameter that overlaps it
+    has its gradient. A piece with a non-finite gradient stops the vote: the pieces sent before
+    it never complete one, so nothing is counted."""
+
+    def __init__(self, node: "Node", partition: int, loss: float, count: int) -> None:
+        self.node, self.partition, self.loss, self.count = node, partition, loss, count
+        d = node._flat.numel()
+        words = (d + 63) // 64
+        self.bounds = [min(d, 64 * ((words * k) // count)) for k in range(count + 1)]
+        self.pending = [0] * count
+        self.of_param: List[List[int]] = []
+        for offset, size in node._ranges:
+            touched = [k for k in range(count) if offset < self.bounds[k + 1] and offset + size > self.bounds[k]]
+            self.of_param.append(touched)
+            for k in touched:
+                self.pending[k] += 1
+        self.sent = [False] * count
+        self.failed = False
+        for k in range(count):  # pieces of no parameter's coordinates (padding only)
+            if self.pending[k] == 0:
+                self.send(k)
+
+    def ready(self, i: int) -> None:
+        for k in self.of_param[i]:
+            self.pending[k] -= 1
+            if self.pending[k] == 0:
+                self.send(k)
+
+    def send(self, k: int) -> None:
+        if self.sent[k] or self.failed:
+            return
+        self.sent[k] = True
+        begin, end = self.bounds[k], self.bounds[k + 1]
+        gradient = self.node._grad[begin:end]
+        # A finite sum means finite entries; only an overflowing sum needs the exact check.
+        if not math.isfinite(float(gradient.sum())) and not bool(torch.isfinite(gradient).all()):
+            self.failed = True
+            return
+        native = self.node._session._native
+        native.fold_range(self.partition, begin, gradient.numpy())
+        native.submit_vote_piece(self.loss, k, self.count)
+        self.node.pieces_sent += 1
+
+    def flush(self) -> None:
+        for k in range(self.count):
+            self.send(k)
