@@ -35,6 +35,14 @@ Status read_digest(ByteReader& reader, transport::Digest& digest) {
   return {};
 }
 
+// The head every vote shares (Vote, EncodedVote, VotePiece): round, loss, state digest.
+template <typename Message>
+Status read_vote_head(ByteReader& reader, Message& message) {
+  BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
+  BALLOT_ASSIGN_OR_RETURN(message.loss, reader.read<double>("loss"));
+  return read_digest(reader, message.model_digest);
+}
+
 // The dimension must equal `dimension` before the words are read: no allocation sized by a peer.
 Result<BitVector> read_signs(ByteReader& reader, std::size_t dimension) {
   BALLOT_ASSIGN_OR_RETURN(const auto size, reader.read<std::uint64_t>("dimension"));
@@ -259,9 +267,7 @@ namespace {
 
 // The Vote layout, shared by a vote, the partition signs and the head of an audited vote.
 Status read_vote(ByteReader& reader, std::size_t dimension, Vote& message) {
-  BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
-  BALLOT_ASSIGN_OR_RETURN(message.loss, reader.read<double>("loss"));
-  BALLOT_TRY(read_digest(reader, message.model_digest));
+  BALLOT_TRY(read_vote_head(reader, message));
   BALLOT_ASSIGN_OR_RETURN(message.signs, read_signs(reader, dimension));
   return {};
 }
@@ -315,9 +321,7 @@ Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_
 Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std::size_t max_bytes) {
   ByteReader reader(bytes, "vote");
   EncodedVote message;
-  BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
-  BALLOT_ASSIGN_OR_RETURN(message.loss, reader.read<double>("loss"));
-  BALLOT_TRY(read_digest(reader, message.model_digest));
+  BALLOT_TRY(read_vote_head(reader, message));
   BALLOT_ASSIGN_OR_RETURN(const auto length, reader.read<std::uint64_t>("length"));
   if (length > max_bytes) {
     return make_error(ErrorCode::kLimitExceeded,
@@ -374,9 +378,7 @@ Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes,
 Result<VotePiece> decode_vote_piece(std::span<const std::uint8_t> bytes, std::size_t dimension) {
   ByteReader reader(bytes, "vote piece");
   VotePiece message;
-  BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
-  BALLOT_ASSIGN_OR_RETURN(message.loss, reader.read<double>("loss"));
-  BALLOT_TRY(read_digest(reader, message.model_digest));
+  BALLOT_TRY(read_vote_head(reader, message));
   BALLOT_ASSIGN_OR_RETURN(message.dimension, reader.read<std::uint64_t>("dimension"));
   if (message.dimension != dimension) {
     return reader.malformed(std::to_string(message.dimension) + " coordinates, the model has " +
