@@ -258,12 +258,10 @@ Status ServerSession::State::handle(transport::Message& message) {
   if (vote && message.round < round) {
     // A vote for a round already decided (sent before the deadline, read after it): late, not
     // malformed. A replay of an old frame is the transport's to catch (sequence window). Of a
-    // vote in pieces, one piece counts (the others are the same lateness).
-    constexpr std::size_t kPieceIndexAt = 8 + 8 + 32 + 8;  // messages.h: after round, loss, digest, dimension
-    if (message.type == MessageType::kVotePiece && message.payload.size() >= kPieceIndexAt + 4 &&
-        std::any_of(message.payload.begin() + kPieceIndexAt, message.payload.begin() + kPieceIndexAt + 4,
-                    [](std::uint8_t byte) { return byte != 0; })) {
-      return {};
+    // vote in pieces, piece 0 counts (the others are the same lateness).
+    if (message.type == MessageType::kVotePiece) {
+      auto piece = decode_vote_piece(message.payload, replica.dimension());
+      if (!piece.ok() || piece->index != 0) return {};
     }
     ++report.late_votes;
     if (options.quarantine) options.quarantine->report_late(message.from);
