@@ -33,6 +33,9 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using SslStream = detail::TlsStream;
 
+// The wait before the next accept after one failed (accept_next).
+constexpr std::chrono::milliseconds kAcceptRetry{50};
+
 // The sessions' common face, so that the transport can hold plain and TLS sessions alike.
 class SessionBase : public std::enable_shared_from_this<SessionBase> {
  public:
@@ -94,6 +97,9 @@ class TlsTransport::Impl {
   asio::io_context io_;  // first: destroyed last, after everything holding asio objects
   std::optional<asio::ssl::context> ssl_;
   tcp::acceptor acceptor_;
+  // Paces accepts after a failed one (accept_next); used only by the accept chain, which has one
+  // operation outstanding at a time. close() need not cancel it: it fires once and sees closing_.
+  asio::steady_timer accept_retry_{io_};
   const TlsTransportOptions options_;
   const Credentials credentials_;
   detail::EndpointCore core_;
@@ -754,24 +760,33 @@ std::shared_ptr<SessionBase> TlsTransport::Impl::make_session(Stream stream, std
 void TlsTransport::Impl::accept_next() {
   acceptor_.async_accept(asio::make_strand(io_), [this](const asio::error_code& ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || closing_ || !acceptor_.is_open()) return;
-    if (!ec) {
-      asio::error_code error;
-      const auto source = socket.remote_endpoint(error).address();
-      std::shared_ptr<SessionBase> session;
-      const int fd = error ? -1 : socket.native_handle();
-      if (error) {
-        socket.close(error);  // already gone
-      } else if (ssl_) {
-        session = make_session(SslStream(std::move(socket), ssl_->native_handle()), nullptr);
-        if (session) static_cast<Session<SslStream>&>(*session).pending_ = true;
-      } else {
-        session = make_session(std::move(socket), nullptr);
-        if (session) static_cast<Session<tcp::socket>&>(*session).pending_ = true;
-      }
-      if (session) {
-        if (auto evicted = admit(session, source, fd)) evicted->evict_async();
-        session->start();
-      }
+    if (ec) {
+      // Out of descriptors or kernel memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): while a connection
+      // waits in the listen queue, another accept fails again at once, so trying again at once
+      // would hold an I/O thread in a loop of failures. Try again shortly; the connections
+      // already waiting stay queued, and descriptors come free as pending handshakes time out.
+      accept_retry_.expires_after(kAcceptRetry);
+      accept_retry_.async_wait([this](const asio::error_code& error) {
+        if (!error && !closing_) accept_next();
+      });
+      return;
+    }
+    asio::error_code error;
+    const auto source = socket.remote_endpoint(error).address();
+    std::shared_ptr<SessionBase> session;
+    const int fd = error ? -1 : socket.native_handle();
+    if (error) {
+      socket.close(error);  // already gone
+    } else if (ssl_) {
+      session = make_session(SslStream(std::move(socket), ssl_->native_handle()), nullptr);
+      if (session) static_cast<Session<SslStream>&>(*session).pending_ = true;
+    } else {
+      session = make_session(std::move(socket), nullptr);
+      if (session) static_cast<Session<tcp::socket>&>(*session).pending_ = true;
+    }
+    if (session) {
+      if (auto evicted = admit(session, source, fd)) evicted->evict_async();
+      session->start();
     }
     accept_next();
   });

@@ -168,6 +168,40 @@ TEST(ServerSessionTest, AVoteInPiecesCountsOnceWholeAndContradictionsAreRejected
   EXPECT_EQ(session.report().missing, std::vector<std::size_t>{2});
 }
 
+// A vote read after its round was decided (sent in time, read late) is lateness, never evidence:
+// a whole vote counts once, a vote in pieces once (its piece 0), and nothing is rejected.
+TEST(ServerSessionTest, VotesAndVotePiecesOfADecidedRoundCountAsLateOnce) {
+  ServerHarness h("mlp:hidden=40");
+  const std::size_t d = h.replica.dimension(), words = BitVector::words_for(d);
+  const auto digest = h.replica.state_digest();
+  ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(300ms));
+  ASSERT_TRUE(session.begin(0).ok());
+  ASSERT_TRUE(session.open_round(0).ok());
+  h.vote(0, 0, digest, true);
+  h.vote(1, 0, digest, true);
+  ASSERT_TRUE(session.collect().ok());  // the quorum (2 of 3) by the deadline: node 2 is missing
+  auto payload = session.decide();
+  ASSERT_TRUE(payload.ok());
+  EXPECT_EQ(session.report().missing, std::vector<std::size_t>{2});
+  ASSERT_TRUE(session.send_decision(*payload).ok());
+  // Node 2's round-0 vote in three pieces, and node 0's again whole, arrive after the decision.
+  for (std::uint32_t index = 0; index < 3; ++index) {
+    const std::size_t begin = vote_piece_word(words, index, 3), end = vote_piece_word(words, index + 1, 3);
+    ASSERT_TRUE(h.node(2)
+                    .send(kServerId, MessageType::kVotePiece, 0,
+                          encode(VotePiece{0, 0.5, digest, d, index, 3, std::vector<std::uint64_t>(end - begin, 0)}))
+                    .ok());
+  }
+  h.vote(0, 0, digest, true);
+  ASSERT_TRUE(session.open_round(1).ok());
+  for (std::size_t i = 0; i < 3; ++i) h.vote(i, 1, h.replica.state_digest(), true);
+  ASSERT_TRUE(session.collect().ok());
+  ASSERT_TRUE(session.decide().ok());
+  EXPECT_EQ(session.report().votes, 3u);
+  EXPECT_EQ(session.report().late_votes, 2u);
+  EXPECT_EQ(session.report().rejected_messages, 0u);
+}
+
 TEST(ServerSessionTest, TheNextRoundStartsFromTheAppliedDecision) {
   ServerHarness h;
   ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(200ms));

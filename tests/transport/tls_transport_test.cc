@@ -1,7 +1,15 @@
 #include "transport/tls_transport.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "test_harness.h"
@@ -199,6 +207,72 @@ TEST_F(TlsTransportTest, BackPressureWhenThePeerDoesNotRead) {
     if (!resumed) (void)server->receive(500ms);
   }
   EXPECT_TRUE(resumed);
+}
+
+// The process's CPU time (all threads), in seconds.
+double cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
+// Out of file descriptors, the server's accept fails, and fails again at once for as long as
+// connections wait in its listen queue. The server waits before it tries again (instead of holding
+// an I/O thread in a loop of failing accepts), keeps serving its sessions, and accepts again once
+// descriptors are free.
+TEST_F(TlsTransportTest, AcceptWaitsWhileOutOfDescriptorsAndRecovers) {
+  expect_honest_round_trip();
+  const std::uint16_t port = cluster_->tls_server().port();
+  // Another process queues connections that this one cannot accept (its sockets do not use this
+  // process's descriptors); it only calls async-signal-safe functions, then waits to be killed.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < 8; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (fd >= 0) (void)::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+    }
+    for (;;) ::pause();
+  }
+  const int base = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(base, 0);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // Every descriptor this process may open is in use: the limit is lowered to the count of those
+  // open now (the listing's own one included), and the ones left are taken.
+  std::size_t open = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++open;
+  }
+  rlimit low = saved;
+  low.rlim_cur = open;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> taken;
+  for (int fd = ::dup(base); fd >= 0; fd = ::dup(base)) taken.push_back(fd);
+  std::this_thread::sleep_for(300ms);  // the child's connections are queued; accepts fail
+  const double before = cpu_seconds();
+  std::this_thread::sleep_for(1000ms);
+  const double busy = cpu_seconds() - before;
+  // The established session still works meanwhile (it needs no new descriptor).
+  expect_honest_round_trip();
+  for (const int fd : taken) ::close(fd);
+  ::close(base);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  // A failing accept tried again at once kept an I/O thread busy the whole second (about 1 s of
+  // CPU); paced, it costs a few milliseconds.
+  EXPECT_LT(busy, 0.3) << "CPU seconds in one second of failing accepts";
+  // Descriptors are free again: a participant connects and completes its handshake.
+  const Credentials participant = pki_.credentials(2);
+  RawTlsClient client(port, &participant, participant.ca_certificate_der);
+  EXPECT_FALSE(client.connect(3000ms));
 }
 
 TEST(TlsTransportPlain, PlaintextModeCarriesFrames) {
