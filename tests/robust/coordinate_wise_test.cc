@@ -439,14 +439,15 @@ TEST(ClosestWindow, MatchesAFullScanWithTies) {
   });
 }
 
-// The mean adds up to 16 rows at once in registers, more rows four at a time (and the rest one to
-// three): every row count from 1 to 9, 15 to 17 and 25, d with and without a tail of 16, every layout and thread count
+// The mean adds up to 16 rows at once in registers, more rows eight at a time (then at most one group
+// of four and a last group of one to four): every row count from 1 to 9, 15 to 17, 19 to 21, 24, 25,
+// 33 and 40 (each way the groups fall), d with and without a tail of 16, every layout and thread count
 // gives the row-order double sum times 1/m, rounded to float, bit for bit, at every ISA level; a non-finite row is
 // found in any group and excluded. The check is on the double sums (finite iff every value added is), so columns of
 // FLT_MAX stay finite and the sums of -0.0 start from +0.0 as the plain loop's do.
 TEST(Mean, RowOrderDoubleSumForAnyRowCountLayoutAndThreads) {
   for_each_isa([] {
-    for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 15u, 16u, 17u, 25u}) {
+    for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 15u, 16u, 17u, 19u, 20u, 21u, 24u, 25u, 33u, 40u}) {
       for (std::size_t d : {1u, 17u, 2047u, 2049u, 7000u}) {
         for (bool poisoned : {false, true}) {
           auto rows = gaussian_rows(n, d, n * 13 + d, 1e3);
