@@ -124,7 +124,7 @@ std::vector<CorpusSeed> decision_log_seeds() {
   }
   out.push_back({"three_decisions", three});
   auto torn = three;
-  torn.resize(torn.size() - 40);
+  torn.erase(torn.end() - 40, torn.end());
   out.push_back({"torn_tail", torn});
   return out;
 }

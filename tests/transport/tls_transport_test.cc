@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <thread>
 
@@ -222,13 +224,22 @@ double cpu_seconds() {
 // an I/O thread in a loop of failing accepts), keeps serving its sessions, and accepts again once
 // descriptors are free.
 TEST_F(TlsTransportTest, AcceptWaitsWhileOutOfDescriptorsAndRecovers) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizer runtimes need descriptors of their own: UBSan's vptr check tests whether memory
+  // is readable through a pipe, and with none left it reports every virtual call it checks as one
+  // on an invalid object. So this test runs in the normal build only.
+  GTEST_SKIP() << "the sanitizer runtimes cannot run without free file descriptors";
+#endif
   expect_honest_round_trip();
   const std::uint16_t port = cluster_->tls_server().port();
   // Another process queues connections that this one cannot accept (its sockets do not use this
-  // process's descriptors); it only calls async-signal-safe functions, then waits to be killed.
+  // process's descriptors); it only calls async-signal-safe functions, then waits to be killed
+  // (and dies with this process if this one dies first).
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(port);
