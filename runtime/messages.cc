@@ -190,6 +190,17 @@ std::size_t vote_piece_word(std::size_t words, std::uint32_t index, std::uint32_
   return static_cast<std::size_t>(piece_offset(words, index, count));
 }
 
+Status check_vote_piece(std::size_t words, std::uint32_t index, std::uint32_t count) {
+  const std::size_t most = std::max<std::size_t>(1, words);
+  if (count == 0 || count > most || index >= count) {
+    return make_error(ErrorCode::kInvalidArgument, "vote piece " + std::to_string(index) + " of " +
+                                                       std::to_string(count) + ": a vote of " + std::to_string(words) +
+                                                       " words has 1 to " + std::to_string(most) +
+                                                       " pieces (one word each at most)");
+  }
+  return {};
+}
+
 std::vector<std::uint8_t> encode(const VotePiece& message) {
   ByteWriter writer;
   put_digest(writer.put(message.round).put(message.loss), message.model_digest);
@@ -387,12 +398,8 @@ Result<VotePiece> decode_vote_piece(std::span<const std::uint8_t> bytes, std::si
   BALLOT_ASSIGN_OR_RETURN(message.index, reader.read<std::uint32_t>("index"));
   BALLOT_ASSIGN_OR_RETURN(message.count, reader.read<std::uint32_t>("count"));
   const std::size_t words = BitVector::words_for(dimension);
-  if (message.count == 0 || message.count > std::max<std::size_t>(1, words)) {
-    return reader.malformed(std::to_string(message.count) + " pieces, at most " +
-                            std::to_string(std::max<std::size_t>(1, words)) + " (one word each)");
-  }
-  if (message.index >= message.count) {
-    return reader.malformed("piece " + std::to_string(message.index) + " of " + std::to_string(message.count));
+  if (auto valid = check_vote_piece(words, message.index, message.count); !valid.ok()) {
+    return reader.malformed(valid.error().message);
   }
   const std::size_t length =
       vote_piece_word(words, message.index + 1, message.count) - vote_piece_word(words, message.index, message.count);

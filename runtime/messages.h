@@ -170,6 +170,9 @@ struct VotePiece {
 };
 // The first word of piece `index` of `count` over `words` words (index == count: the end).
 std::size_t vote_piece_word(std::size_t words, std::uint32_t index, std::uint32_t count);
+// OK iff a vote of `words` words may have a piece `index` of `count`: 1 ≤ count ≤ max(1, words)
+// (no piece is empty) and index < count; else kInvalidArgument saying so.
+Status check_vote_piece(std::size_t words, std::uint32_t index, std::uint32_t count);
 // The server's side: one node's pieces of one round's vote, in any order. add() returns the vote
 // once every piece is in; nullopt while some are missing or for a repeat of a held piece.
 // kMalformed, and nothing kept of the piece, for a piece whose head (round, loss, digest, count)

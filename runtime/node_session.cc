@@ -134,7 +134,6 @@ struct NodeSession::State final : NodeAdversary::Link {
   // The vote of the computing round while it goes out in pieces (submit_vote_piece): its head,
   // which pieces went out, and the words so far (the whole vote once all are out: last_vote).
   struct PieceVote {
-    std::uint64_t round = 0;
     double loss = 0.0;
     std::uint32_t count = 0;
     std::uint32_t sent = 0;
@@ -527,12 +526,7 @@ Status NodeSession::submit_vote_piece(double loss, std::uint32_t index, std::uin
   const RoundStart& start = *s.computing;
   const std::size_t dimension = s.replica.dimension();
   const std::size_t total = BitVector::words_for(dimension);
-  if (count == 0 || count > std::max<std::size_t>(1, total) || index >= count) {
-    return make_error(ErrorCode::kInvalidArgument, "vote piece " + std::to_string(index) + " of " +
-                                                       std::to_string(count) + ": a vote of " + std::to_string(total) +
-                                                       " words has 1 to " +
-                                                       std::to_string(std::max<std::size_t>(1, total)) + " pieces");
-  }
+  BALLOT_TRY(check_vote_piece(total, index, count));
   const std::size_t begin = vote_piece_word(total, index, count), end = vote_piece_word(total, index + 1, count);
   if (words.size() != end - begin) {
     return make_error(ErrorCode::kInvalidArgument, "vote piece " + std::to_string(index) + " of " +
@@ -561,8 +555,8 @@ Status NodeSession::submit_vote_piece(double loss, std::uint32_t index, std::uin
       s.computing.reset();
       return {};
     }
-    s.piece_vote = State::PieceVote{
-        start.round, loss, count, 0, std::vector<bool>(count, false), std::vector<std::uint64_t>(total, 0)};
+    s.piece_vote =
+        State::PieceVote{loss, count, 0, std::vector<bool>(count, false), std::vector<std::uint64_t>(total, 0)};
   }
   State::PieceVote& vote = *s.piece_vote;
   std::copy(words.begin(), words.end(), vote.words.begin() + static_cast<std::ptrdiff_t>(begin));

@@ -347,12 +347,7 @@ class Session {
     const RoundWork& work = open_work();
     require_kind(work, RoundWork::Kind::kVote);
     const std::size_t words = BitVector::words_for(dimension());
-    if (count == 0 || count > std::max<std::size_t>(1, words) || index >= count) {
-      throw nb::value_error(("vote piece " + std::to_string(index) + " of " + std::to_string(count) + ": a vote of " +
-                             std::to_string(words) + " words has 1 to " +
-                             std::to_string(std::max<std::size_t>(1, words)) + " pieces")
-                                .c_str());
-    }
+    unwrap(runtime::check_vote_piece(words, index, count));
     const std::size_t begin = runtime::vote_piece_word(words, index, count);
     const std::size_t end = runtime::vote_piece_word(words, index + 1, count);
     for (auto partition : work.partitions) {

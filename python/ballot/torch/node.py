@@ -370,11 +370,16 @@ class Node:
         self._in_command = False
         return loss
 
-    def _local_backward(self, step: Step, indices: torch.Tensor) -> float:
+    def _forward(self, step: Step, indices: torch.Tensor) -> torch.Tensor:
+        """The loss of ``indices``, with the gradients attached to the flat gradient buffer."""
         self._attach_grads()
         loss = step(indices)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             raise TypeError("step(indices) must return the loss as a one-element tensor")
+        return loss
+
+    def _local_backward(self, step: Step, indices: torch.Tensor) -> float:
+        loss = self._forward(step, indices)
         loss.backward()
         for p, g in zip(self._params, self._grad_views):  # a grad torch replaced instead of accumulating
             if p.grad is not None and p.grad.data_ptr() != g.data_ptr():
@@ -490,12 +495,8 @@ class Node:
         """The last partition of the round: forward, then backward with the vote going out piece by
         piece as the gradients of each piece's parameters are complete (the rest after backward)."""
         self._install_piece_hooks()
-        indices = self._indices(round_, partition)
         self._grad.zero_()
-        self._attach_grads()
-        loss = step(indices)
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            raise TypeError("step(indices) must return the loss as a one-element tensor")
+        loss = self._forward(step, self._indices(round_, partition))
         value = float(loss.detach())
         mean = (sum(losses) + value) / (len(losses) + 1)
         if not math.isfinite(value):
@@ -616,8 +617,7 @@ class _PiecesOfAVote:
         self.sent[k] = True
         begin, end = self.bounds[k], self.bounds[k + 1]
         gradient = self.node._grad[begin:end]
-        # A finite sum means finite entries; only an overflowing sum needs the exact check.
-        if not math.isfinite(float(gradient.sum())) and not bool(torch.isfinite(gradient).all()):
+        if not self.node._finite(self.loss, gradient):
             self.failed = True
             return
         native = self.node._session._native
