@@ -189,6 +189,8 @@ class WorkerMomentum {
   // `dimension`) at the same coordinates. Pieces that cover the gradient once update m as update.
   void update_range(std::size_t dimension, std::size_t offset, std::span<const float> gradient, BitVector& signs);
   std::span<const float> momentum() const noexcept { return momentum_; }
+  // Replaces m: a driver that updated it elsewhere (ballot.torch on a GPU) hands it back.
+  void assign(std::span<const float> values) { momentum_.assign(values.begin(), values.end()); }
   double beta() const noexcept { return beta_; }
 
   std::vector<std::uint8_t> save_state() const;

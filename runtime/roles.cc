@@ -193,10 +193,14 @@ NodeStateKeeper::NodeStateKeeper(const NodeOptions& options, std::size_t node_in
   }
 }
 
+bool NodeStateKeeper::saves(const NodeEvent& event) const noexcept {
+  return !path_.empty() && event.kind == NodeEvent::Kind::kDecided && every_ > 0 && event.round % every_ == 0;
+}
+
 void NodeStateKeeper::observe(const NodeEvent& event, NodeWorker& worker, NodeSession& session,
                               const Replica& replica) {
   if (path_.empty()) return;
-  if (event.kind == NodeEvent::Kind::kDecided && every_ > 0 && event.round % every_ == 0) {
+  if (saves(event)) {
     Checkpoint state;
     state.round = event.round;
     state.sections["worker"] = worker.save_state();

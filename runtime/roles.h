@@ -180,6 +180,9 @@ class NodeStateKeeper {
  public:
   NodeStateKeeper(const NodeOptions& options, std::size_t node_index);
   void observe(const NodeEvent& event, NodeWorker& worker, NodeSession& session, const Replica& replica);
+  // Whether observe(event) saves the node state (a driver keeping the worker momentum elsewhere
+  // hands it back to the NodeWorker first).
+  bool saves(const NodeEvent& event) const noexcept;
   std::uint64_t restored() const noexcept { return restored_; }
 
  private:

@@ -464,6 +464,35 @@ const BitVector& NodeWorker::folded_signs(std::uint32_t partition) const {
   return signs_[partition];
 }
 
+Status NodeWorker::fold_signs(std::uint32_t partition, std::size_t dimension, std::span<const std::uint64_t> words) {
+  if (std::find(partitions_.begin(), partitions_.end(), partition) == partitions_.end()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "node " + std::to_string(node_) + " does not compute partition " + std::to_string(partition));
+  }
+  BALLOT_ASSIGN_OR_RETURN(signs_[partition], BitVector::from_words(dimension, words));
+  return {};
+}
+
+const learning::WorkerMomentum* NodeWorker::momentum(std::uint32_t partition) const {
+  const auto it = momentum_.find(partition);
+  return it == momentum_.end() ? nullptr : &it->second;
+}
+
+Status NodeWorker::set_momentum(std::uint32_t partition, std::span<const float> values, std::size_t dimension) {
+  const auto it = momentum_.find(partition);
+  if (it == momentum_.end()) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "node " + std::to_string(node_) + " keeps no worker momentum for partition " + std::to_string(partition));
+  }
+  if (values.size() != dimension) {
+    return make_error(ErrorCode::kInvalidArgument, "worker momentum: expected " + std::to_string(dimension) +
+                                                       " values, got " + std::to_string(values.size()));
+  }
+  it->second.assign(values);
+  return {};
+}
+
 double NodeWorker::gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient) {
   return partition_gradient(replica, round, static_cast<std::uint32_t>(node_), gradient);
 }

@@ -238,6 +238,15 @@ class NodeWorker {
   std::vector<std::uint64_t> folded_vote_words(std::size_t dimension, std::size_t begin, std::size_t end) const;
   // The signs `fold` kept for `partition` (the exchange placement's own partition).
   const BitVector& folded_signs(std::uint32_t partition) const;
+  // For a driver that runs the worker momentum and the packing itself (ballot.torch on the model's
+  // GPU: only d/8 bytes a partition reach the host): `partition`'s signs as fold would keep them,
+  // `words` packed as BitVector's (padding bits zero). The worker momentum is not touched.
+  Status fold_signs(std::uint32_t partition, std::size_t dimension, std::span<const std::uint64_t> words);
+  // `partition`'s worker momentum (empty before its first fold), or null when the run has none or
+  // the partition is not this node's. set_momentum replaces it (`values` of the model's dimension),
+  // so the node state file keeps what such a driver computed.
+  const learning::WorkerMomentum* momentum(std::uint32_t partition) const;
+  Status set_momentum(std::uint32_t partition, std::span<const float> values, std::size_t dimension);
   // Gradient path: the gradient of partition `partition` (default: the node's own) of round
   // `round`. Returns the batch loss.
   double gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient);

@@ -3,8 +3,9 @@
 # builds only what runs on the GPU (the CUDA and NCCL tests, gpu_bench and, where nanobind and
 # Python's headers are present, the Python module and the `ballot` program) against the packages that
 # ../shared/gpu/prepare-deps.sh put in DEPS, then runs the CUDA tests, compute-sanitizer on them,
-# the NCCL test, gpu_bench (the codecs; every kernel with FULL_BENCH=1), the torch-ops baseline and
-# the Python CUDA tests (ballot.signs, ballot.torch nodes with CUDA models in a local cluster).
+# the NCCL test, gpu_bench (the codecs; every kernel with FULL_BENCH=1), the torch-ops baseline,
+# the Python CUDA tests (ballot.signs, ballot.torch nodes with CUDA models in a local cluster) and
+# the cost of a ballot.torch node's vote against ResNet-50's backward (bench/gpu/torch_vote_cost.py).
 # Usage, from the project's root: LOG_DIR=dir DEPS=.gpu-deps bash bench/gpu/device_check.sh
 # (BENCH=0 skips compute-sanitizer and the benchmarks: a quicker re-check of the tests; PYTHON=0
 # skips the Python module and its tests; MEMCHECK_ALL=0 runs compute-sanitizer on the codec tests
@@ -106,4 +107,10 @@ if [ "${PYTHON:-1}" != 0 ] && ls "$build"/python/ballot/_native*.so > /dev/null 
   PYTHONPATH="$build/python" timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_signs.py tests/python/test_codecs_cuda.py \
     tests/python/test_robust_cuda.py \
     tests/python/test_torch_node.py -k "not fashion and not launch and not certified and not alie" 2>&1 | tail -8
+  if [ "${BENCH:-1}" != 0 ]; then
+    echo "== a ballot.torch node's vote against ResNet-50's backward ($(date +%T))"
+    for batch in 32 128; do
+      PYTHONPATH="$build/python" timeout 120 python3 bench/gpu/torch_vote_cost.py --batch $batch 2>&1 | tail -6
+    done
+  fi
 fi

@@ -316,6 +316,39 @@ class Session {
     covered_[partition].assign(BitVector::words_for(dimension()), true);
   }
 
+  // The open round's partition `partition` from its packed signs, computed by the caller through
+  // its own copy of the worker momentum (ballot.torch on a GPU: momentum_pack, then d/8 bytes).
+  void fold_signs(std::uint32_t partition, nb::handle words) {
+    Busy busy(*this, true);
+    const RoundWork& work = open_work();
+    if (work.kind == RoundWork::Kind::kGradient)
+      throw nb::value_error("the gradient path takes submit_gradient, not signs");
+    if (std::find(work.partitions.begin(), work.partitions.end(), partition) == work.partitions.end()) {
+      throw nb::value_error(
+          ("round " + std::to_string(work.round) + " does not ask for partition " + std::to_string(partition)).c_str());
+    }
+    const Words view = words_of(words, "signs", /*writable=*/false);
+    if (view.device != Device::kCpu) throw nb::value_error("signs: the packed signs must be a CPU array");
+    unwrap(worker_->fold_signs(partition, dimension(), std::span<const std::uint64_t>(view.data, view.count)));
+    folded_.push_back(partition);
+    covered_[partition].assign(BitVector::words_for(dimension()), true);
+  }
+
+  // A copy of partition `partition`'s worker momentum (zeros before its first fold), or None when
+  // the run keeps none for it.
+  nb::object momentum(std::uint32_t partition) const {
+    const auto* kept = worker_->momentum(partition);
+    if (kept == nullptr) return nb::none();
+    std::vector<float> values(kept->momentum().begin(), kept->momentum().end());
+    if (values.empty()) values.assign(dimension(), 0.0f);
+    return nb::cast(to_numpy(std::move(values)));
+  }
+
+  // `source(partition)` returns the caller's copy of that partition's worker momentum (float32,
+  // the model's dimension; None: nothing newer than the session's). Called before each save of the
+  // node state file, so the file holds what a caller folding with fold_signs computed.
+  void set_momentum_source(nb::object source) { momentum_source_ = std::move(source); }
+
   // For a vote sent in pieces while backward runs: coordinates [offset, offset + len) of the open
   // round's partition `partition` (offset a multiple of 64; the piece ends at one or at d).
   void fold_range(std::uint32_t partition, std::size_t offset, nb::handle array) {
@@ -489,6 +522,7 @@ class Session {
 
   // What every event changes here: the node state file, the open round.
   void saw(const NodeEvent& event) {
+    if (keeper_->saves(event)) take_momentum();
     keeper_->observe(event, *worker_, *session_, *replica_);
     if (event.kind == NodeEvent::Kind::kCompute) {
       work_ = event.work;
@@ -498,6 +532,18 @@ class Session {
       pieces_sent_ = 0;
     } else if (event.kind != NodeEvent::Kind::kDecided || (work_ && event.round > work_->round)) {
       submitted_ = true;  // the open round, if any, was overtaken (the session sends nothing for it)
+    }
+  }
+
+  // The caller's worker momentum into the NodeWorker (set_momentum_source), before a save.
+  void take_momentum() {
+    nb::gil_scoped_acquire held;  // called inside a session call that released the GIL
+    if (!momentum_source_.is_valid() || momentum_source_.is_none()) return;
+    for (const std::uint32_t partition : worker_->partitions()) {
+      if (worker_->momentum(partition) == nullptr) continue;
+      nb::object values = momentum_source_(partition);
+      if (values.is_none()) continue;
+      unwrap(worker_->set_momentum(partition, cpu_floats(values, "momentum source"), dimension()));
     }
   }
 
@@ -575,6 +621,7 @@ class Session {
   std::map<std::uint32_t, std::vector<bool>> covered_;  // their words folded (fold_range, fold)
   std::uint32_t pieces_sent_ = 0;                       // of the open round's vote
   nb::object gradient_source_;                          // set_gradient_source
+  nb::object momentum_source_;                          // set_momentum_source
   bool started_ = false;
   bool closed_ = false;
   std::atomic<bool> busy_{false};
@@ -600,6 +647,9 @@ void register_session(nb::module_& m) {
       .def("training", &Session::training)
       .def("fold", &Session::fold, nb::arg("partition"), nb::arg("gradient"))
       .def("submit_folded", &Session::submit_folded, nb::arg("loss"))
+      .def("fold_signs", &Session::fold_signs, nb::arg("partition"), nb::arg("signs"))
+      .def("momentum", &Session::momentum, nb::arg("partition"))
+      .def("set_momentum_source", &Session::set_momentum_source, nb::arg("source").none())
       .def("fold_range", &Session::fold_range, nb::arg("partition"), nb::arg("offset"), nb::arg("gradient"))
       .def("submit_vote_piece", &Session::submit_vote_piece, nb::arg("loss"), nb::arg("index"), nb::arg("count"))
       .def("set_gradient_source", &Session::set_gradient_source, nb::arg("source").none())

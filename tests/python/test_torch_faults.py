@@ -26,13 +26,14 @@ pytestmark = pytest.mark.skipif(PROGRAM is None, reason="the `ballot` program is
 
 EXAMPLES = 256
 DIGEST = re.compile(r"model digest: ([0-9a-f]{64})")
-NODE_LINE = re.compile(r"node (\d+): digest ([0-9a-f]{64}) rounds (\d+) rejoins (\d+) restored (\d+)")
+NODE_LINE = re.compile(r"node (\d+): digest ([0-9a-f]{64}) rounds (\d+) rejoins (\d+) restored (\d+) "
+                       r"momentum ([0-9a-f]{64})")
 RESUMED = re.compile(r"\(from round (\d+)\)")
 
 # The node script. Its Tiny must have the names and shapes of the test's (HIDDEN=8); its initial
 # values do not matter: Node fills the parameters from the cluster's init file.
 SCRIPT = r'''
-import os, sys, time
+import hashlib, os, sys, time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -42,6 +43,7 @@ torch.set_num_threads(1)
 HIDDEN = int(os.environ.get("TINY_HIDDEN", "8"))
 SLEEP = float(os.environ.get("TINY_SLEEP", "0"))
 GO = os.environ.get("TINY_GO")
+FOLD_ON = os.environ.get("TINY_FOLD_ON", "auto")
 
 
 class Tiny(nn.Module):
@@ -60,14 +62,19 @@ X = torch.randn(EXAMPLES, 6, generator=gen)
 Y = (X[:, 0] > 0).long() + (X[:, 1] > 0.5).long()
 torch.manual_seed(11)
 model = Tiny(HIDDEN)
-node = bt.Node(model, examples=EXAMPLES)  # a different model: ValueError, exit status 1
+node = bt.Node(model, examples=EXAMPLES, algorithm=bt.SignVote(fold_on=FOLD_ON))  # another model: ValueError
 print(f"node {node.index}: ready", flush=True)
 while GO and not os.path.exists(GO):
     time.sleep(0.02)
 stats = node.run(lambda idx: F.cross_entropy(model(X[idx]), Y[idx]),
                  on_round=(lambda n: time.sleep(SLEEP)) if SLEEP > 0 else None)
+momentum = hashlib.sha256()  # the worker momentum of its partitions, wherever it was folded
+for p in range(node._session.nodes):
+    m = node._momentum_for_state(p) if node._fold_on_model else node._session._native.momentum(p)
+    if m is not None:
+        momentum.update(m.tobytes())
 print(f"node {node.index}: digest {node.model_digest()} rounds {stats['rounds']} rejoins {stats['rejoins']} "
-      f"restored {stats['states_restored']}", flush=True)
+      f"restored {stats['states_restored']} momentum {momentum.hexdigest()}", flush=True)
 node.close()
 '''
 
@@ -86,7 +93,7 @@ class TorchCluster:
     """A throw-away PKI (test_session.Cluster's), a cluster file with a server checkpoint, metrics
     and node state in `root`, and the processes: `ballot server` and the node script."""
 
-    def __init__(self, root: Path, rounds=40, deadline_ms=1500, checkpoint_every=5, **training):
+    def __init__(self, root: Path, rounds=40, deadline_ms=1500, checkpoint_every=5, fold_on="auto", **training):
         root.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(3)
         self.init = root / "tiny.init"
@@ -109,6 +116,7 @@ class TorchCluster:
         self.node_processes = {}
         self.processes = []
         self.server_starts = 0
+        self.fold_on = fold_on  # SignVote's: where the nodes' worker momentum and packing run
 
     # ---- processes
     def start_server(self):
@@ -124,7 +132,8 @@ class TorchCluster:
 
     def start_node(self, index, sleep=0.0, hidden=8, tag=""):
         env = dict(os.environ, BALLOT_CLUSTER=str(self.file), BALLOT_NODE_INDEX=str(index), OMP_NUM_THREADS="1",
-                   MKL_NUM_THREADS="1", TINY_SLEEP=str(sleep), TINY_HIDDEN=str(hidden), TINY_GO=str(self.go))
+                   MKL_NUM_THREADS="1", TINY_SLEEP=str(sleep), TINY_HIDDEN=str(hidden), TINY_GO=str(self.go),
+                   TINY_FOLD_ON=self.fold_on)
         log = open(self.node_log_path(index, tag), "w")
         process = subprocess.Popen([sys.executable, str(self.script)], env=env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
@@ -186,15 +195,16 @@ class TorchCluster:
         return found[-1]
 
     def node_result(self, index, tag="", timeout=60):
-        """(digest, rounds, rejoins, states restored) that node `index`'s script printed at its end."""
+        """(digest, rounds, rejoins, states restored, momentum digest) that node `index`'s script
+        printed at its end."""
         process = self.node_processes[index]
         code = process.wait(timeout=timeout)
         text = self.node_log_path(index, tag).read_text()
         assert code == 0, text[-3000:]
         found = NODE_LINE.findall(text)
         assert found and int(found[-1][0]) == index, text[-3000:]
-        _, digest, rounds, rejoins, restored = found[-1]
-        return digest, int(rounds), int(rejoins), int(restored)
+        _, digest, rounds, rejoins, restored, momentum = found[-1]
+        return digest, int(rounds), int(rejoins), int(restored), momentum
 
     def stop(self):
         for process in self.processes:
@@ -217,24 +227,31 @@ def make_torch_cluster(tmp_path):
         cluster.stop()
 
 
-def undisturbed_run(root, rounds):
-    """The server's final digest of a run without faults (every node's agrees with it)."""
+def undisturbed_run(root, rounds, momentum=None):
+    """The server's final digest of a run without faults (every node's agrees with it); with a
+    dict `momentum`, each node's momentum digest goes into it."""
     cluster = TorchCluster(root, rounds=rounds, deadline_ms=20000)
     try:
         cluster.start()
         server = cluster.server_digest()
-        assert {cluster.node_result(i)[0] for i in range(cluster.nodes)} == {server}
+        results = {i: cluster.node_result(i) for i in range(cluster.nodes)}
+        assert {digest for digest, *_ in results.values()} == {server}
         assert [row["votes"] for row in cluster.metric_rows()] == [5] * rounds
+        if momentum is not None:
+            momentum.update({i: result[4] for i, result in results.items()})
         return server
     finally:
         cluster.stop()
+
+
+UNDISTURBED_MOMENTUM = {}  # of the nodes of undisturbed_40, by node
 
 
 @pytest.fixture(scope="module")
 def undisturbed_40(tmp_path_factory):
     """The reference of the fault runs (40 rounds): the deterministic code certifies b = 1, so a
     missing vote, or the vote of a node that lost its worker momentum, does not move a decision."""
-    return undisturbed_run(tmp_path_factory.mktemp("undisturbed"), 40)
+    return undisturbed_run(tmp_path_factory.mktemp("undisturbed"), 40, UNDISTURBED_MOMENTUM)
 
 
 def test_a_killed_torch_node_restarts_and_rejoins_through_the_state_transfer(make_torch_cluster, undisturbed_40):
@@ -253,7 +270,7 @@ def test_a_killed_torch_node_restarts_and_rejoins_through_the_state_transfer(mak
     results = {i: cluster.node_result(i, "-restarted" if i == 2 else "") for i in range(cluster.nodes)}
     assert {digest for digest, *_ in results.values()} == {server}
     assert server == undisturbed_40  # b = 1 certified: the missing and the restarted node's votes moved nothing
-    _, rounds, rejoins, _ = results[2]
+    _, rounds, rejoins, _, _ = results[2]
     assert rejoins >= 1  # it came back behind: the server's state transfer put it on the current round
     assert 0 < rounds <= cluster.rounds - (killed_at + 4)  # only the decisions after its rejoin
     assert all(results[i][1] == cluster.rounds for i in (0, 1, 3, 4))
@@ -285,7 +302,7 @@ def test_a_killed_server_restarts_from_its_checkpoint(make_torch_cluster, undist
     results = {i: cluster.node_result(i) for i in range(cluster.nodes)}
     assert {digest for digest, *_ in results.values()} == {server}
     # Every node installed the resumed server's state (of the round it was in, or one before).
-    assert all(rejoins >= 1 for _, _, rejoins, _ in results.values()), results
+    assert all(rejoins >= 1 for _, _, rejoins, _, _ in results.values()), results
     # No node redid a round it had seen decided, and a node the state took back a round restored
     # its own worker momentum when it had saved that round's (node_state): the run is the
     # undisturbed one, bit for bit.
@@ -294,6 +311,31 @@ def test_a_killed_server_restarts_from_its_checkpoint(make_torch_cluster, undist
     rounds = [row["round"] for row in cluster.metric_rows()]
     assert sorted(set(rounds)) == list(range(cluster.rounds))
     assert len(rounds) == len(set(rounds)), rounds  # one row per round, the redone rounds once
+
+
+@pytest.mark.parametrize("fold_on", ["host", "model"])
+def test_a_server_that_lost_its_decision_log_takes_the_nodes_back_to_their_saved_state(make_torch_cluster,
+                                                                                      undisturbed_40, fold_on):
+    """The server restarts from its checkpoint of round 10 alone: every node, further on, is taken
+    back to round 10 by the state transfer and restores the worker momentum it saved there (in the
+    session, or onto the model's device with fold_on "model"). Then the rounds it redoes are the
+    ones it did: the run and every node's momentum end as in the undisturbed run, bit for bit."""
+    cluster = make_torch_cluster(rounds=40, checkpoint_every=5, fold_on=fold_on)
+    cluster.start(sleep=0.1)
+    cluster.wait_rows(12)  # past the checkpoints of rounds 5 and 10, before that of 15
+    cluster.kill(cluster.server)
+    rows = len(cluster.metric_rows())
+    assert 12 <= rows < 15, rows
+    Path(str(cluster.checkpoint) + ".decisions").unlink()
+    cluster.start_server()
+
+    server = cluster.server_digest()
+    assert RESUMED.findall(cluster.server_log()) == ["10"], cluster.server_log()[-3000:]
+    results = {i: cluster.node_result(i) for i in range(cluster.nodes)}
+    assert {digest for digest, *_ in results.values()} == {server}
+    assert all(restored == 1 for _, _, _, restored, _ in results.values()), results
+    assert server == undisturbed_40
+    assert {i: result[4] for i, result in results.items()} == UNDISTURBED_MOMENTUM
 
 
 def test_a_node_with_another_model_is_refused_and_the_quorum_finishes(make_torch_cluster):

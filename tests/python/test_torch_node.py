@@ -213,6 +213,36 @@ def test_a_vote_sent_in_pieces_during_backward_is_the_same_vote(make_cluster, tm
     assert len(set(digests.values())) == 1, digests
 
 
+@pytest.mark.parametrize("training", [dict(code="deterministic"), dict(code="identity", placement="exchange")])
+def test_signs_folded_on_the_models_device_are_the_sessions_bits(make_cluster, tmp_path, training):
+    """SignVote(fold_on="model"): the worker momentum and the packing run on the model's device
+    (here the CPU, through the same kernels a GPU uses); the session gets only the packed signs.
+    The run, and the momentum each node's state file saves, are those of folding in the session."""
+    ends = {}
+    for fold_on in ("host", "model"):
+        cluster = torch_cluster(make_cluster, tmp_path, **training)
+        wait_for_every_vote(cluster)
+        config = json.loads(cluster.file.read_text())
+        config["checkpoint_every"] = 3  # the node state file: saved at the decisions of rounds 3 and 6
+        cluster.file.write_text(json.dumps(config))
+        results = run_threads(cluster, plain_step, algorithm=bt.SignVote(fold_on=fold_on))
+        server = cluster.server_digest()
+        assert {digest for _, digest in results.values()} == {server}
+        assert all(stats["votes_sent"] == 8 for stats, _ in results.values())
+        states = {i: (cluster.root / f"node-{i}.state").read_bytes() for i in range(cluster.nodes)}
+        ends[fold_on] = (server, states)
+    assert ends["model"][0] == ends["host"][0]
+    assert ends["model"][1] == ends["host"][1]
+
+
+def test_fold_on_is_checked(make_cluster, tmp_path):
+    cluster = torch_cluster(make_cluster, tmp_path)
+    with pytest.raises(ValueError, match="fold_on must be 'auto', 'model' or 'host', got 'gpu'"):
+        bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(fold_on="gpu"))
+    with pytest.raises(ValueError, match="a vote in pieces folds on the host"):
+        bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(pieces=2, fold_on="model"))
+
+
 def test_a_non_finite_piece_stops_the_vote(make_cluster, tmp_path):
     cluster = torch_cluster(make_cluster, tmp_path, model=TinyWithUnused)
 
@@ -252,7 +282,7 @@ def test_a_model_on_two_devices_is_refused(make_cluster, tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the CUDA path is checked on a GPU machine")
 @pytest.mark.parametrize("training", [
-    {},  # the vote (signs of the partitions' gradients, worker momentum on the host)
+    {},  # the vote (worker momentum and packing on the GPU: fold_on "auto")
     dict(rule="trimmed_mean:f=1", update="sgd:momentum=0.9", codec="fp32"),
 ])
 def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, training):
@@ -271,6 +301,8 @@ def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, trai
             assert node.parameters.is_cuda and node.model.a.weight.is_cuda
             # the GPU copy holds the host replica's exact bits
             assert torch.equal(node.parameters.cpu(), torch.from_numpy(node._session._native.parameters()))
+            if node.training["rule"] == "vote":  # each partition's momentum stayed on the GPU
+                assert node._momentum and all(m.is_cuda for m in node._momentum.values())
             checked.append(node.index)
 
     results = run_threads(cluster, step_for, lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end)

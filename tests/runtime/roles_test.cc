@@ -61,6 +61,24 @@ struct Harness {
 };
 
 // Node 2 never answers: after the deadline the server decides with the quorum n - b = 2.
+// The node state is saved when the decision of a multiple of state_every is applied, and only
+// with a state directory.
+TEST(NodeStateKeeper, SavesOnTheDecisionsOfMultiplesOfStateEvery) {
+  NodeOptions options;
+  options.state_every = 5;
+  const auto decided = [](std::uint64_t round) { return NodeEvent{.kind = NodeEvent::Kind::kDecided, .round = round}; };
+  EXPECT_FALSE(NodeStateKeeper(options, 1).saves(decided(10)));  // no state_dir
+  options.state_dir = ::testing::TempDir() + "/keeper-saves";
+  const NodeStateKeeper keeper(options, 1);
+  EXPECT_TRUE(keeper.saves(decided(10)));
+  EXPECT_TRUE(keeper.saves(decided(5)));
+  EXPECT_FALSE(keeper.saves(decided(11)));
+  EXPECT_FALSE(keeper.saves(NodeEvent{.kind = NodeEvent::Kind::kStateInstalled, .round = 10}));
+  EXPECT_FALSE(keeper.saves(NodeEvent{.kind = NodeEvent::Kind::kCompute, .round = 10}));
+  options.state_every = 0;
+  EXPECT_FALSE(NodeStateKeeper(options, 1).saves(decided(10)));
+}
+
 TEST(Roles, SilentNodeCostsOnlyTheDeadline) {
   Harness h(3);
   std::vector<std::thread> nodes;

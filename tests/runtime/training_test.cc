@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
 #include "kernels/sign_kernels.h"
@@ -106,6 +109,63 @@ TEST(NodeWorker, VoteIsTheElectionOfItsPartitionSigns) {
     coding::encode_replicated(setup.code, node, signs, expected);
     EXPECT_EQ(vote, expected) << "node " << node;
   }
+}
+
+// A driver that runs the worker momentum and the packing elsewhere (on a GPU) hands the node its
+// signs and, for the state file, its momentum: the vote and the saved state are fold's.
+TEST(NodeWorker, SignsAndMomentumFromElsewhereGiveFoldsVoteAndState) {
+  auto options = small();
+  options.worker_momentum = 0.9;
+  auto setup = make(options);
+  auto replica = Replica::create(setup).value();
+  const std::size_t d = replica.dimension();
+  const std::uint32_t node = 1;
+  NodeWorker folding(setup, node), handed(setup, node);
+  std::map<std::uint32_t, learning::WorkerMomentum> elsewhere;
+  for (std::uint64_t round = 0; round < 3; ++round) {
+    for (const std::uint32_t j : folding.partitions()) {
+      learning::Batch batch = learning::gather(setup.data->train, setup.sampler.indices(round, j));
+      replica.model().forward_backward(batch.features, batch.labels);
+      const auto gradient = replica.model().gradients();
+      ASSERT_TRUE(folding.fold(j, gradient).ok());
+      BitVector signs;
+      elsewhere.try_emplace(j, options.worker_momentum).first->second.update(gradient, signs);
+      ASSERT_TRUE(handed.fold_signs(j, d, signs.words()).ok());
+    }
+    BitVector a, b;
+    folding.folded_vote(d, a);
+    handed.folded_vote(d, b);
+    EXPECT_EQ(a, b) << "round " << round;
+  }
+  for (const std::uint32_t j : folding.partitions()) {
+    ASSERT_NE(handed.momentum(j), nullptr);
+    EXPECT_TRUE(handed.momentum(j)->momentum().empty());  // never folded here
+    ASSERT_TRUE(handed.set_momentum(j, elsewhere.at(j).momentum(), d).ok());
+    ASSERT_NE(folding.momentum(j), nullptr);
+    EXPECT_TRUE(std::ranges::equal(folding.momentum(j)->momentum(), handed.momentum(j)->momentum()));
+  }
+  EXPECT_EQ(handed.save_state(), folding.save_state());
+
+  // Refused: a partition of another row, signs of another size or with padding bits set, a
+  // momentum of another size or of a partition this node does not keep.
+  std::uint32_t other = 0;
+  while (std::ranges::find(folding.partitions(), other) != folding.partitions().end()) ++other;
+  const BitVector ones(d, true);
+  const auto words = ones.words();
+  EXPECT_EQ(handed.fold_signs(other, d, words).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(handed.fold_signs(folding.partitions()[0], d + 64, words).ok());
+  std::vector<std::uint64_t> padded(words.begin(), words.end());
+  if (d % 64 != 0) {
+    padded.back() = ~std::uint64_t{0};
+    EXPECT_EQ(handed.fold_signs(folding.partitions()[0], d, padded).error().code, ErrorCode::kMalformed);
+  }
+  const std::vector<float> short_momentum(d - 1, 0.0f);
+  EXPECT_EQ(handed.set_momentum(folding.partitions()[0], short_momentum, d).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(handed.momentum(other), nullptr);
+  EXPECT_FALSE(handed.set_momentum(other, std::vector<float>(d), d).ok());
+  // Without worker momentum there is none to hand back.
+  auto plain = make(small());
+  EXPECT_EQ(NodeWorker(plain, node).momentum(folding.partitions()[0]), nullptr);
 }
 
 // Exchange placement: a node computes (and keeps the momentum of) its own partition only.

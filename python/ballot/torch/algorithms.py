@@ -10,7 +10,9 @@ the node opens, so a node never computes something the server does not expect.
   momentum (the cluster's ``worker_momentum``) and submits the signs. 1 bit per coordinate.
   ``pieces=k`` sends the vote in k signed pieces while the last partition's backward still runs
   (BAGUA's overlap of communication with backward), each as soon as its parameters' gradients are
-  in; the vote and the model are the same bits as without.
+  in; the vote and the model are the same bits as without. ``fold_on`` says where the momentum
+  and the packing run: on the model's device (a CUDA model's default: only the packed signs,
+  d/8 bytes a partition, reach the host) or in the session on the host.
 * :class:`RobustGradient` -- the gradient path: the gradient of the node's own partition through
   the cluster's codec; the server aggregates with its robust rule.
 * :class:`RobustLocalSGD` -- the federated setting: ``sync_every`` local SGD steps on the node's
@@ -38,9 +40,22 @@ class SignVote:
     ``pieces``: 0 (the default) packs and sends the vote after backward; k > 0 sends it in k pieces
     (at most one per 64 coordinates) during the last partition's backward, which pays when the
     network is the bottleneck. It applies to an honest node of a CPU model in the replicated
-    placement without a group; elsewhere the vote goes whole."""
+    placement without a group; elsewhere the vote goes whole.
+
+    ``fold_on``: where each partition's worker momentum and sign packing run.
+
+    - ``"model"``: on the model's device, with :func:`ballot.signs.momentum_pack` (one kernel pass
+      over the gradient on a GPU). Only the packed signs go to the host. The momentum is copied to
+      the host only when the node saves its state file, and back after the node restores it. It
+      takes 4 bytes per parameter and partition of the device's memory.
+    - ``"host"``: in the session, as ``ballot node`` does. The gradient is copied to the host.
+    - ``"auto"`` (the default): ``"model"`` for a CUDA model, ``"host"`` for a CPU one.
+
+    Both give the same bits (the same kernels' arithmetic). A vote in ``pieces`` folds on the host,
+    so ``pieces`` needs ``fold_on`` ``"host"`` or ``"auto"`` (for a CPU model)."""
 
     pieces: int = 0
+    fold_on: str = "auto"
 
     def check(self, training: Dict[str, Any]) -> None:
         if training["rule"] != "vote":
@@ -48,6 +63,11 @@ class SignVote:
                              f"'{training['rule']}' (use RobustGradient)")
         if isinstance(self.pieces, bool) or not isinstance(self.pieces, int) or self.pieces < 0:
             raise ValueError(f"SignVote: pieces must be an integer >= 0, got {self.pieces!r}")
+        if self.fold_on not in ("auto", "model", "host"):
+            raise ValueError(f"SignVote: fold_on must be 'auto', 'model' or 'host', got {self.fold_on!r}")
+        if self.fold_on == "model" and self.pieces:
+            raise ValueError("SignVote: a vote in pieces folds on the host (fold_on='host' or 'auto'); "
+                             "fold_on='model' sends it whole")
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,14 @@ A model on a CUDA device keeps its parameters and gradients in CUDA buffers (the
 of one flat CUDA tensor, the gradients views of another): forward and backward run on the GPU.
 The session's replica stays on the host, where it applies each signed decision and computes the
 state digests; after every decision or state transfer its parameters are copied to the GPU (4d
-bytes), and each gradient the round asks for is copied to the host (4d bytes) where the session
-folds, encodes and signs it. The GPU copy therefore holds the replica's exact bits. In a group
-of CUDA processes (``dist.init_process_group("nccl")``, one GPU each) the ranks all-reduce their
-gradients on their GPUs and rank 0 copies the sum to the host.
+bytes), so the GPU copy holds the replica's exact bits. With :class:`SignVote` the worker momentum
+of each partition lives on the GPU too: one kernel pass updates it and packs its signs, and only
+the packed signs (d/8 bytes a partition) are copied to the host, where the session takes the
+vote over the node's row of G and signs it (``SignVote.fold_on``). The momentum goes to the host
+only when the node saves its state file. On the gradient path each gradient the round asks for is
+copied to the host (4d bytes), where the session encodes and signs it. In a group of CUDA
+processes (``dist.init_process_group("nccl")``, one GPU each) the ranks all-reduce their gradients
+on their GPUs and rank 0 folds or copies the sum.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 
+from ballot import signs
 from ballot.session import NodeSession
 from ballot.torch._params_file import export_init, layout_digest
 from ballot.torch.algorithms import RobustGradient, RobustLocalSGD, SignVote
@@ -117,6 +122,9 @@ class Node:
         self.abstained = 0
         self.pieces_sent = 0  # vote pieces sent during backward (SignVote(pieces=k))
         self._started = False
+        self._fold_on_model = False  # SignVote's worker momentum and packing on the model's device
+        self._momentum: Dict[int, Optional[torch.Tensor]] = {}  # there, by partition (None: the run has none)
+        self._restored = 0  # the session's count of node states restored, when _momentum was read
         self._grouped = channel is not None
         self._channel = channel if channel is not None and channel.size > 1 else None
         self._session: Any = None
@@ -181,6 +189,8 @@ class Node:
             self._session.close()
             raise
         self.algorithm = algorithm
+        fold_on = getattr(algorithm, "fold_on", "host")
+        self._fold_on_model = fold_on == "model" or (fold_on == "auto" and self._device.type == "cuda")
         self._flat = torch.from_numpy(native.parameters())  # the replica's buffer: no copy
         self._make_views(named, [(int(offset), int(size), _shape(shape))
                                  for _, shape, offset, size in native.tensors()])
@@ -282,6 +292,8 @@ class Node:
         native = self._session._native
         # An attacker whose attack needs every honest message recomputes them with `step`.
         native.set_gradient_source(lambda round_, partition: self._honest(step, round_, partition))
+        if self._fold_on_model:  # the node state file takes the momentum from the device
+            native.set_momentum_source(self._momentum_for_state)
         try:
             if not self._started:
                 self._session.start()
@@ -307,6 +319,7 @@ class Node:
             raise
         finally:
             native.set_gradient_source(None)  # the session must not keep this node alive
+            native.set_momentum_source(None)
         stats = self._session.stats
         stats["abstained_non_finite"] = self.abstained
         stats["vote_pieces_sent"] = self.pieces_sent
@@ -449,16 +462,49 @@ class Node:
             if not self._finite(loss, self._grad):
                 self._abstain(work.round)
                 return
-            native.fold(partition, self._numpy(self._grad))
+            self._fold(partition, self._grad)
             losses.append(loss)
         native.submit_folded(sum(losses) / len(losses) if losses else 0.0)
+
+    # ---- the worker momentum and the packing on the model's device (SignVote.fold_on)
+    def _fold(self, partition: int, gradient: torch.Tensor) -> None:
+        """`partition`'s gradient into its worker momentum and signs: in the session (the gradient
+        copied to the host), or on the model's device (only the packed signs copied)."""
+        native = self._session._native
+        if not self._fold_on_model:
+            native.fold(partition, self._numpy(gradient))
+            return
+        self._forget_restored_momentum()
+        if partition not in self._momentum:  # the session's momentum (zeros, or the restored one)
+            host = native.momentum(partition)
+            self._momentum[partition] = None if host is None else torch.from_numpy(host).to(self._device)
+        momentum = self._momentum[partition]
+        with torch.no_grad():
+            if momentum is None:
+                words = signs.pack(gradient)
+            else:
+                words = signs.momentum_pack(momentum, gradient, float(self.training["worker_momentum"]))
+        native.fold_signs(partition, words.cpu().numpy())
+
+    def _momentum_for_state(self, partition: int) -> Optional[np.ndarray]:
+        """The session saves the node state: `partition`'s momentum as the device holds it."""
+        self._forget_restored_momentum()
+        momentum = self._momentum.get(partition)
+        return None if momentum is None else self._numpy(momentum)
+
+    def _forget_restored_momentum(self) -> None:
+        """After a state transfer restored the node's saved momentum, the session's is the current."""
+        restored = int(self._session._native.stats()["states_restored"])
+        if restored != self._restored:
+            self._restored = restored
+            self._momentum.clear()
 
     # ---- the vote in pieces while backward runs (SignVote(pieces=k))
     def _vote_pieces(self, work: Any) -> int:
         """How many pieces this round's vote goes in (0: whole, after backward)."""
         pieces = int(getattr(self.algorithm, "pieces", 0))
         if (pieces <= 0 or work.kind != "vote" or self._channel is not None or self._device.type != "cpu"
-                or self.byzantine):
+                or self.byzantine or self._fold_on_model):
             return 0
         return min(pieces, max(1, (self._flat.numel() + 63) // 64))
 
