@@ -256,6 +256,7 @@ void Replica::apply(std::uint64_t round, const BitVector& decision, learning::St
   const auto words = decision.words();
   advance_state_digest(round, scale, full_digest,
                        {reinterpret_cast<const std::uint8_t*>(words.data()), words.size_bytes()});
+  if (vote_observer_) vote_observer_(round, decision, scale, full_digest);
 }
 
 void Replica::apply(std::uint64_t round, std::span<const float> direction, learning::StepScale scale,

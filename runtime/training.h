@@ -158,6 +158,12 @@ class Replica {
   void apply(std::uint64_t round, std::span<const float> direction) {
     apply(round, direction, scale(round), full_digest_after(round));
   }
+  // Called after each vote decision is applied, with what apply() got: a driver that keeps a copy
+  // of the parameters elsewhere (ballot.torch on a GPU) applies the same step there. State
+  // transfers (restore_from) do not call it. One observer; an empty function removes it.
+  using VoteObserver =
+      std::function<void(std::uint64_t round, const BitVector& vote, learning::StepScale scale, bool full_digest)>;
+  void set_vote_observer(VoteObserver observer) { vote_observer_ = std::move(observer); }
   // Round `round`'s decision as it travels (runtime/messages.h: a Decision when `sign_vote`, else
   // a FloatDecision), decoded and applied with its own scale and digest flag. kMalformed, the
   // replica unchanged, when the bytes are not a decision of that round for this dimension.
@@ -196,6 +202,7 @@ class Replica {
   learning::LrSchedule schedule_;
   std::uint64_t digest_every_ = 1;
   transport::Digest state_digest_{};
+  VoteObserver vote_observer_;
 };
 
 // Computes the gradient of partition `partition` of round `round` into `gradient` (the model's

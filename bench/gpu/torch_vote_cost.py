@@ -7,17 +7,19 @@ synchronised around it, median of --reps runs after a warm-up:
 
 - backward: forward and backward of a batch (--batch images of --size pixels), and backward
   alone (forward timed separately and subtracted);
-- vote on the device (what SignVote does with fold_on "auto" on a CUDA model): the worker
+- vote on the device (what SignVote does with work_on "auto" on a CUDA model): the worker
   momentum and the packing in one kernel pass (ballot.signs.momentum_pack) and the packed signs
   copied to the host (d/8 bytes);
-- the host path (fold_on "host"): the gradient copied to the host (4d bytes; the session's fold
-  on the host comes on top);
-- the parameters copied to the device after a decision (4d bytes: the update still runs on the
-  host replica).
+- the decision applied on the device (the sign rule with weight decay): the decision's vote
+  copied to the device (d/8 bytes) and ballot.signs.apply_update on the parameters;
+- the host path (work_on "host"): the gradient copied to the host (4d bytes; the session's fold
+  on the host comes on top) and the replica's parameters copied to the device (4d bytes; also
+  what a node does after a state transfer and with the heavyball and sgd rules).
 
 The target (issue: ballot.torch): packing and copying the vote <= 2 % of the backward time. The
 physical limit of the device vote is one read and one write of the momentum plus one read of the
-gradient (12d bytes) at the device's memory bandwidth, and d/8 bytes over PCIe.
+gradient (12d bytes) at the device's memory bandwidth, and d/8 bytes over PCIe; of the update, one
+read and one write of the parameters (8d bytes) and d/8 bytes over PCIe.
 
 Run: PYTHONPATH=<build>/python python3 bench/gpu/torch_vote_cost.py [--device cpu --batch 2 --reps 2]
 (without a CUDA device it says so and runs on the CPU only when --device cpu is given).
@@ -106,6 +108,7 @@ def main() -> int:
     host_grad = torch.empty(d, pin_memory=device.type == "cuda")
     host_params = torch.randn(d, pin_memory=device.type == "cuda")
     device_params = torch.empty(d, device=device)
+    decision = signs.pack(torch.randn(d)).pin_memory() if device.type == "cuda" else signs.pack(torch.randn(d))
 
     def sync():
         if device.type == "cuda":
@@ -134,6 +137,10 @@ def main() -> int:
         words = signs.momentum_pack(momentum, flat_grad, args.beta)
         host_words.copy_(words, non_blocking=False)
 
+    def update_on_device():
+        vote = decision.to(device, non_blocking=True)
+        signs.apply_update(device_params, lr=1e-3, vote=vote, weight_decay=1e-4)
+
     def gradient_to_host():
         host_grad.copy_(flat_grad)
 
@@ -147,12 +154,17 @@ def main() -> int:
     t_f = timed(forward)
     t_b = max(t_fb - t_f, 1e-9)
     t_vote = timed(vote_on_device, reps=max(args.reps, 20))
+    t_update = timed(update_on_device, reps=max(args.reps, 20))
     t_host = timed(gradient_to_host, reps=max(args.reps, 20))
     t_params = timed(parameters_to_device, reps=max(args.reps, 20))
     print(f"  forward + backward      {t_fb * 1e3:9.3f} ms")
     print(f"  backward                {t_b * 1e3:9.3f} ms")
     print(f"  vote on the device      {t_vote * 1e3:9.3f} ms  = {100 * t_vote / t_b:6.2f} % of backward "
           f"(target <= 2 %); {12 * d / t_vote / 1e9:7.1f} GB/s of momentum + gradient traffic")
+    print(f"  update on the device    {t_update * 1e3:9.3f} ms  = {100 * t_update / t_b:6.2f} % of backward; "
+          f"{8 * d / t_update / 1e9:7.1f} GB/s of parameter traffic")
+    print(f"  vote + update, device   {(t_vote + t_update) * 1e3:9.3f} ms  = "
+          f"{100 * (t_vote + t_update) / t_b:6.2f} % of backward")
     print(f"  gradient to the host    {t_host * 1e3:9.3f} ms  = {100 * t_host / t_b:6.2f} % of backward "
           f"({4 * d / t_host / 1e9:6.1f} GB/s)")
     print(f"  parameters to the device {t_params * 1e3:8.3f} ms  = {100 * t_params / t_b:6.2f} % of backward "

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -349,6 +350,50 @@ class Session {
   // node state file, so the file holds what a caller folding with fold_signs computed.
   void set_momentum_source(nb::object source) { momentum_source_ = std::move(source); }
 
+  // Keeps each vote decision the replica applies (runtime::Replica::set_vote_observer) for
+  // take_votes(): a caller holding a copy of the parameters elsewhere (ballot.torch on a GPU)
+  // applies the same steps to it instead of copying the parameters after every decision.
+  void track_votes(bool on) {
+    Busy busy(*this);
+    {
+      const std::lock_guard lock(applied_mutex_);
+      applied_.clear();
+      replaced_ = true;
+    }
+    if (!on) {
+      replica_->set_vote_observer({});
+      return;
+    }
+    replica_->set_vote_observer(
+        [this](std::uint64_t round, const BitVector& vote, learning::StepScale scale, bool full_digest) {
+          const std::lock_guard lock(applied_mutex_);
+          if (applied_.size() >= kMaxKeptVotes) {  // never taken: the caller copies the parameters instead
+            applied_.clear();
+            replaced_ = true;
+            return;
+          }
+          applied_.push_back({round, vote, scale, full_digest});
+        });
+  }
+
+  // The votes applied since the last call, oldest first, as (round, sign words, lr, weight decay,
+  // full digest), and whether the replica's parameters were replaced meanwhile (a state transfer,
+  // or more than kMaxKeptVotes untaken): then the votes do not describe the change, the parameters do.
+  // Not a session call (no Busy): a gradient source called inside one may take them.
+  nb::dict take_votes() {
+    const std::lock_guard lock(applied_mutex_);
+    nb::list votes;
+    for (const auto& v : applied_) {
+      votes.append(nb::make_tuple(v.round, words_to_numpy(v.vote), v.scale.lr, v.scale.weight_decay, v.full_digest));
+    }
+    nb::dict out;
+    out["replaced"] = replaced_;
+    out["votes"] = votes;
+    applied_.clear();
+    replaced_ = false;
+    return out;
+  }
+
   // For a vote sent in pieces while backward runs: coordinates [offset, offset + len) of the open
   // round's partition `partition` (offset a multiple of 64; the piece ends at one or at d).
   void fold_range(std::uint32_t partition, std::size_t offset, nb::handle array) {
@@ -524,6 +569,11 @@ class Session {
   void saw(const NodeEvent& event) {
     if (keeper_->saves(event)) take_momentum();
     keeper_->observe(event, *worker_, *session_, *replica_);
+    if (event.kind == NodeEvent::Kind::kStateInstalled) {  // track_votes: the parameters were replaced
+      const std::lock_guard lock(applied_mutex_);
+      applied_.clear();
+      replaced_ = true;
+    }
     if (event.kind == NodeEvent::Kind::kCompute) {
       work_ = event.work;
       submitted_ = false;
@@ -622,6 +672,16 @@ class Session {
   std::uint32_t pieces_sent_ = 0;                       // of the open round's vote
   nb::object gradient_source_;                          // set_gradient_source
   nb::object momentum_source_;                          // set_momentum_source
+  struct AppliedVote {
+    std::uint64_t round;
+    BitVector vote;
+    learning::StepScale scale;
+    bool full_digest;
+  };
+  static constexpr std::size_t kMaxKeptVotes = 64;
+  std::mutex applied_mutex_;
+  std::vector<AppliedVote> applied_;  // track_votes, since the last take_votes
+  bool replaced_ = true;              // the parameters were replaced since the last take_votes
   bool started_ = false;
   bool closed_ = false;
   std::atomic<bool> busy_{false};
@@ -650,6 +710,8 @@ void register_session(nb::module_& m) {
       .def("fold_signs", &Session::fold_signs, nb::arg("partition"), nb::arg("signs"))
       .def("momentum", &Session::momentum, nb::arg("partition"))
       .def("set_momentum_source", &Session::set_momentum_source, nb::arg("source").none())
+      .def("track_votes", &Session::track_votes, nb::arg("on"))
+      .def("take_votes", &Session::take_votes)
       .def("fold_range", &Session::fold_range, nb::arg("partition"), nb::arg("offset"), nb::arg("gradient"))
       .def("submit_vote_piece", &Session::submit_vote_piece, nb::arg("loss"), nb::arg("index"), nb::arg("count"))
       .def("set_gradient_source", &Session::set_gradient_source, nb::arg("source").none())

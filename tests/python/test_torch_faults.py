@@ -43,7 +43,7 @@ torch.set_num_threads(1)
 HIDDEN = int(os.environ.get("TINY_HIDDEN", "8"))
 SLEEP = float(os.environ.get("TINY_SLEEP", "0"))
 GO = os.environ.get("TINY_GO")
-FOLD_ON = os.environ.get("TINY_FOLD_ON", "auto")
+WORK_ON = os.environ.get("TINY_WORK_ON", "auto")
 
 
 class Tiny(nn.Module):
@@ -62,7 +62,7 @@ X = torch.randn(EXAMPLES, 6, generator=gen)
 Y = (X[:, 0] > 0).long() + (X[:, 1] > 0.5).long()
 torch.manual_seed(11)
 model = Tiny(HIDDEN)
-node = bt.Node(model, examples=EXAMPLES, algorithm=bt.SignVote(fold_on=FOLD_ON))  # another model: ValueError
+node = bt.Node(model, examples=EXAMPLES, algorithm=bt.SignVote(work_on=WORK_ON))  # another model: ValueError
 print(f"node {node.index}: ready", flush=True)
 while GO and not os.path.exists(GO):
     time.sleep(0.02)
@@ -70,7 +70,7 @@ stats = node.run(lambda idx: F.cross_entropy(model(X[idx]), Y[idx]),
                  on_round=(lambda n: time.sleep(SLEEP)) if SLEEP > 0 else None)
 momentum = hashlib.sha256()  # the worker momentum of its partitions, wherever it was folded
 for p in range(node._session.nodes):
-    m = node._momentum_for_state(p) if node._fold_on_model else node._session._native.momentum(p)
+    m = node._momentum_for_state(p) if node._work_on_model else node._session._native.momentum(p)
     if m is not None:
         momentum.update(m.tobytes())
 print(f"node {node.index}: digest {node.model_digest()} rounds {stats['rounds']} rejoins {stats['rejoins']} "
@@ -93,7 +93,7 @@ class TorchCluster:
     """A throw-away PKI (test_session.Cluster's), a cluster file with a server checkpoint, metrics
     and node state in `root`, and the processes: `ballot server` and the node script."""
 
-    def __init__(self, root: Path, rounds=40, deadline_ms=1500, checkpoint_every=5, fold_on="auto", **training):
+    def __init__(self, root: Path, rounds=40, deadline_ms=1500, checkpoint_every=5, work_on="auto", **training):
         root.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(3)
         self.init = root / "tiny.init"
@@ -116,7 +116,7 @@ class TorchCluster:
         self.node_processes = {}
         self.processes = []
         self.server_starts = 0
-        self.fold_on = fold_on  # SignVote's: where the nodes' worker momentum and packing run
+        self.work_on = work_on  # SignVote's: where the nodes' worker momentum and packing run
 
     # ---- processes
     def start_server(self):
@@ -133,7 +133,7 @@ class TorchCluster:
     def start_node(self, index, sleep=0.0, hidden=8, tag=""):
         env = dict(os.environ, BALLOT_CLUSTER=str(self.file), BALLOT_NODE_INDEX=str(index), OMP_NUM_THREADS="1",
                    MKL_NUM_THREADS="1", TINY_SLEEP=str(sleep), TINY_HIDDEN=str(hidden), TINY_GO=str(self.go),
-                   TINY_FOLD_ON=self.fold_on)
+                   TINY_WORK_ON=self.work_on)
         log = open(self.node_log_path(index, tag), "w")
         process = subprocess.Popen([sys.executable, str(self.script)], env=env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
@@ -313,14 +313,14 @@ def test_a_killed_server_restarts_from_its_checkpoint(make_torch_cluster, undist
     assert len(rounds) == len(set(rounds)), rounds  # one row per round, the redone rounds once
 
 
-@pytest.mark.parametrize("fold_on", ["host", "model"])
+@pytest.mark.parametrize("work_on", ["host", "model"])
 def test_a_server_that_lost_its_decision_log_takes_the_nodes_back_to_their_saved_state(make_torch_cluster,
-                                                                                      undisturbed_40, fold_on):
+                                                                                      undisturbed_40, work_on):
     """The server restarts from its checkpoint of round 10 alone: every node, further on, is taken
     back to round 10 by the state transfer and restores the worker momentum it saved there (in the
-    session, or onto the model's device with fold_on "model"). Then the rounds it redoes are the
+    session, or onto the model's device with work_on "model"). Then the rounds it redoes are the
     ones it did: the run and every node's momentum end as in the undisturbed run, bit for bit."""
-    cluster = make_torch_cluster(rounds=40, checkpoint_every=5, fold_on=fold_on)
+    cluster = make_torch_cluster(rounds=40, checkpoint_every=5, work_on=work_on)
     cluster.start(sleep=0.1)
     cluster.wait_rows(12)  # past the checkpoints of rounds 5 and 10, before that of 15
     cluster.kill(cluster.server)

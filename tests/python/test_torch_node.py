@@ -213,34 +213,72 @@ def test_a_vote_sent_in_pieces_during_backward_is_the_same_vote(make_cluster, tm
     assert len(set(digests.values())) == 1, digests
 
 
-@pytest.mark.parametrize("training", [dict(code="deterministic"), dict(code="identity", placement="exchange")])
-def test_signs_folded_on_the_models_device_are_the_sessions_bits(make_cluster, tmp_path, training):
-    """SignVote(fold_on="model"): the worker momentum and the packing run on the model's device
-    (here the CPU, through the same kernels a GPU uses); the session gets only the packed signs.
-    The run, and the momentum each node's state file saves, are those of folding in the session."""
+@pytest.mark.parametrize("training", [dict(code="deterministic"), dict(code="identity", placement="exchange"),
+                                      dict(code="deterministic", update="sign:wd=0.01")])
+def test_the_vote_worked_on_the_models_device_is_the_sessions_bits(make_cluster, tmp_path, training):
+    """SignVote(work_on="model"): the worker momentum, the packing and the sign update run on the
+    model's device (here the CPU, through the kernels a GPU runs as their CUDA twins) and on a copy
+    of the parameters; the session gets only the packed signs. The run, every node's copy of the
+    parameters and the momentum each node's state file saves are those of the session's work."""
     ends = {}
-    for fold_on in ("host", "model"):
-        cluster = torch_cluster(make_cluster, tmp_path, **training)
+    for work_on in ("host", "model"):
+        cluster = torch_cluster(make_cluster, tmp_path, digest_every=3, **training)
         wait_for_every_vote(cluster)
         config = json.loads(cluster.file.read_text())
         config["checkpoint_every"] = 3  # the node state file: saved at the decisions of rounds 3 and 6
         cluster.file.write_text(json.dumps(config))
-        results = run_threads(cluster, plain_step, algorithm=bt.SignVote(fold_on=fold_on))
+        copies = []
+
+        def on_end(node):
+            copies.append(node.index)
+            replica = torch.from_numpy(node._session._native.parameters())
+            assert torch.equal(node.parameters, replica)
+            assert (node.parameters.data_ptr() != replica.data_ptr()) == (work_on == "model")
+            assert node.update_mismatches == 0
+
+        results = run_threads(cluster, plain_step, on_end=on_end, algorithm=bt.SignVote(work_on=work_on))
         server = cluster.server_digest()
         assert {digest for _, digest in results.values()} == {server}
-        assert all(stats["votes_sent"] == 8 for stats, _ in results.values())
+        assert all(stats["votes_sent"] == 8 and stats["update_mismatches"] == 0 for stats, _ in results.values())
+        assert sorted(copies) == list(range(cluster.nodes))
         states = {i: (cluster.root / f"node-{i}.state").read_bytes() for i in range(cluster.nodes)}
-        ends[fold_on] = (server, states)
+        ends[work_on] = (server, states)
     assert ends["model"][0] == ends["host"][0]
     assert ends["model"][1] == ends["host"][1]
 
 
-def test_fold_on_is_checked(make_cluster, tmp_path):
+def test_a_models_copy_that_diverged_from_the_replica_is_caught_and_replaced(make_cluster, tmp_path):
+    """The parameters on the model's device are compared with the replica's at each round whose
+    state digest is the parameters' (digest_every): a copy changed behind the node's back (here
+    by its own step function, in round 1) is reported, counted and replaced by the replica's."""
+    cluster = torch_cluster(make_cluster, tmp_path, code="deterministic", digest_every=3)
+    calls = [0]
+
+    def step_for(index, model):
+        def step(idx):
+            if index == 0:
+                calls[0] += 1
+                if calls[0] == 2:
+                    with torch.no_grad():
+                        model.a.weight[0, 0] += 1.0
+            return F.cross_entropy(model(DATA_X[idx]), DATA_Y[idx])
+        return step
+
+    def on_end(node):
+        assert torch.equal(node.parameters, torch.from_numpy(node._session._native.parameters()))
+
+    results = run_threads(cluster, step_for, on_end=on_end, algorithm=bt.SignVote(work_on="model"))
+    assert results[0][0]["update_mismatches"] == 1
+    assert all(results[i][0]["update_mismatches"] == 0 for i in range(1, cluster.nodes))
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+
+
+def test_work_on_is_checked(make_cluster, tmp_path):
     cluster = torch_cluster(make_cluster, tmp_path)
-    with pytest.raises(ValueError, match="fold_on must be 'auto', 'model' or 'host', got 'gpu'"):
-        bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(fold_on="gpu"))
+    with pytest.raises(ValueError, match="work_on must be 'auto', 'model' or 'host', got 'gpu'"):
+        bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(work_on="gpu"))
     with pytest.raises(ValueError, match="a vote in pieces folds on the host"):
-        bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(pieces=2, fold_on="model"))
+        bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(pieces=2, work_on="model"))
 
 
 def test_a_non_finite_piece_stops_the_vote(make_cluster, tmp_path):
@@ -282,7 +320,7 @@ def test_a_model_on_two_devices_is_refused(make_cluster, tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the CUDA path is checked on a GPU machine")
 @pytest.mark.parametrize("training", [
-    {},  # the vote (worker momentum and packing on the GPU: fold_on "auto")
+    {},  # the vote (worker momentum and packing on the GPU: work_on "auto")
     dict(rule="trimmed_mean:f=1", update="sgd:momentum=0.9", codec="fp32"),
 ])
 def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, training):

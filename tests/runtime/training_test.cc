@@ -197,6 +197,45 @@ TEST(Replica, CheckpointRoundTripAndValidation) {
   EXPECT_FALSE(other.restore_from(checkpoint).ok());
 }
 
+// The vote observer sees every vote decision the replica applies, as it was applied; a state
+// restore and the gradient path's decisions pass it by.
+TEST(Replica, TheVoteObserverSeesEachAppliedVote) {
+  auto options = small();
+  options.digest_every = 2;
+  auto setup = make(options);
+  auto replica = Replica::create(setup).value();
+  const std::size_t d = replica.dimension();
+  struct Seen {
+    std::uint64_t round;
+    BitVector vote;
+    learning::StepScale scale;
+    bool full;
+  };
+  std::vector<Seen> seen;
+  replica.set_vote_observer([&](std::uint64_t round, const BitVector& vote, learning::StepScale scale, bool full) {
+    seen.push_back({round, vote, scale, full});
+  });
+  Checkpoint start;
+  replica.save_to(start);
+  BitVector vote(d);
+  for (std::size_t i = 0; i < d; i += 3) vote.set(i, true);
+  replica.apply(0, vote);
+  replica.apply(1, vote, learning::StepScale{0.25f, 0.5f}, false);
+  replica.apply(2, std::vector<float>(d, 1.0f));
+  ASSERT_TRUE(replica.restore_from(start).ok());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].round, 0u);
+  EXPECT_EQ(seen[0].vote, vote);
+  EXPECT_EQ(seen[0].scale, replica.scale(0));
+  EXPECT_FALSE(seen[0].full);  // round 1 is not a multiple of 2
+  EXPECT_EQ(seen[1].round, 1u);
+  EXPECT_EQ(seen[1].scale, (learning::StepScale{0.25f, 0.5f}));
+  EXPECT_FALSE(seen[1].full);
+  replica.set_vote_observer({});
+  replica.apply(0, vote);
+  EXPECT_EQ(seen.size(), 2u);
+}
+
 transport::Digest parameters_digest(Replica& replica) {
   const auto params = replica.model().parameters();
   return transport::payload_digest({reinterpret_cast<const std::uint8_t*>(params.data()), params.size_bytes()});

@@ -10,9 +10,9 @@ the node opens, so a node never computes something the server does not expect.
   momentum (the cluster's ``worker_momentum``) and submits the signs. 1 bit per coordinate.
   ``pieces=k`` sends the vote in k signed pieces while the last partition's backward still runs
   (BAGUA's overlap of communication with backward), each as soon as its parameters' gradients are
-  in; the vote and the model are the same bits as without. ``fold_on`` says where the momentum
-  and the packing run: on the model's device (a CUDA model's default: only the packed signs,
-  d/8 bytes a partition, reach the host) or in the session on the host.
+  in; the vote and the model are the same bits as without. ``work_on`` says where the momentum,
+  the packing and the update run: on the model's device (a CUDA model's default: only the packed
+  signs and votes, d/8 bytes each, cross between host and device) or in the session on the host.
 * :class:`RobustGradient` -- the gradient path: the gradient of the node's own partition through
   the cluster's codec; the server aggregates with its robust rule.
 * :class:`RobustLocalSGD` -- the federated setting: ``sync_every`` local SGD steps on the node's
@@ -42,20 +42,24 @@ class SignVote:
     network is the bottleneck. It applies to an honest node of a CPU model in the replicated
     placement without a group; elsewhere the vote goes whole.
 
-    ``fold_on``: where each partition's worker momentum and sign packing run.
+    ``work_on``: where the node's work beside forward and backward runs.
 
-    - ``"model"``: on the model's device, with :func:`ballot.signs.momentum_pack` (one kernel pass
-      over the gradient on a GPU). Only the packed signs go to the host. The momentum is copied to
-      the host only when the node saves its state file, and back after the node restores it. It
-      takes 4 bytes per parameter and partition of the device's memory.
-    - ``"host"``: in the session, as ``ballot node`` does. The gradient is copied to the host.
+    - ``"model"``: on the model's device. Each partition's worker momentum and sign packing run
+      there in one pass (:func:`ballot.signs.momentum_pack`), and only the packed signs go to the
+      host. The momentum is copied to the host only when the node saves its state file, and back
+      after the node restores it; it takes 4 bytes per parameter and partition of the device's
+      memory. With the ``sign`` update rule, each decision's vote is applied to the model's copy
+      of the parameters there too (:func:`ballot.signs.apply_update`), checked against the
+      replica's every ``digest_every`` rounds.
+    - ``"host"``: in the session, as ``ballot node`` does. The gradient is copied to the host and
+      the replica's parameters back.
     - ``"auto"`` (the default): ``"model"`` for a CUDA model, ``"host"`` for a CPU one.
 
     Both give the same bits (the same kernels' arithmetic). A vote in ``pieces`` folds on the host,
-    so ``pieces`` needs ``fold_on`` ``"host"`` or ``"auto"`` (for a CPU model)."""
+    so ``pieces`` needs ``work_on`` ``"host"`` or ``"auto"`` (for a CPU model)."""
 
     pieces: int = 0
-    fold_on: str = "auto"
+    work_on: str = "auto"
 
     def check(self, training: Dict[str, Any]) -> None:
         if training["rule"] != "vote":
@@ -63,11 +67,11 @@ class SignVote:
                              f"'{training['rule']}' (use RobustGradient)")
         if isinstance(self.pieces, bool) or not isinstance(self.pieces, int) or self.pieces < 0:
             raise ValueError(f"SignVote: pieces must be an integer >= 0, got {self.pieces!r}")
-        if self.fold_on not in ("auto", "model", "host"):
-            raise ValueError(f"SignVote: fold_on must be 'auto', 'model' or 'host', got {self.fold_on!r}")
-        if self.fold_on == "model" and self.pieces:
-            raise ValueError("SignVote: a vote in pieces folds on the host (fold_on='host' or 'auto'); "
-                             "fold_on='model' sends it whole")
+        if self.work_on not in ("auto", "model", "host"):
+            raise ValueError(f"SignVote: work_on must be 'auto', 'model' or 'host', got {self.work_on!r}")
+        if self.work_on == "model" and self.pieces:
+            raise ValueError("SignVote: a vote in pieces folds on the host (work_on='host' or 'auto'); "
+                             "work_on='model' sends it whole")
 
 
 @dataclass(frozen=True)

@@ -38,15 +38,24 @@ group is ONE node: its rank 0 holds the session and the others compute shares of
 A model on a CUDA device keeps its parameters and gradients in CUDA buffers (the parameters views
 of one flat CUDA tensor, the gradients views of another): forward and backward run on the GPU.
 The session's replica stays on the host, where it applies each signed decision and computes the
-state digests; after every decision or state transfer its parameters are copied to the GPU (4d
-bytes), so the GPU copy holds the replica's exact bits. With :class:`SignVote` the worker momentum
-of each partition lives on the GPU too: one kernel pass updates it and packs its signs, and only
-the packed signs (d/8 bytes a partition) are copied to the host, where the session takes the
-vote over the node's row of G and signs it (``SignVote.fold_on``). The momentum goes to the host
-only when the node saves its state file. On the gradient path each gradient the round asks for is
-copied to the host (4d bytes), where the session encodes and signs it. In a group of CUDA
-processes (``dist.init_process_group("nccl")``, one GPU each) the ranks all-reduce their gradients
-on their GPUs and rank 0 folds or copies the sum.
+state digests. With :class:`SignVote` (``work_on`` "auto" or "model") the rest of the round's work
+runs on the GPU too:
+
+* each partition's worker momentum lives there; one kernel pass updates it and packs its signs,
+  and only the packed signs (d/8 bytes a partition) are copied to the host, where the session
+  takes the vote over the node's row of G and signs it. The momentum goes to the host only when
+  the node saves its state file, and back after a state transfer restored it;
+* with the ``sign`` update rule (the vote's default), each decision's vote (d/8 bytes) is applied
+  to the GPU's parameters by the same arithmetic as the replica's (``ballot.signs.apply_update``),
+  and at each round whose state digest is the parameters' (``digest_every``) and at the end of the
+  run the GPU's parameters are compared with the replica's: a difference is reported on stderr,
+  counted (``update_mismatches``) and repaired by copying the replica's. After a state transfer,
+  or with another update rule, the replica's parameters are copied to the GPU (4d bytes).
+
+On the gradient path each gradient the round asks for is copied to the host (4d bytes), where the
+session encodes and signs it, and the replica's parameters are copied back after each decision.
+In a group of CUDA processes (``dist.init_process_group("nccl")``, one GPU each) the ranks
+all-reduce their gradients on their GPUs and rank 0 folds or copies the sum.
 """
 
 from __future__ import annotations
@@ -122,7 +131,9 @@ class Node:
         self.abstained = 0
         self.pieces_sent = 0  # vote pieces sent during backward (SignVote(pieces=k))
         self._started = False
-        self._fold_on_model = False  # SignVote's worker momentum and packing on the model's device
+        self._work_on_model = False  # SignVote's worker momentum and packing on the model's device
+        self._update_on_model = False  # and the update, applied there from each decision's vote
+        self.update_mismatches = 0  # checks that found the model's copy unequal to the replica
         self._momentum: Dict[int, Optional[torch.Tensor]] = {}  # there, by partition (None: the run has none)
         self._restored = 0  # the session's count of node states restored, when _momentum was read
         self._grouped = channel is not None
@@ -189,8 +200,14 @@ class Node:
             self._session.close()
             raise
         self.algorithm = algorithm
-        fold_on = getattr(algorithm, "fold_on", "host")
-        self._fold_on_model = fold_on == "model" or (fold_on == "auto" and self._device.type == "cuda")
+        work_on = getattr(algorithm, "work_on", "host")
+        self._work_on_model = work_on == "model" or (work_on == "auto" and self._device.type == "cuda")
+        # The sign rule (the vote's default update) is applied on the model's device as on the host
+        # replica; another rule's parameters are copied from the replica after each decision.
+        self._update_on_model = (self._work_on_model
+                                 and str(self.training["update"]).split(":")[0].strip() == "sign")
+        if self._update_on_model:
+            native.track_votes(True)
         self._flat = torch.from_numpy(native.parameters())  # the replica's buffer: no copy
         self._make_views(named, [(int(offset), int(size), _shape(shape))
                                  for _, shape, offset, size in native.tensors()])
@@ -198,8 +215,9 @@ class Node:
     def _make_views(self, named: List[Tuple[str, torch.Tensor]],
                     layout: List[Tuple[int, int, Tuple[int, ...]]]) -> None:
         # The tensor the model's parameters view: the replica's buffer itself, or its copy on the
-        # model's CUDA device (refreshed after every change of the replica, _refresh).
-        self._model_flat = self._flat if self._device.type == "cpu" else self._flat.to(self._device)
+        # model's device (kept equal to the replica after every change of it, _refresh).
+        own_copy = self._device.type != "cpu" or self._update_on_model
+        self._model_flat = self._flat.to(self._device, copy=True) if own_copy else self._flat
         # One extra coordinate after the gradient: the loss, reduced with it in a group.
         self._grad_and_loss = torch.zeros(self._flat.numel() + 1, device=self._device)
         self._grad = self._grad_and_loss[:self._flat.numel()]
@@ -292,7 +310,7 @@ class Node:
         native = self._session._native
         # An attacker whose attack needs every honest message recomputes them with `step`.
         native.set_gradient_source(lambda round_, partition: self._honest(step, round_, partition))
-        if self._fold_on_model:  # the node state file takes the momentum from the device
+        if self._work_on_model:  # the node state file takes the momentum from the device
             native.set_momentum_source(self._momentum_for_state)
         try:
             if not self._started:
@@ -320,9 +338,12 @@ class Node:
         finally:
             native.set_gradient_source(None)  # the session must not keep this node alive
             native.set_momentum_source(None)
+        if self._update_on_model:
+            self._check_copy()  # the run ends with the replica's parameters, checked
         stats = self._session.stats
         stats["abstained_non_finite"] = self.abstained
         stats["vote_pieces_sent"] = self.pieces_sent
+        stats["update_mismatches"] = self.update_mismatches
         if self._channel is not None:  # every rank ends with the agreed parameters
             stats.update(group_rank=0, group_size=self._channel.size, group_shares=self._shares)
             self._channel.header(END, int(stats.get("rounds", 0)), self.abstained, self.round)
@@ -357,10 +378,42 @@ class Node:
                 raise RuntimeError(f"group rank {channel.rank}: unknown command {command} from group rank 0")
 
     def _refresh(self) -> None:
-        """A CUDA model: the replica's parameters (host) copied to the model's device."""
-        if self._model_flat is not self._flat:
+        """The model's copy of the parameters (a CUDA model's) made equal to the replica's: the
+        decisions' votes applied to it on its device (update on the model), else the replica's
+        parameters copied to it."""
+        if self._model_flat is self._flat:
+            return
+        if not self._update_on_model:
             with torch.no_grad():
                 self._model_flat.copy_(self._flat)
+            return
+        taken = self._session._native.take_votes()
+        if taken["replaced"]:  # a state transfer (or votes never taken): the replica's parameters
+            with torch.no_grad():
+                self._model_flat.copy_(self._flat)
+            return
+        check = False
+        for _round, words, lr, weight_decay, full_digest in taken["votes"]:
+            vote = torch.from_numpy(words.view(np.int64)).to(self._device)  # d/8 bytes
+            signs.apply_update(self._model_flat, lr=lr, vote=vote, weight_decay=weight_decay)
+            check = check or full_digest
+        if check:  # the rounds the replica's state digest is its parameters' (digest_every)
+            self._check_copy()
+
+    def _check_copy(self) -> None:
+        """The model's copy against the replica (4d bytes to the host): equal, or reported and
+        replaced by the replica's parameters."""
+        if self._model_flat is self._flat or torch.equal(self._on_host(self._model_flat), self._flat):
+            return
+        self.update_mismatches += 1
+        print(f"ballot.torch: node {self.index}: round {self.round}: the parameters on {self._device} differ "
+              f"from the replica's; copied from it", file=sys.stderr, flush=True)
+        with torch.no_grad():
+            self._model_flat.copy_(self._flat)
+
+    @staticmethod
+    def _on_host(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor if tensor.device.type == "cpu" else tensor.detach().cpu()
 
     @staticmethod
     def _numpy(tensor: torch.Tensor) -> np.ndarray:
@@ -466,12 +519,12 @@ class Node:
             losses.append(loss)
         native.submit_folded(sum(losses) / len(losses) if losses else 0.0)
 
-    # ---- the worker momentum and the packing on the model's device (SignVote.fold_on)
+    # ---- the worker momentum and the packing on the model's device (SignVote.work_on)
     def _fold(self, partition: int, gradient: torch.Tensor) -> None:
         """`partition`'s gradient into its worker momentum and signs: in the session (the gradient
         copied to the host), or on the model's device (only the packed signs copied)."""
         native = self._session._native
-        if not self._fold_on_model:
+        if not self._work_on_model:
             native.fold(partition, self._numpy(gradient))
             return
         self._forget_restored_momentum()
@@ -504,7 +557,7 @@ class Node:
         """How many pieces this round's vote goes in (0: whole, after backward)."""
         pieces = int(getattr(self.algorithm, "pieces", 0))
         if (pieces <= 0 or work.kind != "vote" or self._channel is not None or self._device.type != "cpu"
-                or self.byzantine or self._fold_on_model):
+                or self.byzantine or self._work_on_model):
             return 0
         return min(pieces, max(1, (self._flat.numel() + 63) // 64))
 
