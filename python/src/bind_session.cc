@@ -294,13 +294,7 @@ class Session {
   // The open round's partition `partition` from its gradient (the worker momentum, then signs).
   void fold(std::uint32_t partition, nb::handle array) {
     Busy busy(*this, true);
-    const RoundWork& work = open_work();
-    if (work.kind == RoundWork::Kind::kGradient)
-      throw nb::value_error("the gradient path takes submit_gradient, not signs");
-    if (std::find(work.partitions.begin(), work.partitions.end(), partition) == work.partitions.end()) {
-      throw nb::value_error(
-          ("round " + std::to_string(work.round) + " does not ask for partition " + std::to_string(partition)).c_str());
-    }
+    require_signs_of(partition);
     const auto values = cpu_floats(array, "gradient");
     if (values.size() != dimension()) {
       throw nb::value_error(
@@ -313,14 +307,22 @@ class Session {
       status = worker_->fold(partition, values);
     }
     unwrap(std::move(status));
-    folded_.push_back(partition);
-    covered_[partition].assign(BitVector::words_for(dimension()), true);
+    folded_whole(partition);
   }
 
   // The open round's partition `partition` from its packed signs, computed by the caller through
   // its own copy of the worker momentum (ballot.torch on a GPU: momentum_pack, then d/8 bytes).
   void fold_signs(std::uint32_t partition, nb::handle words) {
     Busy busy(*this, true);
+    require_signs_of(partition);
+    const Words view = words_of(words, "signs", /*writable=*/false);
+    if (view.device != Device::kCpu) throw nb::value_error("signs: the packed signs must be a CPU array");
+    unwrap(worker_->fold_signs(partition, dimension(), std::span<const std::uint64_t>(view.data, view.count)));
+    folded_whole(partition);
+  }
+
+  // The open round takes signs (not the gradient path) and asks for `partition`.
+  void require_signs_of(std::uint32_t partition) const {
     const RoundWork& work = open_work();
     if (work.kind == RoundWork::Kind::kGradient)
       throw nb::value_error("the gradient path takes submit_gradient, not signs");
@@ -328,9 +330,9 @@ class Session {
       throw nb::value_error(
           ("round " + std::to_string(work.round) + " does not ask for partition " + std::to_string(partition)).c_str());
     }
-    const Words view = words_of(words, "signs", /*writable=*/false);
-    if (view.device != Device::kCpu) throw nb::value_error("signs: the packed signs must be a CPU array");
-    unwrap(worker_->fold_signs(partition, dimension(), std::span<const std::uint64_t>(view.data, view.count)));
+  }
+
+  void folded_whole(std::uint32_t partition) {
     folded_.push_back(partition);
     covered_[partition].assign(BitVector::words_for(dimension()), true);
   }
@@ -398,12 +400,8 @@ class Session {
   // round's partition `partition` (offset a multiple of 64; the piece ends at one or at d).
   void fold_range(std::uint32_t partition, std::size_t offset, nb::handle array) {
     Busy busy(*this, true);
-    const RoundWork& work = open_work();
-    require_kind(work, RoundWork::Kind::kVote);
-    if (std::find(work.partitions.begin(), work.partitions.end(), partition) == work.partitions.end()) {
-      throw nb::value_error(
-          ("round " + std::to_string(work.round) + " does not ask for partition " + std::to_string(partition)).c_str());
-    }
+    require_kind(open_work(), RoundWork::Kind::kVote);
+    require_signs_of(partition);
     const auto values = cpu_floats(array, "gradient piece");
     Status status;
     {

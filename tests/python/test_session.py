@@ -254,6 +254,46 @@ def test_bad_input_is_an_error_and_the_round_stays_open(make_cluster):
         assert cluster.server_digest() == PINNED_30 == node.model_digest()
 
 
+def test_signs_and_momentum_from_the_caller_are_checked(make_cluster):
+    """The calls of a caller that folds with its own copy of the worker momentum (ballot.torch on
+    a GPU): fold_signs, momentum and the momentum source; bad input is a Python exception."""
+    cluster = make_cluster(code="identity")  # each node computes its own partition only
+    config = json.loads(cluster.file.read_text())
+    config["checkpoint_every"] = 2  # the node state file is saved at the decisions of even rounds
+    cluster.file.write_text(json.dumps(config))
+    index = honest_index(cluster)
+    asked = []
+
+    def careful(node, work):
+        native = node._native
+        row = work.partitions
+        other = next(p for p in range(node.nodes) if p not in row)
+        zeros = np.zeros((node.dimension + 63) // 64, dtype=np.uint64)
+        assert native.momentum(other) is None
+        kept = native.momentum(row[0])
+        assert kept.dtype == np.float32 and kept.shape == (node.dimension,) and not kept.any()
+        with pytest.raises(ValueError, match=f"does not ask for partition {other}"):
+            native.fold_signs(other, zeros)
+        with pytest.raises(ValueError):
+            native.fold_signs(row[0], zeros[:-1])  # too few words
+        with pytest.raises(TypeError):
+            native.fold_signs(row[0], zeros.astype(np.float64))
+        with pytest.raises(ValueError, match="is not folded"):
+            native.submit_folded(0.0)
+        for partition in row:
+            native.fold_signs(partition, zeros)
+        native.submit_folded(0.5)  # every partition's signs all -1: the vote is all -1
+
+        def source(partition):
+            asked.append(partition)
+            return np.zeros(3, dtype=np.float32)
+        native.set_momentum_source(source)
+
+    with pytest.raises(ValueError, match=r"expected \d+ values, got 3"):
+        drive(cluster, index, careful)
+    assert asked == [index]  # its one partition's momentum, asked at the first save and refused
+
+
 def test_a_byzantine_python_caller_does_not_move_the_certified_digest(make_cluster):
     # No configured attacker: the Python node is the one Byzantine node (b = 1), voting the
     # opposite of every sign it computed. The deterministic code's certificate for b = 1 says the
