@@ -3,6 +3,7 @@ process (no torch: it holds the init file's flat parameters); the nodes are ball
 objects, either processes started by `python -m ballot.torch.run` (the example script) or threads
 of this test process, over mutual TLS. Skipped without torch or the `ballot` program."""
 
+import contextlib
 import json
 import math
 import os
@@ -116,9 +117,10 @@ def torch_cluster(make_cluster, tmp_path, model=Tiny, **training):
     return make_cluster(**settings)
 
 
-def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None, algorithm=None):
+def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None, algorithm=None, context=None):
     """Every node as a thread of this process; returns {index: (stats, digest)} or raises.
-    ``on_end(node)`` runs in the node's thread after its run."""
+    ``on_end(node)`` runs in the node's thread after its run; ``context(index)``, a context
+    manager the node's run goes inside (a CUDA stream)."""
     torch.set_num_threads(1)
     results, errors = {}, []
     nodes = [bt.Node(model_for(i), cluster.file, i, algorithm=algorithm) for i in range(cluster.nodes)]
@@ -126,7 +128,8 @@ def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None,
     def work(node):
         try:
             model = node.model
-            results[node.index] = (node.run(step_for(node.index, model)), node.model_digest())
+            with context(node.index) if context is not None else contextlib.nullcontext():
+                results[node.index] = (node.run(step_for(node.index, model)), node.model_digest())
             if on_end is not None:
                 on_end(node)
         except Exception as error:  # reported by the main thread
@@ -319,12 +322,16 @@ def test_a_model_on_two_devices_is_refused(make_cluster, tmp_path):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the CUDA path is checked on a GPU machine")
-@pytest.mark.parametrize("training", [
-    {},  # the vote (worker momentum and packing on the GPU: work_on "auto")
-    dict(rule="trimmed_mean:f=1", update="sgd:momentum=0.9", codec="fp32"),
+@pytest.mark.parametrize("training, side_stream", [
+    ({}, False),  # the vote: worker momentum, packing and the sign update on the GPU (work_on "auto")
+    (dict(rounds=100, digest_every=10), False),  # the same over 100 rounds, the copy checked every 10
+    ({}, True),  # the GPU nodes on a stream of their own: the node's kernels follow torch's current stream
+    (dict(update="heavyball"), False),  # another rule: the replica's parameters copied after each decision
+    (dict(rule="trimmed_mean:f=1", update="sgd:momentum=0.9", codec="fp32"), False),
 ])
-def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, training):
+def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, training, side_stream):
     cluster = torch_cluster(make_cluster, tmp_path, **training)
+    rounds = training.get("rounds", 8)
     on_gpu = {0, 2, 3}  # the others train on the CPU in the same cluster
     x, y = DATA_X.cuda(), DATA_Y.cuda()
     checked = []
@@ -334,19 +341,33 @@ def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, trai
             return lambda idx: F.cross_entropy(model(x[idx.cuda()]), y[idx.cuda()])
         return plain_step(index, model)
 
+    def stream_for(index):
+        if side_stream and index in on_gpu:
+            return torch.cuda.stream(torch.cuda.Stream())
+        return contextlib.nullcontext()
+
     def on_end(node):
         if node.index in on_gpu:
-            assert node.parameters.is_cuda and node.model.a.weight.is_cuda
+            flat = node.parameters
+            assert flat.is_cuda and node.model.a.weight.is_cuda
+            # zero copy: every parameter is a view of the one flat CUDA tensor, in the layout's order
+            offset = 0
+            for p in node.model.parameters():
+                assert p.data_ptr() == flat.data_ptr() + 4 * offset
+                offset += p.numel()
             # the GPU copy holds the host replica's exact bits
-            assert torch.equal(node.parameters.cpu(), torch.from_numpy(node._session._native.parameters()))
+            assert torch.equal(flat.cpu(), torch.from_numpy(node._session._native.parameters()))
             if node.training["rule"] == "vote":  # each partition's momentum stayed on the GPU
                 assert node._momentum and all(m.is_cuda for m in node._momentum.values())
+                assert node.update_mismatches == 0
+                assert node._update_on_model == (node.training["update"].startswith("sign"))
             checked.append(node.index)
 
-    results = run_threads(cluster, step_for, lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end)
+    results = run_threads(cluster, step_for, lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end,
+                          context=stream_for)
     assert {digest for _, digest in results.values()} == {cluster.server_digest()}
     assert sorted(checked) == sorted(on_gpu)
-    assert all(stats["rounds"] == 8 for stats, _ in results.values())
+    assert all(stats["rounds"] == rounds for stats, _ in results.values())
 
 
 def test_a_different_model_is_refused_naming_the_parameter(make_cluster, tmp_path):
