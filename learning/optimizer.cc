@@ -168,6 +168,7 @@ class Sgd final : public Optimizer {
     started_ = false;
     buffer_.clear();
   }
+  std::optional<SgdView> sgd_view() const override { return SgdView{&o_, started_, buffer_}; }
 
  private:
   // `blocks(block)` calls block(first, count, g) for runs of the direction, g[k] = direction of

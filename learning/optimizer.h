@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -82,6 +83,16 @@ struct StepScale {
   bool operator==(const StepScale&) const = default;
 };
 
+struct SgdOptions;
+// What a copy of an sgd / heavyball rule elsewhere (ballot.torch on a GPU, through the kernels'
+// twin of this code) needs to apply the same steps: the options, whether a step was taken, and
+// the momentum buffer (empty before the first step with momentum; valid until the next step).
+struct SgdView {
+  const SgdOptions* options = nullptr;
+  bool started = false;
+  std::span<const float> buffer;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -112,6 +123,8 @@ class Optimizer {
   // unchanged on error. Non-finite values are restored as they were saved.
   virtual Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) = 0;
   virtual void reset_state() = 0;
+  // The sgd and heavyball rules' state (SgdView); nullopt for the other rules.
+  virtual std::optional<SgdView> sgd_view() const { return std::nullopt; }
 };
 
 struct SgdOptions {

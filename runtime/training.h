@@ -182,6 +182,8 @@ class Replica {
   // model (learning/parameter_model.h: its nodes compute in their own framework) or no data.
   learning::Evaluation evaluate(const learning::Dataset& data, std::size_t max_examples) const;
 
+  // The update rule (for a copy of its state elsewhere: learning::Optimizer::sgd_view).
+  const learning::Optimizer& optimizer() const { return *optimizer_; }
   learning::Model& model() { return *model_; }
   const learning::Model& model() const { return *model_; }
   std::size_t dimension() const { return model_->parameters().size(); }

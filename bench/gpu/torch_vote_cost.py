@@ -14,7 +14,7 @@ synchronised around it, median of --reps runs after a warm-up:
   copied to the device (d/8 bytes) and ballot.signs.apply_update on the parameters;
 - the host path (work_on "host"): the gradient copied to the host (4d bytes; the session's fold
   on the host comes on top) and the replica's parameters copied to the device (4d bytes; also
-  what a node does after a state transfer and with the heavyball and sgd rules).
+  what a node does after a state transfer and with the signum and ef_sign rules).
 
 The target (issue: ballot.torch): packing and copying the vote <= 2 % of the backward time. The
 physical limit of the device vote is one read and one write of the momentum plus one read of the

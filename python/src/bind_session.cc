@@ -352,6 +352,20 @@ class Session {
   // node state file, so the file holds what a caller folding with fold_signs computed.
   void set_momentum_source(nb::object source) { momentum_source_ = std::move(source); }
 
+  // The replica's update rule's state when it is sgd or heavyball (learning::SgdView): its
+  // options, whether it started and a copy of its momentum buffer; None for the other rules.
+  nb::object optimizer_state() const {
+    const auto view = replica_->optimizer().sgd_view();
+    if (!view) return nb::none();
+    nb::dict out;
+    out["momentum"] = view->options->momentum;
+    out["dampening"] = view->options->dampening;
+    out["nesterov"] = view->options->nesterov;
+    out["started"] = view->started;
+    out["buffer"] = to_numpy(std::vector<float>(view->buffer.begin(), view->buffer.end()));
+    return out;
+  }
+
   // Keeps each vote decision the replica applies (runtime::Replica::set_vote_observer) for
   // take_votes(): a caller holding a copy of the parameters elsewhere (ballot.torch on a GPU)
   // applies the same steps to it instead of copying the parameters after every decision.
@@ -708,6 +722,7 @@ void register_session(nb::module_& m) {
       .def("fold_signs", &Session::fold_signs, nb::arg("partition"), nb::arg("signs"))
       .def("momentum", &Session::momentum, nb::arg("partition"))
       .def("set_momentum_source", &Session::set_momentum_source, nb::arg("source").none())
+      .def("optimizer_state", &Session::optimizer_state)
       .def("track_votes", &Session::track_votes, nb::arg("on"))
       .def("take_votes", &Session::take_votes)
       .def("fold_range", &Session::fold_range, nb::arg("partition"), nb::arg("offset"), nb::arg("gradient"))

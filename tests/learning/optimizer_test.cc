@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -15,6 +16,7 @@
 #include "core/rng.h"
 #include "kernels/momentum.h"
 #include "kernels/sign_kernels.h"
+#include "kernels/update_logic.h"
 #include "learning/dataset.h"
 #include "learning/models.h"
 
@@ -79,6 +81,37 @@ TEST(HeavyBall, IsSgdWithThePaperDefaultsFedWithTheVote) {
     reference->step(y, unpacked, 1e-2);
   }
   EXPECT_EQ(x, y);
+}
+
+// The sgd view is what a copy of the rule elsewhere needs: with its options, the started flag and
+// the buffer, the kernels' step (momentum_sgd_step, the GPU kernel's twin) gives the rule's bits.
+TEST(SgdView, OptionsStartedAndBufferReproduceTheRule) {
+  auto rule = make_optimizer("heavyball:momentum=0.8,wd=0.01,dampening=0.1", GradientLayout::whole(100)).value();
+  auto view = rule->sgd_view();
+  ASSERT_TRUE(view.has_value());
+  EXPECT_FALSE(view->started);
+  EXPECT_TRUE(view->buffer.empty());
+  EXPECT_EQ(view->options->momentum, 0.8);
+  EXPECT_EQ(view->options->dampening, 0.1);
+  std::vector<float> x = random_vector(100, 3), copy = x, buffer(100);
+  bool started = false;
+  for (int step = 0; step < 3; ++step) {
+    const BitVector vote = random_vote(100, 40 + step);
+    const StepScale scale{0.05f, 0.01f};
+    rule->step_vote(x, vote, scale);
+    const kernels::SgdFactors factors{scale.lr, scale.weight_decay, 0.8f, static_cast<float>(1.0 - 0.1), false};
+    for (std::size_t i = 0; i < 100; ++i) {
+      kernels::momentum_sgd_step(copy[i], buffer[i], static_cast<float>(vote.sign(i)), factors, !started);
+    }
+    started = true;
+    view = rule->sgd_view();
+    ASSERT_TRUE(view->started);
+    EXPECT_TRUE(std::equal(buffer.begin(), buffer.end(), view->buffer.begin(), view->buffer.end()));
+  }
+  EXPECT_EQ(x, copy);
+  for (const char* other : {"sign", "signum", "ef_sign"}) {
+    EXPECT_FALSE(make_optimizer(other, GradientLayout::whole(10)).value()->sgd_view().has_value()) << other;
+  }
 }
 
 // ---- the step's scale ------------------------------------------------------------------------

@@ -45,12 +45,13 @@ runs on the GPU too:
   and only the packed signs (d/8 bytes a partition) are copied to the host, where the session
   takes the vote over the node's row of G and signs it. The momentum goes to the host only when
   the node saves its state file, and back after a state transfer restored it;
-* with the ``sign`` update rule (the vote's default), each decision's vote (d/8 bytes) is applied
-  to the GPU's parameters by the same arithmetic as the replica's (``ballot.signs.apply_update``),
-  and at each round whose state digest is the parameters' (``digest_every``) and at the end of the
-  run the GPU's parameters are compared with the replica's: a difference is reported on stderr,
-  counted (``update_mismatches``) and repaired by copying the replica's. After a state transfer,
-  or with another update rule, the replica's parameters are copied to the GPU (4d bytes).
+* with the ``sign`` update rule (the vote's default), ``heavyball`` or ``sgd``, each decision's
+  vote (d/8 bytes) is applied to the GPU's parameters by the same arithmetic as the replica's
+  (``ballot.signs.apply_update``; the momentum buffer of heavyball and sgd lives on the GPU too).
+  At each round whose state digest is the parameters' (``digest_every``) and at the end of the run
+  the GPU's parameters and buffer are compared with the replica's: a difference is reported on
+  stderr, counted (``update_mismatches``) and repaired by copying the replica's. After a state
+  transfer, or with another update rule, the replica's state is copied to the GPU (4d bytes).
 
 On the gradient path each gradient the round asks for is copied to the host (4d bytes), where the
 session encodes and signs it, and the replica's parameters are copied back after each decision.
@@ -133,6 +134,8 @@ class Node:
         self._started = False
         self._work_on_model = False  # SignVote's worker momentum and packing on the model's device
         self._update_on_model = False  # and the update, applied there from each decision's vote
+        self._sgd: Optional[Dict[str, Any]] = None  # the replica's sgd / heavyball state (optimizer_state)
+        self._buffer: Optional[torch.Tensor] = None  # its momentum buffer on the model's device
         self.update_mismatches = 0  # checks that found the model's copy unequal to the replica
         self._momentum: Dict[int, Optional[torch.Tensor]] = {}  # there, by partition (None: the run has none)
         self._restored = 0  # the session's count of node states restored, when _momentum was read
@@ -202,10 +205,14 @@ class Node:
         self.algorithm = algorithm
         work_on = getattr(algorithm, "work_on", "host")
         self._work_on_model = work_on == "model" or (work_on == "auto" and self._device.type == "cuda")
-        # The sign rule (the vote's default update) is applied on the model's device as on the host
-        # replica; another rule's parameters are copied from the replica after each decision.
-        self._update_on_model = (self._work_on_model
-                                 and str(self.training["update"]).split(":")[0].strip() == "sign")
+        # The sign rule (the vote's default update) and the sgd / heavyball rules (with their
+        # momentum buffer on the device) are applied on the model's device as on the host replica;
+        # another rule's parameters are copied from the replica after each decision.
+        self._sgd = native.optimizer_state()
+        if self._sgd is not None:
+            del self._sgd["buffer"]  # the buffer comes to the model's device at the first _refresh
+        rule = str(self.training["update"]).split(":")[0].strip()
+        self._update_on_model = self._work_on_model and (rule == "sign" or self._sgd is not None)
         if self._update_on_model:
             native.track_votes(True)
         self._flat = torch.from_numpy(native.parameters())  # the replica's buffer: no copy
@@ -388,28 +395,57 @@ class Node:
                 self._model_flat.copy_(self._flat)
             return
         taken = self._session._native.take_votes()
-        if taken["replaced"]:  # a state transfer (or votes never taken): the replica's parameters
-            with torch.no_grad():
-                self._model_flat.copy_(self._flat)
+        if taken["replaced"]:  # a state transfer (or votes never taken): the replica's state
+            self._copy_replica()
             return
         check = False
         for _round, words, lr, weight_decay, full_digest in taken["votes"]:
             vote = torch.from_numpy(words.view(np.int64)).to(self._device)  # d/8 bytes
-            signs.apply_update(self._model_flat, lr=lr, vote=vote, weight_decay=weight_decay)
+            self._apply_vote(vote, lr, weight_decay)
             check = check or full_digest
         if check:  # the rounds the replica's state digest is its parameters' (digest_every)
             self._check_copy()
 
+    def _apply_vote(self, vote: torch.Tensor, lr: float, weight_decay: float) -> None:
+        """One decision on the model's copy: the replica's rule with the decision's scale."""
+        sgd = self._sgd
+        if sgd is None or sgd["momentum"] == 0.0:  # sign, or sgd without momentum: x - lr (v + wd x)
+            signs.apply_update(self._model_flat, lr=lr, vote=vote, weight_decay=weight_decay)
+        else:  # learning::Sgd: the buffer starts as the first decayed direction
+            first = not sgd["started"] or self._buffer is None
+            if self._buffer is None:
+                self._buffer = torch.zeros_like(self._model_flat)
+            signs.apply_update(self._model_flat, lr=lr, vote=vote, weight_decay=weight_decay,
+                               momentum=sgd["momentum"], buffer=self._buffer, dampening=sgd["dampening"],
+                               nesterov=sgd["nesterov"], first_step=first)
+        if sgd is not None:
+            sgd["started"] = True
+
+    def _copy_replica(self) -> None:
+        """The replica's parameters and, for sgd / heavyball, its rule's state, to the model's copy."""
+        with torch.no_grad():
+            self._model_flat.copy_(self._flat)
+        if self._sgd is not None:
+            self._sgd = self._session._native.optimizer_state()
+            buffer = self._sgd.pop("buffer")
+            # an empty buffer: the next step with momentum is a first step (learning::Sgd's rule)
+            self._buffer = torch.from_numpy(buffer).to(self._device) if buffer.size == self._flat.numel() else None
+
     def _check_copy(self) -> None:
-        """The model's copy against the replica (4d bytes to the host): equal, or reported and
-        replaced by the replica's parameters."""
-        if self._model_flat is self._flat or torch.equal(self._on_host(self._model_flat), self._flat):
+        """The model's copy (and its rule's momentum buffer) against the replica's (4d bytes to
+        the host each): equal, or reported and replaced by the replica's."""
+        same = self._model_flat is self._flat or torch.equal(self._on_host(self._model_flat), self._flat)
+        if same and self._sgd is not None:
+            host = self._session._native.optimizer_state()
+            mine = None if self._buffer is None else self._on_host(self._buffer)
+            same = host["started"] == self._sgd["started"] and (
+                torch.equal(mine, torch.from_numpy(host["buffer"])) if mine is not None else host["buffer"].size == 0)
+        if same:
             return
         self.update_mismatches += 1
         print(f"ballot.torch: node {self.index}: round {self.round}: the parameters on {self._device} differ "
               f"from the replica's; copied from it", file=sys.stderr, flush=True)
-        with torch.no_grad():
-            self._model_flat.copy_(self._flat)
+        self._copy_replica()
 
     @staticmethod
     def _on_host(tensor: torch.Tensor) -> torch.Tensor:
