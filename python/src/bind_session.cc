@@ -369,17 +369,8 @@ class Session {
   // Keeps each vote decision the replica applies (runtime::Replica::set_vote_observer) for
   // take_votes(): a caller holding a copy of the parameters elsewhere (ballot.torch on a GPU)
   // applies the same steps to it instead of copying the parameters after every decision.
-  void track_votes(bool on) {
+  void track_votes() {
     Busy busy(*this);
-    {
-      const std::lock_guard lock(applied_mutex_);
-      applied_.clear();
-      replaced_ = true;
-    }
-    if (!on) {
-      replica_->set_vote_observer({});
-      return;
-    }
     replica_->set_vote_observer(
         [this](std::uint64_t round, const BitVector& vote, learning::StepScale scale, bool full_digest) {
           const std::lock_guard lock(applied_mutex_);
@@ -723,7 +714,7 @@ void register_session(nb::module_& m) {
       .def("momentum", &Session::momentum, nb::arg("partition"))
       .def("set_momentum_source", &Session::set_momentum_source, nb::arg("source").none())
       .def("optimizer_state", &Session::optimizer_state)
-      .def("track_votes", &Session::track_votes, nb::arg("on"))
+      .def("track_votes", &Session::track_votes)
       .def("take_votes", &Session::take_votes)
       .def("fold_range", &Session::fold_range, nb::arg("partition"), nb::arg("offset"), nb::arg("gradient"))
       .def("submit_vote_piece", &Session::submit_vote_piece, nb::arg("loss"), nb::arg("index"), nb::arg("count"))

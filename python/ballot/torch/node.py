@@ -214,7 +214,7 @@ class Node:
         rule = str(self.training["update"]).split(":")[0].strip()
         self._update_on_model = self._work_on_model and (rule == "sign" or self._sgd is not None)
         if self._update_on_model:
-            native.track_votes(True)
+            native.track_votes()
         self._flat = torch.from_numpy(native.parameters())  # the replica's buffer: no copy
         self._make_views(named, [(int(offset), int(size), _shape(shape))
                                  for _, shape, offset, size in native.tensors()])
@@ -434,22 +434,17 @@ class Node:
     def _check_copy(self) -> None:
         """The model's copy (and its rule's momentum buffer) against the replica's (4d bytes to
         the host each): equal, or reported and replaced by the replica's."""
-        same = self._model_flat is self._flat or torch.equal(self._on_host(self._model_flat), self._flat)
+        same = self._model_flat is self._flat or np.array_equal(self._numpy(self._model_flat), self._flat.numpy())
         if same and self._sgd is not None:
             host = self._session._native.optimizer_state()
-            mine = None if self._buffer is None else self._on_host(self._buffer)
-            same = host["started"] == self._sgd["started"] and (
-                torch.equal(mine, torch.from_numpy(host["buffer"])) if mine is not None else host["buffer"].size == 0)
+            mine = np.empty(0, np.float32) if self._buffer is None else self._numpy(self._buffer)
+            same = host["started"] == self._sgd["started"] and np.array_equal(mine, host["buffer"])
         if same:
             return
         self.update_mismatches += 1
         print(f"ballot.torch: node {self.index}: round {self.round}: the parameters on {self._device} differ "
               f"from the replica's; copied from it", file=sys.stderr, flush=True)
         self._copy_replica()
-
-    @staticmethod
-    def _on_host(tensor: torch.Tensor) -> torch.Tensor:
-        return tensor if tensor.device.type == "cpu" else tensor.detach().cpu()
 
     @staticmethod
     def _numpy(tensor: torch.Tensor) -> np.ndarray:
