@@ -595,6 +595,26 @@ Status NodeSession::submit_gradient(double loss, std::vector<float> gradient) {
   return s.send_vote(start, encode(vote));
 }
 
+Status NodeSession::submit_encoded(double loss, std::vector<std::uint8_t> bytes) {
+  State& s = *state_;
+  if (!s.computing || s.computing->round != s.round) return {};
+  if (!s.codec) return make_error(ErrorCode::kInvalidArgument, "this round takes no gradient");
+  if (s.options.adversary) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "an encoded gradient is an honest node's: a node with an adversary submits its gradient");
+  }
+  const std::size_t size = s.codec->wire_size(s.replica.model().layout());
+  if (s.codec->exact_wire_size() ? bytes.size() != size : bytes.size() > size) {
+    return make_error(ErrorCode::kInvalidArgument, "the encoded gradient has " + std::to_string(bytes.size()) +
+                                                       " bytes; codec " + s.codec->spec() +
+                                                       (s.codec->exact_wire_size() ? " writes " : " writes at most ") +
+                                                       std::to_string(size) + " for this model");
+  }
+  const RoundStart start = *std::exchange(s.computing, std::nullopt);
+  EncodedVote vote{.round = start.round, .loss = loss, .model_digest = start.model_digest, .bytes = std::move(bytes)};
+  return s.send_vote(start, encode(vote));
+}
+
 Status NodeSession::submit_partition_signs(double loss, BitVector signs) {
   State& s = *state_;
   if (!s.computing || s.computing->round != s.round) return {};

@@ -164,6 +164,12 @@ class NodeSession {
   Status submit_vote(double loss, BitVector signs);
   Status submit_gradient(double loss, std::vector<float> gradient);
   Status submit_partition_signs(double loss, BitVector signs);
+  // The gradient path's message as the caller encoded it: codec()'s bytes for the model's layout,
+  // written from codec()'s state with the random stream codec_rng(setup, round, index) (ballot.torch
+  // on a GPU: coding/cuda writes what codec()->encode would, and only those bytes reach the host).
+  // An honest node's: with an adversary (whose attacks act on the gradient) it is kInvalidArgument,
+  // as is a size the codec cannot write; nothing is sent then and the round stays open.
+  Status submit_encoded(double loss, std::vector<std::uint8_t> bytes);
   // The round's vote in `count` pieces as the caller computes it (replicated placement, sign path,
   // no adversary): piece `index` holds the packed signs' words [W·index/count, W·(index+1)/count)
   // of W = ⌈d/64⌉ (messages.h vote_piece_word), 1 ≤ count ≤ max(1, W). Each piece is signed and

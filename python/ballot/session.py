@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional, Union
 import numpy as np
 
 from ballot import _native
+from ballot._arrays import cuda_stream
 
 __all__ = ["NodeSession", "RoundWork", "NodeEvent", "Computed"]
 
@@ -167,8 +168,19 @@ class NodeSession:
         self._native.submit_partition_signs(float(loss), signs, int(d))
 
     def submit_gradient(self, loss: float, gradient: Any) -> None:
-        """The gradient path: the float32 gradient (the session encodes it with the run's codec)."""
-        self._native.submit_gradient(float(loss), gradient)
+        """The gradient path: the float32 gradient, encoded with the run's codec. A CUDA tensor is
+        encoded on its GPU, on torch's current stream, into the bytes the host would write (only
+        they are copied to the host): an honest node's, with a codec that has a device encoder
+        (:attr:`encodes_on_device`); a CPU array otherwise."""
+        self._native.submit_gradient(float(loss), gradient, cuda_stream(gradient))
+
+    @property
+    def encodes_on_device(self) -> bool:
+        """Whether :meth:`submit_gradient` takes a CUDA tensor: the run's codec (``sign``,
+        ``scaled_sign``, ``qsgd`` with ``elias=0``, ``terngrad``, ``topk``, ``randomk`` or
+        ``threshold``, with or without ``ef``) has a device encoder in this build, and this node is
+        honest (an attack acts on the gradient on the host)."""
+        return bool(self._native.encodes_on_device)
 
     # ---- state
     @property

@@ -10,6 +10,7 @@
 #include "coding/error_feedback.h"
 #include "core/config.h"
 #include "core/rng.h"
+#include "python/src/codec_on_device.h"
 #include "python/src/native.h"
 #if BALLOT_HAVE_CUDA
 #include "coding/cuda/codecs_cuda.h"
@@ -40,7 +41,7 @@ void require_size(std::size_t got, const GradientLayout& layout, const char* wha
 class NativeCodec {
  public:
   NativeCodec(const std::string& spec, std::uint64_t seed, std::uint64_t stream)
-      : codec_(unwrap(coding::make_codec(spec))), rng_(seed, stream) {}
+      : codec_(unwrap(coding::make_codec(spec))), device_(*codec_), rng_(seed, stream) {}
 
   std::string spec() const { return codec_->spec(); }
   std::string name() const { return coding::codec_id_name(codec_->id()); }
@@ -62,9 +63,9 @@ class NativeCodec {
       nb::gil_scoped_release released;
       const std::lock_guard lock(mutex_);
       if (device == Device::kCuda) {
-        encoded = encode_on_cuda(values.data(), device_id, layout, reinterpret_cast<void*>(stream));
+        encoded = device_.encode(values.data(), device_id, layout, rng_, reinterpret_cast<void*>(stream));
       } else {
-        const Status synced = sync_host();
+        const Status synced = device_.sync_host();
         encoded = synced.ok() ? Result<coding::EncodedGradient>(codec_->encode(values, layout, rng_))
                               : Result<coding::EncodedGradient>(synced.error());
       }
@@ -105,7 +106,7 @@ class NativeCodec {
 
   nb::bytes save_state() const {
     const std::lock_guard lock(mutex_);
-    unwrap(sync_host());
+    unwrap(device_.sync_host());
     const std::vector<std::uint8_t> state = codec_->save_state();
     return nb::bytes(state.data(), state.size());
   }
@@ -113,12 +114,12 @@ class NativeCodec {
     const GradientLayout layout = layout_of(layers);
     const std::lock_guard lock(mutex_);
     unwrap(codec_->load_state(byte_view(state), layout));
-    device_current_ = false;
+    device_.forget();
   }
   void reset_state() {
     const std::lock_guard lock(mutex_);
     codec_->reset_state();
-    device_current_ = false;
+    device_.forget();
   }
 
   // The error-feedback memory e (a copy), or None for a codec without error feedback.
@@ -128,7 +129,7 @@ class NativeCodec {
     std::vector<float> copy;
     {
       const std::lock_guard lock(mutex_);
-      unwrap(sync_host());
+      unwrap(device_.sync_host());
       copy.assign(ef->memory().begin(), ef->memory().end());
     }
     return nb::cast(to_numpy(std::move(copy)));
@@ -141,43 +142,6 @@ class NativeCodec {
 
  private:
 #if BALLOT_HAVE_CUDA
-  // The GPU this codec's device state lives on (the first one it ran on): the tensor must be on it,
-  // and on the current device (require_current_device).
-  Status check_home(int device_id) {
-    if (home_device_ < 0) home_device_ = device_id;
-    if (home_device_ != device_id) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "this Codec keeps its GPU state on cuda:" + std::to_string(home_device_) +
-                            "; a tensor on cuda:" + std::to_string(device_id) + " needs another Codec");
-    }
-    return {};
-  }
-  // Under mutex_.
-  Result<coding::EncodedGradient> encode_on_cuda(const float* d_gradient, int device_id, const GradientLayout& layout,
-                                                 void* stream) {
-    BALLOT_TRY(require_current_device(device_id));
-    BALLOT_TRY(check_home(device_id));
-    const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_.get());
-    if (feedback == nullptr) {
-      if (!coding::cuda::on_device(*codec_)) return no_device_codec();
-      if (!workspace_) workspace_ = std::make_unique<coding::cuda::Workspace>();
-      return coding::cuda::encode_to_host(*codec_, d_gradient, layout, rng_, *workspace_, stream);
-    }
-    if (!coding::cuda::on_device(feedback->inner())) return no_device_codec();
-    if (!device_feedback_) {
-      BALLOT_ASSIGN_OR_RETURN(device_feedback_, coding::cuda::DeviceErrorFeedback::create(*codec_));
-    }
-    if (!device_current_) {
-      // The memory moves to the device; a memory of another size restarts at zero, as on the CPU.
-      if (feedback->memory().size() == layout.total_size()) {
-        BALLOT_TRY(device_feedback_->load_state(codec_->save_state(), layout, stream));
-      } else {
-        device_feedback_->reset_state();
-      }
-      device_current_ = true;
-    }
-    return device_feedback_->encode_to_host(d_gradient, layout, rng_, stream);
-  }
   Status decode_add_on_cuda(std::span<const std::uint8_t> bytes, const GradientLayout& layout, float* d_accumulator,
                             int device_id, float weight, void* stream) const {
     BALLOT_TRY(require_current_device(device_id));
@@ -199,23 +163,10 @@ class NativeCodec {
                           "threshold, with or without ef, have): "
                           "pass a CPU array");
   }
-  // Under mutex_: the error-feedback memory back to the host codec, if it lives on the device. Each
-  // device encode synchronised its stream, so the memory is final; the copy needs no stream.
-  Status sync_host() const {
-    if (!device_current_) return {};
-    BALLOT_ASSIGN_OR_RETURN(const auto state, device_feedback_->save_state(nullptr));
-    BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(device_feedback_->size())));
-    device_current_ = false;
-    return {};
-  }
-  std::unique_ptr<coding::cuda::Workspace> workspace_;
-  std::unique_ptr<coding::cuda::DeviceErrorFeedback> device_feedback_;
-  int home_device_ = -1;
   mutable std::mutex decode_mutex_;
   mutable std::unique_ptr<coding::cuda::Workspace> decode_workspace_;
   mutable int decode_device_ = -1;
 #else
-  Result<coding::EncodedGradient> encode_on_cuda(const float*, int, const GradientLayout&, void*) { return no_cuda(); }
   Status decode_add_on_cuda(std::span<const std::uint8_t>, const GradientLayout&, float*, int, float, void*) const {
     return no_cuda();
   }
@@ -223,13 +174,12 @@ class NativeCodec {
     return make_error(ErrorCode::kInvalidArgument,
                       "CUDA arrays need a Ballot built with CUDA (this build has no CUDA kernels)");
   }
-  Status sync_host() const { return {}; }
 #endif
 
   std::unique_ptr<coding::Codec> codec_;
+  mutable CodecOnDevice device_;  // its GPU side: a CUDA gradient's encoder, error feedback's memory there
   Rng rng_;
   mutable std::mutex mutex_;
-  mutable bool device_current_ = false;  // the error-feedback memory lives on the device
 };
 
 }  // namespace

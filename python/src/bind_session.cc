@@ -27,8 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "coding/codec_registry.h"
 #include "core/bit_vector.h"
 #include "learning/parameter_model.h"
+#include "python/src/codec_on_device.h"
 #include "python/src/native.h"
 #include "runtime/adversary.h"
 #include "runtime/cluster.h"
@@ -483,18 +485,51 @@ class Session {
     submit_signs(RoundWork::Kind::kPartitionSigns, loss, words, d);
   }
 
-  void submit_gradient(double loss, nb::handle array) {
+  // A CPU gradient is encoded by the session. A CUDA one (an honest node's, with a codec that has a
+  // device encoder: encodes_on_device) is encoded on its GPU, queued on `stream` after the work
+  // that computed it, into the bytes the session's codec would write from the round's random
+  // stream; only those bytes come to the host. Error feedback's memory then stays on the GPU,
+  // copied into the session's codec before each save of the node state, and back after a restore.
+  void submit_gradient(double loss, nb::handle array, std::uintptr_t stream) {
     Busy busy(*this, true);
     const RoundWork& work = open_work();
     require_kind(work, RoundWork::Kind::kGradient);
-    const auto values = cpu_floats(array, "gradient");
+    const auto [values, device] = floats_on_device(array, "gradient", /*writable=*/false);
     if (values.size() != dimension()) {
       throw nb::value_error(("gradient: expected " + std::to_string(dimension()) +
                              " values (the model's dimension), got " + std::to_string(values.size()))
                                 .c_str());
     }
-    std::vector<float> gradient(values.begin(), values.end());
-    send([&] { return session_->submit_gradient(loss, std::move(gradient)); });
+    if (device == Device::kCpu) {
+      std::vector<float> gradient(values.begin(), values.end());
+      send([&] { return session_->submit_gradient(loss, std::move(gradient)); });
+      return;
+    }
+    if (!encodes_on_device()) {
+      throw nb::value_error(("gradient: a CUDA gradient is encoded on the GPU by an honest node whose codec has a "
+                             "device encoder; this node's codec is '" +
+                             node_.setup->options.codec + "'" + (byzantine() ? " and it is Byzantine" : "") +
+                             ": pass a CPU array")
+                                .c_str());
+    }
+    const int device_id = as_array(array, "gradient").device_id();
+    if (!codec_device_) codec_device_ = std::make_unique<CodecOnDevice>(*session_->codec());
+    Result<coding::EncodedGradient> encoded = make_error(ErrorCode::kInternal, "not run");
+    {
+      nb::gil_scoped_release released;
+      Rng rng = runtime::codec_rng(*node_.setup, work.round, node_.index);
+      encoded = codec_device_->encode(values.data(), device_id, replica_->model().layout(), rng,
+                                      reinterpret_cast<void*>(stream));
+    }
+    std::vector<std::uint8_t> bytes = unwrap(std::move(encoded)).bytes;
+    send([&] { return session_->submit_encoded(loss, std::move(bytes)); });
+  }
+
+  // Whether submit_gradient takes a CUDA gradient (see there).
+  bool encodes_on_device() const {
+    if (byzantine() || node_.setup->sign_vote()) return false;
+    const auto codec = coding::make_codec(node_.setup->options.codec);  // the session's, before start()
+    return codec.ok() && CodecOnDevice::supports(**codec);
   }
 
   std::uint64_t round() const { return session_->round(); }
@@ -570,8 +605,13 @@ class Session {
 
   // What every event changes here: the node state file, the open round.
   void saw(const NodeEvent& event) {
-    if (keeper_->saves(event)) take_momentum();
+    if (keeper_->saves(event)) {
+      take_momentum();
+      if (codec_device_) unwrap(codec_device_->sync_host());  // error feedback's memory, from the GPU
+    }
+    const std::uint64_t restored = keeper_->restored();
     keeper_->observe(event, *worker_, *session_, *replica_);
+    if (codec_device_ && keeper_->restored() != restored) codec_device_->forget();  // the saved memory
     if (event.kind == NodeEvent::Kind::kStateInstalled) {  // track_votes: the parameters were replaced
       const std::lock_guard lock(applied_mutex_);
       applied_.clear();
@@ -675,6 +715,7 @@ class Session {
   std::uint32_t pieces_sent_ = 0;                       // of the open round's vote
   nb::object gradient_source_;                          // set_gradient_source
   nb::object momentum_source_;                          // set_momentum_source
+  std::unique_ptr<CodecOnDevice> codec_device_;         // the session codec's GPU side (CUDA gradients)
   struct AppliedVote {
     std::uint64_t round;
     BitVector vote;
@@ -703,7 +744,8 @@ void register_session(nb::module_& m) {
       .def("compute", &Session::compute)
       .def("submit_vote", &Session::submit_vote, nb::arg("loss"), nb::arg("signs"), nb::arg("d"))
       .def("submit_partition_signs", &Session::submit_partition_signs, nb::arg("loss"), nb::arg("signs"), nb::arg("d"))
-      .def("submit_gradient", &Session::submit_gradient, nb::arg("loss"), nb::arg("gradient"))
+      .def("submit_gradient", &Session::submit_gradient, nb::arg("loss"), nb::arg("gradient"), nb::arg("stream") = 0)
+      .def_prop_ro("encodes_on_device", &Session::encodes_on_device)
       .def("parameters", &Session::parameters)
       .def("tensors", &Session::tensors)
       .def("partition_indices", &Session::partition_indices, nb::arg("round"), nb::arg("partition"))

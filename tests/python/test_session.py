@@ -294,6 +294,21 @@ def test_signs_and_momentum_from_the_caller_are_checked(make_cluster):
     assert asked == [index]  # its one partition's momentum, asked at the first save and refused
 
 
+@pytest.mark.parametrize("codec, has_encoder", [("qsgd:s=16,elias=0", True), ("topk:ratio=0.1,ef=1", True),
+                                                ("randomk:ratio=0.5", True), ("fp32", False), ("fp16", False),
+                                                ("qsgd:s=16,elias=1", False)])
+def test_which_nodes_encode_a_cuda_gradient_on_its_gpu(make_cluster, codec, has_encoder):
+    """encodes_on_device: the codecs with a device encoder, in a build with CUDA, at honest nodes
+    only (an attack acts on the gradient, on the host)."""
+    cluster = make_cluster(rule="trimmed_mean:f=1", codec=codec, attack="sign_flip", attackers=1)
+    seen = set()
+    for index in range(cluster.nodes):
+        with NodeSession.from_cluster_file(cluster.file, index) as node:
+            assert node.encodes_on_device == (has_encoder and ballot.has_cuda and not node.byzantine)
+            seen.add(node.byzantine)
+    assert seen == {True, False}
+
+
 def test_a_byzantine_python_caller_does_not_move_the_certified_digest(make_cluster):
     # No configured attacker: the Python node is the one Byzantine node (b = 1), voting the
     # opposite of every sign it computed. The deterministic code's certificate for b = 1 says the

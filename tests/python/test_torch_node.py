@@ -291,6 +291,13 @@ def test_work_on_is_checked(make_cluster, tmp_path):
         bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(work_on="gpu"))
     with pytest.raises(ValueError, match="a vote in pieces folds on the host"):
         bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(pieces=2, work_on="model"))
+    gradient = torch_cluster(make_cluster, tmp_path, rule="trimmed_mean:f=1", update="sgd", codec="qsgd:s=16")
+    for algorithm in (bt.RobustGradient(work_on="gpu"), bt.RobustLocalSGD(work_on="GPU")):
+        with pytest.raises(ValueError, match=f"{type(algorithm).__name__}: work_on must be 'auto', 'model' or "
+                                             "'host', got"):
+            bt.Node(Tiny(), gradient.file, 0, algorithm=algorithm)
+    with bt.Node(Tiny(), gradient.file, 0, algorithm=bt.RobustGradient(work_on="model")) as node:
+        assert not node._encode_on_model  # a CPU model's gradient is encoded where it lies, in the session
 
 
 def test_a_non_finite_piece_stops_the_vote(make_cluster, tmp_path):
@@ -378,6 +385,44 @@ def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, trai
     assert {digest for _, digest in results.values()} == {cluster.server_digest()}
     assert sorted(checked) == sorted(on_gpu)
     assert all(stats["rounds"] == rounds for stats, _ in results.values())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the CUDA path is checked on a GPU machine")
+@pytest.mark.parametrize("codec", ["qsgd:s=16,elias=0", "topk:ratio=0.25,ef=1", "randomk:ratio=0.5",
+                                   "scaled_sign:granularity=layer,ef=1", "terngrad"])
+def test_a_cuda_gradient_encoded_on_its_gpu_is_the_hosts_bytes(make_cluster, tmp_path, codec):
+    """RobustGradient(work_on="model"): the GPU nodes' gradients are encoded on the GPU (only the
+    bytes cross); work_on="host" copies the same gradients to the host and the session encodes
+    them. The two runs end at the same digest, and every node's state file (error feedback's memory,
+    synchronised from the GPU before each save) holds the same bytes."""
+    on_gpu = {0, 2, 3}
+    x, y = DATA_X.cuda(), DATA_Y.cuda()
+    ends = {}
+    for work_on in ("host", "model"):
+        cluster = torch_cluster(make_cluster, tmp_path, rule="trimmed_mean:f=1", update="sgd:momentum=0.9",
+                                codec=codec, rounds=12)
+        wait_for_every_vote(cluster)
+        config = json.loads(cluster.file.read_text())
+        config["checkpoint_every"] = 4
+        cluster.file.write_text(json.dumps(config))
+        encoded = []
+
+        def step_for(index, model):
+            if index in on_gpu:
+                return lambda idx: F.cross_entropy(model(x[idx.cuda()]), y[idx.cuda()])
+            return plain_step(index, model)
+
+        def on_end(node):
+            if node.index in on_gpu:
+                encoded.append(node._encode_on_model)
+
+        results = run_threads(cluster, step_for, lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end,
+                              algorithm=bt.RobustGradient(work_on=work_on))
+        server = cluster.server_digest()
+        assert {digest for _, digest in results.values()} == {server}
+        assert encoded == [work_on == "model"] * len(on_gpu)
+        ends[work_on] = (server, {i: (cluster.root / f"node-{i}.state").read_bytes() for i in range(cluster.nodes)})
+    assert ends["model"] == ends["host"]
 
 
 def test_a_different_model_is_refused_naming_the_parameter(make_cluster, tmp_path):

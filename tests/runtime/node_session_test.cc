@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "coding/codec.h"
+#include "coding/codec_registry.h"
 #include "runtime/checkpoint.h"
 #include "runtime/messages.h"
 #include "transport/memory_transport.h"
@@ -30,8 +31,9 @@ struct SessionHarness {
   transport::TransportOptions options;
 
   explicit SessionHarness(std::string rule = "vote", Placement placement = Placement::kReplicated,
-                          std::string model = "mlp:hidden=4")
-      : setup(make(std::move(rule), placement, std::move(model))), replica(Replica::create(setup).value()) {
+                          std::string model = "mlp:hidden=4", std::string codec = "fp32")
+      : setup(make(std::move(rule), placement, std::move(model), std::move(codec))),
+        replica(Replica::create(setup).value()) {
     for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
       auto key = transport::SigningKey::generate().value();
       const auto role = id == 0 ? transport::Role::kServer : transport::Role::kNode;
@@ -48,7 +50,7 @@ struct SessionHarness {
     endpoints[0] = network->attach(identities[0], registry, options).value();
   }
 
-  static TrainingSetup make(std::string rule, Placement placement, std::string model) {
+  static TrainingSetup make(std::string rule, Placement placement, std::string model, std::string codec) {
     TrainingOptions options;
     options.placement = placement;
     options.nodes = 3;
@@ -60,6 +62,7 @@ struct SessionHarness {
     options.eval_every = 0;
     options.partition_size = 4;
     options.rule = std::move(rule);
+    options.codec = std::move(codec);
 
     auto data = load_training_data(options).value();
     return make_training_setup(options, std::make_shared<const learning::TrainTestSplit>(std::move(data))).value();
@@ -470,6 +473,51 @@ TEST(NodeSessionTest, TheGradientPathEncodesTheSubmittedGradient) {
   auto decoded = session.codec()->decode(vote->bytes, h.replica.model().layout());
   ASSERT_TRUE(decoded.ok());
   EXPECT_EQ(*decoded, gradient);
+}
+
+TEST(NodeSessionTest, AGradientTheCallerEncodedGoesOutAsItsBytes) {
+  SessionHarness h("mean", Placement::kReplicated, "mlp:hidden=4", "qsgd:s=4");
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica);
+  ASSERT_TRUE(session.start().ok());
+  h.start_round(0);
+  ASSERT_EQ(session.next_round()->work.kind, RoundWork::Kind::kGradient);
+  const auto& layout = h.replica.model().layout();
+  std::vector<float> gradient(h.replica.dimension());
+  for (std::size_t i = 0; i < gradient.size(); ++i) gradient[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
+  // What a caller with its own copy of the codec writes from the round's stream: the session's bytes.
+  auto copy = coding::make_codec(h.setup.options.codec).value();
+  Rng rng = codec_rng(h.setup, 0, 0);
+  auto bytes = copy->encode(gradient, layout, rng).bytes;
+  Rng again = codec_rng(h.setup, 0, 0);
+  ASSERT_EQ(session.codec()->encode(gradient, layout, again).bytes, bytes);
+
+  // A size the codec cannot write is refused and the round stays open.
+  auto cut = bytes;
+  cut.pop_back();
+  EXPECT_EQ(session.submit_encoded(0.5, cut).error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(session.submit_encoded(0.5, bytes).ok());
+  auto vote = decode_encoded_vote(h.expect(MessageType::kVote).payload, 1 << 20);
+  ASSERT_TRUE(vote.ok());
+  EXPECT_EQ(vote->round, 0u);
+  EXPECT_EQ(vote->loss, 0.5);
+  EXPECT_EQ(vote->model_digest, h.replica.state_digest());
+  EXPECT_EQ(vote->bytes, bytes);
+}
+
+TEST(NodeSessionTest, ANodeWithAnAdversarySubmitsItsGradientNotBytes) {
+  SessionHarness h("mean");
+  NodeSessionOptions options;
+  options.adversary = std::make_shared<NodeAdversary>();
+  NodeSession session(h.setup, 0, *h.endpoints[1], h.replica, options);
+  ASSERT_TRUE(session.start().ok());
+  h.start_round(0);
+  ASSERT_EQ(session.next_round()->work.kind, RoundWork::Kind::kGradient);
+  const std::vector<float> gradient(h.replica.dimension(), 0.25f);
+  Rng rng = codec_rng(h.setup, 0, 0);
+  auto bytes = session.codec()->encode(gradient, h.replica.model().layout(), rng).bytes;
+  EXPECT_EQ(session.submit_encoded(0.5, bytes).error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(session.submit_gradient(0.5, gradient).ok());  // the round was still open
+  EXPECT_TRUE(decode_encoded_vote(h.expect(MessageType::kVote).payload, 1 << 20).ok());
 }
 
 // The one Byzantine seam: what the node sends instead of its honest message.

@@ -14,7 +14,9 @@ the node opens, so a node never computes something the server does not expect.
   the packing and the update run: on the model's device (a CUDA model's default: only the packed
   signs and votes, d/8 bytes each, cross between host and device) or in the session on the host.
 * :class:`RobustGradient` -- the gradient path: the gradient of the node's own partition through
-  the cluster's codec; the server aggregates with its robust rule.
+  the cluster's codec; the server aggregates with its robust rule. A CUDA model's gradient is
+  encoded on its GPU where the codec has a device encoder (``work_on``): only the encoded bytes
+  cross to the host.
 * :class:`RobustLocalSGD` -- the federated setting: ``sync_every`` local SGD steps on the node's
   own partition stream, then the model delta goes through the codec and the robust rule; the
   server's update applies the aggregated delta (``sgd`` with ``lr`` 1 is FedAvg's averaging step,
@@ -78,12 +80,31 @@ class SignVote:
 @dataclass(frozen=True)
 class RobustGradient:
     """The gradient of the node's partition through ``codec``, aggregated by the server with
-    ``rule``. ``None`` takes the cluster's; a value must equal the cluster's spec."""
+    ``rule``. ``None`` takes the cluster's; a value must equal the cluster's spec.
+
+    ``work_on``: where a CUDA model's gradient is encoded.
+
+    - ``"model"``: on its GPU, on torch's current stream (:attr:`ballot.session.NodeSession.
+      encodes_on_device`), into the bytes the host would write; only they are copied to the host.
+      Error feedback's memory stays on the GPU and goes to the host when the node saves its state
+      file. The codec must have a device encoder (``sign``, ``scaled_sign``, ``qsgd`` with
+      ``elias=0``, ``terngrad``, ``topk``, ``randomk``, ``threshold``, with or without ``ef``).
+    - ``"host"``: the gradient is copied to the host (4 bytes a parameter) and the session encodes it.
+    - ``"auto"`` (the default): ``"model"`` where the codec has a device encoder, else ``"host"``.
+
+    A CPU model's gradient is always encoded in the session, where it lies; so is a Byzantine
+    node's (its attack acts on the gradient). The update is the replica's: the decision is the fp32
+    aggregate, and its parameters are copied to the GPU after each decision (the same 4 bytes a
+    parameter the decision itself carries)."""
 
     rule: Optional[str] = None
     codec: Optional[str] = None
+    work_on: str = "auto"
 
     def check(self, training: Dict[str, Any]) -> None:
+        if self.work_on not in ("auto", "model", "host"):
+            raise ValueError(f"{type(self).__name__}: work_on must be 'auto', 'model' or 'host', "
+                             f"got {self.work_on!r}")
         if training["rule"] == "vote":
             raise ValueError("RobustGradient needs a cluster with a robust rule; this cluster votes signs "
                              "(rule 'vote': use SignVote)")

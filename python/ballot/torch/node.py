@@ -53,8 +53,12 @@ runs on the GPU too:
   stderr, counted (``update_mismatches``) and repaired by copying the replica's. After a state
   transfer, or with another update rule, the replica's state is copied to the GPU (4d bytes).
 
-On the gradient path each gradient the round asks for is copied to the host (4d bytes), where the
-session encodes and signs it, and the replica's parameters are copied back after each decision.
+On the gradient path (:class:`RobustGradient`, ``work_on`` "auto" or "model") a CUDA gradient is
+encoded on the GPU into the bytes the session's codec would write, and only they are copied to
+the host, where the session signs and sends them; error feedback's memory stays on the GPU until
+the node state file is saved. A codec without a device encoder (fp32, fp16, ...), or a Byzantine
+node, has the gradient copied to the host (4d bytes) and encoded there. The decision is the fp32
+aggregate: the replica applies it and its parameters are copied back (4d bytes, as the decision).
 In a group of CUDA processes (``dist.init_process_group("nccl")``, one GPU each) the ranks
 all-reduce their gradients on their GPUs and rank 0 folds or copies the sum.
 """
@@ -72,6 +76,7 @@ import numpy as np
 import torch
 
 from ballot import signs
+from ballot._arrays import cuda_stream
 from ballot.session import NodeSession
 from ballot.torch._params_file import export_init, layout_digest
 from ballot.torch.algorithms import RobustGradient, RobustLocalSGD, SignVote
@@ -133,6 +138,7 @@ class Node:
         self.pieces_sent = 0  # vote pieces sent during backward (SignVote(pieces=k))
         self._started = False
         self._work_on_model = False  # SignVote's worker momentum and packing on the model's device
+        self._encode_on_model = False  # RobustGradient's encoding on the model's GPU
         self._update_on_model = False  # and the update, applied there from each decision's vote
         self._sgd: Optional[Dict[str, Any]] = None  # the replica's sgd / heavyball state (optimizer_state)
         self._buffer: Optional[torch.Tensor] = None  # its momentum buffer on the model's device
@@ -199,12 +205,21 @@ class Node:
             if algorithm is None:
                 algorithm = SignVote() if self.training["rule"] == "vote" else RobustGradient()
             algorithm.check(self.training)
+            work_on = algorithm.work_on
+            gradient_path = isinstance(algorithm, RobustGradient)
+            on_gpu = self._device.type == "cuda"
+            # The gradient path on a GPU: the gradient encoded there (an honest node's), only the bytes copied.
+            self._encode_on_model = gradient_path and on_gpu and work_on != "host" and native.encodes_on_device
+            if gradient_path and on_gpu and work_on == "model" and not self._encode_on_model and not native.byzantine:
+                raise ValueError(f"{type(algorithm).__name__}(work_on='model'): the cluster's codec "
+                                 f"'{self.training['codec']}' has no CUDA encoder in this build (sign, scaled_sign, "
+                                 "qsgd with elias=0, terngrad, topk, randomk, threshold have): use work_on='auto' "
+                                 "or 'host'")
         except Exception:
             self._session.close()
             raise
         self.algorithm = algorithm
-        work_on = getattr(algorithm, "work_on", "host")
-        self._work_on_model = work_on == "model" or (work_on == "auto" and self._device.type == "cuda")
+        self._work_on_model = not gradient_path and (work_on == "model" or (work_on == "auto" and on_gpu))
         # The sign rule (the vote's default update) and the sgd / heavyball rules (with their
         # momentum buffer on the device) are applied on the model's device as on the host replica;
         # another rule's parameters are copied from the replica after each decision.
@@ -534,7 +549,10 @@ class Node:
             if not self._finite(loss, direction):
                 self._abstain(work.round)
                 return
-            native.submit_gradient(loss, self._numpy(direction))
+            if self._encode_on_model:  # encoded on the GPU, on torch's current stream: the bytes cross
+                native.submit_gradient(loss, direction, cuda_stream(direction))
+            else:
+                native.submit_gradient(loss, self._numpy(direction))
             return
         losses = []
         pieces = self._vote_pieces(work)

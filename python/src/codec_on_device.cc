@@ -1,0 +1,81 @@
+#include "python/src/codec_on_device.h"
+
+#include <string>
+
+#include "coding/error_feedback.h"
+#include "core/config.h"
+#include "python/src/native.h"
+#if BALLOT_HAVE_CUDA
+#include "coding/cuda/codecs_cuda.h"
+#endif
+
+namespace ballot::python {
+
+CodecOnDevice::CodecOnDevice(coding::Codec& codec) : codec_(&codec) {}
+CodecOnDevice::~CodecOnDevice() = default;
+
+#if BALLOT_HAVE_CUDA
+
+bool CodecOnDevice::supports(const coding::Codec& codec) noexcept {
+  const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(&codec);
+  return coding::cuda::on_device(feedback != nullptr ? feedback->inner() : codec);
+}
+
+Result<coding::EncodedGradient> CodecOnDevice::encode(const float* d_gradient, int device_id,
+                                                      const GradientLayout& layout, Rng& rng, void* stream) {
+  if (!supports(*codec_)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "codec " + codec_->spec() +
+                          " has no CUDA encoder (sign, scaled_sign, qsgd with elias=0, terngrad, topk, randomk and "
+                          "threshold, with or without ef, have): pass a CPU array");
+  }
+  BALLOT_TRY(require_current_device(device_id));
+  if (home_device_ < 0) home_device_ = device_id;
+  if (home_device_ != device_id) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "this codec keeps its GPU state on cuda:" + std::to_string(home_device_) +
+                          "; a tensor on cuda:" + std::to_string(device_id) + " needs another codec");
+  }
+  const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_);
+  if (feedback == nullptr) {
+    if (!workspace_) workspace_ = std::make_unique<coding::cuda::Workspace>();
+    return coding::cuda::encode_to_host(*codec_, d_gradient, layout, rng, *workspace_, stream);
+  }
+  if (!feedback_) {
+    BALLOT_ASSIGN_OR_RETURN(feedback_, coding::cuda::DeviceErrorFeedback::create(*codec_));
+  }
+  if (!device_current_) {
+    // The memory moves to the device; a memory of another size restarts at zero, as on the CPU.
+    if (feedback->memory().size() == layout.total_size()) {
+      BALLOT_TRY(feedback_->load_state(codec_->save_state(), layout, stream));
+    } else {
+      feedback_->reset_state();
+    }
+    device_current_ = true;
+  }
+  return feedback_->encode_to_host(d_gradient, layout, rng, stream);
+}
+
+// Each device encode synchronised its stream, so the memory is final; the copy needs no stream.
+Status CodecOnDevice::sync_host() {
+  if (!device_current_) return {};
+  BALLOT_ASSIGN_OR_RETURN(const auto state, feedback_->save_state(nullptr));
+  BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(feedback_->size())));
+  device_current_ = false;
+  return {};
+}
+
+#else
+
+bool CodecOnDevice::supports(const coding::Codec&) noexcept { return false; }
+
+Result<coding::EncodedGradient> CodecOnDevice::encode(const float*, int, const GradientLayout&, Rng&, void*) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    "CUDA arrays need a Ballot built with CUDA (this build has no CUDA kernels)");
+}
+
+Status CodecOnDevice::sync_host() { return {}; }
+
+#endif
+
+}  // namespace ballot::python

@@ -1,0 +1,54 @@
+// The device side of one codec, for gradients that lie in GPU memory (coding/cuda): the bytes the
+// codec would write on the host, encoded where the gradient is, with error feedback's memory kept
+// on that GPU between encodes. The codec itself (not owned) stays the state of record: sync_host()
+// writes the device's memory back into it before anyone saves it or encodes on the host, and
+// forget() makes the next device encode start again from the codec's state after that changed (a
+// load, a reset). Shared by ballot.codecs.Codec and the node session (ballot.torch's gradient path).
+// Not thread-safe: its owner serialises the calls.
+#pragma once
+
+#include <memory>
+
+#include "coding/codec.h"
+#include "core/gradient_layout.h"
+#include "core/result.h"
+#include "core/rng.h"
+
+namespace ballot::coding::cuda {
+class Workspace;
+class DeviceErrorFeedback;
+}  // namespace ballot::coding::cuda
+
+namespace ballot::python {
+
+class CodecOnDevice {
+ public:
+  explicit CodecOnDevice(coding::Codec& codec);
+  ~CodecOnDevice();
+  CodecOnDevice(const CodecOnDevice&) = delete;
+  CodecOnDevice& operator=(const CodecOnDevice&) = delete;
+
+  // Whether this build encodes `codec` on a GPU: sign, scaled_sign, qsgd with elias=0, terngrad,
+  // topk, randomk and threshold, with or without error feedback; false in a build without CUDA.
+  static bool supports(const coding::Codec& codec) noexcept;
+
+  // codec.encode(gradient, layout, rng) for `d_gradient`, layout.total_size() floats on CUDA device
+  // `device_id` (the current device, and the same one every call: the memory lives there), queued on
+  // `stream` after the caller's work; the message comes to the host (the stream is synchronised).
+  // kInvalidArgument for a codec without a device encoder, another device, or a build without CUDA.
+  Result<coding::EncodedGradient> encode(const float* d_gradient, int device_id, const GradientLayout& layout, Rng& rng,
+                                         void* stream);
+  // The error-feedback memory back into the codec, if the device holds a newer one.
+  Status sync_host();
+  // The codec's state changed on the host: the next device encode starts from it.
+  void forget() noexcept { device_current_ = false; }
+
+ private:
+  coding::Codec* codec_;
+  std::unique_ptr<coding::cuda::Workspace> workspace_;
+  std::unique_ptr<coding::cuda::DeviceErrorFeedback> feedback_;
+  int home_device_ = -1;
+  bool device_current_ = false;  // the error-feedback memory lives on the device
+};
+
+}  // namespace ballot::python
