@@ -260,6 +260,7 @@ class Signum final : public Optimizer {
     return momentum_.load_state(inner, num_params);
   }
   void reset_state() override { momentum_.reset_state(); }
+  std::optional<SignumView> signum_view() const override { return SignumView{&o_, momentum_.momentum()}; }
 
  private:
   SignumOptions o_;

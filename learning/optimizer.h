@@ -93,6 +93,14 @@ struct SgdView {
   std::span<const float> buffer;
 };
 
+struct SignumOptions;
+// The same for a signum rule: its options (β, λ) and its momentum m (empty before the first step,
+// when it counts as zeros; valid until the next step).
+struct SignumView {
+  const SignumOptions* options = nullptr;
+  std::span<const float> momentum;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -125,6 +133,8 @@ class Optimizer {
   virtual void reset_state() = 0;
   // The sgd and heavyball rules' state (SgdView); nullopt for the other rules.
   virtual std::optional<SgdView> sgd_view() const { return std::nullopt; }
+  // The signum rule's state (SignumView); nullopt for the other rules.
+  virtual std::optional<SignumView> signum_view() const { return std::nullopt; }
 };
 
 struct SgdOptions {

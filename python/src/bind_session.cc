@@ -354,17 +354,29 @@ class Session {
   // node state file, so the file holds what a caller folding with fold_signs computed.
   void set_momentum_source(nb::object source) { momentum_source_ = std::move(source); }
 
-  // The replica's update rule's state when it is sgd or heavyball (learning::SgdView): its
-  // options, whether it started and a copy of its momentum buffer; None for the other rules.
+  // The replica's update rule's state when it is sgd or heavyball (learning::SgdView: rule "sgd",
+  // its options, whether it started and a copy of its momentum buffer) or signum
+  // (learning::SignumView: rule "signum", β, started, its momentum as the buffer); None for the
+  // other rules. An empty buffer: no step has made one yet.
   nb::object optimizer_state() const {
-    const auto view = replica_->optimizer().sgd_view();
-    if (!view) return nb::none();
     nb::dict out;
-    out["momentum"] = view->options->momentum;
-    out["dampening"] = view->options->dampening;
-    out["nesterov"] = view->options->nesterov;
-    out["started"] = view->started;
-    out["buffer"] = to_numpy(std::vector<float>(view->buffer.begin(), view->buffer.end()));
+    std::span<const float> buffer;
+    if (const auto view = replica_->optimizer().sgd_view()) {
+      out["rule"] = "sgd";
+      out["momentum"] = view->options->momentum;
+      out["dampening"] = view->options->dampening;
+      out["nesterov"] = view->options->nesterov;
+      out["started"] = view->started;
+      buffer = view->buffer;
+    } else if (const auto signum = replica_->optimizer().signum_view()) {
+      out["rule"] = "signum";
+      out["beta"] = signum->options->beta;
+      out["started"] = !signum->momentum.empty();
+      buffer = signum->momentum;
+    } else {
+      return nb::none();
+    }
+    out["buffer"] = to_numpy(std::vector<float>(buffer.begin(), buffer.end()));
     return out;
   }
 

@@ -114,6 +114,35 @@ TEST(SgdView, OptionsStartedAndBufferReproduceTheRule) {
   }
 }
 
+// The signum view: with its β and momentum, the worker momentum's formula on the unpacked vote and
+// the sign rule on the new momentum's signs (what ballot.torch runs on a GPU) give the rule's bits.
+TEST(SignumView, BetaAndMomentumReproduceTheRule) {
+  auto rule = make_optimizer("signum:beta=0.8,wd=0.01", GradientLayout::whole(100)).value();
+  auto view = rule->signum_view();
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->options->beta, 0.8);
+  EXPECT_TRUE(view->momentum.empty());
+  std::vector<float> x = random_vector(100, 5), copy = x;
+  WorkerMomentum momentum(view->options->beta);
+  for (int step = 0; step < 3; ++step) {
+    const BitVector vote = random_vote(100, 60 + step);
+    const StepScale scale{0.05f, 0.01f};
+    rule->step_vote(x, vote, scale);
+    std::vector<float> unpacked(100);
+    for (std::size_t i = 0; i < 100; ++i) unpacked[i] = static_cast<float>(vote.sign(i));
+    BitVector signs;
+    momentum.update(unpacked, signs);
+    make_sign_update({})->step_vote(copy, signs, scale);
+    view = rule->signum_view();
+    EXPECT_TRUE(std::equal(momentum.momentum().begin(), momentum.momentum().end(), view->momentum.begin(),
+                           view->momentum.end()));
+  }
+  EXPECT_EQ(x, copy);
+  for (const char* other : {"sign", "sgd", "heavyball", "ef_sign"}) {
+    EXPECT_FALSE(make_optimizer(other, GradientLayout::whole(10)).value()->signum_view().has_value()) << other;
+  }
+}
+
 // ---- the step's scale ------------------------------------------------------------------------
 
 // A cluster's decision carries η and λ as float bits (runtime/messages.h): a rule applies the

@@ -220,12 +220,13 @@ def test_a_vote_sent_in_pieces_during_backward_is_the_same_vote(make_cluster, tm
                                       dict(code="deterministic", update="sign:wd=0.01"),
                                       dict(code="deterministic", update="heavyball"),
                                       dict(code="identity", update="sgd:momentum=0.5,dampening=0.2,wd=0.001"),
-                                      dict(code="deterministic", update="signum:beta=0.9")])
+                                      dict(code="deterministic", update="signum:beta=0.9,wd=0.01"),
+                                      dict(code="deterministic", update="ef_sign")])
 def test_the_vote_worked_on_the_models_device_is_the_sessions_bits(make_cluster, tmp_path, training):
-    """SignVote(work_on="model"): the worker momentum, the packing and the update (the sign, sgd
-    and heavyball rules, with the latter's momentum buffer) run on the model's device (here the
-    CPU, through the kernels a GPU runs as their CUDA twins) and on a copy of the parameters; the
-    session gets only the packed signs. Another rule (signum) has the replica's parameters copied.
+    """SignVote(work_on="model"): the worker momentum, the packing and the update (the sign, sgd,
+    heavyball and signum rules, with the latter's momentum buffers) run on the model's device (here
+    the CPU, through the kernels a GPU runs as their CUDA twins) and on a copy of the parameters;
+    the session gets only the packed signs. ef_sign has the replica's parameters copied.
     The run, every node's copy of the parameters and the momentum each node's state file saves are
     those of the session's work."""
     ends = {}
@@ -241,8 +242,8 @@ def test_the_vote_worked_on_the_models_device_is_the_sessions_bits(make_cluster,
             copies.append(node.index)
             replica = torch.from_numpy(node._session._native.parameters())
             assert torch.equal(node.parameters, replica)
-            # the update on the model's device works on a copy; signum (no twin there) on the replica's buffer
-            assert node._update_on_model == (work_on == "model" and not training.get("update", "").startswith("signum"))
+            # the update on the model's device works on a copy; ef_sign (no twin there) on the replica's buffer
+            assert node._update_on_model == (work_on == "model" and training.get("update") != "ef_sign")
             assert (node.parameters.data_ptr() != replica.data_ptr()) == node._update_on_model
             assert node.update_mismatches == 0
 
@@ -257,7 +258,7 @@ def test_the_vote_worked_on_the_models_device_is_the_sessions_bits(make_cluster,
     assert ends["model"][1] == ends["host"][1]
 
 
-@pytest.mark.parametrize("update", ["sign:wd=0", "heavyball"])
+@pytest.mark.parametrize("update", ["sign:wd=0", "heavyball", "signum"])
 def test_a_models_copy_that_diverged_from_the_replica_is_caught_and_replaced(make_cluster, tmp_path, update):
     """The parameters on the model's device are compared with the replica's at each round whose
     state digest is the parameters' (digest_every): a copy changed behind the node's back (here
@@ -343,7 +344,8 @@ def test_a_model_on_two_devices_is_refused(make_cluster, tmp_path):
     (dict(rounds=100, digest_every=10), False),  # the same over 100 rounds, the copy checked every 10
     ({}, True),  # the GPU nodes on a stream of their own: the node's kernels follow torch's current stream
     (dict(update="heavyball", rounds=30), False),  # the update's momentum buffer on the GPU too
-    (dict(update="signum:beta=0.9"), False),  # another rule: the replica's parameters copied after each decision
+    (dict(update="signum:beta=0.9", rounds=30), False),  # its momentum on the GPU, from the unpacked votes
+    (dict(update="ef_sign"), False),  # another rule: the replica's parameters copied after each decision
     (dict(rule="trimmed_mean:f=1", update="sgd:momentum=0.9", codec="fp32"), False),
 ])
 def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, training, side_stream):
@@ -377,7 +379,7 @@ def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, trai
             if node.training["rule"] == "vote":  # each partition's momentum stayed on the GPU
                 assert node._momentum and all(m.is_cuda for m in node._momentum.values())
                 assert node.update_mismatches == 0
-                assert node._update_on_model == (not node.training["update"].startswith("signum"))
+                assert node._update_on_model == (node.training["update"] != "ef_sign")
             checked.append(node.index)
 
     results = run_threads(cluster, step_for, lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end,

@@ -50,10 +50,10 @@ class SignVote:
       there in one pass (:func:`ballot.signs.momentum_pack`), and only the packed signs go to the
       host. The momentum is copied to the host only when the node saves its state file, and back
       after the node restores it; it takes 4 bytes per parameter and partition of the device's
-      memory. With the ``sign``, ``heavyball`` or ``sgd`` update rule, each decision's vote is
-      applied to the model's copy of the parameters there too (:func:`ballot.signs.apply_update`,
-      with the rule's momentum buffer on the device), checked against the replica's every
-      ``digest_every`` rounds.
+      memory. With the ``sign``, ``heavyball``, ``sgd`` or ``signum`` update rule, each
+      decision's vote is applied to the model's copy of the parameters there too
+      (:func:`ballot.signs.apply_update`, with the rule's momentum buffer on the device), checked
+      against the replica's every ``digest_every`` rounds.
     - ``"host"``: in the session, as ``ballot node`` does. The gradient is copied to the host and
       the replica's parameters back.
     - ``"auto"`` (the default): ``"model"`` for a CUDA model, ``"host"`` for a CPU one.

@@ -45,13 +45,14 @@ runs on the GPU too:
   and only the packed signs (d/8 bytes a partition) are copied to the host, where the session
   takes the vote over the node's row of G and signs it. The momentum goes to the host only when
   the node saves its state file, and back after a state transfer restored it;
-* with the ``sign`` update rule (the vote's default), ``heavyball`` or ``sgd``, each decision's
-  vote (d/8 bytes) is applied to the GPU's parameters by the same arithmetic as the replica's
-  (``ballot.signs.apply_update``; the momentum buffer of heavyball and sgd lives on the GPU too).
+* with the ``sign`` update rule (the vote's default), ``heavyball``, ``sgd`` or ``signum``, each
+  decision's vote (d/8 bytes) is applied to the GPU's parameters by the same arithmetic as the
+  replica's (``ballot.signs.apply_update``, and for signum ``momentum_pack`` first; the momentum
+  buffer of heavyball, sgd and signum lives on the GPU too).
   At each round whose state digest is the parameters' (``digest_every``) and at the end of the run
   the GPU's parameters and buffer are compared with the replica's: a difference is reported on
   stderr, counted (``update_mismatches``) and repaired by copying the replica's. After a state
-  transfer, or with another update rule, the replica's state is copied to the GPU (4d bytes).
+  transfer, or with ``ef_sign``, the replica's state is copied to the GPU (4d bytes).
 
 On the gradient path (:class:`RobustGradient`, ``work_on`` "auto" or "model") a CUDA gradient is
 encoded on the GPU into the bytes the session's codec would write, and only they are copied to
@@ -140,7 +141,7 @@ class Node:
         self._work_on_model = False  # SignVote's worker momentum and packing on the model's device
         self._encode_on_model = False  # RobustGradient's encoding on the model's GPU
         self._update_on_model = False  # and the update, applied there from each decision's vote
-        self._sgd: Optional[Dict[str, Any]] = None  # the replica's sgd / heavyball state (optimizer_state)
+        self._rule: Optional[Dict[str, Any]] = None  # the replica's sgd / heavyball / signum state (optimizer_state)
         self._buffer: Optional[torch.Tensor] = None  # its momentum buffer on the model's device
         self.update_mismatches = 0  # checks that found the model's copy unequal to the replica
         self._momentum: Dict[int, Optional[torch.Tensor]] = {}  # there, by partition (None: the run has none)
@@ -220,14 +221,14 @@ class Node:
             raise
         self.algorithm = algorithm
         self._work_on_model = not gradient_path and (work_on == "model" or (work_on == "auto" and on_gpu))
-        # The sign rule (the vote's default update) and the sgd / heavyball rules (with their
-        # momentum buffer on the device) are applied on the model's device as on the host replica;
-        # another rule's parameters are copied from the replica after each decision.
-        self._sgd = native.optimizer_state()
-        if self._sgd is not None:
-            del self._sgd["buffer"]  # the buffer comes to the model's device at the first _refresh
+        # The sign rule (the vote's default update) and the sgd, heavyball and signum rules (with
+        # their momentum buffer on the device) are applied on the model's device as on the host
+        # replica; ef_sign's parameters are copied from the replica after each decision.
+        self._rule = native.optimizer_state()
+        if self._rule is not None:
+            del self._rule["buffer"]  # the buffer comes to the model's device at the first _refresh
         rule = str(self.training["update"]).split(":")[0].strip()
-        self._update_on_model = self._work_on_model and (rule == "sign" or self._sgd is not None)
+        self._update_on_model = self._work_on_model and (rule == "sign" or self._rule is not None)
         if self._update_on_model:
             native.track_votes()
         self._flat = torch.from_numpy(native.parameters())  # the replica's buffer: no copy
@@ -423,37 +424,42 @@ class Node:
 
     def _apply_vote(self, vote: torch.Tensor, lr: float, weight_decay: float) -> None:
         """One decision on the model's copy: the replica's rule with the decision's scale."""
-        sgd = self._sgd
-        if sgd is None or sgd["momentum"] == 0.0:  # sign, or sgd without momentum: x - lr (v + wd x)
-            signs.apply_update(self._model_flat, lr=lr, vote=vote, weight_decay=weight_decay)
-        else:  # learning::Sgd: the buffer starts as the first decayed direction
-            first = not sgd["started"] or self._buffer is None
-            if self._buffer is None:
-                self._buffer = torch.zeros_like(self._model_flat)
-            signs.apply_update(self._model_flat, lr=lr, vote=vote, weight_decay=weight_decay,
-                               momentum=sgd["momentum"], buffer=self._buffer, dampening=sgd["dampening"],
-                               nesterov=sgd["nesterov"], first_step=first)
-        if sgd is not None:
-            sgd["started"] = True
+        rule, flat = self._rule, self._model_flat
+        if rule is None or (rule["rule"] == "sgd" and rule["momentum"] == 0.0):  # x - lr (v + wd x)
+            signs.apply_update(flat, lr=lr, vote=vote, weight_decay=weight_decay)
+        else:
+            if self._buffer is None:  # no step made one yet: zeros (signum), or the first step's (sgd)
+                self._buffer = torch.zeros_like(flat)
+                rule["started"] = False
+            if rule["rule"] == "signum":  # learning::Signum: m <- beta m + (1 - beta) v, then the sign rule on m
+                momentum_signs = signs.momentum_pack(self._buffer, signs.unpack(vote, flat.numel()), rule["beta"])
+                signs.apply_update(flat, lr=lr, vote=momentum_signs, weight_decay=weight_decay)
+            else:  # learning::Sgd: the buffer starts as the first decayed direction
+                signs.apply_update(flat, lr=lr, vote=vote, weight_decay=weight_decay, momentum=rule["momentum"],
+                                   buffer=self._buffer, dampening=rule["dampening"], nesterov=rule["nesterov"],
+                                   first_step=not rule["started"])
+        if rule is not None:
+            rule["started"] = True
 
     def _copy_replica(self) -> None:
-        """The replica's parameters and, for sgd / heavyball, its rule's state, to the model's copy."""
+        """The replica's parameters and, for sgd / heavyball / signum, its rule's state, to the
+        model's copy."""
         with torch.no_grad():
             self._model_flat.copy_(self._flat)
-        if self._sgd is not None:
-            self._sgd = self._session._native.optimizer_state()
-            buffer = self._sgd.pop("buffer")
-            # an empty buffer: the next step with momentum is a first step (learning::Sgd's rule)
+        if self._rule is not None:
+            self._rule = self._session._native.optimizer_state()
+            buffer = self._rule.pop("buffer")
+            # an empty buffer: the next step makes one (a first step for sgd, zeros for signum)
             self._buffer = torch.from_numpy(buffer).to(self._device) if buffer.size == self._flat.numel() else None
 
     def _check_copy(self) -> None:
         """The model's copy (and its rule's momentum buffer) against the replica's (4d bytes to
         the host each): equal, or reported and replaced by the replica's."""
         same = self._model_flat is self._flat or np.array_equal(self._numpy(self._model_flat), self._flat.numpy())
-        if same and self._sgd is not None:
+        if same and self._rule is not None:
             host = self._session._native.optimizer_state()
             mine = np.empty(0, np.float32) if self._buffer is None else self._numpy(self._buffer)
-            same = host["started"] == self._sgd["started"] and np.array_equal(mine, host["buffer"])
+            same = host["started"] == self._rule["started"] and np.array_equal(mine, host["buffer"])
         if same:
             return
         self.update_mismatches += 1
