@@ -474,6 +474,28 @@ Status NodeWorker::fold_signs(std::uint32_t partition, std::size_t dimension, st
   return {};
 }
 
+Status NodeWorker::fold_signs_range(std::uint32_t partition, std::size_t dimension, std::size_t first_word,
+                                    std::span<const std::uint64_t> words) {
+  if (std::find(partitions_.begin(), partitions_.end(), partition) == partitions_.end()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "node " + std::to_string(node_) + " does not compute partition " + std::to_string(partition));
+  }
+  const std::size_t total = BitVector::words_for(dimension);
+  if (first_word > total || words.size() > total - first_word) {
+    return make_error(ErrorCode::kInvalidArgument, "signs of words [" + std::to_string(first_word) + ", " +
+                                                       std::to_string(first_word + words.size()) + ") of a vector of " +
+                                                       std::to_string(total) + " words");
+  }
+  const std::size_t tail = dimension % 64;
+  if (tail != 0 && !words.empty() && first_word + words.size() == total && (words.back() >> tail) != 0) {
+    return make_error(ErrorCode::kInvalidArgument, "signs: padding bits past the dimension must be zero");
+  }
+  BitVector& signs = signs_[partition];
+  if (signs.size() != dimension) signs = BitVector(dimension);
+  std::copy(words.begin(), words.end(), signs.words().begin() + static_cast<std::ptrdiff_t>(first_word));
+  return {};
+}
+
 const learning::WorkerMomentum* NodeWorker::momentum(std::uint32_t partition) const {
   const auto it = momentum_.find(partition);
   return it == momentum_.end() ? nullptr : &it->second;

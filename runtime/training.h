@@ -251,6 +251,10 @@ class NodeWorker {
   // GPU: only d/8 bytes a partition reach the host): `partition`'s signs as fold would keep them,
   // `words` packed as BitVector's (padding bits zero). The worker momentum is not touched.
   Status fold_signs(std::uint32_t partition, std::size_t dimension, std::span<const std::uint64_t> words);
+  // The same for a piece, as fold_range keeps one: `words` are the signs of coordinates
+  // [64·first_word, 64·(first_word + words.size())) ∩ [0, dimension).
+  Status fold_signs_range(std::uint32_t partition, std::size_t dimension, std::size_t first_word,
+                          std::span<const std::uint64_t> words);
   // `partition`'s worker momentum (empty before its first fold), or null when the run has none or
   // the partition is not this node's. set_momentum replaces it (`values` of the model's dimension),
   // so the node state file keeps what such a driver computed.

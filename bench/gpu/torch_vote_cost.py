@@ -14,7 +14,10 @@ synchronised around it, median of --reps runs after a warm-up:
   copied to the device (d/8 bytes) and ballot.signs.apply_update on the parameters;
 - the host path (work_on "host"): the gradient copied to the host (4d bytes; the session's fold
   on the host comes on top) and the replica's parameters copied to the device (4d bytes; also
-  what a node does after a state transfer and with the signum and ef_sign rules).
+  what a node does after a state transfer and with the ef_sign rule);
+- the gradient path (RobustGradient), for each --codec: the gradient encoded on the device by
+  the codec's CUDA encoder and its bytes copied to the host (work_on "auto"), against the host
+  path (the gradient copied to the host, 4d bytes, and encoded there by the CPU codec).
 
 The target (issue: ballot.torch): packing and copying the vote <= 2 % of the backward time. The
 physical limit of the device vote is one read and one write of the momentum plus one read of the
@@ -74,6 +77,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--beta", type=float, default=0.9)
+    parser.add_argument("--codec", action="append",
+                        help="a codec of the gradient path to time (repeatable; default topk:ratio=0.01 and "
+                             "qsgd:s=16,elias=0)")
     args = parser.parse_args()
     try:
         import torch
@@ -169,6 +175,21 @@ def main() -> int:
           f"({4 * d / t_host / 1e9:6.1f} GB/s)")
     print(f"  parameters to the device {t_params * 1e3:8.3f} ms  = {100 * t_params / t_b:6.2f} % of backward "
           f"({4 * d / t_params / 1e9:6.1f} GB/s)")
+    from ballot.codecs import Codec
+
+    for spec in args.codec or ["topk:ratio=0.01", "qsgd:s=16,elias=0"]:
+        on_device, on_host = Codec(spec), Codec(spec)
+        sent = on_device.wire_size(d)
+        t_encode = timed(lambda: on_device.encode(flat_grad))
+
+        def host_path():
+            host_grad.copy_(flat_grad)
+            on_host.encode(host_grad)
+
+        t_host_encode = timed(host_path)
+        print(f"  gradient path, {spec}: encoded on the device {t_encode * 1e3:9.3f} ms = "
+              f"{100 * t_encode / t_b:6.2f} % of backward ({sent:,} bytes cross); on the host (4d copy + "
+              f"CPU encode) {t_host_encode * 1e3:9.3f} ms")
     return 0
 
 

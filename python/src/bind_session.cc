@@ -434,6 +434,26 @@ class Session {
               covered.begin() + static_cast<std::ptrdiff_t>(BitVector::words_for(offset + values.size())), true);
   }
 
+  // The same from packed signs computed elsewhere (a vote in pieces whose worker momentum and
+  // packing run on the model's GPU): the signs of coordinates [offset, offset + 64·len(words)) of
+  // the d, offset a multiple of 64 (runtime::NodeWorker::fold_signs_range).
+  void fold_signs_range(std::uint32_t partition, std::size_t offset, nb::handle words) {
+    Busy busy(*this, true);
+    require_kind(open_work(), RoundWork::Kind::kVote);
+    require_signs_of(partition);
+    const Words view = words_of(words, "signs", /*writable=*/false);
+    if (view.device != Device::kCpu) throw nb::value_error("signs: the packed signs must be a CPU array");
+    if (offset % 64 != 0) {
+      throw nb::value_error(("signs: a piece starts at a multiple of 64, not at " + std::to_string(offset)).c_str());
+    }
+    unwrap(worker_->fold_signs_range(partition, dimension(), offset / 64,
+                                     std::span<const std::uint64_t>(view.data, view.count)));
+    auto& covered = covered_[partition];
+    covered.resize(BitVector::words_for(dimension()), false);
+    std::fill(covered.begin() + static_cast<std::ptrdiff_t>(offset / 64),
+              covered.begin() + static_cast<std::ptrdiff_t>(offset / 64 + view.count), true);
+  }
+
   // Piece `index` of `count` of the open round's vote (runtime::NodeSession::submit_vote_piece),
   // over the coordinates every partition of the round has folded; the round is submitted once the
   // last piece is.
@@ -765,6 +785,7 @@ void register_session(nb::module_& m) {
       .def("fold", &Session::fold, nb::arg("partition"), nb::arg("gradient"))
       .def("submit_folded", &Session::submit_folded, nb::arg("loss"))
       .def("fold_signs", &Session::fold_signs, nb::arg("partition"), nb::arg("signs"))
+      .def("fold_signs_range", &Session::fold_signs_range, nb::arg("partition"), nb::arg("offset"), nb::arg("signs"))
       .def("momentum", &Session::momentum, nb::arg("partition"))
       .def("set_momentum_source", &Session::set_momentum_source, nb::arg("source").none())
       .def("optimizer_state", &Session::optimizer_state)

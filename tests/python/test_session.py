@@ -256,7 +256,8 @@ def test_bad_input_is_an_error_and_the_round_stays_open(make_cluster):
 
 def test_signs_and_momentum_from_the_caller_are_checked(make_cluster):
     """The calls of a caller that folds with its own copy of the worker momentum (ballot.torch on
-    a GPU): fold_signs, momentum and the momentum source; bad input is a Python exception."""
+    a GPU): fold_signs, fold_signs_range, momentum and the momentum source; bad input is a Python
+    exception."""
     cluster = make_cluster(code="identity")  # each node computes its own partition only
     config = json.loads(cluster.file.read_text())
     config["checkpoint_every"] = 2  # the node state file is saved at the decisions of even rounds
@@ -278,6 +279,14 @@ def test_signs_and_momentum_from_the_caller_are_checked(make_cluster):
             native.fold_signs(row[0], zeros[:-1])  # too few words
         with pytest.raises(TypeError):
             native.fold_signs(row[0], zeros.astype(np.float64))
+        with pytest.raises(ValueError, match="starts at a multiple of 64, not at 1"):
+            native.fold_signs_range(row[0], 1, zeros[:1])
+        with pytest.raises(ValueError, match="signs of words"):
+            native.fold_signs_range(row[0], 64 * len(zeros), zeros[:1])  # past the end
+        with pytest.raises(TypeError):
+            native.fold_signs_range(row[0], 0, zeros.astype(np.float64))
+        with pytest.raises(ValueError, match=f"does not ask for partition {other}"):
+            native.fold_signs_range(other, 0, zeros)
         with pytest.raises(ValueError, match="is not folded"):
             native.submit_folded(0.0)
         for partition in row:

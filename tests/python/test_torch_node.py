@@ -195,13 +195,15 @@ def wait_for_every_vote(cluster):
 @pytest.mark.parametrize("code", ["identity", "deterministic"])
 def test_a_vote_sent_in_pieces_during_backward_is_the_same_vote(make_cluster, tmp_path, code):
     digests = {}
-    for pieces in (0, 1, 4, 1000):
+    # work_on="model": each piece's momentum and packing on the model's device (the GPU path, on
+    # the CPU twins here), its signs handed to the session.
+    for pieces, work_on in ((0, "auto"), (1, "auto"), (4, "auto"), (1000, "auto"), (4, "model"), (1000, "model")):
         cluster = torch_cluster(make_cluster, tmp_path, model=TinyWithUnused, code=code, nodes=5, byzantine=1)
         wait_for_every_vote(cluster)
         with NodeSession.from_cluster_file(cluster.file, 0) as probe:
             words = (probe.dimension + 63) // 64
         results = run_threads(cluster, plain_step, model_for=lambda _i: TinyWithUnused(),
-                              algorithm=bt.SignVote(pieces=pieces))
+                              algorithm=bt.SignVote(pieces=pieces, work_on=work_on))
         server = cluster.server_digest()
         assert {digest for _, digest in results.values()} == {server}
         assert all(stats["votes_sent"] == 8 and stats["abstained"] == 0 for stats, _ in results.values())
@@ -212,7 +214,7 @@ def test_a_vote_sent_in_pieces_during_backward_is_the_same_vote(make_cluster, tm
             assert sent == {8 * 4}
         else:  # one piece per 64 coordinates at most
             assert sent == {8 * min(pieces, words)}
-        digests[pieces] = server
+        digests[pieces, work_on] = server
     assert len(set(digests.values())) == 1, digests
 
 
@@ -290,8 +292,6 @@ def test_work_on_is_checked(make_cluster, tmp_path):
     cluster = torch_cluster(make_cluster, tmp_path)
     with pytest.raises(ValueError, match="work_on must be 'auto', 'model' or 'host', got 'gpu'"):
         bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(work_on="gpu"))
-    with pytest.raises(ValueError, match="a vote in pieces folds on the host"):
-        bt.Node(Tiny(), cluster.file, 0, algorithm=bt.SignVote(pieces=2, work_on="model"))
     gradient = torch_cluster(make_cluster, tmp_path, rule="trimmed_mean:f=1", update="sgd", codec="qsgd:s=16")
     for algorithm in (bt.RobustGradient(work_on="gpu"), bt.RobustLocalSGD(work_on="GPU")):
         with pytest.raises(ValueError, match=f"{type(algorithm).__name__}: work_on must be 'auto', 'model' or "
@@ -346,9 +346,12 @@ def test_a_model_on_two_devices_is_refused(make_cluster, tmp_path):
     (dict(update="heavyball", rounds=30), False),  # the update's momentum buffer on the GPU too
     (dict(update="signum:beta=0.9", rounds=30), False),  # its momentum on the GPU, from the unpacked votes
     (dict(update="ef_sign"), False),  # another rule: the replica's parameters copied after each decision
+    (dict(pieces=4), True),  # the vote in pieces during backward, each piece folded and packed on the GPU
     (dict(rule="trimmed_mean:f=1", update="sgd:momentum=0.9", codec="fp32"), False),
 ])
 def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, training, side_stream):
+    training = dict(training)
+    pieces = training.pop("pieces", 0)
     cluster = torch_cluster(make_cluster, tmp_path, **training)
     rounds = training.get("rounds", 8)
     on_gpu = {0, 2, 3}  # the others train on the CPU in the same cluster
@@ -383,9 +386,11 @@ def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, trai
             checked.append(node.index)
 
     results = run_threads(cluster, step_for, lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end,
-                          context=stream_for)
+                          context=stream_for, algorithm=bt.SignVote(pieces=pieces) if pieces else None)
     assert {digest for _, digest in results.values()} == {cluster.server_digest()}
     assert sorted(checked) == sorted(on_gpu)
+    if pieces:  # every node, on the GPU or not, sent its votes in pieces
+        assert all(stats["vote_pieces_sent"] >= rounds for stats, _ in results.values())
     assert all(stats["rounds"] == rounds for stats, _ in results.values())
 
 

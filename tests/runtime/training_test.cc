@@ -168,6 +168,50 @@ TEST(NodeWorker, SignsAndMomentumFromElsewhereGiveFoldsVoteAndState) {
   EXPECT_EQ(NodeWorker(plain, node).momentum(folding.partitions()[0]), nullptr);
 }
 
+// A driver packing pieces of the signs itself (a vote in pieces on a GPU) hands them over word
+// range by word range: the vote is the whole signs' vote.
+TEST(NodeWorker, SignsInPiecesFromElsewhereGiveTheSameVote) {
+  auto options = small();
+  options.worker_momentum = 0.9;
+  auto setup = make(options);
+  auto replica = Replica::create(setup).value();
+  const std::size_t d = replica.dimension();
+  const std::size_t words = BitVector::words_for(d);
+  ASSERT_GE(words, 3u);
+  const std::uint32_t node = 1;
+  NodeWorker folding(setup, node), pieces(setup, node);
+  for (const std::uint32_t j : folding.partitions()) {
+    learning::Batch batch = learning::gather(setup.data->train, setup.sampler.indices(0, j));
+    replica.model().forward_backward(batch.features, batch.labels);
+    ASSERT_TRUE(folding.fold(j, replica.model().gradients()).ok());
+    const auto signs = folding.folded_signs(j).words();
+    // The last piece first: the order of the pieces does not matter.
+    const std::size_t cut = words / 3, cut2 = 2 * words / 3;
+    ASSERT_TRUE(pieces.fold_signs_range(j, d, cut2, signs.subspan(cut2)).ok());
+    ASSERT_TRUE(pieces.fold_signs_range(j, d, 0, signs.subspan(0, cut)).ok());
+    ASSERT_TRUE(pieces.fold_signs_range(j, d, cut, signs.subspan(cut, cut2 - cut)).ok());
+    EXPECT_EQ(pieces.folded_signs(j), folding.folded_signs(j));
+  }
+  BitVector a, b;
+  folding.folded_vote(d, a);
+  pieces.folded_vote(d, b);
+  EXPECT_EQ(a, b);
+
+  // Refused: another row's partition, words past the end, padding bits set in the last word.
+  std::uint32_t other = 0;
+  while (std::ranges::find(folding.partitions(), other) != folding.partitions().end()) ++other;
+  const std::vector<std::uint64_t> two(2, 0);
+  EXPECT_EQ(pieces.fold_signs_range(other, d, 0, two).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(pieces.fold_signs_range(folding.partitions()[0], d, words - 1, two).error().code,
+            ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(pieces.fold_signs_range(folding.partitions()[0], d, words + 1, {}).ok());
+  if (d % 64 != 0) {
+    const std::vector<std::uint64_t> padded(1, ~std::uint64_t{0});
+    EXPECT_EQ(pieces.fold_signs_range(folding.partitions()[0], d, words - 1, padded).error().code,
+              ErrorCode::kInvalidArgument);
+  }
+}
+
 // Exchange placement: a node computes (and keeps the momentum of) its own partition only.
 TEST(NodeWorker, ExchangePlacementComputesOnlyTheOwnPartition) {
   auto options = small();

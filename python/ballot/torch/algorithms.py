@@ -41,8 +41,10 @@ class SignVote:
 
     ``pieces``: 0 (the default) packs and sends the vote after backward; k > 0 sends it in k pieces
     (at most one per 64 coordinates) during the last partition's backward, which pays when the
-    network is the bottleneck. It applies to an honest node of a CPU model in the replicated
-    placement without a group; elsewhere the vote goes whole.
+    network is the bottleneck. It applies to an honest node in the replicated placement without a
+    group, of a CPU model or of a CUDA model whose work is on the model (each piece is folded and
+    packed on the GPU as soon as its gradients are complete, and its d/8 bytes cross); elsewhere the
+    vote goes whole.
 
     ``work_on``: where the node's work beside forward and backward runs.
 
@@ -58,8 +60,7 @@ class SignVote:
       the replica's parameters back.
     - ``"auto"`` (the default): ``"model"`` for a CUDA model, ``"host"`` for a CPU one.
 
-    Both give the same bits (the same kernels' arithmetic). A vote in ``pieces`` folds on the host,
-    so ``pieces`` needs ``work_on`` ``"host"`` or ``"auto"`` (for a CPU model)."""
+    Both give the same bits (the same kernels' arithmetic), whole or in ``pieces``."""
 
     pieces: int = 0
     work_on: str = "auto"
@@ -72,9 +73,6 @@ class SignVote:
             raise ValueError(f"SignVote: pieces must be an integer >= 0, got {self.pieces!r}")
         if self.work_on not in ("auto", "model", "host"):
             raise ValueError(f"SignVote: work_on must be 'auto', 'model' or 'host', got {self.work_on!r}")
-        if self.work_on == "model" and self.pieces:
-            raise ValueError("SignVote: a vote in pieces folds on the host (work_on='host' or 'auto'); "
-                             "work_on='model' sends it whole")
 
 
 @dataclass(frozen=True)

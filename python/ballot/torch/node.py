@@ -582,17 +582,21 @@ class Node:
         if not self._work_on_model:
             native.fold(partition, self._numpy(gradient))
             return
+        native.fold_signs(partition, self._pack(partition, 0, gradient).cpu().numpy())
+
+    def _pack(self, partition: int, begin: int, gradient: torch.Tensor) -> torch.Tensor:
+        """The signs of coordinates [begin, begin + len(gradient)) of `partition`, through its worker
+        momentum on the model's device (in place), packed there."""
         self._forget_restored_momentum()
         if partition not in self._momentum:  # the session's momentum (zeros, or the restored one)
-            host = native.momentum(partition)
+            host = self._session._native.momentum(partition)
             self._momentum[partition] = None if host is None else torch.from_numpy(host).to(self._device)
         momentum = self._momentum[partition]
         with torch.no_grad():
             if momentum is None:
-                words = signs.pack(gradient)
-            else:
-                words = signs.momentum_pack(momentum, gradient, float(self.training["worker_momentum"]))
-        native.fold_signs(partition, words.cpu().numpy())
+                return signs.pack(gradient)
+            return signs.momentum_pack(momentum[begin:begin + gradient.numel()], gradient,
+                                       float(self.training["worker_momentum"]))
 
     def _momentum_for_state(self, partition: int) -> Optional[np.ndarray]:
         """The session saves the node state: `partition`'s momentum as the device holds it."""
@@ -611,8 +615,8 @@ class Node:
     def _vote_pieces(self, work: Any) -> int:
         """How many pieces this round's vote goes in (0: whole, after backward)."""
         pieces = int(getattr(self.algorithm, "pieces", 0))
-        if (pieces <= 0 or work.kind != "vote" or self._channel is not None or self._device.type != "cpu"
-                or self.byzantine or self._work_on_model):
+        if (pieces <= 0 or work.kind != "vote" or self._channel is not None or self.byzantine
+                or (self._device.type != "cpu" and not self._work_on_model)):
             return 0
         return min(pieces, max(1, (self._flat.numel() + 63) // 64))
 
@@ -774,8 +778,12 @@ class _PiecesOfAVote:
         if not self.node._finite(self.loss, gradient):
             self.failed = True
             return
-        native = self.node._session._native
-        native.fold_range(self.partition, begin, gradient.numpy())
+        node = self.node
+        native = node._session._native
+        if node._work_on_model:  # the momentum and the packing on the model's device; the signs cross
+            native.fold_signs_range(self.partition, begin, node._pack(self.partition, begin, gradient).cpu().numpy())
+        else:
+            native.fold_range(self.partition, begin, gradient.numpy())
         native.submit_vote_piece(self.loss, k, self.count)
         self.node.pieces_sent += 1
 
