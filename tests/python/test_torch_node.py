@@ -5,7 +5,6 @@ of this test process, over mutual TLS. Skipped without torch or the `ballot` pro
 
 import contextlib
 import json
-import math
 import os
 import re
 import subprocess
@@ -13,7 +12,6 @@ import sys
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
@@ -149,6 +147,18 @@ def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None,
 
 def plain_step(_index, model):
     return lambda idx: F.cross_entropy(model(DATA_X[idx]), DATA_Y[idx])
+
+
+def gpu_steps(on_gpu):
+    """step_for(index, model): the nodes in `on_gpu` compute on the GPU (their model and the data
+    there), the others on the CPU."""
+    x, y = DATA_X.cuda(), DATA_Y.cuda()
+
+    def step_for(index, model):
+        if index in on_gpu:
+            return lambda idx: F.cross_entropy(model(x[idx.cuda()]), y[idx.cuda()])
+        return plain_step(index, model)
+    return step_for
 
 
 def test_threads_agree_with_the_server(make_cluster, tmp_path):
@@ -355,13 +365,7 @@ def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, trai
     cluster = torch_cluster(make_cluster, tmp_path, **training)
     rounds = training.get("rounds", 8)
     on_gpu = {0, 2, 3}  # the others train on the CPU in the same cluster
-    x, y = DATA_X.cuda(), DATA_Y.cuda()
     checked = []
-
-    def step_for(index, model):
-        if index in on_gpu:
-            return lambda idx: F.cross_entropy(model(x[idx.cuda()]), y[idx.cuda()])
-        return plain_step(index, model)
 
     def stream_for(index):
         if side_stream and index in on_gpu:
@@ -385,7 +389,7 @@ def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, trai
                 assert node._update_on_model == (node.training["update"] != "ef_sign")
             checked.append(node.index)
 
-    results = run_threads(cluster, step_for, lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end,
+    results = run_threads(cluster, gpu_steps(on_gpu), lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end,
                           context=stream_for, algorithm=bt.SignVote(pieces=pieces) if pieces else None)
     assert {digest for _, digest in results.values()} == {cluster.server_digest()}
     assert sorted(checked) == sorted(on_gpu)
@@ -403,7 +407,6 @@ def test_a_cuda_gradient_encoded_on_its_gpu_is_the_hosts_bytes(make_cluster, tmp
     them. The two runs end at the same digest, and every node's state file (error feedback's memory,
     synchronised from the GPU before each save) holds the same bytes."""
     on_gpu = {0, 2, 3}
-    x, y = DATA_X.cuda(), DATA_Y.cuda()
     ends = {}
     for work_on in ("host", "model"):
         cluster = torch_cluster(make_cluster, tmp_path, rule="trimmed_mean:f=1", update="sgd:momentum=0.9",
@@ -414,17 +417,12 @@ def test_a_cuda_gradient_encoded_on_its_gpu_is_the_hosts_bytes(make_cluster, tmp
         cluster.file.write_text(json.dumps(config))
         encoded = []
 
-        def step_for(index, model):
-            if index in on_gpu:
-                return lambda idx: F.cross_entropy(model(x[idx.cuda()]), y[idx.cuda()])
-            return plain_step(index, model)
-
         def on_end(node):
             if node.index in on_gpu:
                 encoded.append(node._encode_on_model)
 
-        results = run_threads(cluster, step_for, lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end,
-                              algorithm=bt.RobustGradient(work_on=work_on))
+        results = run_threads(cluster, gpu_steps(on_gpu), lambda i: Tiny().cuda() if i in on_gpu else Tiny(),
+                              on_end, algorithm=bt.RobustGradient(work_on=work_on))
         server = cluster.server_digest()
         assert {digest for _, digest in results.values()} == {server}
         assert encoded == [work_on == "model"] * len(on_gpu)

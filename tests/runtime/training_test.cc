@@ -113,10 +113,15 @@ TEST(NodeWorker, VoteIsTheElectionOfItsPartitionSigns) {
 
 // A driver that runs the worker momentum and the packing elsewhere (on a GPU) hands the node its
 // signs and, for the state file, its momentum: the vote and the saved state are fold's.
-TEST(NodeWorker, SignsAndMomentumFromElsewhereGiveFoldsVoteAndState) {
+// A run with worker momentum 0.9, as the drivers that fold elsewhere have.
+TrainingSetup with_momentum() {
   auto options = small();
   options.worker_momentum = 0.9;
-  auto setup = make(options);
+  return make(options);
+}
+
+TEST(NodeWorker, SignsAndMomentumFromElsewhereGiveFoldsVoteAndState) {
+  auto setup = with_momentum();
   auto replica = Replica::create(setup).value();
   const std::size_t d = replica.dimension();
   const std::uint32_t node = 1;
@@ -129,7 +134,7 @@ TEST(NodeWorker, SignsAndMomentumFromElsewhereGiveFoldsVoteAndState) {
       const auto gradient = replica.model().gradients();
       ASSERT_TRUE(folding.fold(j, gradient).ok());
       BitVector signs;
-      elsewhere.try_emplace(j, options.worker_momentum).first->second.update(gradient, signs);
+      elsewhere.try_emplace(j, setup.options.worker_momentum).first->second.update(gradient, signs);
       ASSERT_TRUE(handed.fold_signs(j, d, signs.words()).ok());
     }
     BitVector a, b;
@@ -171,12 +176,10 @@ TEST(NodeWorker, SignsAndMomentumFromElsewhereGiveFoldsVoteAndState) {
 // A driver packing pieces of the signs itself (a vote in pieces on a GPU) hands them over word
 // range by word range: the vote is the whole signs' vote.
 TEST(NodeWorker, SignsInPiecesFromElsewhereGiveTheSameVote) {
-  auto options = small();
-  options.worker_momentum = 0.9;
-  auto setup = make(options);
+  auto setup = with_momentum();
   auto replica = Replica::create(setup).value();
+  const std::size_t words = BitVector::words_for(replica.dimension());
   const std::size_t d = replica.dimension();
-  const std::size_t words = BitVector::words_for(d);
   ASSERT_GE(words, 3u);
   const std::uint32_t node = 1;
   NodeWorker folding(setup, node), pieces(setup, node);
