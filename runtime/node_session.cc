@@ -175,6 +175,11 @@ NodeSession::~NodeSession() = default;
 
 std::uint64_t NodeSession::round() const noexcept { return state_->round; }
 coding::Codec* NodeSession::codec() noexcept { return state_->codec.get(); }
+
+bool NodeSession::round_open() const noexcept {
+  const State& s = *state_;
+  return s.computing && s.computing->round == s.round;
+}
 const NodeSessionStats& NodeSession::stats() const noexcept {
   if (state_->record) state_->stats.abstained = state_->record->abstained() + state_->pieces_abstained;
   return state_->stats;

@@ -178,6 +178,9 @@ class NodeSession {
   // has not voted. kInvalidArgument, nothing sent, for a piece that breaks these rules.
   Status submit_vote_piece(double loss, std::uint32_t index, std::uint32_t count, std::span<const std::uint64_t> words);
 
+  // Whether a submission now would be sent: the last kCompute's round is open, not overtaken (a
+  // caller with costly or stateful work to submit, such as a GPU encode, asks first).
+  bool round_open() const noexcept;
   std::uint64_t round() const noexcept;  // the next round the replica will apply
   const NodeSessionStats& stats() const noexcept;
   coding::Codec* codec() noexcept;  // the gradient path's codec (its error-feedback memory); else null

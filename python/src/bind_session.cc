@@ -544,6 +544,10 @@ class Session {
                              ": pass a CPU array")
                                 .c_str());
     }
+    if (!session_->round_open()) {  // overtaken: nothing is sent, and the codec's state must not move
+      submitted_ = true;
+      return;
+    }
     const int device_id = as_array(array, "gradient").device_id();
     if (!codec_device_) codec_device_ = std::make_unique<CodecOnDevice>(*session_->codec());
     Result<coding::EncodedGradient> encoded = make_error(ErrorCode::kInternal, "not run");
@@ -559,9 +563,11 @@ class Session {
 
   // Whether submit_gradient takes a CUDA gradient (see there).
   bool encodes_on_device() const {
-    if (byzantine() || node_.setup->sign_vote()) return false;
-    const auto codec = coding::make_codec(node_.setup->options.codec);  // the session's, before start()
-    return codec.ok() && CodecOnDevice::supports(**codec);
+    if (!encodes_on_device_) {
+      const auto codec = coding::make_codec(node_.setup->options.codec);  // the session's, before start()
+      encodes_on_device_ = !byzantine() && !node_.setup->sign_vote() && codec.ok() && CodecOnDevice::supports(**codec);
+    }
+    return *encodes_on_device_;
   }
 
   std::uint64_t round() const { return session_->round(); }
@@ -639,7 +645,11 @@ class Session {
   void saw(const NodeEvent& event) {
     if (keeper_->saves(event)) {
       take_momentum();
-      if (codec_device_) unwrap(codec_device_->sync_host());  // error feedback's memory, from the GPU
+      if (codec_device_) {  // error feedback's memory, from the GPU (no GIL here: a C++ exception)
+        if (const Status synced = codec_device_->sync_host(); !synced.ok())
+          throw std::runtime_error("the node state's error feedback memory from the GPU: " +
+                                   synced.error().to_string());
+      }
     }
     const std::uint64_t restored = keeper_->restored();
     keeper_->observe(event, *worker_, *session_, *replica_);
@@ -748,6 +758,7 @@ class Session {
   nb::object gradient_source_;                          // set_gradient_source
   nb::object momentum_source_;                          // set_momentum_source
   std::unique_ptr<CodecOnDevice> codec_device_;         // the session codec's GPU side (CUDA gradients)
+  mutable std::optional<bool> encodes_on_device_;
   struct AppliedVote {
     std::uint64_t round;
     BitVector vote;

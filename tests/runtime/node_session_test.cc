@@ -494,8 +494,11 @@ TEST(NodeSessionTest, AGradientTheCallerEncodedGoesOutAsItsBytes) {
   // A size the codec cannot write is refused and the round stays open.
   auto cut = bytes;
   cut.pop_back();
+  EXPECT_TRUE(session.round_open());
   EXPECT_EQ(session.submit_encoded(0.5, cut).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(session.round_open());
   ASSERT_TRUE(session.submit_encoded(0.5, bytes).ok());
+  EXPECT_FALSE(session.round_open());
   auto vote = decode_encoded_vote(h.expect(MessageType::kVote).payload, 1 << 20);
   ASSERT_TRUE(vote.ok());
   EXPECT_EQ(vote->round, 0u);
