@@ -11,6 +11,15 @@
 
 namespace ballot::python {
 
+#if BALLOT_HAVE_CUDA
+struct CodecOnDevice::OnGpu {
+  coding::cuda::Workspace workspace;
+  std::unique_ptr<coding::cuda::DeviceErrorFeedback> feedback;
+};
+#else
+struct CodecOnDevice::OnGpu {};
+#endif
+
 CodecOnDevice::CodecOnDevice(coding::Codec& codec) : codec_(&codec) {}
 CodecOnDevice::~CodecOnDevice() = default;
 
@@ -36,31 +45,30 @@ Result<coding::EncodedGradient> CodecOnDevice::encode(const float* d_gradient, i
                       "this codec keeps its GPU state on cuda:" + std::to_string(home_device_) +
                           "; a tensor on cuda:" + std::to_string(device_id) + " needs another codec");
   }
+  if (!gpu_) gpu_ = std::make_unique<OnGpu>();
   const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_);
-  if (feedback == nullptr) {
-    if (!workspace_) workspace_ = std::make_unique<coding::cuda::Workspace>();
-    return coding::cuda::encode_to_host(*codec_, d_gradient, layout, rng, *workspace_, stream);
-  }
-  if (!feedback_) {
-    BALLOT_ASSIGN_OR_RETURN(feedback_, coding::cuda::DeviceErrorFeedback::create(*codec_));
+  if (feedback == nullptr)
+    return coding::cuda::encode_to_host(*codec_, d_gradient, layout, rng, gpu_->workspace, stream);
+  if (!gpu_->feedback) {
+    BALLOT_ASSIGN_OR_RETURN(gpu_->feedback, coding::cuda::DeviceErrorFeedback::create(*codec_));
   }
   if (!device_current_) {
     // The memory moves to the device; a memory of another size restarts at zero, as on the CPU.
     if (feedback->memory().size() == layout.total_size()) {
-      BALLOT_TRY(feedback_->load_state(codec_->save_state(), layout, stream));
+      BALLOT_TRY(gpu_->feedback->load_state(codec_->save_state(), layout, stream));
     } else {
-      feedback_->reset_state();
+      gpu_->feedback->reset_state();
     }
     device_current_ = true;
   }
-  return feedback_->encode_to_host(d_gradient, layout, rng, stream);
+  return gpu_->feedback->encode_to_host(d_gradient, layout, rng, stream);
 }
 
 // Each device encode synchronised its stream, so the memory is final; the copy needs no stream.
 Status CodecOnDevice::sync_host() {
   if (!device_current_) return {};
-  BALLOT_ASSIGN_OR_RETURN(const auto state, feedback_->save_state(nullptr));
-  BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(feedback_->size())));
+  BALLOT_ASSIGN_OR_RETURN(const auto state, gpu_->feedback->save_state(nullptr));
+  BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(gpu_->feedback->size())));
   device_current_ = false;
   return {};
 }

@@ -14,11 +14,6 @@
 #include "core/result.h"
 #include "core/rng.h"
 
-namespace ballot::coding::cuda {
-class Workspace;
-class DeviceErrorFeedback;
-}  // namespace ballot::coding::cuda
-
 namespace ballot::python {
 
 class CodecOnDevice {
@@ -44,9 +39,9 @@ class CodecOnDevice {
   void forget() noexcept { device_current_ = false; }
 
  private:
+  struct OnGpu;  // the encoder's workspace and error feedback's memory there (a build with CUDA)
   coding::Codec* codec_;
-  std::unique_ptr<coding::cuda::Workspace> workspace_;
-  std::unique_ptr<coding::cuda::DeviceErrorFeedback> feedback_;
+  std::unique_ptr<OnGpu> gpu_;
   int home_device_ = -1;
   bool device_current_ = false;  // the error-feedback memory lives on the device
 };
