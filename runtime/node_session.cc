@@ -511,7 +511,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::check_decision_due() {
 
 Status NodeSession::submit_vote(double loss, BitVector signs) {
   State& s = *state_;
-  if (!s.computing || s.computing->round != s.round) return {};  // overtaken: nothing to send
+  if (!round_open()) return {};  // overtaken: nothing to send
   const RoundStart start = *std::exchange(s.computing, std::nullopt);
   if (s.exchange || !s.setup.sign_vote()) return make_error(ErrorCode::kInvalidArgument, "this round takes no vote");
   Vote vote{.round = start.round, .loss = loss, .model_digest = start.model_digest, .signs = std::move(signs)};
@@ -522,7 +522,7 @@ Status NodeSession::submit_vote(double loss, BitVector signs) {
 Status NodeSession::submit_vote_piece(double loss, std::uint32_t index, std::uint32_t count,
                                       std::span<const std::uint64_t> words) {
   State& s = *state_;
-  if (!s.computing || s.computing->round != s.round) return {};  // overtaken: nothing to send
+  if (!round_open()) return {};  // overtaken: nothing to send
   if (s.exchange || !s.setup.sign_vote()) return make_error(ErrorCode::kInvalidArgument, "this round takes no vote");
   if (s.options.adversary) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -588,7 +588,7 @@ Status NodeSession::submit_vote_piece(double loss, std::uint32_t index, std::uin
 
 Status NodeSession::submit_gradient(double loss, std::vector<float> gradient) {
   State& s = *state_;
-  if (!s.computing || s.computing->round != s.round) return {};
+  if (!round_open()) return {};
   const RoundStart start = *std::exchange(s.computing, std::nullopt);
   if (!s.codec) return make_error(ErrorCode::kInvalidArgument, "this round takes no gradient");
   EncodedVote vote{.round = start.round, .loss = loss, .model_digest = start.model_digest};
@@ -602,7 +602,7 @@ Status NodeSession::submit_gradient(double loss, std::vector<float> gradient) {
 
 Status NodeSession::submit_encoded(double loss, std::vector<std::uint8_t> bytes) {
   State& s = *state_;
-  if (!s.computing || s.computing->round != s.round) return {};
+  if (!round_open()) return {};
   if (!s.codec) return make_error(ErrorCode::kInvalidArgument, "this round takes no gradient");
   if (s.options.adversary) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -622,7 +622,7 @@ Status NodeSession::submit_encoded(double loss, std::vector<std::uint8_t> bytes)
 
 Status NodeSession::submit_partition_signs(double loss, BitVector signs) {
   State& s = *state_;
-  if (!s.computing || s.computing->round != s.round) return {};
+  if (!round_open()) return {};
   const RoundStart start = *std::exchange(s.computing, std::nullopt);
   if (!s.exchange) return make_error(ErrorCode::kInvalidArgument, "this round takes no partition signs");
   PartitionSigns own{.round = start.round, .loss = loss, .model_digest = start.model_digest, .signs = std::move(signs)};

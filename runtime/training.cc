@@ -396,21 +396,21 @@ double NodeWorker::vote(Replica& replica, std::uint64_t round, BitVector& vote) 
   return partitions_.empty() ? 0.0 : loss / static_cast<double>(partitions_.size());
 }
 
+Status NodeWorker::own_partition(std::uint32_t partition) const {
+  if (std::find(partitions_.begin(), partitions_.end(), partition) != partitions_.end()) return {};
+  return make_error(ErrorCode::kInvalidArgument,
+                    "node " + std::to_string(node_) + " does not compute partition " + std::to_string(partition));
+}
+
 Status NodeWorker::fold(std::uint32_t partition, std::span<const float> gradient) {
-  if (std::find(partitions_.begin(), partitions_.end(), partition) == partitions_.end()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "node " + std::to_string(node_) + " does not compute partition " + std::to_string(partition));
-  }
+  BALLOT_TRY(own_partition(partition));
   signs_of(partition, gradient, signs_[partition]);
   return {};
 }
 
 Status NodeWorker::fold_range(std::uint32_t partition, std::size_t dimension, std::size_t offset,
                               std::span<const float> gradient) {
-  if (std::find(partitions_.begin(), partitions_.end(), partition) == partitions_.end()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "node " + std::to_string(node_) + " does not compute partition " + std::to_string(partition));
-  }
+  BALLOT_TRY(own_partition(partition));
   const std::size_t end = offset + gradient.size();
   if (offset % 64 != 0 || end > dimension || (end % 64 != 0 && end != dimension)) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -466,20 +466,14 @@ const BitVector& NodeWorker::folded_signs(std::uint32_t partition) const {
 }
 
 Status NodeWorker::fold_signs(std::uint32_t partition, std::size_t dimension, std::span<const std::uint64_t> words) {
-  if (std::find(partitions_.begin(), partitions_.end(), partition) == partitions_.end()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "node " + std::to_string(node_) + " does not compute partition " + std::to_string(partition));
-  }
+  BALLOT_TRY(own_partition(partition));
   BALLOT_ASSIGN_OR_RETURN(signs_[partition], BitVector::from_words(dimension, words));
   return {};
 }
 
 Status NodeWorker::fold_signs_range(std::uint32_t partition, std::size_t dimension, std::size_t first_word,
                                     std::span<const std::uint64_t> words) {
-  if (std::find(partitions_.begin(), partitions_.end(), partition) == partitions_.end()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "node " + std::to_string(node_) + " does not compute partition " + std::to_string(partition));
-  }
+  BALLOT_TRY(own_partition(partition));
   const std::size_t total = BitVector::words_for(dimension);
   if (first_word > total || words.size() > total - first_word) {
     return make_error(ErrorCode::kInvalidArgument, "signs of words [" + std::to_string(first_word) + ", " +

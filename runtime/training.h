@@ -277,6 +277,8 @@ class NodeWorker {
   NodeWorker(const TrainingSetup& setup, std::size_t node, std::vector<std::uint32_t> partitions, bool honest);
   void load_batch(std::uint64_t round, std::uint32_t partition);
   void signs_of(std::uint32_t partition, std::span<const float> gradient, BitVector& signs);
+  // kInvalidArgument unless `partition` is one of partitions().
+  Status own_partition(std::uint32_t partition) const;
 
   const TrainingSetup* setup_;
   std::size_t node_;

@@ -145,9 +145,9 @@ class NativeCodec {
   Status decode_add_on_cuda(std::span<const std::uint8_t> bytes, const GradientLayout& layout, float* d_accumulator,
                             int device_id, float weight, void* stream) const {
     BALLOT_TRY(require_current_device(device_id));
+    if (!CodecOnDevice::supports(*codec_)) return CodecOnDevice::unsupported(*codec_);
     const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_.get());
     const coding::Codec& decoder = feedback != nullptr ? feedback->inner() : *codec_;
-    if (!coding::cuda::on_device(decoder)) return no_device_codec();
     // One decode workspace per device use; concurrent decodes take turns on it.
     const std::lock_guard lock(decode_mutex_);
     if (!decode_workspace_ || decode_device_ != device_id) {
@@ -155,13 +155,6 @@ class NativeCodec {
       decode_device_ = device_id;
     }
     return coding::cuda::decode_add(decoder, bytes, layout, d_accumulator, weight, *decode_workspace_, stream);
-  }
-  Error no_device_codec() const {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "codec " + codec_->spec() +
-                          " has no CUDA encoder (sign, scaled_sign, qsgd with elias=0, terngrad, topk, randomk and "
-                          "threshold, with or without ef, have): "
-                          "pass a CPU array");
   }
   mutable std::mutex decode_mutex_;
   mutable std::unique_ptr<coding::cuda::Workspace> decode_workspace_;

@@ -23,6 +23,13 @@ struct CodecOnDevice::OnGpu {};
 CodecOnDevice::CodecOnDevice(coding::Codec& codec) : codec_(&codec) {}
 CodecOnDevice::~CodecOnDevice() = default;
 
+Error CodecOnDevice::unsupported(const coding::Codec& codec) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    "codec " + codec.spec() +
+                        " has no CUDA encoder (sign, scaled_sign, qsgd with elias=0, terngrad, topk, randomk and "
+                        "threshold, with or without ef, have): pass a CPU array");
+}
+
 #if BALLOT_HAVE_CUDA
 
 bool CodecOnDevice::supports(const coding::Codec& codec) noexcept {
@@ -32,12 +39,7 @@ bool CodecOnDevice::supports(const coding::Codec& codec) noexcept {
 
 Result<coding::EncodedGradient> CodecOnDevice::encode(const float* d_gradient, int device_id,
                                                       const GradientLayout& layout, Rng& rng, void* stream) {
-  if (!supports(*codec_)) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "codec " + codec_->spec() +
-                          " has no CUDA encoder (sign, scaled_sign, qsgd with elias=0, terngrad, topk, randomk and "
-                          "threshold, with or without ef, have): pass a CPU array");
-  }
+  if (!supports(*codec_)) return unsupported(*codec_);
   BALLOT_TRY(require_current_device(device_id));
   if (home_device_ < 0) home_device_ = device_id;
   if (home_device_ != device_id) {

@@ -26,6 +26,8 @@ class CodecOnDevice {
   // Whether this build encodes `codec` on a GPU: sign, scaled_sign, qsgd with elias=0, terngrad,
   // topk, randomk and threshold, with or without error feedback; false in a build without CUDA.
   static bool supports(const coding::Codec& codec) noexcept;
+  // The error for a codec that !supports(): kInvalidArgument, naming the codecs that have an encoder.
+  static Error unsupported(const coding::Codec& codec);
 
   // codec.encode(gradient, layout, rng) for `d_gradient`, layout.total_size() floats on CUDA device
   // `device_id` (the current device, and the same one every call: the memory lives there), queued on
