@@ -1,5 +1,6 @@
 #include "coding/sparse_codecs.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "coding/detail/sparse.h"
@@ -30,12 +31,24 @@ void random_subset(Rng& rng, std::size_t n, std::size_t k, std::vector<std::uint
   if (k == 0) return;
   // Floyd's algorithm (Bentley & Floyd, CACM 1987): for j = n-k .. n-1 draw t in [0, j]; take t
   // unless already taken, else j. Every k-subset is equally likely, with exactly k draws.
+  // The draws depend on the stream alone, so a batch of them is drawn first and the bitmap words
+  // they test are prefetched: at large n each test is otherwise a cache miss, one at a time.
   std::vector<std::uint64_t> taken(BitVector::words_for(n), 0);
-  for (std::size_t j = n - k; j < n; ++j) {
-    std::size_t t = static_cast<std::size_t>(rng.uniform_int(j + 1));
-    if ((taken[t / 64] >> (t % 64)) & 1u) t = j;
-    taken[t / 64] |= std::uint64_t{1} << (t % 64);
-    out.push_back(static_cast<std::uint32_t>(t));
+  constexpr std::size_t kBatch = 32;
+  std::size_t drawn[kBatch];
+  for (std::size_t first = n - k; first < n; first += kBatch) {
+    const std::size_t count = std::min(kBatch, n - first);
+    for (std::size_t b = 0; b < count; ++b) {
+      drawn[b] = static_cast<std::size_t>(rng.uniform_int(first + b + 1));
+      __builtin_prefetch(&taken[drawn[b] / 64]);
+    }
+    for (std::size_t b = 0; b < count; ++b) {
+      const std::size_t j = first + b;
+      std::size_t t = drawn[b];
+      if ((taken[t / 64] >> (t % 64)) & 1u) t = j;
+      taken[t / 64] |= std::uint64_t{1} << (t % 64);
+      out.push_back(static_cast<std::uint32_t>(t));
+    }
   }
 }
 

@@ -25,7 +25,18 @@ std::uint64_t Rng::stream_id(std::initializer_list<std::uint64_t> parts) noexcep
 
 Rng Rng::substream(std::uint64_t id) const noexcept { return Rng(seed_, stream_id({stream_, id})); }
 
-std::uint32_t Rng::next_u32() noexcept { return philox_stream_word(seed_, stream_, position_++); }
+std::uint32_t Rng::next_u32() noexcept {
+  const std::uint64_t block = position_ >> 2;  // philox_stream_word's block, computed once for its 4 words
+  if (block != cached_block_) {
+    const PhiloxBlock counter{{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
+                               static_cast<std::uint32_t>(stream_), static_cast<std::uint32_t>(stream_ >> 32)}};
+    const PhiloxBlock out =
+        philox4x32_10(counter, static_cast<std::uint32_t>(seed_), static_cast<std::uint32_t>(seed_ >> 32));
+    for (int i = 0; i < 4; ++i) cached_[i] = out.v[i];
+    cached_block_ = block;
+  }
+  return cached_[position_++ & 3];
+}
 
 std::uint64_t Rng::next_u64() noexcept {
   const std::uint64_t low = next_u32();

@@ -63,6 +63,9 @@ class Rng {
   std::uint64_t seed_;
   std::uint64_t stream_;
   std::uint64_t position_ = 0;
+  // The last Philox block computed (4 words): sequential draws compute each block once.
+  std::uint64_t cached_block_ = ~std::uint64_t{0};
+  std::uint32_t cached_[4] = {};
 };
 
 }  // namespace ballot

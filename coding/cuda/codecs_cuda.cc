@@ -344,6 +344,8 @@ Status decode_own(const Codec& codec, const std::uint8_t* d_message, std::size_t
 struct Workspace::Buffers {
   std::array<void*, kNumSlots> pointer{};
   std::array<std::size_t, kNumSlots> bytes{};
+  void* host = nullptr;
+  std::size_t host_bytes = 0;
 };
 
 Workspace::Workspace() : buffers_(std::make_unique<Buffers>()) {}
@@ -352,6 +354,19 @@ Workspace::~Workspace() {
   for (void* pointer : buffers_->pointer) {
     if (pointer != nullptr) cudaFree(pointer);
   }
+  if (buffers_->host != nullptr) cudaFreeHost(buffers_->host);
+}
+
+Result<void*> Workspace::host(std::size_t bytes) {
+  if (buffers_->host != nullptr && buffers_->host_bytes >= bytes) return buffers_->host;
+  if (buffers_->host != nullptr) {
+    BALLOT_TRY(cuda_status(cudaFreeHost(buffers_->host), "cudaFreeHost"));
+    buffers_->host = nullptr;
+  }
+  const std::size_t size = std::max<std::size_t>(bytes, 4096);
+  BALLOT_TRY(cuda_status(cudaMallocHost(&buffers_->host, size), "cudaMallocHost"));
+  buffers_->host_bytes = size;
+  return buffers_->host;
 }
 
 Result<void*> Workspace::get(int slot, std::size_t bytes) {
@@ -406,13 +421,19 @@ Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const Gr
 }
 
 namespace {
-Result<EncodedGradient> download_message(const std::uint8_t* d_message, std::size_t bytes, void* stream) {
+// Through the workspace's pinned buffer: a copy into pageable memory is staged by the driver at a
+// fraction of the link's speed, and the message's vector is then written once, not zeroed first.
+Result<EncodedGradient> download_message(const std::uint8_t* d_message, std::size_t bytes, Workspace& workspace,
+                                         void* stream) {
   EncodedGradient out;
-  out.bytes.resize(bytes);
+  BALLOT_ASSIGN_OR_RETURN(void* pinned, workspace.host(bytes));
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  BALLOT_TRY(cuda_status(cudaMemcpyAsync(out.bytes.data(), d_message, bytes, cudaMemcpyDeviceToHost, cuda_stream),
-                         "download"));
+  if (bytes > 0) {
+    BALLOT_TRY(cuda_status(cudaMemcpyAsync(pinned, d_message, bytes, cudaMemcpyDeviceToHost, cuda_stream), "download"));
+  }
   BALLOT_TRY(cuda_status(cudaStreamSynchronize(cuda_stream), "encode"));
+  const auto* first = static_cast<const std::uint8_t*>(pinned);
+  out.bytes.assign(first, first + bytes);
   return out;
 }
 }  // namespace
@@ -422,7 +443,7 @@ Result<EncodedGradient> encode_to_host(const Codec& codec, const float* d_gradie
   BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace.get(kOut, codec.wire_size(layout)));
   BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
                           encode(codec, d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), workspace, stream));
-  return download_message(static_cast<const std::uint8_t*>(d_out), bytes, stream);
+  return download_message(static_cast<const std::uint8_t*>(d_out), bytes, workspace, stream);
 }
 
 Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
@@ -622,7 +643,7 @@ Result<EncodedGradient> DeviceErrorFeedback::encode_to_host(const float* d_gradi
   BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace_.get(kOut, inner_->wire_size(layout)));
   BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
                           encode(d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), stream));
-  return download_message(static_cast<const std::uint8_t*>(d_out), bytes, stream);
+  return download_message(static_cast<const std::uint8_t*>(d_out), bytes, workspace_, stream);
 }
 
 Result<std::vector<std::uint8_t>> DeviceErrorFeedback::save_state(void* stream) {

@@ -56,6 +56,8 @@ class Workspace {
 
   // A device buffer of at least `bytes` for `slot` (contents undefined after growth).
   Result<void*> get(int slot, std::size_t bytes);
+  // A pinned host buffer of at least `bytes` (messages come down through it at the link's speed).
+  Result<void*> host(std::size_t bytes);
 
  private:
   struct Buffers;

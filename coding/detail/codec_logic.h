@@ -12,6 +12,7 @@
 // - Top-k's order of magnitudes: NaN counts as +inf, −0 as +0.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +55,16 @@ BALLOT_HOST_DEVICE inline float abs_value(float x) {
   return fabsf(x);
 #else
   return std::fabs(x);
+#endif
+}
+
+// One NaN on the wire: x86 keeps the sign and payload of the NaN that entered a sum, a GPU writes
+// its own pattern, so a per-segment float that came out NaN is written as the quiet NaN 0x7FC00000.
+BALLOT_HOST_DEVICE inline float wire_float(float x) {
+#if defined(__CUDA_ARCH__)
+  return x != x ? __uint_as_float(0x7FC00000u) : x;
+#else
+  return x != x ? std::bit_cast<float>(0x7FC00000u) : x;
 #endif
 }
 
@@ -103,12 +114,13 @@ BALLOT_HOST_DEVICE inline QsgdFactors qsgd_factors(double sum_squares, float s) 
   const double norm = square_root(sum_squares);
   constexpr double kFloatMax = 3.40282346638528859811704183484516925e+38;
   const double ratio = static_cast<double>(s) / norm;
-  return {static_cast<float>(norm), norm > 0 ? static_cast<float>(ratio < kFloatMax ? ratio : kFloatMax) : 0.0f};
+  return {wire_float(static_cast<float>(norm)),
+          norm > 0 ? static_cast<float>(ratio < kFloatMax ? ratio : kFloatMax) : 0.0f};
 }
 
 // Scaled sign's per-segment scale ‖v‖₁/n (Karimireddy et al. 2019, Alg. 1); 0 for an empty segment.
 BALLOT_HOST_DEVICE inline float scaled_sign_scale(double sum_abs, std::size_t n) {
-  return n == 0 ? 0.0f : static_cast<float>(sum_abs / static_cast<double>(n));
+  return n == 0 ? 0.0f : wire_float(static_cast<float>(sum_abs / static_cast<double>(n)));
 }
 
 // TernGrad's per-segment scale and limit. Without clipping (clip ≤ 0) the scale is max|x| and the
@@ -140,7 +152,7 @@ BALLOT_HOST_DEVICE inline TernGradFactors terngrad_factors(float max_abs, double
     if (scale > limit) scale = limit;  // NaN stays NaN
   }
   const bool finite = scale - scale == 0.0f;
-  return {scale, limit, finite && scale > 0 ? 1.0f / scale : 0.0f, !finite};
+  return {wire_float(scale), limit, finite && scale > 0 ? 1.0f / scale : 0.0f, !finite};
 }
 
 // Top-k's sort key of a float's bit pattern: |x| as an ordered integer (+0 < … < +inf), every NaN

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "coding/detail/blocks.h"
 #include "coding/detail/codec_logic.h"
+#include "coding/wire_format.h"
 #include "kernels/isa.h"
 #include "tests/coding/codec_test_util.h"
 
@@ -103,6 +105,45 @@ TEST(CodecSumOrder, PairwiseTotalCarriesAnOddLastSumUp) {
   // right it would be 1.
   EXPECT_EQ(pairwise_total(big.data(), big.size()), 0.0);
   EXPECT_EQ(pairwise_total(nullptr, 0), 0.0);
+}
+
+// A per-segment float that comes out NaN goes on the wire as 0x7FC00000 whatever NaN entered the
+// sum: x86 keeps an input NaN's sign and payload, a GPU writes its own, and the encodings of both
+// must be the same bytes.
+TEST(CodecSumOrder, ANanOnTheWireIsOnePattern) {
+  const auto bits = [](float v) {
+    std::uint32_t b;
+    std::memcpy(&b, &v, 4);
+    return b;
+  };
+  const auto nan = [](std::uint32_t b) {
+    float v;
+    std::memcpy(&v, &b, 4);
+    return v;
+  };
+  for (const std::uint32_t pattern : {0xFFC00000u, 0x7FC00001u, 0xFFFFFFFFu, 0x7FFFFFFFu, 0x7FC00000u}) {
+    SCOPED_TRACE(pattern);
+    const double sum = static_cast<double>(nan(pattern));
+    EXPECT_EQ(bits(wire_float(nan(pattern))), 0x7FC00000u);
+    EXPECT_EQ(bits(scaled_sign_scale(sum, 10)), 0x7FC00000u);
+    EXPECT_EQ(bits(qsgd_factors(sum, 16.0f).norm), 0x7FC00000u);
+    EXPECT_EQ(bits(terngrad_factors(nan(pattern), 0.0, 0.0, 10, 0.0f).scale), 0x7FC00000u);
+  }
+  EXPECT_EQ(bits(wire_float(-0.0f)), 0x80000000u);  // numbers keep their bits
+  EXPECT_EQ(bits(scaled_sign_scale(std::numeric_limits<double>::infinity(), 3)), 0x7F800000u);
+  // Through the CPU codecs: a gradient holding −NaN writes the one pattern in the scale or norm.
+  std::vector<float> x(100, 0.5f);
+  x[7] = nan(0xFFC00000u);
+  for (const char* spec : {"scaled_sign", "qsgd:s=4,elias=0,granularity=model", "terngrad:granularity=model"}) {
+    SCOPED_TRACE(spec);
+    auto codec = testing::codec(spec);
+    Rng rng(1);
+    const auto encoded = codec->encode(x, GradientLayout::whole(x.size()), rng);
+    const std::size_t at = std::string(spec).starts_with("qsgd") ? kHeaderBytes + 4 : kHeaderBytes;
+    std::uint32_t written;
+    std::memcpy(&written, encoded.bytes.data() + at, 4);
+    EXPECT_EQ(written, 0x7FC00000u);
+  }
 }
 
 }  // namespace

@@ -37,6 +37,23 @@ TEST(Rng, RandomAccessMatchesSequentialAndSeek) {
   EXPECT_EQ(rng.position(), 11u);
 }
 
+// Each Philox block is computed once for its four words; seeks anywhere (back into the block
+// just read, ahead past it, to a block boundary) and 64-bit draws across blocks read the stream.
+TEST(Rng, SeeksAndWideDrawsReadTheStreamAcrossBlocks) {
+  Rng rng(0xDEADBEEFCAFEull, 77);
+  for (const std::uint64_t at : {0ull, 2ull, 1ull, 3ull, 4ull, 3ull, 1000003ull, 7ull, 8ull, 6ull, (1ull << 34) + 1}) {
+    rng.seek(at);
+    EXPECT_EQ(rng.next_u32(), philox_stream_word(0xDEADBEEFCAFEull, 77, at)) << at;
+    const std::uint64_t wide = rng.next_u64();  // words at + 1 and at + 2, perhaps in the next block
+    EXPECT_EQ(wide, philox_stream_word(0xDEADBEEFCAFEull, 77, at + 1) |
+                        (std::uint64_t{philox_stream_word(0xDEADBEEFCAFEull, 77, at + 2)} << 32))
+        << at;
+    EXPECT_EQ(rng.position(), at + 3);
+  }
+  Rng copy = rng;  // a copy carries its block along and stays in step
+  EXPECT_EQ(copy.next_u32(), rng.next_u32());
+}
+
 TEST(Rng, StreamIdsSeparateStructuredCoordinates) {
   std::set<std::uint64_t> ids;
   for (std::uint64_t round = 0; round < 50; ++round) {
