@@ -82,8 +82,9 @@ class RobustGradient:
 
     ``work_on``: where a CUDA model's gradient is encoded.
 
-    - ``"model"``: on its GPU, on torch's current stream (:attr:`ballot.session.NodeSession.
-      encodes_on_device`), into the bytes the host would write; only they are copied to the host.
+    - ``"model"``: on its GPU, on torch's current stream
+      (:attr:`ballot.session.NodeSession.encodes_on_device`), into the bytes the host would
+      write; only they are copied to the host.
       Error feedback's memory stays on the GPU and goes to the host when the node saves its state
       file. The codec must have a device encoder (``sign``, ``scaled_sign``, ``qsgd`` with
       ``elias=0``, ``terngrad``, ``topk``, ``randomk``, ``threshold``, with or without ``ef``).
