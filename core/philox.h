@@ -39,16 +39,18 @@ BALLOT_HOST_DEVICE inline PhiloxBlock philox4x32_10(PhiloxBlock counter, std::ui
   return counter;
 }
 
-// Word `index` (0-based) of the stream (seed, stream): block index/4 of Philox with
-// counter = (index/4, stream) and key = seed, word index%4 of it.
-BALLOT_HOST_DEVICE inline std::uint32_t philox_stream_word(std::uint64_t seed, std::uint64_t stream,
-                                                           std::uint64_t index) {
-  const std::uint64_t block = index >> 2;
+// Block `block` of the stream (seed, stream): Philox with counter = (block, stream), key = seed.
+BALLOT_HOST_DEVICE inline PhiloxBlock philox_stream_block(std::uint64_t seed, std::uint64_t stream,
+                                                          std::uint64_t block) {
   const PhiloxBlock counter{{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
                              static_cast<std::uint32_t>(stream), static_cast<std::uint32_t>(stream >> 32)}};
-  const PhiloxBlock out =
-      philox4x32_10(counter, static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
-  return out.v[index & 3];
+  return philox4x32_10(counter, static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+}
+
+// Word `index` (0-based) of the stream (seed, stream): word index%4 of block index/4.
+BALLOT_HOST_DEVICE inline std::uint32_t philox_stream_word(std::uint64_t seed, std::uint64_t stream,
+                                                           std::uint64_t index) {
+  return philox_stream_block(seed, stream, index >> 2).v[index & 3];
 }
 
 // A uniform float in [0, 1) from the top 24 bits of a word: exactly representable, so CPU and GPU

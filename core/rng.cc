@@ -28,10 +28,7 @@ Rng Rng::substream(std::uint64_t id) const noexcept { return Rng(seed_, stream_i
 std::uint32_t Rng::next_u32() noexcept {
   const std::uint64_t block = position_ >> 2;  // philox_stream_word's block, computed once for its 4 words
   if (block != cached_block_) {
-    const PhiloxBlock counter{{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-                               static_cast<std::uint32_t>(stream_), static_cast<std::uint32_t>(stream_ >> 32)}};
-    const PhiloxBlock out =
-        philox4x32_10(counter, static_cast<std::uint32_t>(seed_), static_cast<std::uint32_t>(seed_ >> 32));
+    const PhiloxBlock out = philox_stream_block(seed_, stream_, block);
     for (int i = 0; i < 4; ++i) cached_[i] = out.v[i];
     cached_block_ = block;
   }

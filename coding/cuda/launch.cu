@@ -16,7 +16,7 @@
 
 namespace {
 
-using ballot_in_cuda_unit::philox4x32_10;
+using ballot_in_cuda_unit::philox_stream_block;
 using ballot_in_cuda_unit::PhiloxBlock;
 namespace logic = ballot_in_cuda_unit::coding::detail;
 namespace rn = ballot_in_cuda_unit::kernels;
@@ -225,11 +225,7 @@ __global__ void quantize_kernel(const float* x, std::size_t d, const BallotCodec
        pair += warps_in_grid) {
     const std::size_t group = 2 * pair + h;
     const std::size_t base = 128 * group;
-    const std::uint64_t block = first_block + 16 * group + j;
-    const PhiloxBlock counter{{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-                               static_cast<std::uint32_t>(rng_stream), static_cast<std::uint32_t>(rng_stream >> 32)}};
-    const PhiloxBlock random =
-        philox4x32_10(counter, static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+    const PhiloxBlock random = philox_stream_block(seed, rng_stream, first_block + 16 * group + j);
     // The pair lies wholly inside the gradient (every pair but perhaps the last).
     const bool full = 128 * (2 * pair + 2) <= d;
     float value[8];

@@ -31,12 +31,7 @@ constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
 // words[w][j] = word w of Philox block first_block + 16g + j.
 void group_words(const RoundingStream& random, std::uint64_t group, std::uint32_t (&words)[4][16]) {
   for (std::uint32_t j = 0; j < 16; ++j) {
-    const std::uint64_t block = random.first_block + 16 * group + j;
-    const PhiloxBlock counter{{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-                               static_cast<std::uint32_t>(random.stream),
-                               static_cast<std::uint32_t>(random.stream >> 32)}};
-    const PhiloxBlock out =
-        philox4x32_10(counter, static_cast<std::uint32_t>(random.seed), static_cast<std::uint32_t>(random.seed >> 32));
+    const PhiloxBlock out = philox_stream_block(random.seed, random.stream, random.first_block + 16 * group + j);
     for (int w = 0; w < 4; ++w) words[w][j] = out.v[w];
   }
 }
