@@ -54,7 +54,8 @@ cmake --build "$build" -j"$(nproc)" --target $targets > "$log/build.log" 2>&1 ||
   { grep -B2 -A12 "error" "$log/build.log" | head -60; exit 1; }
 echo "built in $(($(date +%s) - start)) s"
 # With BUDGET=seconds, each step below gets what is left of that budget (counted from the start of
-# this script, the build included) and is skipped when less than a minimum is left: the most telling steps come first.
+# this script, the build included) and is skipped when less than a minimum is left. The most
+# telling steps come first.
 step() {  # step MIN_SECONDS MAX_SECONDS command...: runs under timeout, or says why it was skipped
   local min=$1 max=$2 left
   shift 2
@@ -68,7 +69,10 @@ step() {  # step MIN_SECONDS MAX_SECONDS command...: runs under timeout, or says
 echo "== CUDA tests ($(date +%T))"
 for t in tests/kernels/kernels_cuda_test tests/robust/robust_cuda_test tests/coding/coding_cuda_test; do
   echo "-- $t"
-  step 20 300 "$build/$t" 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|Expected|Which is|differs|error" | head -30
+  step 20 300 "$build/$t" > /tmp/ballot-cuda-test.out 2>&1
+  # the whole output, with each failure's trace (the case it ran), in one log
+  { echo "-- $t"; cat /tmp/ballot-cuda-test.out; } >> "$log/cuda-tests.log"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|Expected|Which is|differs|error" /tmp/ballot-cuda-test.out | head -30
 done
 python_built=0
 [ "${PYTHON:-1}" != 0 ] && ls "$build"/python/ballot/_native*.so > /dev/null 2>&1 && python_built=1
