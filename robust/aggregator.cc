@@ -155,4 +155,6 @@ Result<AggregationResult> Aggregator::aggregate(std::span<const std::span<const 
   return aggregate(inputs);
 }
 
+Result<std::optional<RowScales>> PreAggregator::row_scales(const InputMatrix&) { return std::optional<RowScales>{}; }
+
 }  // namespace ballot::robust

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -95,6 +96,13 @@ struct PreAggregation {
   std::vector<std::size_t> non_finite;  // ascending indices into the pre-aggregator's input
 };
 
+// What a pre-aggregator that only rescales its rows would write, without writing it: output row i
+// is the floats (float)(scales[i] · x_i) (a non-finite row: scale 1, passed on unchanged).
+struct RowScales {
+  std::vector<float> scales;            // n finite factors
+  std::vector<std::size_t> non_finite;  // as PreAggregation::non_finite
+};
+
 class PreAggregator {
  public:
   virtual ~PreAggregator() = default;
@@ -104,6 +112,10 @@ class PreAggregator {
   virtual std::size_t outputs(std::size_t n) const { return n; }
   // Non-finite inputs are never mixed into finite outputs; a rule after it will exclude them.
   virtual Result<PreAggregation> apply(const InputMatrix& inputs) = 0;
+  // A stage whose every output row is its input row times one factor (clipping, ARC) returns the
+  // factors apply() would use, after the same checks, without writing any row: a mean after it
+  // then reads the inputs once more instead of a written copy (Pipeline). Other stages: nullopt.
+  virtual Result<std::optional<RowScales>> row_scales(const InputMatrix& inputs);
 };
 
 }  // namespace ballot::robust

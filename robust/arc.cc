@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "robust/detail/common.h"
 
@@ -23,8 +25,7 @@ std::string AdaptiveRobustClipping::spec() const {
   return detail::with_threads("arc:f=" + std::to_string(options_.f), options_.threads);
 }
 
-Result<PreAggregation> AdaptiveRobustClipping::apply(const InputMatrix& inputs) {
-  BALLOT_TRY(check(inputs.n()));
+RowScales AdaptiveRobustClipping::scales(const InputMatrix& inputs) const {
   const std::size_t n = inputs.n(), d = inputs.d();
   const auto& kern = detail::isa_kernels();
   constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -50,23 +51,49 @@ Result<PreAggregation> AdaptiveRobustClipping::apply(const InputMatrix& inputs) 
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end(),
                    std::greater<double>());
   const double threshold = sorted[k];
+  RowScales out;
+  out.scales.assign(n, 1.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (norm[i] == kInf) {
+      out.non_finite.push_back(i);
+    } else if (norm[i] > threshold) {
+      out.scales[i] = static_cast<float>(threshold / norm[i]);
+    }
+  }
+  return out;
+}
 
+Result<std::optional<RowScales>> AdaptiveRobustClipping::row_scales(const InputMatrix& inputs) {
+  BALLOT_TRY(check(inputs.n()));
+  return std::optional<RowScales>(scales(inputs));
+}
+
+Result<PreAggregation> AdaptiveRobustClipping::apply(const InputMatrix& inputs) {
+  BALLOT_TRY(check(inputs.n()));
+  const std::size_t n = inputs.n(), d = inputs.d();
+  const auto& kern = detail::isa_kernels();
+  RowScales factors = scales(inputs);
   PreAggregation out;
   out.output.n = n;
   out.output.d = d;
   out.output.values.resize(n * d);
+  // Every finite row through the scaling kernel (x · 1 is x, bit for bit, for every finite float),
+  // so that a large output streams (detail::kStreamOutputBytes); the non-finite ones copied as they
+  // are. n = 100, d = 10⁶ (robust_bench): 53 ms when the unclipped rows were copied, 39.5 streamed.
+  const auto write = n * d * sizeof(float) >= detail::kStreamOutputBytes ? kern.scale_copy_stream : kern.scale_copy;
+  std::vector<std::uint8_t> bad(n, 0);
+  for (const std::size_t i : factors.non_finite) bad[i] = 1;
   detail::parallel_for(n, options_.threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       float* dst = out.output.values.data() + i * d;
-      if (norm[i] == kInf || !(norm[i] > threshold)) {
+      if (bad[i]) {
         std::memcpy(dst, inputs.row(i), d * sizeof(float));
         continue;
       }
-      kern.scale_copy(static_cast<float>(threshold / norm[i]), inputs.row(i), dst, d);
+      write(factors.scales[i], inputs.row(i), dst, d);
     }
   });
-  for (std::size_t i = 0; i < n; ++i)
-    if (norm[i] == kInf) out.non_finite.push_back(i);
+  out.non_finite = std::move(factors.non_finite);
   return out;
 }
 

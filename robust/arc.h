@@ -39,8 +39,10 @@ class AdaptiveRobustClipping final : public PreAggregator {
   std::string spec() const override;
   Status check(std::size_t n) const override { return check(n, options_.f); }
   Result<PreAggregation> apply(const InputMatrix& inputs) override;
+  Result<std::optional<RowScales>> row_scales(const InputMatrix& inputs) override;
 
  private:
+  RowScales scales(const InputMatrix& inputs) const;
   Options options_;
 };
 

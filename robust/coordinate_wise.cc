@@ -1,6 +1,8 @@
 #include "robust/coordinate_wise.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "robust/detail/common.h"
 
@@ -11,7 +13,8 @@ using detail::CoordinateOp;
 using detail::CoordinatePlan;
 
 // Runs the coordinate engine; k non-finite inputs count against f (Byzantine by definition).
-Result<AggregationResult> run(const InputMatrix& inputs, std::size_t threads, CoordinateOp op, std::size_t f) {
+Result<AggregationResult> run(const InputMatrix& inputs, std::size_t threads, CoordinateOp op, std::size_t f,
+                              std::span<const float> row_weights = {}) {
   auto plan = [op, f](std::size_t m, std::size_t k) -> Result<CoordinatePlan> {
     const std::size_t remaining = f - std::min(f, k);
     CoordinatePlan plan;
@@ -20,7 +23,7 @@ Result<AggregationResult> run(const InputMatrix& inputs, std::size_t threads, Co
     plan.window = op == CoordinateOp::kClosestWindow ? m - remaining : 0;
     return plan;
   };
-  BALLOT_ASSIGN_OR_RETURN(auto outcome, detail::coordinate_wise(inputs, threads, plan));
+  BALLOT_ASSIGN_OR_RETURN(auto outcome, detail::coordinate_wise(inputs, threads, plan, row_weights));
   AggregationResult result;
   result.value = std::move(outcome.value);
   result.report.excluded = outcome.non_finite;
@@ -46,6 +49,17 @@ Result<AggregationResult> Mean::aggregate(const InputMatrix& inputs) {
   // The mean has no f: a non-finite input is excluded rather than allowed to poison every
   // coordinate, and the mean of the others is returned.
   return run(inputs, options_.threads, CoordinateOp::kMean, 0);
+}
+Result<AggregationResult> Mean::aggregate_scaled(const InputMatrix& inputs, std::span<const float> scales) {
+  BALLOT_TRY(check(inputs.n()));
+  if (scales.size() != inputs.n()) {
+    return make_error(ErrorCode::kInvalidArgument, "mean: " + std::to_string(scales.size()) + " row scales for " +
+                                                       std::to_string(inputs.n()) + " inputs");
+  }
+  for (const float scale : scales) {
+    if (!std::isfinite(scale)) return make_error(ErrorCode::kInvalidArgument, "mean: a row scale is not finite");
+  }
+  return run(inputs, options_.threads, CoordinateOp::kMean, 0, scales);
 }
 
 Status CoordinateMedian::check(std::size_t n, std::size_t f) { return check_honest_majority("median", n, f); }

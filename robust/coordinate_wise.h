@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "robust/aggregator.h"
@@ -37,6 +38,10 @@ class Mean final : public Aggregator {
   Status check(std::size_t n) const override { return check(n, 0); }
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;
   using Aggregator::aggregate;
+  // The mean of the rows (float)(scales[i] · x_i), bit for bit what aggregate() returns for a
+  // matrix holding those products, read straight from the inputs (a clipping stage's output that
+  // was never written). scales: n finite floats, else kInvalidArgument.
+  Result<AggregationResult> aggregate_scaled(const InputMatrix& inputs, std::span<const float> scales);
 
  private:
   Options options_;

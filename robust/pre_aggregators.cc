@@ -165,14 +165,26 @@ Status NormClipping::check(std::size_t n) const {
 
 Result<PreAggregation> NormClipping::apply(const InputMatrix& inputs) {
   BALLOT_TRY(check(inputs.n()));
+  PreAggregation out;
+  out.output.n = inputs.n();
+  out.output.d = inputs.d();
+  out.output.values.resize(inputs.n() * inputs.d());
+  out.non_finite = clip(inputs, &out.output).non_finite;
+  return out;
+}
+
+Result<std::optional<RowScales>> NormClipping::row_scales(const InputMatrix& inputs) {
+  BALLOT_TRY(check(inputs.n()));
+  return std::optional<RowScales>(clip(inputs, nullptr));
+}
+
+RowScales NormClipping::clip(const InputMatrix& inputs, Matrix* output) const {
   const std::size_t n = inputs.n(), d = inputs.d();
   const auto& kern = detail::isa_kernels();
-  PreAggregation out;
-  out.output.n = n;
-  out.output.d = d;
-  out.output.values.resize(n * d);
   std::vector<std::uint8_t> bad(n, 0);
-  std::vector<float> scales(n, 1.0f);
+  RowScales out;
+  out.scales.assign(n, 1.0f);
+  std::vector<float>& scales = out.scales;
   auto settle = [&](std::size_t i, double squared_norm) {
     const double norm = std::sqrt(squared_norm);
     if (!std::isfinite(norm) && !kern.all_finite(inputs.row(i), d)) {
@@ -181,18 +193,21 @@ Result<PreAggregation> NormClipping::apply(const InputMatrix& inputs) {
     }
     scales[i] = static_cast<float>(norm > options_.tau ? options_.tau / norm : 1.0);
   };
-  // Columns [begin, end) of row i into the output, with streaming stores: the output is not read
-  // in before it is written (nor does it push the input out of the caches). Measured at d = 1e6,
-  // CPU time of the same binary in alternate runs: n = 10 8.8 -> 5.6-6.0 ms, n = 25 23 -> 17-18 ms,
-  // n = 100 91-96 -> 69-74 ms. Writing each row backwards (re-reading first what the norm read
-  // last, still in L2) measured the same within the noise.
+  // Columns [begin, end) of row i into the output, with streaming stores when it is large
+  // (detail::kStreamOutputBytes): the output is not read in before it is written (nor does it push
+  // the input out of the caches). Measured at d = 1e6, CPU time of the same binary in alternate
+  // runs: n = 10 8.8 -> 5.6-6.0 ms, n = 25 23 -> 17-18 ms, n = 100 91-96 -> 69-74 ms. Writing each
+  // row backwards (re-reading first what the norm read last, still in L2) measured the same within
+  // the noise.
+  const auto write = n * d * sizeof(float) >= detail::kStreamOutputBytes ? kern.scale_copy_stream : kern.scale_copy;
   auto write_row = [&](std::size_t i, std::size_t begin, std::size_t end) {
-    float* dst = out.output.values.data() + i * d;
+    if (output == nullptr) return;
+    float* dst = output->values.data() + i * d;
     if (bad[i]) {
       std::memcpy(dst + begin, inputs.row(i) + begin, (end - begin) * sizeof(float));
       return;
     }
-    kern.scale_copy_stream(scales[i], inputs.row(i) + begin, dst + begin, end - begin);
+    write(scales[i], inputs.row(i) + begin, dst + begin, end - begin);
   };
   const std::size_t threads = std::max<std::size_t>(1, options_.threads);
   const std::size_t pieces = (d + detail::kNormBlock - 1) / detail::kNormBlock;
@@ -228,12 +243,14 @@ Result<PreAggregation> NormClipping::apply(const InputMatrix& inputs) {
       for (std::size_t p = 0; p < pieces; ++p) squared += piece_norms[i * pieces + p];
       settle(i, squared);
     }
-    detail::parallel_for(n * segments, threads, [&](std::size_t u0, std::size_t u1) {
-      for (std::size_t u = u0; u < u1; ++u) {
-        const auto [begin, end] = segment_range(u % segments);
-        if (begin < end) write_row(u / segments, begin, end);
-      }
-    });
+    if (output != nullptr) {
+      detail::parallel_for(n * segments, threads, [&](std::size_t u0, std::size_t u1) {
+        for (std::size_t u = u0; u < u1; ++u) {
+          const auto [begin, end] = segment_range(u % segments);
+          if (begin < end) write_row(u / segments, begin, end);
+        }
+      });
+    }
   }
   for (std::size_t i = 0; i < n; ++i)
     if (bad[i]) out.non_finite.push_back(i);

@@ -81,8 +81,11 @@ class NormClipping final : public PreAggregator {
   std::string spec() const override;
   Status check(std::size_t n) const override;
   Result<PreAggregation> apply(const InputMatrix& inputs) override;
+  Result<std::optional<RowScales>> row_scales(const InputMatrix& inputs) override;
 
  private:
+  // The factors, and the clipped rows into `output` (n×d, allocated) when it is not null.
+  RowScales clip(const InputMatrix& inputs, Matrix* output) const;
   Options options_;
 };
 

@@ -226,7 +226,20 @@ Result<AggregationResult> Pipeline::aggregate(const InputMatrix& inputs) {
   std::vector<std::size_t> non_finite;
   Matrix current;
   InputMatrix view = inputs;
+  // A last stage that only rescales its rows (clipping, ARC) in front of the mean is not written
+  // out: the mean reads the stage's input with the factors (a read for the norms, a read for the
+  // sums, against a read, a write and a read), with the same bits.
+  auto* const mean = dynamic_cast<Mean*>(rule_.get());
   for (std::size_t k = 0; k < stages_.size(); ++k) {
+    if (mean != nullptr && k + 1 == stages_.size()) {
+      BALLOT_ASSIGN_OR_RETURN(std::optional<RowScales> scaled, stages_[k]->row_scales(view));
+      if (scaled) {
+        if (k == 0) non_finite = std::move(scaled->non_finite);
+        BALLOT_ASSIGN_OR_RETURN(AggregationResult result, mean->aggregate_scaled(view, scaled->scales));
+        result.report.non_finite = std::move(non_finite);
+        return result;
+      }
+    }
     BALLOT_ASSIGN_OR_RETURN(PreAggregation step, stages_[k]->apply(view));
     if (k == 0) non_finite = std::move(step.non_finite);
     current = std::move(step.output);

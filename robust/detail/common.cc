@@ -344,8 +344,10 @@ float reduce_column(std::vector<float>& v, const CoordinatePlan& plan) {
 
 Result<CoordinateOutcome> coordinate_wise(
     const InputMatrix& inputs, std::size_t threads,
-    const std::function<Result<CoordinatePlan>(std::size_t m, std::size_t k)>& plan_for) {
+    const std::function<Result<CoordinatePlan>(std::size_t m, std::size_t k)>& plan_for,
+    std::span<const float> row_weights) {
   const std::size_t n = inputs.n(), d = inputs.d();
+  BALLOT_ENFORCE(row_weights.empty() || row_weights.size() == n);
   const auto& kern = isa_kernels();
   CoordinateOutcome out;
   out.value.assign(d, 0.0f);
@@ -359,6 +361,7 @@ Result<CoordinateOutcome> coordinate_wise(
     const std::size_t m = rows.size();
     if (m == 0) return make_error(ErrorCode::kPrecondition, "every input is non-finite");
     BALLOT_ASSIGN_OR_RETURN(const CoordinatePlan plan, plan_for(m, n - m));
+    BALLOT_ENFORCE(row_weights.empty() || plan.op == CoordinateOp::kMean);
     std::size_t need_lo = 0, need_hi = m;
     if (plan.op == CoordinateOp::kMedian) {
       need_lo = (m - 1) / 2;
@@ -397,6 +400,8 @@ Result<CoordinateOutcome> coordinate_wise(
       // up to kRegisterRows rows never store them): no zero fill.
       const auto sums = mean ? std::make_unique_for_overwrite<double[]>(columns) : nullptr;
       std::vector<const float*> pieces(mean ? m : 0);
+      std::vector<float> weights(row_weights.empty() ? 0 : m);
+      for (std::size_t r = 0; r < weights.size(); ++r) weights[r] = row_weights[rows[r]];
       std::vector<float> column(m);
       for (std::size_t b = b0; b < b1; ++b) {
         if (found_non_finite.load(std::memory_order_relaxed)) return;
@@ -406,7 +411,8 @@ Result<CoordinateOutcome> coordinate_wise(
           // as rows_mean does), read once and never copied.
           const std::size_t ahead = b + 1 < b1 ? std::min(columns, d - begin - width) : 0;
           for (std::size_t r = 0; r < m; ++r) pieces[r] = inputs.row(rows[r]) + begin;
-          const bool finite = kern.mean_rows(pieces.data(), m, width, sums.get(), out.value.data() + begin, ahead);
+          const bool finite = kern.mean_rows(pieces.data(), weights.empty() ? nullptr : weights.data(), m, width,
+                                             sums.get(), out.value.data() + begin, ahead);
           if (check && !finite) {
             found_non_finite.store(true, std::memory_order_relaxed);
             return;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,9 +82,12 @@ struct CoordinateOutcome {
   std::vector<float> value;
   std::vector<std::size_t> non_finite;
 };
+// row_weights (the mean only; empty: none): input i counts as the floats (float)(row_weights[i] · x_i),
+// as IsaKernels::mean_rows weights them; its finiteness is x_i's (row_weights are finite).
 Result<CoordinateOutcome> coordinate_wise(
     const InputMatrix& inputs, std::size_t threads,
-    const std::function<Result<CoordinatePlan>(std::size_t m, std::size_t k)>& plan);
+    const std::function<Result<CoordinatePlan>(std::size_t m, std::size_t k)>& plan,
+    std::span<const float> row_weights = {});
 
 // Batcher's odd–even merge sorting network on m wires, restricted to the comparators that the
 // output ranks [need_lo, need_hi) depend on.

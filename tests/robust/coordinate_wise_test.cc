@@ -491,6 +491,38 @@ TEST(Mean, RowOrderDoubleSumForAnyRowCountLayoutAndThreads) {
   });
 }
 
+TEST(Mean, ScaledRowsAreTheMeanOfTheRoundedProducts) {
+  testing::for_each_isa([] {
+    for (std::size_t n : {1u, 3u, 16u, 17u, 29u}) {
+      const std::size_t d = 2051;
+      auto rows = gaussian_rows(n, d, n + 5, 10.0);
+      std::vector<float> scales(n);
+      for (std::size_t i = 0; i < n; ++i) scales[i] = i % 3 == 0 ? 1.0f : 0.1f * static_cast<float>(i + 1);
+      std::vector<float> products(n * d);
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < d; ++j) products[i * d + j] = scales[i] * rows[i * d + j];
+      for (std::size_t threads : {1u, 2u}) {
+        auto want = Mean(MeanOptions{threads}).aggregate(InputMatrix(products.data(), n, d));
+        auto got = Mean(MeanOptions{threads}).aggregate_scaled(InputMatrix(rows.data(), n, d), scales);
+        ASSERT_TRUE(want.ok() && got.ok());
+        EXPECT_EQ(got->value, want->value) << "n=" << n << " threads=" << threads;
+      }
+    }
+  });
+}
+
+TEST(Mean, ScaledRowsRejectBadScales) {
+  const auto rows = gaussian_rows(3, 4, 1);
+  const InputMatrix inputs(rows.data(), 3, 4);
+  std::vector<float> two{1.0f, 1.0f};
+  EXPECT_EQ(Mean().aggregate_scaled(inputs, two).error().code, ErrorCode::kInvalidArgument);
+  std::vector<float> nan{1.0f, std::numeric_limits<float>::quiet_NaN(), 1.0f};
+  auto result = Mean().aggregate_scaled(inputs, nan);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(result.error().message.find("not finite"), std::string::npos);
+}
+
 TEST(CoordinateRuleSpec, Names) {
   EXPECT_EQ(Mean().spec(), "mean");
   EXPECT_EQ(TrimmedMean(TrimmedMeanOptions{2, 1}).spec(), "trimmed_mean:f=2");

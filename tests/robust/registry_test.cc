@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <string>
 
+#include "core/spec.h"
+#include "robust/coordinate_wise.h"
 #include "robust/krum.h"
 #include "robust/pre_aggregators.h"
 #include "robust_test_util.h"
@@ -112,6 +116,97 @@ TEST(Pipeline, EqualsTheStagesAppliedByHand) {
   ASSERT_TRUE(by_hand.ok());
   EXPECT_EQ(result->value, by_hand->value);
   EXPECT_EQ(result->report.selected, by_hand->report.selected);
+}
+
+// Clipping and ARC in front of the mean are not written out (the mean reads their input with the
+// row factors): the value and the report must be those of the stages applied by hand.
+TEST(Pipeline, ARescalingStageBeforeTheMeanGivesTheBitsOfItsWrittenOutput) {
+  testing::for_each_isa([] {
+    for (const char* stage : {"clipping:tau=40", "arc:f=2", "bucketing:s=2 > clipping:tau=40"}) {
+      for (std::size_t n : {5u, 7u, 16u, 17u, 26u}) {
+        for (std::size_t d : {1u, 17u, 2049u}) {
+          for (int poison = 0; poison < 3; ++poison) {  // none, a NaN, an infinity
+            auto rows = testing::gaussian_rows(n, d, n * 31 + d, 1.0);
+            // Rows of different lengths, so that some are clipped and some are not.
+            for (std::size_t i = 0; i < n; ++i)
+              for (std::size_t j = 0; j < d; ++j) rows[i * d + j] *= static_cast<float>(1 + (i % 4) * 3);
+            if (poison > 0)
+              rows[2 * d + d / 2] =
+                  poison == 1 ? std::numeric_limits<float>::quiet_NaN() : -std::numeric_limits<float>::infinity();
+            for (std::size_t threads : {1u, 3u}) {
+              const std::string spec = std::string(stage) + " > mean:threads=" + std::to_string(threads);
+              SCOPED_TRACE(spec + " n=" + std::to_string(n) + " d=" + std::to_string(d) +
+                           " poison=" + std::to_string(poison));
+              auto fused = make_aggregator(spec);
+              ASSERT_TRUE(fused.ok());
+              auto got = (*fused)->aggregate(InputMatrix(rows.data(), n, d));
+              // By hand: every stage written out, then the mean.
+              auto stages = Spec::parse_pipeline(spec);
+              ASSERT_TRUE(stages.ok());
+              InputMatrix view(rows.data(), n, d);
+              std::vector<Matrix> written;
+              std::vector<std::size_t> first_non_finite;
+              for (std::size_t k = 0; k + 1 < stages->size(); ++k) {
+                auto pre = make_pre_aggregator((*stages)[k].to_string());
+                ASSERT_TRUE(pre.ok());
+                auto step = (*pre)->apply(view);
+                ASSERT_TRUE(step.ok());
+                if (k == 0) first_non_finite = step->non_finite;
+                written.push_back(std::move(step->output));
+                view = written.back().view();
+              }
+              auto want = Mean(MeanOptions{threads}).aggregate(view);
+              ASSERT_EQ(got.ok(), want.ok());
+              if (!want.ok()) continue;
+              EXPECT_EQ(got->value, want->value);
+              EXPECT_EQ(got->report.non_finite, first_non_finite);
+              EXPECT_EQ(got->report.excluded, want->report.excluded);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// row_scales() is the contract the pipeline relies on: apply() writes exactly scales[i] · x_i
+// (finite rows) and passes the non-finite ones unchanged; stages that do more give nullopt.
+TEST(Pipeline, RowScalesAreWhatApplyWrites) {
+  const std::size_t n = 9, d = 3000;  // several norm blocks: threads=20 splits the rows
+  auto rows = testing::gaussian_rows(n, d, 77, 0.6);
+  rows[4 * d + 7] = std::numeric_limits<float>::infinity();
+  const InputMatrix inputs(rows.data(), n, d);
+  for (const char* spec : {"clipping:tau=30", "clipping:tau=30,threads=20", "arc:f=3", "arc:f=2,threads=2"}) {
+    auto stage = make_pre_aggregator(spec);
+    ASSERT_TRUE(stage.ok());
+    auto scales = (*stage)->row_scales(inputs);
+    auto applied = (*stage)->apply(inputs);
+    ASSERT_TRUE(scales.ok() && scales->has_value() && applied.ok()) << spec;
+    const RowScales& factors = **scales;
+    EXPECT_EQ(factors.non_finite, applied->non_finite) << spec;
+    EXPECT_EQ(factors.non_finite, std::vector<std::size_t>{4}) << spec;
+    std::size_t clipped = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(std::isfinite(factors.scales[i])) << spec;
+      clipped += factors.scales[i] != 1.0f;
+      for (std::size_t j = 0; j < d; ++j) {
+        const float want = i == 4 ? rows[i * d + j] : factors.scales[i] * rows[i * d + j];
+        ASSERT_EQ(applied->output.values[i * d + j], want) << spec << " row " << i << " column " << j;
+      }
+    }
+    EXPECT_GT(clipped, 0u) << spec;
+  }
+  for (const char* spec : {"nnm:f=1", "bucketing:s=2"}) {
+    auto stage = make_pre_aggregator(spec);
+    ASSERT_TRUE(stage.ok());
+    auto scales = (*stage)->row_scales(inputs);
+    ASSERT_TRUE(scales.ok()) << spec;
+    EXPECT_FALSE(scales->has_value()) << spec;
+  }
+  // The same checks as apply(): ARC's precondition.
+  auto arc = make_pre_aggregator("arc:f=5");
+  ASSERT_TRUE(arc.ok());
+  EXPECT_EQ((*arc)->row_scales(inputs).error().code, ErrorCode::kPrecondition);
 }
 
 TEST(Pipeline, CheckFollowsTheNumberOfInputsThroughBucketing) {
