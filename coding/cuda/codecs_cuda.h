@@ -72,10 +72,12 @@ class Workspace {
 Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng,
                            std::uint8_t* d_out, Workspace& workspace, void* stream);
 
-// encode() into a device buffer of the workspace, then the message copied to the host (for sending);
-// synchronises the stream.
-Result<EncodedGradient> encode_to_host(const Codec& codec, const float* d_gradient, const GradientLayout& layout,
-                                       Rng& rng, Workspace& workspace, void* stream);
+// encode() into a device buffer of the workspace, then the message copied into the workspace's
+// pinned host buffer; synchronises the stream. The view is valid until the workspace's next call:
+// the caller copies it once, into wherever the message goes (a frame, a Python bytes object).
+Result<std::span<const std::uint8_t>> encode_to_host(const Codec& codec, const float* d_gradient,
+                                                     const GradientLayout& layout, Rng& rng, Workspace& workspace,
+                                                     void* stream);
 
 // codec.decode_add(bytes, layout, accumulator, weight) with the accumulator on the device. `bytes`
 // (host memory: a peer's message) are validated on the host by the CPU decoder's checks first; a
@@ -103,8 +105,10 @@ class DeviceErrorFeedback {
   // changes (as on the CPU).
   Result<std::size_t> encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
                              void* stream);
-  // encode() into a device buffer, then the message copied to the host; synchronises the stream.
-  Result<EncodedGradient> encode_to_host(const float* d_gradient, const GradientLayout& layout, Rng& rng, void* stream);
+  // encode() into a device buffer, then the message copied into a pinned host buffer (as
+  // cuda::encode_to_host: valid until this object's next call); synchronises the stream.
+  Result<std::span<const std::uint8_t>> encode_to_host(const float* d_gradient, const GradientLayout& layout, Rng& rng,
+                                                       void* stream);
   // The CPU ErrorFeedback's state blob; synchronises the stream.
   Result<std::vector<std::uint8_t>> save_state(void* stream);
   // Validates the blob (it comes from a file) against the codec and the layout, then uploads it.

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 
 #include "coding/codec_registry.h"
 #include "coding/error_feedback.h"
@@ -58,17 +60,30 @@ class NativeCodec {
     const auto [values, device] = floats_on_device(gradient, "gradient", /*writable=*/false);
     require_size(values.size(), layout, "gradient");
     const int device_id = device == Device::kCuda ? as_array(gradient, "gradient").device_id() : -1;
+    if (device == Device::kCuda) {
+      // The message is copied once, from the encoder's pinned buffer into the bytes object, while
+      // the lock keeps the buffer from the next encode.
+      std::optional<nb::bytes> message;
+      Result<std::span<const std::uint8_t>> encoded = make_error(ErrorCode::kInternal, "not run");
+      {
+        nb::gil_scoped_release released;
+        const std::lock_guard lock(mutex_);
+        encoded = device_.encode(values.data(), device_id, layout, rng_, reinterpret_cast<void*>(stream));
+        if (encoded.ok()) {
+          nb::gil_scoped_acquire acquired;
+          message.emplace(encoded->data(), encoded->size());
+        }
+      }
+      if (!encoded.ok()) raise(encoded.error());
+      return std::move(*message);
+    }
     Result<coding::EncodedGradient> encoded = make_error(ErrorCode::kInternal, "not run");
     {
       nb::gil_scoped_release released;
       const std::lock_guard lock(mutex_);
-      if (device == Device::kCuda) {
-        encoded = device_.encode(values.data(), device_id, layout, rng_, reinterpret_cast<void*>(stream));
-      } else {
-        const Status synced = device_.sync_host();
-        encoded = synced.ok() ? Result<coding::EncodedGradient>(codec_->encode(values, layout, rng_))
-                              : Result<coding::EncodedGradient>(synced.error());
-      }
+      const Status synced = device_.sync_host();
+      encoded = synced.ok() ? Result<coding::EncodedGradient>(codec_->encode(values, layout, rng_))
+                            : Result<coding::EncodedGradient>(synced.error());
     }
     const coding::EncodedGradient message = unwrap(std::move(encoded));
     return nb::bytes(message.bytes.data(), message.bytes.size());

@@ -550,14 +550,18 @@ class Session {
     }
     const int device_id = as_array(array, "gradient").device_id();
     if (!codec_device_) codec_device_ = std::make_unique<CodecOnDevice>(*session_->codec());
-    Result<coding::EncodedGradient> encoded = make_error(ErrorCode::kInternal, "not run");
+    Result<std::vector<std::uint8_t>> encoded = make_error(ErrorCode::kInternal, "not run");
     {
       nb::gil_scoped_release released;
       Rng rng = runtime::codec_rng(*node_.setup, work.round, node_.index);
-      encoded = codec_device_->encode(values.data(), device_id, replica_->model().layout(), rng,
-                                      reinterpret_cast<void*>(stream));
+      // The one copy of the message: from the encoder's pinned buffer into the vector that is sent.
+      const auto pinned = codec_device_->encode(values.data(), device_id, replica_->model().layout(), rng,
+                                                reinterpret_cast<void*>(stream));
+      encoded = pinned.ok()
+                    ? Result<std::vector<std::uint8_t>>(std::vector<std::uint8_t>(pinned->begin(), pinned->end()))
+                    : Result<std::vector<std::uint8_t>>(pinned.error());
     }
-    std::vector<std::uint8_t> bytes = unwrap(std::move(encoded)).bytes;
+    std::vector<std::uint8_t> bytes = unwrap(std::move(encoded));
     send([&] { return session_->submit_encoded(loss, std::move(bytes)); });
   }
 

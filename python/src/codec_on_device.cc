@@ -37,8 +37,8 @@ bool CodecOnDevice::supports(const coding::Codec& codec) noexcept {
   return coding::cuda::on_device(feedback != nullptr ? feedback->inner() : codec);
 }
 
-Result<coding::EncodedGradient> CodecOnDevice::encode(const float* d_gradient, int device_id,
-                                                      const GradientLayout& layout, Rng& rng, void* stream) {
+Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float* d_gradient, int device_id,
+                                                            const GradientLayout& layout, Rng& rng, void* stream) {
   if (!supports(*codec_)) return unsupported(*codec_);
   BALLOT_TRY(require_current_device(device_id));
   if (home_device_ < 0) home_device_ = device_id;
@@ -79,7 +79,7 @@ Status CodecOnDevice::sync_host() {
 
 bool CodecOnDevice::supports(const coding::Codec&) noexcept { return false; }
 
-Result<coding::EncodedGradient> CodecOnDevice::encode(const float*, int, const GradientLayout&, Rng&, void*) {
+Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float*, int, const GradientLayout&, Rng&, void*) {
   return make_error(ErrorCode::kInvalidArgument,
                     "CUDA arrays need a Ballot built with CUDA (this build has no CUDA kernels)");
 }

@@ -7,7 +7,9 @@
 // Not thread-safe: its owner serialises the calls.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 
 #include "coding/codec.h"
 #include "core/gradient_layout.h"
@@ -31,10 +33,12 @@ class CodecOnDevice {
 
   // codec.encode(gradient, layout, rng) for `d_gradient`, layout.total_size() floats on CUDA device
   // `device_id` (the current device, and the same one every call: the memory lives there), queued on
-  // `stream` after the caller's work; the message comes to the host (the stream is synchronised).
-  // kInvalidArgument for a codec without a device encoder, another device, or a build without CUDA.
-  Result<coding::EncodedGradient> encode(const float* d_gradient, int device_id, const GradientLayout& layout, Rng& rng,
-                                         void* stream);
+  // `stream` after the caller's work; the message comes to the host (the stream is synchronised)
+  // into a pinned buffer of this object: the view is valid until its next call, and the caller
+  // copies it once, into the message's final place. kInvalidArgument for a codec without a device
+  // encoder, another device, or a build without CUDA.
+  Result<std::span<const std::uint8_t>> encode(const float* d_gradient, int device_id, const GradientLayout& layout,
+                                               Rng& rng, void* stream);
   // The error-feedback memory back into the codec, if the device holds a newer one.
   Status sync_host();
   // The codec's state changed on the host: the next device encode starts from it.
