@@ -118,23 +118,25 @@ Result<PreAggregation> Bucketing::apply(const InputMatrix& inputs) {
   out.output.d = d;
   out.output.values.resize(buckets * d);
   if (d == 0) return out;
-  // Column blocks of every bucket, bucket-major: the block of the output is summed in L1 and
-  // written once (a whole-row axpy would read and write back a d-float output per input), and
-  // with buckets × blocks units every thread has work even when there are fewer buckets than
-  // threads. Each value is computed by the same operations as a whole-row pass, in the same order.
+  // Column blocks of every bucket, bucket-major: each block of the output is the scaled sum of
+  // its bucket's rows, added in registers and written once (a whole-row axpy would read and write
+  // back a d-float output per input), and with buckets × blocks units every thread has work even
+  // when there are fewer buckets than threads. Each value is computed by the same operations as a
+  // whole-row pass (scale, then add each scaled row in order). A large output streams.
   const auto& kern = detail::isa_kernels();
   constexpr std::size_t kBlock = 2048;
   const std::size_t blocks = (d + kBlock - 1) / kBlock;
+  const bool stream = buckets * d * sizeof(float) >= detail::kStreamOutputBytes;
   std::vector<std::uint8_t> finite(buckets * blocks, 1);
   detail::parallel_for(buckets * blocks, options_.threads, [&](std::size_t u0, std::size_t u1) {
+    std::vector<const float*> pieces(s);
     for (std::size_t u = u0; u < u1; ++u) {
       const std::size_t b = u / blocks, begin = (u % blocks) * kBlock, width = std::min(kBlock, d - begin);
       const std::size_t first = b * s, last = std::min(n, first + s);
       const float scale = 1.0f / static_cast<float>(last - first);
+      for (std::size_t k = first; k < last; ++k) pieces[k - first] = inputs.row(perm[k]) + begin;
       float* dst = out.output.values.data() + b * d + begin;
-      kern.scale_copy(scale, inputs.row(perm[first]) + begin, dst, width);
-      for (std::size_t k = first + 1; k < last; ++k) kern.axpy(scale, inputs.row(perm[k]) + begin, dst, width);
-      finite[u] = kern.all_finite(dst, width) ? 1 : 0;  // still in L1
+      finite[u] = kern.scaled_sum_rows(pieces.data(), last - first, scale, width, dst, stream) ? 1 : 0;
     }
   });
   // A non-finite input makes its bucket non-finite; name the inputs behind such buckets.

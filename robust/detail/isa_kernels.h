@@ -58,6 +58,11 @@ struct IsaKernels {
   void (*scale_copy)(float a, const float* x, float* out, std::size_t len);
   // The same values, written with streaming stores (past the caches) where the level has them.
   void (*scale_copy_stream)(float a, const float* x, float* out, std::size_t len);
+  // out[j] = ((a·x_0[j] + a·x_1[j]) + …) + a·x_{count−1}[j] in float (count ≥ 1, x_k = rows[k]):
+  // the values of scale_copy then count − 1 axpy, in one pass, written with streaming stores when
+  // `stream`. Returns whether every out[j] is finite.
+  bool (*scaled_sum_rows)(const float* const* rows, std::size_t count, float a, std::size_t len, float* out,
+                          bool stream);
   // acc[j] += a · x[j].
   void (*axpy)(float a, const float* x, float* acc, std::size_t len);
   // The same (bit for bit), prefetching ahead[0, ahead_len) into L2 on the way: the caller's next

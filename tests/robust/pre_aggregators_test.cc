@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include "robust/registry.h"
 #include "robust_test_util.h"
@@ -76,6 +78,37 @@ TEST(Bucketing, AveragesBucketsOfAPermutation) {
     weighted = 3 * (three->output.values[c] + three->output.values[d + c]) + three->output.values[2 * d + c];
     EXPECT_NEAR(weighted, total, 1e-4);
   }
+}
+
+// Each bucket's value is (a·x_first + a·x_next) + … in float, a = 1/(bucket size), every product
+// rounded: at every ISA level, for outputs written through the caches and streamed past them.
+TEST(Bucketing, MatchesTheDocumentedArithmetic) {
+  testing::for_each_isa([] {
+    for (const auto& [n, s, d] : {std::tuple<std::size_t, std::size_t, std::size_t>{2, 2, 1},
+                                  {7, 3, 17},
+                                  {5, 2, 2049},
+                                  {6, 4, 5000},
+                                  {4, 2, (std::size_t{9} << 20) / 8 + 13}}) {  // a 9 MiB output: streamed
+      auto rows = gaussian_rows(n, d, n + d, 1e3);
+      rows[(n - 1) * d + d / 3] = std::numeric_limits<float>::infinity();
+      Bucketing bucketing(BucketingOptions{s, 0, 1, /*shuffle=*/false});
+      auto out = bucketing.apply(InputMatrix(rows.data(), n, d));
+      ASSERT_TRUE(out.ok());
+      const std::size_t buckets = (n + s - 1) / s;
+      ASSERT_EQ(out->output.n, buckets);
+      for (std::size_t b = 0; b < buckets; ++b) {
+        const std::size_t first = b * s, last = std::min(n, first + s);
+        const float a = 1.0f / static_cast<float>(last - first);
+        for (std::size_t j = 0; j < d; ++j) {
+          float want = a * rows[first * d + j];
+          for (std::size_t k = first + 1; k < last; ++k) want += a * rows[k * d + j];
+          ASSERT_EQ(std::memcmp(&want, &out->output.values[b * d + j], sizeof want), 0)
+              << "n=" << n << " s=" << s << " d=" << d << " bucket " << b << " column " << j;
+        }
+      }
+      EXPECT_EQ(out->non_finite, std::vector<std::size_t>{n - 1});
+    }
+  });
 }
 
 TEST(Bucketing, ReproducibleAndFreshEachCall) {
