@@ -27,6 +27,11 @@ class CastCodec final : public Codec {
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 
+  FloatFormat format() const noexcept { return format_; }
+  // The decoder's checks of a message (its header, then exactly d values, nothing after) and its
+  // values: 4 or 2 bytes each, little-endian. Shared by decode_add and the CUDA decoder.
+  Result<std::span<const std::uint8_t>> values(std::span<const std::uint8_t> bytes, const GradientLayout& layout) const;
+
  private:
   FloatFormat format_;
 };

@@ -87,7 +87,7 @@ fi
 if [ "${BENCH:-1}" != 0 ] && [ $python_built = 1 ]; then
   echo "== a ballot.torch node's vote against ResNet-50's backward ($(date +%T))"
   for batch in 32 128; do
-    PYTHONPATH="$build/python" step 45 120 python3 bench/gpu/torch_vote_cost.py --batch $batch 2>&1 | tail -14
+    PYTHONPATH="$build/python" step 45 120 python3 bench/gpu/torch_vote_cost.py --batch $batch 2>&1 | tail -16
   done
 fi
 if [ "${BENCH:-1}" != 0 ]; then

@@ -78,8 +78,8 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--beta", type=float, default=0.9)
     parser.add_argument("--codec", action="append",
-                        help="a codec of the gradient path to time (repeatable; default topk:ratio=0.01 and "
-                             "qsgd:s=16,elias=0)")
+                        help="a codec of the gradient path to time (repeatable; default topk:ratio=0.01, "
+                             "qsgd:s=16,elias=0 and fp16)")
     args = parser.parse_args()
     try:
         import torch
@@ -177,7 +177,7 @@ def main() -> int:
           f"({4 * d / t_params / 1e9:6.1f} GB/s)")
     from ballot.codecs import Codec
 
-    for spec in args.codec or ["topk:ratio=0.01", "qsgd:s=16,elias=0"]:
+    for spec in args.codec or ["topk:ratio=0.01", "qsgd:s=16,elias=0", "fp16"]:
         on_device, on_host = Codec(spec), Codec(spec)
         sent = on_device.wire_size(d)
         t_encode = timed(lambda: on_device.encode(flat_grad))

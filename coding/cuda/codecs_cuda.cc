@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "coding/cast_codecs.h"
 #include "coding/cuda/launch.h"
 #include "coding/detail/blocks.h"
 #include "coding/detail/codec_logic.h"
@@ -60,6 +61,30 @@ Status upload(void* d_destination, const void* host, std::size_t bytes, void* st
   if (bytes == 0) return {};
   return cuda_status(
       cudaMemcpyAsync(d_destination, host, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)), "upload");
+}
+
+// The cast codecs' format as the kernels number them.
+int cast_format(const CastCodec& codec) {
+  switch (codec.format()) {
+    case FloatFormat::kFp32:
+      return 0;
+    case FloatFormat::kFp16:
+      return 1;
+    case FloatFormat::kBf16:
+      return 2;
+  }
+  return 0;
+}
+
+// The cast codecs: the header from the host, the values from the device.
+Status encode_cast(const CastCodec& codec, const float* d_gradient, const GradientLayout& layout,
+                   std::size_t wire_bytes, std::uint8_t* d_out, void* stream) {
+  std::vector<std::uint8_t> prefix;
+  write_header(prefix, codec.id(), Granularity::kModel, 0, layout, wire_bytes - kHeaderBytes);
+  BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
+  return cuda_status(
+      ballot_codec_cuda_cast(cast_format(codec), d_gradient, layout.total_size(), d_out + prefix.size(), stream),
+      "cast kernel");
 }
 
 // The quantisers (mode 0: QSGD, 1: TernGrad): header and fixed fields from the host, scales and
@@ -275,6 +300,11 @@ Status decode_own(const Codec& codec, const std::uint8_t* d_message, std::size_t
                   const Rng& drawn_from, float* d_accumulator, float weight, Workspace& workspace, void* stream) {
   const std::size_t d = layout.total_size();
   if (d == 0) return {};
+  if (const auto* cast = dynamic_cast<const CastCodec*>(&codec)) {
+    return cuda_status(
+        ballot_codec_cuda_cast_add(cast_format(*cast), d_message + kHeaderBytes, d, weight, d_accumulator, stream),
+        "cast decode kernel");
+  }
   const auto* top_k = dynamic_cast<const TopKCodec*>(&codec);
   const auto* random_k = dynamic_cast<const RandomKCodec*>(&codec);
   if (top_k != nullptr || random_k != nullptr || dynamic_cast<const ThresholdCodec*>(&codec) != nullptr) {
@@ -387,8 +417,9 @@ Result<void*> Workspace::get(int slot, std::size_t bytes) {
 bool on_device(const Codec& codec) noexcept {
   if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec)) return !qsgd->options().elias;
   if (const auto* sign = dynamic_cast<const SignCodec*>(&codec)) return sign->kind() != SignKind::kOneBit;
-  return dynamic_cast<const TernGradCodec*>(&codec) != nullptr || dynamic_cast<const TopKCodec*>(&codec) != nullptr ||
-         dynamic_cast<const RandomKCodec*>(&codec) != nullptr || dynamic_cast<const ThresholdCodec*>(&codec) != nullptr;
+  return dynamic_cast<const CastCodec*>(&codec) != nullptr || dynamic_cast<const TernGradCodec*>(&codec) != nullptr ||
+         dynamic_cast<const TopKCodec*>(&codec) != nullptr || dynamic_cast<const RandomKCodec*>(&codec) != nullptr ||
+         dynamic_cast<const ThresholdCodec*>(&codec) != nullptr;
 }
 
 Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng,
@@ -404,7 +435,9 @@ Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const Gr
     return encode_threshold(*threshold, d_gradient, layout, d_out, workspace, stream);
   }
   const std::size_t bytes = codec.wire_size(layout);  // exact for the others
-  if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec)) {
+  if (const auto* cast = dynamic_cast<const CastCodec*>(&codec)) {
+    BALLOT_TRY(encode_cast(*cast, d_gradient, layout, bytes, d_out, stream));
+  } else if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec)) {
     BALLOT_TRY(encode_quantized(0, qsgd->granularity(), static_cast<float>(qsgd->options().s), qsgd->options().s,
                                 CodecId::kQsgd, bytes, d_gradient, layout, rng, d_out, workspace, stream));
   } else if (const auto* terngrad = dynamic_cast<const TernGradCodec*>(&codec)) {
@@ -455,6 +488,16 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
     return make_error(ErrorCode::kInvalidArgument, "device decode needs an accumulator");
   }
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  if (const auto* cast = dynamic_cast<const CastCodec*>(&codec)) {
+    BALLOT_ASSIGN_OR_RETURN(const auto values, cast->values(bytes, layout));
+    if (d == 0) return {};
+    BALLOT_ASSIGN_OR_RETURN(void* device, workspace.get(kMessage, values.size()));
+    BALLOT_TRY(upload(device, values.data(), values.size(), stream));
+    BALLOT_TRY(cuda_status(ballot_codec_cuda_cast_add(cast_format(*cast), static_cast<const std::uint8_t*>(device), d,
+                                                      weight, d_accumulator, stream),
+                           "cast decode kernel"));
+    return cuda_status(cudaStreamSynchronize(cuda_stream), "decode");
+  }
   // Validate on the host (the CPU decoder's checks), then copy the message and the per-segment
   // tables in one upload. mode: 0 QSGD, 1 TernGrad, 2 the sign codecs, −1 the sparse codecs.
   int mode = -1;
@@ -564,8 +607,8 @@ Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const C
   const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec);
   if (feedback == nullptr || !on_device(feedback->inner())) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "device error feedback needs ef=1 over a codec with a device encoder (sign, scaled_sign, "
-                      "qsgd with elias=0, terngrad, topk, randomk, threshold); got " +
+                      "device error feedback needs ef=1 over a codec with a device encoder (fp32, fp16, bf16, sign, "
+                      "scaled_sign, qsgd with elias=0, terngrad, topk, randomk, threshold); got " +
                           codec.spec());
   }
   // A copy of the inner codec from its options (its spec string rounds ratios and clips to six
@@ -581,6 +624,8 @@ Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const C
     inner = std::make_unique<RandomKCodec>(random_k->options());
   } else if (const auto* threshold = dynamic_cast<const ThresholdCodec*>(&feedback->inner())) {
     inner = std::make_unique<ThresholdCodec>(threshold->options());
+  } else if (const auto* cast = dynamic_cast<const CastCodec*>(&feedback->inner())) {
+    inner = std::make_unique<CastCodec>(cast->format());
   } else {
     inner = std::make_unique<TopKCodec>(dynamic_cast<const TopKCodec&>(feedback->inner()).options());
   }

@@ -1,9 +1,10 @@
-// The codecs on a CUDA device, for a worker whose gradient is in GPU memory: sign, scaled sign,
-// QSGD (fixed width), TernGrad, top-k, random-k and threshold encode on the device, the device
+// The codecs on a CUDA device, for a worker whose gradient is in GPU memory: the fp32, fp16 and
+// bf16 casts, sign, scaled sign, QSGD (fixed width), TernGrad, top-k, random-k and threshold
+// encode on the device, the device
 // decoders add a peer's message to a device accumulator, and error feedback over them keeps its
 // memory on the device.
 //
-// Bit-identical to the CPU codecs (coding/sign_codecs.h, coding/quantizers.h,
+// Bit-identical to the CPU codecs (coding/cast_codecs.h, coding/sign_codecs.h, coding/quantizers.h,
 // coding/sparse_codecs.h): encode() writes
 // exactly the bytes codec.encode() returns for the same gradient, layout and Rng, and moves the
 // Rng the same way; decode_add() adds exactly what codec.decode_add() adds. (Bits of numbers: a
@@ -20,7 +21,7 @@
 // ordered select: four reads). It synchronises the stream once per segment for the full selection,
 // twice for the sampled one. Scaled sign reads the gradient twice (‖v‖₁ per segment, then the
 // signs), sign once; threshold reads it once to select and synchronises once for the count;
-// random-k reads only its k entries, after uploading 4k bytes of indices.
+// random-k reads only its k entries, after uploading 4k bytes of indices; the casts read it once.
 //
 // Host API in plain C++: streams as void* (a cudaStream_t, null for the default stream), device
 // buffers as raw pointers (d_ prefix). Built only when BALLOT_HAVE_CUDA; without a device the
@@ -40,9 +41,9 @@
 
 namespace ballot::coding::cuda {
 
-// Whether `codec` has a device encoder and decoder: sign, scaled_sign, qsgd with elias=0, terngrad,
-// topk, randomk and threshold (the plain codecs; error feedback over them with its memory on the
-// device: DeviceErrorFeedback).
+// Whether `codec` has a device encoder and decoder: fp32, fp16, bf16, sign, scaled_sign, qsgd with
+// elias=0, terngrad, topk, randomk and threshold (the plain codecs; error feedback over them with
+// its memory on the device: DeviceErrorFeedback).
 bool on_device(const Codec& codec) noexcept;
 
 // Device scratch the codecs reuse between calls (it grows to the largest call). One per stream;

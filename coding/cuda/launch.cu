@@ -579,6 +579,34 @@ __global__ void add_kernel(const float* a, const float* b, std::size_t n, float*
   }
 }
 
+__global__ void cast_kernel(const float* x, std::size_t d, int format, std::uint8_t* out) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < d;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::uint32_t bits = reinterpret_cast<const std::uint32_t*>(x)[i];
+    if (format == 0) {
+      reinterpret_cast<std::uint32_t*>(out)[i] = bits;
+    } else {
+      const float value = logic::bits_float(bits);
+      reinterpret_cast<std::uint16_t*>(out)[i] = format == 1 ? logic::fp16_of(value) : logic::bf16_of(value);
+    }
+  }
+}
+
+__global__ void cast_add_kernel(const std::uint8_t* values, std::size_t d, int format, float weight,
+                                float* accumulator) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < d;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float value;
+    if (format == 0) {
+      value = logic::bits_float(reinterpret_cast<const std::uint32_t*>(values)[i]);
+    } else {
+      const std::uint16_t half = reinterpret_cast<const std::uint16_t*>(values)[i];
+      value = format == 1 ? logic::float_of_fp16(half) : logic::float_of_bf16(half);
+    }
+    accumulator[i] = rn::add_rn(accumulator[i], rn::mul_rn(weight, value));
+  }
+}
+
 __global__ void units_kernel(const std::uint8_t* wire_scales, std::size_t count, float divisor, float weight,
                              float* unit) {
   for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < count;
@@ -909,6 +937,22 @@ int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* 
   (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (n == 0) return 0;
   add_kernel<<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(a, b, n, out);
+  return last_error();
+}
+
+int ballot_codec_cuda_cast(int format, const float* x, std::size_t d, std::uint8_t* out, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
+  if (d == 0) return 0;
+  cast_kernel<<<grid_for(d, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(x, d, format, out);
+  return last_error();
+}
+
+int ballot_codec_cuda_cast_add(int format, const std::uint8_t* values, std::size_t d, float weight,
+                               float* accumulator, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
+  if (d == 0) return 0;
+  cast_add_kernel<<<grid_for(d, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(values, d, format, weight,
+                                                                                          accumulator);
   return last_error();
 }
 

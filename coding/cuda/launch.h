@@ -72,6 +72,14 @@ int ballot_codec_cuda_sign_add(const std::uint8_t* signs, std::size_t d, const B
                                std::size_t num_segments, const float* unit, float* accumulator, void* stream);
 // out[i] = a[i] + b[i], rounded to nearest (error feedback's p = g + e).
 int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* out, void* stream);
+
+// The cast codecs (format 0 fp32, 1 fp16, 2 bf16: coding/cast_codecs.h): out receives x[0, d) as
+// 4- or 2-byte values (codec_logic.h's conversions; fp32 keeps every bit), and cast_add adds
+// weight · value to accumulator[i], each product and sum rounded to nearest. out and values:
+// 4-byte aligned.
+int ballot_codec_cuda_cast(int format, const float* x, std::size_t d, std::uint8_t* out, void* stream);
+int ballot_codec_cuda_cast_add(int format, const std::uint8_t* values, std::size_t d, float weight, float* accumulator,
+                               void* stream);
 // unit[k] = weight · (scale_k / divisor) from the f32 scales of a message on the device (QSGD: the
 // norms and s; TernGrad: the scales and 1), as the CPU decoders compute them.
 int ballot_codec_cuda_units(const std::uint8_t* wire_scales, std::size_t count, float divisor, float weight,

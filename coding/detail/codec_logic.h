@@ -162,4 +162,71 @@ BALLOT_HOST_DEVICE inline std::uint32_t magnitude_key(std::uint32_t bits) {
   return a < 0x7F800000u ? a : 0x7F800000u;
 }
 
+// ---- the cast codecs (coding/cast_codecs.h): fp16 and bf16 of a float, and back -------------------
+
+BALLOT_HOST_DEVICE inline std::uint32_t float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  return std::bit_cast<std::uint32_t>(x);
+#endif
+}
+BALLOT_HOST_DEVICE inline float bits_float(std::uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  return std::bit_cast<float>(bits);
+#endif
+}
+
+// Round to nearest even by integer arithmetic on the float's bits (F. Giesen's construction), with
+// NaN kept quiet and its top payload bits preserved, as F16C's vcvtps2ph does.
+BALLOT_HOST_DEVICE inline std::uint16_t fp16_of(float value) {
+  std::uint32_t bits = float_bits(value);
+  const std::uint32_t sign = bits & 0x80000000u;
+  bits ^= sign;
+  std::uint32_t out;
+  if (bits >= 0x47800000u) {  // >= 65536 (inf or NaN included)
+    out = bits > 0x7F800000u ? (0x7E00u | ((bits >> 13) & 0x3FFu)) : 0x7C00u;
+  } else if (bits < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+    // Adding 0.5 (2^-1) aligns the half-subnormal unit (2^-24) with the float's last mantissa
+    // bit; the float addition's round-to-nearest-even does the rounding.
+    out = float_bits(kernels::add_rn(bits_float(bits), bits_float(0x3F000000u))) - 0x3F000000u;
+  } else {
+    const std::uint32_t mantissa_odd = (bits >> 13) & 1u;
+    bits += 0xC8000FFFu;  // rebias exponent (15 - 127) << 23, plus the rounding bias 0xFFF
+    bits += mantissa_odd;
+    out = bits >> 13;  // may carry into the exponent: 65520..65535 become inf, as they should
+  }
+  return static_cast<std::uint16_t>(out | (sign >> 16));
+}
+
+BALLOT_HOST_DEVICE inline float float_of_fp16(std::uint16_t half) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(half & 0x8000u) << 16;
+  const std::uint32_t exponent = (half >> 10) & 0x1Fu;
+  const std::uint32_t mantissa = half & 0x3FFu;
+  std::uint32_t bits;
+  if (exponent == 0x1F) {
+    bits = mantissa == 0 ? 0x7F800000u : (0x7FC00000u | (mantissa << 13));
+  } else if (exponent == 0) {
+    // Subnormal: mantissa · 2^-24, exact in float.
+    bits = float_bits(kernels::mul_rn(static_cast<float>(mantissa), 1.0f / 16777216.0f));
+  } else {
+    bits = ((exponent + 112u) << 23) | (mantissa << 13);
+  }
+  return bits_float(bits | sign);
+}
+
+// Round to nearest even; a NaN stays a quiet NaN with its top payload bits.
+BALLOT_HOST_DEVICE inline std::uint16_t bf16_of(float value) {
+  const std::uint32_t bits = float_bits(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+BALLOT_HOST_DEVICE inline float float_of_bf16(std::uint16_t bits) {
+  return bits_float(static_cast<std::uint32_t>(bits) << 16);
+}
+
 }  // namespace ballot::coding::detail

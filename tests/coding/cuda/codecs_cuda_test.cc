@@ -22,6 +22,9 @@ namespace ballot::coding::cuda {
 namespace {
 
 const char* const kSpecs[] = {
+    "fp32",
+    "fp16",
+    "bf16",
     "qsgd:ef=0,s=1",
     "qsgd:ef=0,s=16",
     "qsgd:ef=0,s=255,granularity=layer",
@@ -186,7 +189,7 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
   const std::size_t d = 1000;
   const auto layout = layered(d);
   for (const char* spec : {"qsgd:ef=0,s=5", "terngrad:ef=0", "topk:ef=0,ratio=0.05", "scaled_sign:ef=0", "sign",
-                           "randomk:ef=0,ratio=0.05", "threshold:ef=0,tau=0.5"}) {
+                           "randomk:ef=0,ratio=0.05", "threshold:ef=0,tau=0.5", "fp16", "fp32"}) {
     SCOPED_TRACE(spec);
     auto codec = testing::codec(spec);
     Rng rng(3, 4);
@@ -203,6 +206,8 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
       std::memset(bad[1].data() + kHeaderBytes + 4, 0xFF, 4);  // the first index out of the model
     } else if (name.starts_with("randomk")) {
       bad[1][kHeaderBytes] = 0xFF;  // a count above its segment's size (63)
+    } else if (name.starts_with("fp")) {
+      bad[1].push_back(0);  // a byte after the values
     } else {
       bad[1].back() = 0xFF;  // padding bits of the streams
     }
@@ -223,10 +228,10 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
 // every round, the same state blob at the end, and either side resumes from the other's state.
 TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
   for (const std::size_t d : {1000, 70001}) {
-    for (const char* spec :
-         {"qsgd:s=4,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
-          "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1", "scaled_sign:ef=1",
-          "sign:ef=1", "randomk:ratio=0.05,ef=1,granularity=layer", "threshold:tau=0.5,ef=1"}) {
+    for (const char* spec : {"qsgd:s=4,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
+                             "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1",
+                             "scaled_sign:ef=1", "sign:ef=1", "randomk:ratio=0.05,ef=1,granularity=layer",
+                             "threshold:tau=0.5,ef=1", "fp16:ef=1", "bf16:ef=1"}) {
       for (const auto& layout : {GradientLayout::whole(d), layered(d)}) {
         SCOPED_TRACE(std::string(spec) + ", d = " + std::to_string(d) + ", " + std::to_string(layout.num_layers()) +
                      " layers");
@@ -312,7 +317,7 @@ TEST(CodecsCudaArguments, CodecsWithoutADeviceEncoderAreRefused) {
   Workspace workspace;
   const auto layout = GradientLayout::whole(100);
   for (const char* spec :
-       {"fp32", "qsgd:ef=0,elias=1", "topk:ef=1,ratio=0.1", "onebit:ef=0", "signum", "dgc:ratio=0.05", "gtopk"}) {
+       {"qsgd:ef=0,elias=1", "topk:ef=1,ratio=0.1", "onebit:ef=0", "signum", "dgc:ratio=0.05", "gtopk"}) {
     auto codec = testing::codec(spec);
     EXPECT_FALSE(on_device(*codec)) << spec;
     Rng rng(1, 1);
@@ -322,7 +327,7 @@ TEST(CodecsCudaArguments, CodecsWithoutADeviceEncoderAreRefused) {
     EXPECT_EQ(rng.position(), 0u) << spec;
   }
   for (const char* spec : {"qsgd:ef=0", "terngrad:ef=0", "topk:ef=0", "sign", "scaled_sign:ef=0", "randomk:ef=0",
-                           "threshold:tau=1,ef=0"}) {
+                           "threshold:tau=1,ef=0", "fp32", "fp16", "bf16"}) {
     EXPECT_TRUE(on_device(*testing::codec(spec))) << spec;
   }
 }
