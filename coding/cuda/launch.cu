@@ -947,8 +947,8 @@ int ballot_codec_cuda_cast(int format, const float* x, std::size_t d, std::uint8
   return last_error();
 }
 
-int ballot_codec_cuda_cast_add(int format, const std::uint8_t* values, std::size_t d, float weight,
-                               float* accumulator, void* stream_handle) {
+int ballot_codec_cuda_cast_add(int format, const std::uint8_t* values, std::size_t d, float weight, float* accumulator,
+                               void* stream_handle) {
   (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (d == 0) return 0;
   cast_add_kernel<<<grid_for(d, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(values, d, format, weight,
