@@ -15,10 +15,11 @@ bool cpu_has(Isa isa) noexcept {
   switch (isa) {
     case Isa::kScalar:
       return true;
-    // Every CPU with AVX2 has FMA and every one with AVX-512 BW/VL has DQ: asking for them costs
-    // nothing and lets robust's FMA kernels use the same levels.
+    // Every CPU with AVX2 has FMA and F16C, and every one with AVX-512 BW/VL has DQ: asking for them
+    // costs nothing and lets robust's FMA kernels and the fp16 codec's conversions use the same levels.
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("popcnt");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("popcnt") &&
+             __builtin_cpu_supports("f16c");
     case Isa::kAvx512:
       return cpu_has(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");

@@ -4,7 +4,7 @@
 // and stochastic rounding, transport's 16-lane SHA-256) asks active_isa() and runs the matching
 // implementation; none detects CPU features itself. A level stands for a feature set:
 //   kScalar  baseline x86-64 (or any other CPU)
-//   kAvx2    AVX2, FMA, POPCNT
+//   kAvx2    AVX2, FMA, POPCNT, F16C
 //   kAvx512  AVX-512 F, BW, VL, DQ (and the kAvx2 set)
 // Every level computes bit-identical results to kScalar (the reference), except where a module's
 // contract says otherwise (robust rules: float rounding, docs/robust.md).
