@@ -771,22 +771,29 @@ void TlsTransport::Impl::accept_next() {
       });
       return;
     }
-    asio::error_code error;
-    const auto source = socket.remote_endpoint(error).address();
-    std::shared_ptr<SessionBase> session;
-    const int fd = error ? -1 : socket.native_handle();
-    if (error) {
-      socket.close(error);  // already gone
-    } else if (ssl_) {
-      session = make_session(SslStream(std::move(socket), ssl_->native_handle()), nullptr);
-      if (session) static_cast<Session<SslStream>&>(*session).pending_ = true;
-    } else {
-      session = make_session(std::move(socket), nullptr);
-      if (session) static_cast<Session<tcp::socket>&>(*session).pending_ = true;
-    }
-    if (session) {
-      if (auto evicted = admit(session, source, fd)) evicted->evict_async();
-      session->start();
+    // Whatever happens to this connection, the acceptor is armed again below: an exception here
+    // (no memory for the connection's TLS state, a socket call that throws) would otherwise leave
+    // the server accepting nothing for the rest of its life.
+    try {
+      asio::error_code error;
+      const auto source = socket.remote_endpoint(error).address();
+      std::shared_ptr<SessionBase> session;
+      const int fd = error ? -1 : socket.native_handle();
+      if (error) {
+        socket.close(error);  // already gone
+      } else if (ssl_) {
+        session = make_session(SslStream(std::move(socket), ssl_->native_handle()), nullptr);
+        if (session) static_cast<Session<SslStream>&>(*session).pending_ = true;
+      } else {
+        session = make_session(std::move(socket), nullptr);
+        if (session) static_cast<Session<tcp::socket>&>(*session).pending_ = true;
+      }
+      if (session) {
+        if (auto evicted = admit(session, source, fd)) evicted->evict_async();
+        session->start();
+      }
+    } catch (...) {
+      // The connection is dropped (its socket closes with the objects that held it).
     }
     accept_next();
   });
