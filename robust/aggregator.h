@@ -99,7 +99,7 @@ struct PreAggregation {
 // What a pre-aggregator that only rescales its rows would write, without writing it: output row i
 // is the floats (float)(scales[i] · x_i) (a non-finite row: scale 1, passed on unchanged).
 struct RowScales {
-  std::vector<float> scales;            // n finite factors
+  std::vector<float> scales;            // n factors in [0, 1] (a shrink never overflows)
   std::vector<std::size_t> non_finite;  // as PreAggregation::non_finite
 };
 

@@ -57,7 +57,9 @@ Result<AggregationResult> Mean::aggregate_scaled(const InputMatrix& inputs, std:
                                                        std::to_string(inputs.n()) + " inputs");
   }
   for (const float scale : scales) {
-    if (!std::isfinite(scale)) return make_error(ErrorCode::kInvalidArgument, "mean: a row scale is not finite");
+    if (!(std::fabs(scale) <= 1.0f)) {
+      return make_error(ErrorCode::kInvalidArgument, "mean: a row scale is outside [-1, 1] (or NaN)");
+    }
   }
   return run(inputs, options_.threads, CoordinateOp::kMean, 0, scales);
 }

@@ -40,7 +40,8 @@ class Mean final : public Aggregator {
   using Aggregator::aggregate;
   // The mean of the rows (float)(scales[i] · x_i), bit for bit what aggregate() returns for a
   // matrix holding those products, read straight from the inputs (a clipping stage's output that
-  // was never written). scales: n finite floats, else kInvalidArgument.
+  // was never written). scales: n floats in [−1, 1] (so that no product of a finite input
+  // overflows), else kInvalidArgument.
   Result<AggregationResult> aggregate_scaled(const InputMatrix& inputs, std::span<const float> scales);
 
  private:

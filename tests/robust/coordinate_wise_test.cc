@@ -497,7 +497,7 @@ TEST(Mean, ScaledRowsAreTheMeanOfTheRoundedProducts) {
       const std::size_t d = 2051;
       auto rows = gaussian_rows(n, d, n + 5, 10.0);
       std::vector<float> scales(n);
-      for (std::size_t i = 0; i < n; ++i) scales[i] = i % 3 == 0 ? 1.0f : 0.1f * static_cast<float>(i + 1);
+      for (std::size_t i = 0; i < n; ++i) scales[i] = i % 3 == 0 ? 1.0f : 0.03f * static_cast<float>(i + 1);
       std::vector<float> products(n * d);
       for (std::size_t i = 0; i < n; ++i)
         for (std::size_t j = 0; j < d; ++j) products[i * d + j] = scales[i] * rows[i * d + j];
@@ -516,11 +516,15 @@ TEST(Mean, ScaledRowsRejectBadScales) {
   const InputMatrix inputs(rows.data(), 3, 4);
   std::vector<float> two{1.0f, 1.0f};
   EXPECT_EQ(Mean().aggregate_scaled(inputs, two).error().code, ErrorCode::kInvalidArgument);
-  std::vector<float> nan{1.0f, std::numeric_limits<float>::quiet_NaN(), 1.0f};
-  auto result = Mean().aggregate_scaled(inputs, nan);
-  ASSERT_FALSE(result.ok());
-  EXPECT_EQ(result.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_NE(result.error().message.find("not finite"), std::string::npos);
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), 1.5f, -std::numeric_limits<float>::infinity()}) {
+    std::vector<float> scales{1.0f, bad, 1.0f};
+    auto result = Mean().aggregate_scaled(inputs, scales);
+    ASSERT_FALSE(result.ok()) << bad;
+    EXPECT_EQ(result.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(result.error().message.find("outside [-1, 1]"), std::string::npos);
+  }
+  std::vector<float> edge{-1.0f, 0.0f, 1.0f};  // the bounds are allowed
+  EXPECT_TRUE(Mean().aggregate_scaled(inputs, edge).ok());
 }
 
 TEST(CoordinateRuleSpec, Names) {
