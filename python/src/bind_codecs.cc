@@ -3,10 +3,11 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <span>
+#include <vector>
 
 #include "coding/codec_registry.h"
 #include "coding/error_feedback.h"
@@ -61,21 +62,39 @@ class NativeCodec {
     require_size(values.size(), layout, "gradient");
     const int device_id = device == Device::kCuda ? as_array(gradient, "gradient").device_id() : -1;
     if (device == Device::kCuda) {
-      // The message is copied once, from the encoder's pinned buffer into the bytes object, while
-      // the lock keeps the buffer from the next encode.
-      std::optional<nb::bytes> message;
-      Result<std::span<const std::uint8_t>> encoded = make_error(ErrorCode::kInternal, "not run");
+      // The message is copied once, from the encoder's pinned buffer (valid while the lock is held)
+      // into the bytes object. Its size is known before the encode except threshold's: that
+      // object is made first, with the GIL, and filled without it (nothing else can see it yet;
+      // taking the GIL under the lock could deadlock with a caller that holds the GIL and waits
+      // for the lock). Threshold's message goes through a vector.
+      const bool exact = codec_->exact_wire_size();
+      const std::size_t size = exact ? codec_->wire_size(layout) : 0;
+      nb::object message;
+      char* into = nullptr;
+      if (exact) {
+        message = nb::steal(PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size)));
+        if (!message.is_valid()) throw nb::python_error();
+        into = PyBytes_AS_STRING(message.ptr());
+      }
+      std::vector<std::uint8_t> copy;
+      Status status;
       {
         nb::gil_scoped_release released;
         const std::lock_guard lock(mutex_);
-        encoded = device_.encode(values.data(), device_id, layout, rng_, reinterpret_cast<void*>(stream));
-        if (encoded.ok()) {
-          nb::gil_scoped_acquire acquired;
-          message.emplace(encoded->data(), encoded->size());
+        const auto encoded = device_.encode(values.data(), device_id, layout, rng_, reinterpret_cast<void*>(stream));
+        if (!encoded.ok()) {
+          status = encoded.error();
+        } else if (!exact) {
+          copy.assign(encoded->begin(), encoded->end());
+        } else if (encoded->size() != size) {
+          status = make_error(ErrorCode::kInternal, "device encode: the message is not the codec's wire size");
+        } else if (size > 0) {
+          std::memcpy(into, encoded->data(), size);
         }
       }
-      if (!encoded.ok()) raise(encoded.error());
-      return std::move(*message);
+      unwrap(std::move(status));
+      if (!exact) return nb::bytes(copy.data(), copy.size());
+      return nb::borrow<nb::bytes>(message);
     }
     Result<coding::EncodedGradient> encoded = make_error(ErrorCode::kInternal, "not run");
     {
