@@ -3,11 +3,23 @@
 #include <cstdio>
 #include <cstdlib>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "kernels/detail/cpu_kernels.h"
 #include "kernels/isa.h"
 
 namespace ballot::kernels {
 namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
+bool has_f16c() noexcept {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && ((ecx >> 29) & 1u) != 0;
+}
+#endif
 
 bool cpu_has(Isa isa) noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -19,7 +31,7 @@ bool cpu_has(Isa isa) noexcept {
     // costs nothing and lets robust's FMA kernels and the fp16 codec's conversions use the same levels.
     case Isa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("popcnt") &&
-             __builtin_cpu_supports("f16c");
+             has_f16c();
     case Isa::kAvx512:
       return cpu_has(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
