@@ -801,13 +801,19 @@ void TlsTransport::Impl::accept_next() {
 
 void TlsTransport::Impl::dial(const std::shared_ptr<Link>& link) {
   if (closing_) return;
-  tcp::socket socket(asio::make_strand(io_));
-  std::shared_ptr<SessionBase> session;
-  if (ssl_)
-    session = make_session(SslStream(std::move(socket), ssl_->native_handle()), link);
-  else
-    session = make_session(std::move(socket), link);
-  if (session) session->start();
+  // As in accept_next: a session that cannot be set up (no memory for its TLS state) must not end
+  // this link's redials, which only a failing session schedules.
+  try {
+    tcp::socket socket(asio::make_strand(io_));
+    std::shared_ptr<SessionBase> session;
+    if (ssl_)
+      session = make_session(SslStream(std::move(socket), ssl_->native_handle()), link);
+    else
+      session = make_session(std::move(socket), link);
+    if (session) session->start();
+  } catch (...) {
+    schedule_redial(link);
+  }
 }
 
 void TlsTransport::Impl::schedule_redial(const std::shared_ptr<Link>& link) {
