@@ -201,7 +201,7 @@ RowScales NormClipping::clip(const InputMatrix& inputs, Matrix* output) const {
   // runs: n = 10 8.8 -> 5.6-6.0 ms, n = 25 23 -> 17-18 ms, n = 100 91-96 -> 69-74 ms. Writing each
   // row backwards (re-reading first what the norm read last, still in L2) measured the same within
   // the noise.
-  const auto write = n * d * sizeof(float) >= detail::kStreamOutputBytes ? kern.scale_copy_stream : kern.scale_copy;
+  const auto write = detail::scale_copy_for(kern, n * d * sizeof(float));
   auto write_row = [&](std::size_t i, std::size_t begin, std::size_t end) {
     if (output == nullptr) return;
     float* dst = output->values.data() + i * d;

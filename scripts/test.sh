@@ -12,9 +12,10 @@ jobs=$(nproc)
 scripts/setup.sh
 python=$(scripts/python_env.sh)
 
-# ctest of a preset; when the only failure is the one test known to stall now and then in full
-# runs (a server under a flood of idle loopback connections: docs/security.md, "Known issue"), that
-# test is run once more, alone, and must pass. Any other failure fails the run at once.
+# ctest of a preset; when the only failure is the one test that used to stall now and then in full
+# runs (a server under a flood of idle loopback connections: docs/security.md, "Fixed: a server
+# stalled"; its cause is fixed, this stays until full runs have shown it gone), that test is run
+# once more, alone, and must pass. Any other failure fails the run at once.
 ctest_preset() {
   local preset=$1 flaky='ProcessCluster.RejoinsThroughAFloodOfIdleSockets'
   if ctest --preset "$preset" -j "$jobs"; then return 0; fi

@@ -577,13 +577,13 @@ class Session final : public SessionBase {
     disarm(read_timer_, read_generation_);
     disarm(write_timer_, write_generation_);
     if (resolver_) resolver_->cancel();
-    asio::error_code ignored;
-    socket().shutdown(tcp::socket::shutdown_both, ignored);
-    socket().close(ignored);
-    if (pending_) {
+    if (pending_) {  // before the close: the admission list reads the descriptor number it holds
       impl_.pending_done(this);
       pending_ = false;
     }
+    asio::error_code ignored;
+    socket().shutdown(tcp::socket::shutdown_both, ignored);
+    socket().close(ignored);
     impl_.session_closed(shared_from_this(), peer_, dialled_, authenticated_);
   }
 

@@ -64,17 +64,9 @@ Status upload(void* d_destination, const void* host, std::size_t bytes, void* st
 }
 
 // The cast codecs' format as the kernels number them.
-int cast_format(const CastCodec& codec) {
-  switch (codec.format()) {
-    case FloatFormat::kFp32:
-      return 0;
-    case FloatFormat::kFp16:
-      return 1;
-    case FloatFormat::kBf16:
-      return 2;
-  }
-  return 0;
-}
+// The kernels number the formats as FloatFormat does (0 fp32, 1 fp16, 2 bf16).
+static_assert(static_cast<int>(FloatFormat::kFp16) == 1 && static_cast<int>(FloatFormat::kBf16) == 2);
+int cast_format(const CastCodec& codec) { return static_cast<int>(codec.format()); }
 
 // The cast codecs: the header from the host, the values from the device.
 Status encode_cast(const CastCodec& codec, const float* d_gradient, const GradientLayout& layout,

@@ -99,6 +99,11 @@ struct IsaKernels {
                               std::size_t first, std::size_t last, float* out);
 };
 
+// The scale-copy kernel for a stage output of out_bytes: streaming at kStreamOutputBytes and above.
+inline auto scale_copy_for(const IsaKernels& kern, std::size_t out_bytes) {
+  return out_bytes >= kStreamOutputBytes ? kern.scale_copy_stream : kern.scale_copy;
+}
+
 // The kernels of kernels::active_isa().
 const IsaKernels& isa_kernels();
 

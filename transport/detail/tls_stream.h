@@ -179,8 +179,15 @@ class TlsStream {
   // Runs `attempt` until it is done or fails, waiting for the socket whenever OpenSSL needs it;
   // then posts `complete`. The stream must outlive the operation (the sessions' handlers hold
   // their session, which owns the stream).
+  //
+  // OpenSSL's BIOs hold the bare descriptor number. Once the socket is closed (a deadline or an
+  // eviction closes it while a wait that already completed is still queued behind it on the
+  // strand), that number may belong to the next accepted connection, whose socket blocks until
+  // its own handshake starts: OpenSSL would read another peer's bytes, or block the I/O thread in
+  // read() for as long as that peer stays silent. So no attempt runs on a closed socket.
   template <typename Attempt, typename Complete>
   void run(Attempt attempt, Complete complete) {
+    if (!socket_.is_open()) return post(std::move(complete), asio::error::operation_aborted);
     asio::error_code error;
     Step step = attempt(error);
     if (step == Step::kAgain) step = Step::kWantRead;
