@@ -872,6 +872,8 @@ void TlsTransport::Impl::heard(Link& link, bool first) {
 std::shared_ptr<SessionBase> TlsTransport::Impl::admit(const std::shared_ptr<SessionBase>& session,
                                                        const asio::ip::address& source, int fd) {
   std::lock_guard<std::mutex> lock(pending_mutex_);
+  // A session that is gone without closing (its socket closed with it) no longer holds its number.
+  std::erase_if(pending_, [](const PendingHandshake& p) { return p.handle.expired(); });
   std::shared_ptr<SessionBase> evicted;
   const auto from = [&](const asio::ip::address& address) {
     return static_cast<std::size_t>(std::count_if(pending_.begin(), pending_.end(),
