@@ -67,6 +67,63 @@ BALLOT_F16C void floats_of_fp16_block(const std::uint8_t* src, std::size_t n, fl
   for (; i < n; ++i) dst[i] = detail::float_of_fp16(load_pod<std::uint16_t>(src + 2 * i));
 }
 
+#if defined(__x86_64__)
+#define BALLOT_AVX2 __attribute__((target("avx2")))
+#else
+#define BALLOT_AVX2
+#endif
+bool avx2_usable() {
+#if defined(__x86_64__)
+  return kernels::active_isa() >= kernels::Isa::kAvx2;
+#else
+  return false;
+#endif
+}
+
+#if defined(__x86_64__)
+// bf16_of of eight floats, in the low 16 bits of each 32-bit lane.
+BALLOT_AVX2 __m256i bf16_of_eight(const float* x) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+  const __m256i high = _mm256_srli_epi32(bits, 16);
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), _mm256_and_si256(high, _mm256_set1_epi32(1))),
+      16);
+  // |bits| ≤ 0x7FFFFFFF, so the signed comparison is the unsigned one.
+  const __m256i nan =
+      _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+  return _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+}
+#endif
+
+// bf16_of over n floats into 2n bytes, and float_of_bf16 back, eight values a step with AVX2's
+// integer operations (the same arithmetic on the bits, so no MXCSR dependence; called only at
+// the kAvx2 level and above).
+BALLOT_AVX2 void bf16_of_block(const float* src, std::size_t n, std::uint8_t* dst) {
+  std::size_t i = 0;
+#if defined(__x86_64__)
+  for (; i + 16 <= n; i += 16) {
+    // packus interleaves the two inputs' 128-bit halves; the permute restores the order.
+    const __m256i packed =
+        _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_of_eight(src + i), bf16_of_eight(src + i + 8)), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i), packed);
+  }
+#endif
+  for (; i < n; ++i) {
+    const std::uint16_t value = detail::bf16_of(src[i]);
+    std::memcpy(dst + 2 * i, &value, 2);
+  }
+}
+BALLOT_AVX2 void floats_of_bf16_block(const std::uint8_t* src, std::size_t n, float* dst) {
+  std::size_t i = 0;
+#if defined(__x86_64__)
+  for (; i + 8 <= n; i += 8) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(wide, 16));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = detail::float_of_bf16(load_pod<std::uint16_t>(src + 2 * i));
+}
+
 }  // namespace
 
 CodecId CastCodec::id() const noexcept {
@@ -100,6 +157,10 @@ EncodedGradient CastCodec::encode(std::span<const float> gradient, const Gradien
   }
   if (format_ == FloatFormat::kFp16 && f16c_usable()) {
     fp16_of_block(gradient.data(), gradient.size(), dst);
+    return out;
+  }
+  if (format_ == FloatFormat::kBf16 && avx2_usable()) {
+    bf16_of_block(gradient.data(), gradient.size(), dst);
     return out;
   }
   std::uint16_t buffer[detail::kBlock];
@@ -139,12 +200,15 @@ Status CastCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
   // Blocks of values converted into floats, then added: both loops vectorise (the wire bytes may
   // alias the accumulator as far as the compiler knows; the block may not).
   const bool f16c = format_ == FloatFormat::kFp16 && f16c_usable();
+  const bool avx2 = format_ == FloatFormat::kBf16 && avx2_usable();
   float block[detail::kBlock];
   for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
     const std::size_t n = std::min(detail::kBlock, d - begin);
     const std::uint8_t* piece = src + 2 * begin;
     if (f16c) {
       floats_of_fp16_block(piece, n, block);
+    } else if (avx2) {
+      floats_of_bf16_block(piece, n, block);
     } else if (format_ == FloatFormat::kFp16) {
       for (std::size_t i = 0; i < n; ++i) block[i] = fp16_to_float(load_pod<std::uint16_t>(piece + 2 * i));
     } else {

@@ -96,8 +96,9 @@ TEST(CastCodecs, DecodeIsTheRoundedValueAndSizeIsExact) {
   }
 }
 
-// The vector paths (F16C at the AVX2 levels) against the scalar reference: every sign, exponent
-// and top ten mantissa bits with the low thirteen bits at and around the ties; every half back.
+// The vector paths (at the AVX2 levels: F16C for fp16, integer operations for bf16) against the
+// scalar reference: every sign, exponent and top ten mantissa bits with the low thirteen bits at
+// and around the ties (bf16's ties among them); every 16-bit value of either format back.
 TEST(CastCodecs, EveryIsaLevelEncodesAndDecodesTheScalarBits) {
   std::vector<float> x;
   for (std::uint32_t high = 0; high < (1u << 19); ++high) {
@@ -106,20 +107,24 @@ TEST(CastCodecs, EveryIsaLevelEncodesAndDecodesTheScalarBits) {
     }
   }
   const auto layout = GradientLayout::whole(x.size());
-  std::vector<std::uint8_t> halves;
-  write_header(halves, CodecId::kFp16, Granularity::kModel, 0, GradientLayout::whole(65536), 2 * 65536);
-  for (std::uint32_t h = 0; h < 65536; ++h) {
-    halves.push_back(static_cast<std::uint8_t>(h));
-    halves.push_back(static_cast<std::uint8_t>(h >> 8));
-  }
+  // Every 16-bit value, as a message of either format.
+  auto every_value = [](CodecId id) {
+    std::vector<std::uint8_t> message;
+    write_header(message, id, Granularity::kModel, 0, GradientLayout::whole(65536), 2 * 65536);
+    for (std::uint32_t h = 0; h < 65536; ++h) {
+      message.push_back(static_cast<std::uint8_t>(h));
+      message.push_back(static_cast<std::uint8_t>(h >> 8));
+    }
+    return message;
+  };
+  const auto halves = every_value(CodecId::kFp16), bf16s = every_value(CodecId::kBf16);
   auto run = [&](FloatFormat format) {
     CastCodec codec(format);
     Rng rng(1);
     auto encoded = codec.encode(x, layout, rng).bytes;
     std::vector<float> decoded(65536, -0.0f);  // −0 + v is v, bit for bit
-    if (format == FloatFormat::kFp16) {
-      EXPECT_TRUE(codec.decode_add(halves, GradientLayout::whole(65536), decoded).ok());
-    }
+    EXPECT_TRUE(
+        codec.decode_add(format == FloatFormat::kFp16 ? halves : bf16s, GradientLayout::whole(65536), decoded).ok());
     return std::pair{std::move(encoded), std::move(decoded)};
   };
   auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
@@ -142,9 +147,17 @@ TEST(CastCodecs, EveryIsaLevelEncodesAndDecodesTheScalarBits) {
     }
   }
   const auto decoded = run(FloatFormat::kFp16).second;  // at the best level
+  const auto decoded_bf16 = run(FloatFormat::kBf16).second;
   for (std::uint32_t h = 0; h < 65536; ++h) {
     const float want = fp16_to_float(static_cast<std::uint16_t>(h));
     ASSERT_EQ(std::memcmp(&decoded[h], &want, 4), 0) << h;
+    // Decoding adds the values: a signalling NaN comes out quiet (the levels agree, checked above).
+    const float want_bf16 = bf16_to_float(static_cast<std::uint16_t>(h));
+    if (std::isnan(want_bf16)) {
+      ASSERT_TRUE(std::isnan(decoded_bf16[h])) << h;
+    } else {
+      ASSERT_EQ(std::memcmp(&decoded_bf16[h], &want_bf16, 4), 0) << h;
+    }
   }
 #if defined(__x86_64__)
   // With denormals flushed (FTZ) or zeroed (DAZ) the vector path is not taken: the same bytes.
