@@ -48,7 +48,7 @@ TEST(TlsStream, AnAttemptAfterItsSocketClosedNeverTouchesTheOldDescriptor) {
     stream->next_layer().close(ignored);
     int pair[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);  // blocking, and silent
-    if (pair[0] != fd) {  // the lowest free number is usually the one just closed
+    if (pair[0] != fd) {                                        // the lowest free number is usually the one just closed
       ASSERT_EQ(::dup2(pair[0], fd), fd);
       ::close(pair[0]);
     }
