@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Formats every C++ and CUDA source of the repository with .clang-format (clang-format 14, Debian
-# 12's). --check: change nothing, list the files that differ and fail when there are any.
+# 12's): the tracked files and the new ones git does not ignore. --check: change nothing, list the
+# files that differ and fail when there are any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 format=$(command -v clang-format-14 || command -v clang-format || true)
@@ -8,7 +9,7 @@ if [[ -z "$format" ]]; then
   echo "format.sh: clang-format is not installed (apt-get install clang-format)" >&2
   exit 2
 fi
-mapfile -t files < <(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.h' '*.cc' '*.cu' '*.cuh')
 if [[ "${1:-}" == "--check" ]]; then
   bad=0
   for file in "${files[@]}"; do
