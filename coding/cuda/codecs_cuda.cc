@@ -63,8 +63,7 @@ Status upload(void* d_destination, const void* host, std::size_t bytes, void* st
       cudaMemcpyAsync(d_destination, host, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)), "upload");
 }
 
-// The cast codecs' format as the kernels number them.
-// The kernels number the formats as FloatFormat does (0 fp32, 1 fp16, 2 bf16).
+// The cast codecs' format as the kernels number them, which is FloatFormat's (0 fp32, 1 fp16, 2 bf16).
 static_assert(static_cast<int>(FloatFormat::kFp16) == 1 && static_cast<int>(FloatFormat::kBf16) == 2);
 int cast_format(const CastCodec& codec) { return static_cast<int>(codec.format()); }
 
