@@ -25,12 +25,21 @@ namespace {
 
 std::size_t value_bytes(FloatFormat format) { return format == FloatFormat::kFp32 ? 4 : 2; }
 
+// The active ISA level includes kAvx2 (AVX2 and F16C).
+bool avx2_usable() {
+#if defined(__x86_64__)
+  return kernels::active_isa() >= kernels::Isa::kAvx2;
+#else
+  return false;
+#endif
+}
+
 // F16C (in the kAvx2 level) converts eight values a step with fp16_of's and float_of_fp16's results
 // (round to nearest even; a NaN quieted, its top payload bits kept) while MXCSR neither flushes
 // denormal results nor zeroes denormal inputs (FTZ, DAZ); otherwise the scalar functions run.
 bool f16c_usable() {
 #if defined(__x86_64__)
-  return kernels::active_isa() >= kernels::Isa::kAvx2 && (_mm_getcsr() & 0x8040u) == 0;
+  return avx2_usable() && (_mm_getcsr() & 0x8040u) == 0;
 #else
   return false;
 #endif
@@ -38,8 +47,10 @@ bool f16c_usable() {
 
 #if defined(__x86_64__)
 #define BALLOT_F16C __attribute__((target("avx,f16c")))
+#define BALLOT_AVX2 __attribute__((target("avx2")))
 #else
 #define BALLOT_F16C
+#define BALLOT_AVX2
 #endif
 
 // fp16_of over n floats into 2n bytes, and float_of_fp16 back (F16C on x86-64; called only when
@@ -65,19 +76,6 @@ BALLOT_F16C void floats_of_fp16_block(const std::uint8_t* src, std::size_t n, fl
   }
 #endif
   for (; i < n; ++i) dst[i] = detail::float_of_fp16(load_pod<std::uint16_t>(src + 2 * i));
-}
-
-#if defined(__x86_64__)
-#define BALLOT_AVX2 __attribute__((target("avx2")))
-#else
-#define BALLOT_AVX2
-#endif
-bool avx2_usable() {
-#if defined(__x86_64__)
-  return kernels::active_isa() >= kernels::Isa::kAvx2;
-#else
-  return false;
-#endif
 }
 
 #if defined(__x86_64__)
