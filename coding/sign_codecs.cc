@@ -24,9 +24,6 @@ std::size_t scales_per_segment(SignKind kind) {
   return 0;
 }
 
-using detail::split_sums;
-using detail::SplitSums;
-
 // Writes header + scale placeholders + packed signs of `values`; `on_piece(s, lo, hi)` is called
 // for each block piece while the block is hot in cache (to accumulate the scales).
 template <typename OnPiece>
@@ -87,7 +84,7 @@ EncodedGradient SignCodec::encode(std::span<const float> gradient, const Gradien
   if (kind_ == SignKind::kScaledSign) {
     // ‖v‖₁ in the chunked order of codec_logic.h (which the device encoder reproduces), each piece
     // added while its block is in cache.
-    std::vector<detail::ChunkedAbsSum> l1(segments.size());
+    std::vector<detail::ChunkedSum> l1(segments.size(), detail::ChunkedSum(detail::ChunkedSum::Term::kAbs));
     EncodedGradient out =
         encode_signs(id(), granularity, num_scales, gradient, layout, segments,
                      [&](std::size_t s, std::size_t lo, std::size_t hi) { l1[s].add(gradient.data() + lo, hi - lo); });
@@ -98,21 +95,23 @@ EncodedGradient SignCodec::encode(std::span<const float> gradient, const Gradien
     }
     return out;
   }
-  std::vector<SplitSums> sums(segments.size());
+  // 1-bit SGD: Σx and Σ|x| in the chunked order of codec_logic.h (which the device encoder
+  // reproduces) and the count of negative entries, each piece added while its block is in cache.
+  std::vector<detail::ChunkedSum> sums(segments.size(), detail::ChunkedSum(detail::ChunkedSum::Term::kValue));
+  std::vector<detail::ChunkedSum> magnitudes(segments.size(), detail::ChunkedSum(detail::ChunkedSum::Term::kAbs));
+  std::vector<std::size_t> negatives(segments.size(), 0);
   EncodedGradient out = encode_signs(id(), granularity, num_scales, gradient, layout, segments,
                                      [&](std::size_t s, std::size_t lo, std::size_t hi) {
-                                       const SplitSums piece = split_sums(gradient.data() + lo, hi - lo);
-                                       sums[s].positive += piece.positive;
-                                       sums[s].negative += piece.negative;
-                                       sums[s].negatives += piece.negatives;
+                                       sums[s].add(gradient.data() + lo, hi - lo);
+                                       magnitudes[s].add(gradient.data() + lo, hi - lo);
+                                       negatives[s] += detail::count_negative(gradient.data() + lo, hi - lo);
                                      });
   // Seide et al. 2014: reconstruct each bit by the mean of the values it stands for.
   for (std::size_t s = 0; s < segments.size(); ++s) {
-    const double positives = static_cast<double>(segments[s].size) - sums[s].negatives;
-    const float a = positives > 0 ? static_cast<float>(sums[s].positive / positives) : 0.0f;
-    const float b = sums[s].negatives > 0 ? static_cast<float>(sums[s].negative / sums[s].negatives) : 0.0f;
-    std::memcpy(out.bytes.data() + kHeaderBytes + 8 * s, &a, 4);
-    std::memcpy(out.bytes.data() + kHeaderBytes + 8 * s + 4, &b, 4);
+    const detail::OneBitScales scales =
+        detail::onebit_scales(sums[s].total(), magnitudes[s].total(), negatives[s], segments[s].size);
+    std::memcpy(out.bytes.data() + kHeaderBytes + 8 * s, &scales.positive, 4);
+    std::memcpy(out.bytes.data() + kHeaderBytes + 8 * s + 4, &scales.negative, 4);
   }
   return out;
 }

@@ -339,6 +339,11 @@ BENCHMARK_CAPTURE(BM_Encode, scaled_sign, std::string("scaled_sign:ef=0,granular
     ->Arg(k26)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
+// 1-bit SGD: Σx, Σ|x| and the negatives counted in one read, then the signs (as scaled sign).
+BENCHMARK_CAPTURE(BM_Encode, onebit, std::string("onebit:ef=0,granularity=model"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 // τ = 0.58 keeps about 1.1 % of fill_distinct's entries (uniform in ±0.5 times 1 … 1.23).
 BENCHMARK_CAPTURE(BM_Encode, threshold, std::string("threshold:ef=0,tau=0.58"))
     ->Arg(k26)

@@ -151,33 +151,36 @@ Status encode_top_k(const TopKCodec& codec, const float* d_gradient, const Gradi
   return {};
 }
 
-// sign and scaled_sign: header and scale places from the host; the scales (‖v‖₁/n per segment, a
-// reduction pass) and the sign stream from the device.
+// sign, scaled_sign and onebit: header and scale places from the host; the scales (‖v‖₁/n, or
+// 1-bit SGD's two means, per segment: a reduction pass) and the sign stream from the device.
 Status encode_sign(const SignCodec& codec, const float* d_gradient, const GradientLayout& layout, std::uint8_t* d_out,
                    Workspace& workspace, void* stream) {
-  const bool scaled = codec.kind() == SignKind::kScaledSign;
+  const bool plain = codec.kind() == SignKind::kSign;
+  const bool onebit = codec.kind() == SignKind::kOneBit;
   // Plain sign carries no scale: always "model" on the wire, as SignCodec::encode writes it.
-  const Granularity granularity = scaled ? codec.granularity() : Granularity::kModel;
+  const Granularity granularity = plain ? Granularity::kModel : codec.granularity();
   const auto segments = segments_of(layout, granularity);
   const std::size_t S = segments.size();
-  const std::size_t num_scales = scaled ? S : 0;
+  const std::size_t num_scales = plain ? 0 : (onebit ? 2 : 1) * S;
   const std::size_t d = layout.total_size();
   std::vector<std::uint8_t> prefix;
   write_header(prefix, codec.id(), granularity, 0, layout, 4 * num_scales + detail::sign_bytes(d));
   BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
-  if (scaled && S > 0) {
+  if (!plain && S > 0) {
     std::size_t total_chunks = 0;
     const auto table = segment_table(segments, total_chunks);
     BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace.get(kSegments, sizeof(BallotCodecSegment) * S));
     BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace.get(kScratch, 8 * 3 * std::max<std::size_t>(total_chunks, 1)));
+    BALLOT_ASSIGN_OR_RETURN(void* words, workspace.get(kMaxBits, 4 * std::max<std::size_t>(total_chunks, 1)));
     BALLOT_ASSIGN_OR_RETURN(void* factors, workspace.get(kFactors, 9 * S));
     BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
     auto* unused = static_cast<float*>(factors);
     BALLOT_TRY(cuda_status(
-        ballot_codec_cuda_factors(2, 8, d_gradient, static_cast<const BallotCodecSegment*>(d_segments), S, total_chunks,
-                                  static_cast<double*>(scratch), nullptr, 0.0f, d_out + kHeaderBytes, unused,
-                                  unused + S, reinterpret_cast<std::uint8_t*>(unused + 2 * S), stream),
-        "scaled sign factors kernel"));
+        ballot_codec_cuda_factors(
+            onebit ? 3 : 2, onebit ? 16 : 8, d_gradient, static_cast<const BallotCodecSegment*>(d_segments), S,
+            total_chunks, static_cast<double*>(scratch), static_cast<std::uint32_t*>(words), 0.0f, d_out + kHeaderBytes,
+            unused, unused + S, reinterpret_cast<std::uint8_t*>(unused + 2 * S), stream),
+        "sign factors kernel"));
   }
   return cuda_status(
       ballot_codec_cuda_signs(d_gradient, d, detail::sign_bytes(d), d_out + kHeaderBytes + 4 * num_scales, stream),
@@ -336,22 +339,24 @@ Status decode_own(const Codec& codec, const std::uint8_t* d_message, std::size_t
   std::size_t total_chunks = 0;
   const auto table = segment_table(segments, total_chunks);
   BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace.get(kSegments, sizeof(BallotCodecSegment) * S));
-  BALLOT_ASSIGN_OR_RETURN(void* d_units, workspace.get(kUnits, 4 * S));
+  const bool onebit = sign != nullptr && sign->kind() == SignKind::kOneBit;
+  const std::size_t num_units = onebit ? 2 * S : S;
+  BALLOT_ASSIGN_OR_RETURN(void* d_units, workspace.get(kUnits, 4 * num_units));
   BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
   auto* units = static_cast<float*>(d_units);
   const auto* segments_on_device = static_cast<const BallotCodecSegment*>(d_segments);
   if (plain_sign) {
     BALLOT_TRY(upload(units, &weight, 4, stream));
     return cuda_status(
-        ballot_codec_cuda_sign_add(d_message + kHeaderBytes, d, segments_on_device, S, units, d_accumulator, stream),
+        ballot_codec_cuda_sign_add(d_message + kHeaderBytes, d, segments_on_device, S, 0, units, d_accumulator, stream),
         "sign decode kernel");
   }
-  BALLOT_TRY(
-      cuda_status(ballot_codec_cuda_units(d_message + scales_at, S, static_cast<float>(levels), weight, units, stream),
-                  "codec scale kernel"));
+  BALLOT_TRY(cuda_status(
+      ballot_codec_cuda_units(d_message + scales_at, num_units, static_cast<float>(levels), weight, units, stream),
+      "codec scale kernel"));
   if (sign != nullptr) {
-    return cuda_status(ballot_codec_cuda_sign_add(d_message + scales_at + 4 * S, d, segments_on_device, S, units,
-                                                  d_accumulator, stream),
+    return cuda_status(ballot_codec_cuda_sign_add(d_message + scales_at + 4 * num_units, d, segments_on_device, S,
+                                                  onebit ? 1 : 0, units, d_accumulator, stream),
                        "sign decode kernel");
   }
   return cuda_status(ballot_codec_cuda_dequantize_add(qsgd ? 0 : 1, d_message + scales_at + 4 * S,
@@ -407,10 +412,9 @@ Result<void*> Workspace::get(int slot, std::size_t bytes) {
 
 bool on_device(const Codec& codec) noexcept {
   if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec)) return !qsgd->options().elias;
-  if (const auto* sign = dynamic_cast<const SignCodec*>(&codec)) return sign->kind() != SignKind::kOneBit;
-  return dynamic_cast<const CastCodec*>(&codec) != nullptr || dynamic_cast<const TernGradCodec*>(&codec) != nullptr ||
-         dynamic_cast<const TopKCodec*>(&codec) != nullptr || dynamic_cast<const RandomKCodec*>(&codec) != nullptr ||
-         dynamic_cast<const ThresholdCodec*>(&codec) != nullptr;
+  return dynamic_cast<const SignCodec*>(&codec) != nullptr || dynamic_cast<const CastCodec*>(&codec) != nullptr ||
+         dynamic_cast<const TernGradCodec*>(&codec) != nullptr || dynamic_cast<const TopKCodec*>(&codec) != nullptr ||
+         dynamic_cast<const RandomKCodec*>(&codec) != nullptr || dynamic_cast<const ThresholdCodec*>(&codec) != nullptr;
 }
 
 Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng,
@@ -519,14 +523,16 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
       unit.push_back(weight * load_pod<float>(view.scales.data() + 4 * k));
     }
     streams_at = static_cast<std::size_t>(view.streams.data() - bytes.data());
-  } else if (id == CodecId::kSign || id == CodecId::kScaledSign) {
-    const bool scaled = id == CodecId::kScaledSign;
-    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sign_stream(bytes, layout, id, scaled ? 1 : 0));
+  } else if (id == CodecId::kSign || id == CodecId::kScaledSign || id == CodecId::kOneBit) {
+    const std::size_t per_segment = id == CodecId::kSign ? 0 : (id == CodecId::kOneBit ? 2 : 1);
+    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sign_stream(bytes, layout, id, per_segment));
     mode = 2;
     segments = view.segments;
-    // As the CPU decoder: (weight · scale) · (±1), or weight · (±1) for plain sign (one segment).
-    for (std::size_t k = 0; k < segments.size(); ++k) {
-      unit.push_back(scaled ? weight * load_pod<float>(view.scales.data() + 4 * k) : weight);
+    // As the CPU decoder: (weight · scale) · (±1), weight · (±1) for plain sign (one segment), or
+    // weight · (the segment's mean for the bit) for onebit.
+    if (per_segment == 0) unit.push_back(weight);
+    for (std::size_t j = 0; j < per_segment * segments.size(); ++j) {
+      unit.push_back(weight * load_pod<float>(view.scales.data() + 4 * j));
     }
     streams_at = static_cast<std::size_t>(view.signs.data() - bytes.data());
   } else if (id == CodecId::kRandomK) {
@@ -555,18 +561,18 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
     std::size_t total_chunks = 0;
     const auto table = segment_table(segments, total_chunks);
     const std::size_t table_at = host.size();
-    host.resize(table_at + sizeof(BallotCodecSegment) * S + 4 * S);
+    host.resize(table_at + sizeof(BallotCodecSegment) * S + 4 * unit.size());
     std::memcpy(host.data() + table_at, table.data(), sizeof(BallotCodecSegment) * S);
-    std::memcpy(host.data() + table_at + sizeof(BallotCodecSegment) * S, unit.data(), 4 * S);
+    std::memcpy(host.data() + table_at + sizeof(BallotCodecSegment) * S, unit.data(), 4 * unit.size());
     BALLOT_ASSIGN_OR_RETURN(void* device, workspace.get(kMessage, host.size()));
     BALLOT_TRY(upload(device, host.data(), host.size(), stream));
     auto* base = static_cast<std::uint8_t*>(device);
     const auto* d_segments = reinterpret_cast<const BallotCodecSegment*>(base + table_at);
     const auto* d_unit = reinterpret_cast<const float*>(base + table_at + sizeof(BallotCodecSegment) * S);
     if (mode == 2) {
-      BALLOT_TRY(
-          cuda_status(ballot_codec_cuda_sign_add(base + streams_at, d, d_segments, S, d_unit, d_accumulator, stream),
-                      "sign decode kernel"));
+      BALLOT_TRY(cuda_status(ballot_codec_cuda_sign_add(base + streams_at, d, d_segments, S,
+                                                        id == CodecId::kOneBit ? 1 : 0, d_unit, d_accumulator, stream),
+                             "sign decode kernel"));
     } else {
       BALLOT_TRY(cuda_status(ballot_codec_cuda_dequantize_add(mode, base + streams_at, detail::sign_bytes(d), planes, d,
                                                               d_segments, S, d_unit, d_accumulator, stream),
@@ -599,7 +605,7 @@ Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const C
   if (feedback == nullptr || !on_device(feedback->inner())) {
     return make_error(ErrorCode::kInvalidArgument,
                       "device error feedback needs ef=1 over a codec with a device encoder (fp32, fp16, bf16, sign, "
-                      "scaled_sign, qsgd with elias=0, terngrad, topk, randomk, threshold); got " +
+                      "scaled_sign, onebit, qsgd with elias=0, terngrad, topk, randomk, threshold); got " +
                           codec.spec());
   }
   // A copy of the inner codec from its options (its spec string rounds ratios and clips to six

@@ -1,17 +1,15 @@
 // The codecs on a CUDA device, for a worker whose gradient is in GPU memory: the fp32, fp16 and
-// bf16 casts, sign, scaled sign, QSGD (fixed width), TernGrad, top-k, random-k and threshold
-// encode on the device, the device
-// decoders add a peer's message to a device accumulator, and error feedback over them keeps its
-// memory on the device.
+// bf16 casts, sign, scaled sign, 1-bit SGD, QSGD (fixed width), TernGrad, top-k, random-k and
+// threshold encode on the device, the device decoders add a peer's message to a device
+// accumulator, and error feedback over them keeps its memory on the device.
 //
 // Bit-identical to the CPU codecs (coding/cast_codecs.h, coding/sign_codecs.h, coding/quantizers.h,
-// coding/sparse_codecs.h): encode() writes
-// exactly the bytes codec.encode() returns for the same gradient, layout and Rng, and moves the
-// Rng the same way; decode_add() adds exactly what codec.decode_add() adds. (Bits of numbers: a
-// NaN that arithmetic makes stays a NaN, with the payload of the hardware that made it.) The
-// shared arithmetic is coding/detail/codec_logic.h (the rounding formulas, the order of the double
-// sums, the top-k key); the random draws are the same Philox blocks (coding/detail/rounding.h), and
-// random-k's index stream is drawn on the host (Floyd's algorithm is sequential) and uploaded.
+// coding/sparse_codecs.h): encode() writes exactly the bytes codec.encode() returns for the same
+// gradient, layout and Rng, and moves the Rng the same way; decode_add() adds exactly what
+// codec.decode_add() adds. (Bits of numbers: a NaN that arithmetic makes stays a NaN, with the
+// payload of the hardware that made it.) The shared arithmetic is coding/detail/codec_logic.h (the rounding formulas,
+// the order of the double sums, the top-k key); the random draws are the same Philox blocks (coding/detail/rounding.h),
+// and random-k's index stream is drawn on the host (Floyd's algorithm is sequential) and uploaded.
 //
 // Cost on the device: QSGD and TernGrad read the gradient twice (the per-segment norm or maximum,
 // then the fused quantising pass that writes the streams). Top-k of a segment of at least 2^20
@@ -19,9 +17,10 @@
 // strided sample), then selects exactly among them; smaller segments, or a sample that misleads,
 // take the full selection (three radix passes of 11, 11 and 9 bits over the magnitude, then the
 // ordered select: four reads). It synchronises the stream once per segment for the full selection,
-// twice for the sampled one. Scaled sign reads the gradient twice (‖v‖₁ per segment, then the
-// signs), sign once; threshold reads it once to select and synchronises once for the count;
-// random-k reads only its k entries, after uploading 4k bytes of indices; the casts read it once.
+// twice for the sampled one. Scaled sign and 1-bit SGD read the gradient twice (‖v‖₁, or Σx, Σ|x|
+// and the count of negative entries, per segment; then the signs), sign once; threshold reads it
+// once to select and synchronises once for the count; random-k reads only its k entries, after
+// uploading 4k bytes of indices; the casts read it once.
 //
 // Host API in plain C++: streams as void* (a cudaStream_t, null for the default stream), device
 // buffers as raw pointers (d_ prefix). Built only when BALLOT_HAVE_CUDA; without a device the
@@ -41,9 +40,9 @@
 
 namespace ballot::coding::cuda {
 
-// Whether `codec` has a device encoder and decoder: fp32, fp16, bf16, sign, scaled_sign, qsgd with
-// elias=0, terngrad, topk, randomk and threshold (the plain codecs; error feedback over them with
-// its memory on the device: DeviceErrorFeedback).
+// Whether `codec` has a device encoder and decoder: fp32, fp16, bf16, sign, scaled_sign, onebit,
+// qsgd with elias=0, terngrad, topk, randomk and threshold (the plain codecs; error feedback over
+// them with its memory on the device: DeviceErrorFeedback).
 bool on_device(const Codec& codec) noexcept;
 
 // Device scratch the codecs reuse between calls (it grows to the largest call). One per stream;

@@ -58,17 +58,29 @@ __device__ inline std::size_t segment_of(const BallotCodecSegment* segments, std
 
 // ---- per-segment factors ------------------------------------------------------------------------
 
+// What a chunk adds into each of its two double sums, and what it keeps in its word.
+enum Term : int { kNoTerm, kSquare, kValue, kAbs };
+enum Word : int { kNoWord, kMaxBits, kNegatives };
+
+template <int kTerm>
+__device__ inline double term_of(double v) {
+  if (kTerm == kSquare) return __dmul_rn(v, v);
+  if (kTerm == kAbs) return fabs(v);
+  return v;
+}
+
 // One chunk per half-warp: lane j adds coordinates j, j + 16, … of the chunk in order (8 loads in
-// flight per step), then lane 0 of the half adds the 16 lane sums in lane order. The largest
-// magnitude bits of the chunk go to max_bits[chunk]. kAbs: the sums are of |x| instead of x.
-template <bool kSquares, bool kValues, bool kMax, bool kAbs = false>
+// flight per step), then lane 0 of the half adds the 16 lane sums in lane order, into first[chunk]
+// (term kFirst) and second[chunk] (term kSecond). words[chunk] receives the largest magnitude's
+// bits (kMaxBits) or the number of entries x < 0 (kNegatives).
+template <int kFirst, int kSecond, int kWord>
 __global__ void chunk_kernel(const float* x, const BallotCodecSegment* segments, std::size_t num_segments,
-                             std::size_t total_chunks, double* squares, double* sums, std::uint32_t* max_bits) {
+                             std::size_t total_chunks, double* first, double* second, std::uint32_t* words) {
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t chunk = thread / logic::kSumLanes;
   const unsigned lane = threadIdx.x % 32, j = lane % logic::kSumLanes, half_base = lane & 16u;
-  double square_sum = 0.0, value_sum = 0.0;
-  std::uint32_t largest = 0;
+  double first_sum = 0.0, second_sum = 0.0;
+  std::uint32_t word = 0;
   if (chunk < total_chunks) {
     const BallotCodecSegment segment = segments[segment_of_chunk(segments, num_segments, chunk)];
     const std::size_t local = chunk - segment.first_chunk;
@@ -86,31 +98,34 @@ __global__ void chunk_kernel(const float* x, const BallotCodecSegment* segments,
       for (int u = 0; u < kAhead; ++u) {
         if (i + static_cast<std::size_t>(u) * logic::kSumLanes >= m) break;
         const double value = v[u];
-        if (kSquares) square_sum = __dadd_rn(square_sum, __dmul_rn(value, value));
-        if (kValues) value_sum = __dadd_rn(value_sum, kAbs ? fabs(value) : value);
-        if (kMax) {
+        if (kFirst != kNoTerm) first_sum = __dadd_rn(first_sum, term_of<kFirst>(value));
+        if (kSecond != kNoTerm) second_sum = __dadd_rn(second_sum, term_of<kSecond>(value));
+        if (kWord == kMaxBits) {
           const std::uint32_t bits = __float_as_uint(v[u]) & 0x7FFFFFFFu;
-          largest = bits > largest ? bits : largest;
+          word = bits > word ? bits : word;
         }
+        if (kWord == kNegatives) word += v[u] < 0.0f ? 1u : 0u;
       }
     }
   }
-  double chunk_squares = 0.0, chunk_values = 0.0;
+  double chunk_first = 0.0, chunk_second = 0.0;
 #pragma unroll
   for (int source = 0; source < logic::kSumLanes; ++source) {
-    if (kSquares) chunk_squares = __dadd_rn(chunk_squares, __shfl_sync(kFullMask, square_sum, half_base + source));
-    if (kValues) chunk_values = __dadd_rn(chunk_values, __shfl_sync(kFullMask, value_sum, half_base + source));
+    if (kFirst != kNoTerm) chunk_first = __dadd_rn(chunk_first, __shfl_sync(kFullMask, first_sum, half_base + source));
+    if (kSecond != kNoTerm) {
+      chunk_second = __dadd_rn(chunk_second, __shfl_sync(kFullMask, second_sum, half_base + source));
+    }
   }
-  if (kMax) {
+  if (kWord != kNoWord) {
     for (unsigned offset = 8; offset > 0; offset /= 2) {
-      const std::uint32_t other = __shfl_xor_sync(kFullMask, largest, offset);
-      largest = other > largest ? other : largest;
+      const std::uint32_t other = __shfl_xor_sync(kFullMask, word, offset);
+      word = kWord == kNegatives ? word + other : (other > word ? other : word);
     }
   }
   if (chunk < total_chunks && j == 0) {
-    if (kSquares) squares[chunk] = chunk_squares;
-    if (kValues) sums[chunk] = chunk_values;
-    if (kMax) max_bits[chunk] = largest;
+    if (kFirst != kNoTerm) first[chunk] = chunk_first;
+    if (kSecond != kNoTerm) second[chunk] = chunk_second;
+    if (kWord != kNoWord) words[chunk] = word;
   }
 }
 
@@ -133,46 +148,62 @@ __device__ double pairwise_total(double* src, double* dst, std::size_t m) {
   return total;
 }
 
-// One block per segment: the chunk sums added pairwise, the chunk maxima combined, then the factors.
+// One block per segment: the chunk sums added pairwise, the chunk words combined (maximum or
+// count), then the factors.
 __global__ void factors_kernel(int mode, int what, const BallotCodecSegment* segments, std::size_t total_chunks,
-                               double* scratch, const std::uint32_t* max_bits, float parameter,
-                               std::uint8_t* wire_scales, float* inverse, float* limit, std::uint8_t* keep_all) {
+                               double* scratch, const std::uint32_t* words, float parameter, std::uint8_t* wire_scales,
+                               float* inverse, float* limit, std::uint8_t* keep_all) {
   __shared__ std::uint32_t block_max;
+  __shared__ unsigned long long block_count;
   const std::size_t k = blockIdx.x;
   const BallotCodecSegment segment = segments[k];
   const std::size_t m = (segment.size + kChunk - 1) / kChunk;
-  double* squares = scratch;
-  double* sums = scratch + total_chunks;
+  double* first = scratch;
+  double* second = scratch + total_chunks;
   double* spare = scratch + 2 * total_chunks;
-  double total_squares = 0.0, total_values = 0.0;
-  if (what & 1) total_squares = pairwise_total(squares + segment.first_chunk, spare + segment.first_chunk, m);
-  if (what & 10) total_values = pairwise_total(sums + segment.first_chunk, spare + segment.first_chunk, m);
-  if (threadIdx.x == 0) block_max = 0;
+  double total_first = 0.0, total_second = 0.0;
+  if (what & 17) total_first = pairwise_total(first + segment.first_chunk, spare + segment.first_chunk, m);
+  if (what & 26) total_second = pairwise_total(second + segment.first_chunk, spare + segment.first_chunk, m);
+  if (threadIdx.x == 0) {
+    block_max = 0;
+    block_count = 0;
+  }
   __syncthreads();
-  if (what & 4) {
+  if (what & 20) {
     std::uint32_t largest = 0;
+    unsigned long long count = 0;
     for (std::size_t c = threadIdx.x; c < m; c += blockDim.x) {
-      const std::uint32_t bits = max_bits[segment.first_chunk + c];
-      largest = bits > largest ? bits : largest;
+      const std::uint32_t word = words[segment.first_chunk + c];
+      largest = word > largest ? word : largest;
+      count += word;
     }
-    atomicMax(&block_max, largest);
+    if (what & 4) atomicMax(&block_max, largest);
+    if (what & 16) atomicAdd(&block_count, count);
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
   float* scale_out = reinterpret_cast<float*>(wire_scales + 4 * k);
   if (mode == 2) {
-    *scale_out = logic::scaled_sign_scale(total_values, segment.size);
+    *scale_out = logic::scaled_sign_scale(total_second, segment.size);
+    return;
+  }
+  if (mode == 3) {
+    const logic::OneBitScales scales =
+        logic::onebit_scales(total_second, total_first, static_cast<std::size_t>(block_count), segment.size);
+    float* pair = reinterpret_cast<float*>(wire_scales + 8 * k);
+    pair[0] = scales.positive;
+    pair[1] = scales.negative;
     return;
   }
   if (mode == 0) {
-    const logic::QsgdFactors factors = logic::qsgd_factors(total_squares, parameter);
+    const logic::QsgdFactors factors = logic::qsgd_factors(total_first, parameter);
     *scale_out = factors.norm;
     inverse[k] = factors.inverse;
     return;
   }
   const float largest = block_max > 0x7F800000u ? __uint_as_float(0x7FC00000u) : __uint_as_float(block_max);
   const logic::TernGradFactors factors =
-      logic::terngrad_factors(largest, total_values, total_squares, segment.size, parameter);
+      logic::terngrad_factors(largest, total_second, total_first, segment.size, parameter);
   *scale_out = factors.scale;
   inverse[k] = factors.inverse;
   limit[k] = factors.limit;
@@ -537,12 +568,13 @@ std::size_t threshold_temp_bytes(std::size_t n) {
 // ---- decoders ---------------------------------------------------------------------------------------
 
 __global__ void sign_add_kernel(const std::uint32_t* words, std::size_t d, const BallotCodecSegment* segments,
-                                std::size_t num_segments, const float* unit, float* accumulator) {
+                                std::size_t num_segments, int pairs, const float* unit, float* accumulator) {
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < d;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::size_t k = num_segments == 1 ? 0 : segment_of(segments, num_segments, i);
-    const float scaled = unit[k];
-    accumulator[i] = rn::add_rn(accumulator[i], ((words[i / 32] >> (i % 32)) & 1u) ? scaled : -scaled);
+    const bool bit = (words[i / 32] >> (i % 32)) & 1u;
+    const float value = pairs ? unit[2 * k + (bit ? 0 : 1)] : (bit ? unit[k] : -unit[k]);
+    accumulator[i] = rn::add_rn(accumulator[i], value);
   }
 }
 
@@ -730,32 +762,36 @@ SampledPlan largest_plan(std::size_t n) {
 extern "C" {
 
 int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCodecSegment* d_segments,
-                              std::size_t num_segments, std::size_t total_chunks, double* scratch,
-                              std::uint32_t* max_bits, float parameter, std::uint8_t* wire_scales, float* inverse,
-                              float* limit, std::uint8_t* keep_all, void* stream_handle) {
+                              std::size_t num_segments, std::size_t total_chunks, double* scratch, std::uint32_t* words,
+                              float parameter, std::uint8_t* wire_scales, float* inverse, float* limit,
+                              std::uint8_t* keep_all, void* stream_handle) {
   (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   if (num_segments == 0) return 0;
   if (total_chunks > 0) {
     const unsigned grid = static_cast<unsigned>((total_chunks * logic::kSumLanes + 255) / 256);
-    double* squares = scratch;
-    double* sums = scratch + total_chunks;
+    double* first = scratch;
+    double* second = scratch + total_chunks;
     switch (what) {
       case 1:
-        chunk_kernel<true, false, false>
-            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, squares, sums, max_bits);
+        chunk_kernel<kSquare, kNoTerm, kNoWord>
+            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, first, second, words);
         break;
       case 4:
-        chunk_kernel<false, false, true>
-            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, squares, sums, max_bits);
+        chunk_kernel<kNoTerm, kNoTerm, kMaxBits>
+            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, first, second, words);
         break;
       case 7:
-        chunk_kernel<true, true, true>
-            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, squares, sums, max_bits);
+        chunk_kernel<kSquare, kValue, kMaxBits>
+            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, first, second, words);
         break;
       case 8:
-        chunk_kernel<false, true, false, true>
-            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, squares, sums, max_bits);
+        chunk_kernel<kNoTerm, kAbs, kNoWord>
+            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, first, second, words);
+        break;
+      case 16:
+        chunk_kernel<kAbs, kValue, kNegatives>
+            <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, first, second, words);
         break;
       default:
         return static_cast<int>(cudaErrorInvalidValue);
@@ -763,7 +799,7 @@ int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCo
     if (const int error = last_error()) return error;
   }
   factors_kernel<<<static_cast<unsigned>(num_segments), 1024, 0, stream>>>(
-      mode, what, d_segments, total_chunks, scratch, max_bits, parameter, wire_scales, inverse, limit, keep_all);
+      mode, what, d_segments, total_chunks, scratch, words, parameter, wire_scales, inverse, limit, keep_all);
   return last_error();
 }
 
@@ -925,11 +961,12 @@ int ballot_codec_cuda_gather(const float* x, const std::uint8_t* indices, std::s
 }
 
 int ballot_codec_cuda_sign_add(const std::uint8_t* signs, std::size_t d, const BallotCodecSegment* d_segments,
-                               std::size_t num_segments, const float* unit, float* accumulator, void* stream_handle) {
+                               std::size_t num_segments, int pairs, const float* unit, float* accumulator,
+                               void* stream_handle) {
   (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (d == 0) return 0;
   sign_add_kernel<<<grid_for(d, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(
-      reinterpret_cast<const std::uint32_t*>(signs), d, d_segments, num_segments, unit, accumulator);
+      reinterpret_cast<const std::uint32_t*>(signs), d, d_segments, num_segments, pairs, unit, accumulator);
   return last_error();
 }
 

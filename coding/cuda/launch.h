@@ -15,17 +15,18 @@ struct BallotCodecSegment {
   std::uint64_t offset, size, first_chunk;
 };
 
-// Per-segment reductions in codec_logic.h's order. `what`: 1 = Σx² into sums_squares, 2 = also Σx
-// into sums (moments), 4 = max |x| as bits into max_bits (NaN above +inf; the caller zeroes it),
-// 8 = Σ|x| into sums (alone). Then, per segment, the QSGD (mode 0), TernGrad (mode 1) or scaled
-// sign (mode 2, with what = 8) factors: QSGD writes the f32 norm at wire_scales + 4k and
-// inverse[k]; TernGrad writes the f32 scale at wire_scales + 4k and limit[k], inverse[k],
-// keep_all[k]; scaled sign writes the f32 scale ‖v‖₁/n at wire_scales + 4k. scratch: 3 · (total chunks) doubles;
-// max_bits: total chunks words.
+// Per-segment reductions in codec_logic.h's order. `what`: 1 = Σx², 2 = also Σx (moments), 4 = max
+// |x| as bits into words (NaN above +inf), 8 = Σ|x| (alone), 16 = Σ|x|, Σx and the count of
+// entries x < 0 (1-bit SGD). Then, per segment, the QSGD (mode 0), TernGrad (mode 1), scaled sign
+// (mode 2, with what = 8) or 1-bit SGD (mode 3, with what = 16) factors: QSGD writes the f32 norm
+// at wire_scales + 4k and inverse[k]; TernGrad writes the f32 scale at wire_scales + 4k and
+// limit[k], inverse[k], keep_all[k]; scaled sign writes the f32 scale ‖v‖₁/n at wire_scales + 4k;
+// 1-bit SGD writes its two f32 means at wire_scales + 8k. scratch: 3 · (total chunks) doubles;
+// words: total chunks words (what = 4 or 16).
 int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCodecSegment* d_segments,
-                              std::size_t num_segments, std::size_t total_chunks, double* scratch,
-                              std::uint32_t* max_bits, float parameter, std::uint8_t* wire_scales, float* inverse,
-                              float* limit, std::uint8_t* keep_all, void* stream);
+                              std::size_t num_segments, std::size_t total_chunks, double* scratch, std::uint32_t* words,
+                              float parameter, std::uint8_t* wire_scales, float* inverse, float* limit,
+                              std::uint8_t* keep_all, void* stream);
 
 // The fused quantising pass of QSGD (mode 0: sign stream then `planes` level planes) or TernGrad
 // (mode 1: sign stream then keep mask), every word of every stream written (padding bits zero).
@@ -67,9 +68,11 @@ int ballot_codec_cuda_dequantize_add(int mode, const std::uint8_t* streams, std:
                                      std::size_t d, const BallotCodecSegment* d_segments, std::size_t num_segments,
                                      const float* unit, float* accumulator, void* stream);
 // accumulator[i] += unit[k] where bit i of the sign stream is 1, −unit[k] where it is 0 (k the
-// segment of i): the sign decoders' (weight · scale) · (±1), exact before the one rounding.
+// segment of i): the sign decoders' (weight · scale) · (±1), exact before the one rounding. With
+// `pairs` (1-bit SGD), unit[2k] where the bit is 1 and unit[2k + 1] where it is 0.
 int ballot_codec_cuda_sign_add(const std::uint8_t* signs, std::size_t d, const BallotCodecSegment* d_segments,
-                               std::size_t num_segments, const float* unit, float* accumulator, void* stream);
+                               std::size_t num_segments, int pairs, const float* unit, float* accumulator,
+                               void* stream);
 // out[i] = a[i] + b[i], rounded to nearest (error feedback's p = g + e).
 int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* out, void* stream);
 

@@ -71,15 +71,19 @@ void for_each_piece(std::span<const Segment> segments, std::size_t begin, std::s
 double sum_abs(const float* x, std::size_t n);
 double sum_squares(const float* x, std::size_t n);
 double sum_values(const float* x, std::size_t n);
-// Σ|x| of one segment in the chunked order (the bits of sum_abs over the whole segment), fed in
-// pieces in coordinate order, so that a one-pass encoder adds each block while it is in cache.
-class ChunkedAbsSum {
+// Σx or Σ|x| of one segment in the chunked order (the bits of sum_values or sum_abs over the whole
+// segment), fed in pieces in coordinate order, so that a one-pass encoder adds each block while it
+// is in cache.
+class ChunkedSum {
  public:
+  enum class Term : std::uint8_t { kValue, kAbs };
+  explicit ChunkedSum(Term term) : term_(term) {}
   void add(const float* x, std::size_t n);  // the segment's next n coordinates
   double total();                           // after the last piece; the object is then empty again
 
  private:
   void close_chunk();
+  Term term_;
   double lanes_[16] = {};
   std::size_t filled_ = 0;  // coordinates of the current chunk added so far
   std::vector<double> chunks_;
@@ -94,12 +98,8 @@ struct Moments {
 Moments moments(const float* x, std::size_t n);
 // DGC's momentum correction (Lin et al. 2018, eq. 5): u_i <- m·u_i + factor·g_i; v_i <- v_i + u_i.
 void momentum_accumulate(const float* g, std::size_t n, float factor, float m, float* u, float* v);
-// 1-bit SGD's reconstruction sums: of the non-negative entries, of the negative entries, and
-// the number of negative entries.
-struct SplitSums {
-  double positive = 0, negative = 0, negatives = 0;
-};
-SplitSums split_sums(const float* x, std::size_t n);
+// The number of entries x_i < 0 (−0 and NaN are not: they pack as bit 1, core/bit_vector.h).
+std::size_t count_negative(const float* x, std::size_t n);
 // out_i += (bit_i > 0 ? value : 0): rebuilding levels from unpacked bit-planes.
 void add_plane(const float* bit, std::size_t n, float value, float* level);
 

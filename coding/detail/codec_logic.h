@@ -123,6 +123,26 @@ BALLOT_HOST_DEVICE inline float scaled_sign_scale(double sum_abs, std::size_t n)
   return n == 0 ? 0.0f : wire_float(static_cast<float>(sum_abs / static_cast<double>(n)));
 }
 
+// 1-bit SGD's per-segment reconstruction values (Seide et al. 2014): `positive` for bit 1, the mean
+// of the non-negative entries (Σ_{x≥0} x = (Σx + Σ|x|)/2), and `negative` for bit 0, the mean of
+// the negative ones ((Σx − Σ|x|)/2); 0 where the segment has no such entry. From Σx and Σ|x| in
+// the chunked order and the count of entries x < 0.
+struct OneBitScales {
+  float positive, negative;
+};
+BALLOT_HOST_DEVICE inline OneBitScales onebit_scales(double sum, double sum_abs, std::size_t negatives, std::size_t n) {
+  const double below = static_cast<double>(negatives), above = static_cast<double>(n - negatives);
+#if defined(__CUDA_ARCH__)
+  const double positive_sum = __dmul_rn(__dadd_rn(sum, sum_abs), 0.5);
+  const double negative_sum = __dmul_rn(__dsub_rn(sum, sum_abs), 0.5);
+#else
+  const double positive_sum = (sum + sum_abs) * 0.5;
+  const double negative_sum = (sum - sum_abs) * 0.5;
+#endif
+  return {above > 0 ? wire_float(static_cast<float>(positive_sum / above)) : 0.0f,
+          below > 0 ? wire_float(static_cast<float>(negative_sum / below)) : 0.0f};
+}
+
 // TernGrad's per-segment scale and limit. Without clipping (clip ≤ 0) the scale is max|x| and the
 // limit +inf; with clipping at clip·σ (σ² = Σx²/n − (Σx/n)², at least 0) both are min(max|x|, cσ)
 // and cσ, unless σ = 0 (a constant segment: nothing to clip). `inverse` is 1/scale for a finite,

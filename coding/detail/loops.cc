@@ -140,10 +140,11 @@ double sum_abs(const float* x, std::size_t n) { return chunked_sum(x, n, add_abs
 double sum_squares(const float* x, std::size_t n) { return chunked_sum(x, n, add_square_lanes); }
 double sum_values(const float* x, std::size_t n) { return chunked_sum(x, n, add_value_lanes); }
 
-void ChunkedAbsSum::add(const float* x, std::size_t n) {
+void ChunkedSum::add(const float* x, std::size_t n) {
+  const auto lanes_of = term_ == Term::kAbs ? add_abs_lanes : add_value_lanes;
   while (n > 0) {
     const std::size_t m = std::min(n, kSumChunk - filled_);
-    add_abs_lanes(x, m, filled_ % kLanes, lanes_);
+    lanes_of(x, m, filled_ % kLanes, lanes_);
     filled_ += m;
     x += m;
     n -= m;
@@ -151,13 +152,13 @@ void ChunkedAbsSum::add(const float* x, std::size_t n) {
   }
 }
 
-void ChunkedAbsSum::close_chunk() {
+void ChunkedSum::close_chunk() {
   chunks_.push_back(combine(lanes_));
   std::fill(std::begin(lanes_), std::end(lanes_), 0.0);
   filled_ = 0;
 }
 
-double ChunkedAbsSum::total() {
+double ChunkedSum::total() {
   if (filled_ > 0) close_chunk();
   const double sum = pairwise_total(chunks_.data(), chunks_.size());
   chunks_.clear();
@@ -267,7 +268,6 @@ Moments moments(const float* x, std::size_t n) {
   return out;
 }
 
-namespace {
 BALLOT_CODEC_BODY(std::size_t, count_negative, (const float* x, std::size_t n)) {
   std::uint32_t lanes[kLanes] = {};
   std::size_t total = 0;
@@ -287,14 +287,6 @@ BALLOT_CODEC_BODY(std::size_t, count_negative, (const float* x, std::size_t n)) 
   return total;
 }
 BALLOT_CODEC_DISPATCH(std::size_t, count_negative, (const float* x, std::size_t n), (x, n))
-}  // namespace
-
-SplitSums split_sums(const float* x, std::size_t n) {
-  // Σ_{x>=0} x = (Σx + Σ|x|)/2 and Σ_{x<0} x = (Σx − Σ|x|)/2, from two vectorised reductions
-  // (the block is in cache); NaN propagates into both.
-  const double total = sum_values(x, n), magnitude = sum_abs(x, n);
-  return SplitSums{(total + magnitude) / 2, (total - magnitude) / 2, static_cast<double>(count_negative(x, n))};
-}
 
 BALLOT_CODEC_BODY(void, momentum_accumulate,
                   (const float* g, std::size_t n, float factor, float m, float* u, float* v)) {

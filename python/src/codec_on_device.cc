@@ -26,8 +26,8 @@ CodecOnDevice::~CodecOnDevice() = default;
 Error CodecOnDevice::unsupported(const coding::Codec& codec) {
   return make_error(ErrorCode::kInvalidArgument,
                     "codec " + codec.spec() +
-                        " has no CUDA encoder (fp32, fp16, bf16, sign, scaled_sign, qsgd with elias=0, terngrad, "
-                        "topk, randomk and threshold, with or without ef, have): pass a CPU array");
+                        " has no CUDA encoder (fp32, fp16, bf16, sign, scaled_sign, onebit, qsgd with elias=0, "
+                        "terngrad, topk, randomk and threshold, with or without ef, have): pass a CPU array");
 }
 
 #if BALLOT_HAVE_CUDA

@@ -25,9 +25,9 @@ class CodecOnDevice {
   CodecOnDevice(const CodecOnDevice&) = delete;
   CodecOnDevice& operator=(const CodecOnDevice&) = delete;
 
-  // Whether this build encodes `codec` on a GPU: fp32, fp16, bf16, sign, scaled_sign, qsgd with
-  // elias=0, terngrad, topk, randomk and threshold, with or without error feedback; false in a build
-  // without CUDA.
+  // Whether this build encodes `codec` on a GPU: fp32, fp16, bf16, sign, scaled_sign, onebit, qsgd
+  // with elias=0, terngrad, topk, randomk and threshold, with or without error feedback; false in a
+  // build without CUDA.
   static bool supports(const coding::Codec& codec) noexcept;
   // The error for a codec that !supports(): kInvalidArgument, naming the codecs that have an encoder.
   static Error unsupported(const coding::Codec& codec);

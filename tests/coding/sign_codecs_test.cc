@@ -3,9 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 
 #include "codec_test_util.h"
+#include "coding/detail/blocks.h"
+#include "coding/detail/codec_logic.h"
+#include "coding/wire_format.h"
 #include "kernels/momentum.h"
 
 namespace ballot::coding {
@@ -100,6 +105,42 @@ TEST(SignCodecs, OneBitReconstructsWithTheMeansOfEachSide) {
       sum_d += decoded[i];
     }
     EXPECT_NEAR(sum_d, sum_g, 1e-4);
+  }
+}
+
+// The device encoder reproduces these bits: each segment's Σx and Σ|x| in the chunked order of
+// coding/detail/codec_logic.h (the encoder feeds them block piece by block piece) and its count of
+// entries x < 0 (−0 is not one), for segments that straddle the encoder's blocks.
+TEST(SignCodecs, OneBitScalesAreTheSegmentsChunkedSums) {
+  const auto layout =
+      GradientLayout::from_sizes({{"a", 5000}, {"b", 0}, {"c", 20000}, {"d", 1}, {"e", 4097}, {"f", 40}}).value();
+  auto g = normal_values(layout.total_size(), 9);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    g[i] *= std::ldexp(1.0f, static_cast<int>(i % 29) - 14);  // many binades: the order shows
+    if (i % 17 == 3) g[i] = -0.0f;
+  }
+  for (std::size_t i = layout.layers()[5].offset; i < g.size(); ++i) g[i] = std::fabs(g[i]);  // no negative
+  for (Granularity granularity : {Granularity::kLayer, Granularity::kModel}) {
+    SignCodec codec(SignKind::kOneBit, granularity);
+    Rng rng(1);
+    const auto encoded = codec.encode(g, layout, rng);
+    const auto segments = segments_of(layout, granularity);
+    for (std::size_t s = 0; s < segments.size(); ++s) {
+      const float* x = g.data() + segments[s].offset;
+      const std::size_t n = segments[s].size;
+      std::size_t negatives = 0;
+      for (std::size_t i = 0; i < n; ++i) negatives += x[i] < 0.0f ? 1 : 0;
+      const auto expected = detail::onebit_scales(detail::sum_values(x, n), detail::sum_abs(x, n), negatives, n);
+      float positive, negative;
+      std::memcpy(&positive, encoded.bytes.data() + kHeaderBytes + 8 * s, 4);
+      std::memcpy(&negative, encoded.bytes.data() + kHeaderBytes + 8 * s + 4, 4);
+      SCOPED_TRACE(::testing::Message() << "segment " << s << " of " << segments.size());
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(positive), std::bit_cast<std::uint32_t>(expected.positive));
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(negative), std::bit_cast<std::uint32_t>(expected.negative));
+      if (n == 40) {
+        EXPECT_EQ(negative, 0.0f);  // no negative entry: 0, not 0/0
+      }
+    }
   }
 }
 

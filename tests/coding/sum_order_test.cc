@@ -71,26 +71,32 @@ TEST(CodecSumOrder, DispatchedSumsFollowTheDocumentedOrder) {
   }
 }
 
-// Scaled sign's one-pass encoder feeds Σ|x| block piece by block piece: any cut of a segment into
-// pieces gives sum_abs's bits, at every ISA level (pieces of 1, 15, 17 coordinates start runs
-// anywhere in a lane group; pieces of 8192 are the encoder's blocks).
-TEST(CodecSumOrder, ChunkedAbsSumOfPiecesIsTheSumOfTheWhole) {
+// The one-pass sign encoders (scaled sign's Σ|x|, 1-bit SGD's Σx and Σ|x|) feed the sums block
+// piece by block piece: any cut of a segment into pieces gives sum_abs's or sum_values's bits, at
+// every ISA level (pieces of 1, 15, 17 coordinates start runs anywhere in a lane group; pieces of
+// 8192 are the encoder's blocks).
+TEST(CodecSumOrder, ChunkedSumOfPiecesIsTheSumOfTheWhole) {
+  const auto magnitude = [](float v) { return std::fabs(static_cast<double>(v)); };
+  const auto value = [](float v) { return static_cast<double>(v); };
   for (const std::size_t n : std::vector<std::size_t>{0, 1, 17, 4096, 4097, 3 * 4096 + 5, 40000}) {
     auto x = testing::normal_values(n, 70 + n);
     for (std::size_t i = 0; i < n; ++i) x[i] *= std::ldexp(1.0f, static_cast<int>(i % 41) - 20);
-    const double whole = documented_sum(x, [](float v) { return std::fabs(static_cast<double>(v)); });
-    for (const auto isa : kernels::supported_isas()) {
-      kernels::ScopedIsaLimit cap(isa);
-      for (const std::size_t piece : {1, 15, 17, 100, 4095, 8192}) {
-        SCOPED_TRACE(::testing::Message()
-                     << "n = " << n << ", pieces of " << piece << " at " << kernels::isa_name(isa));
-        ChunkedAbsSum sum;
-        for (std::size_t at = 0; at < n; at += piece) sum.add(x.data() + at, std::min(piece, n - at));
-        EXPECT_EQ(bits_of(sum.total()), bits_of(whole));
-        sum.add(x.data(), std::min<std::size_t>(n, 3));  // empty again after total()
-        EXPECT_EQ(bits_of(sum.total()),
-                  bits_of(documented_sum(std::vector<float>(x.begin(), x.begin() + std::min<std::size_t>(n, 3)),
-                                         [](float v) { return std::fabs(static_cast<double>(v)); })));
+    const std::vector<float> head(x.begin(), x.begin() + std::min<std::size_t>(n, 3));
+    for (const auto term : {ChunkedSum::Term::kAbs, ChunkedSum::Term::kValue}) {
+      const bool abs = term == ChunkedSum::Term::kAbs;
+      const double whole = abs ? documented_sum(x, magnitude) : documented_sum(x, value);
+      const double of_head = abs ? documented_sum(head, magnitude) : documented_sum(head, value);
+      for (const auto isa : kernels::supported_isas()) {
+        kernels::ScopedIsaLimit cap(isa);
+        for (const std::size_t piece : {1, 15, 17, 100, 4095, 8192}) {
+          SCOPED_TRACE(::testing::Message() << (abs ? "Σ|x|" : "Σx") << ", n = " << n << ", pieces of " << piece
+                                            << " at " << kernels::isa_name(isa));
+          ChunkedSum sum(term);
+          for (std::size_t at = 0; at < n; at += piece) sum.add(x.data() + at, std::min(piece, n - at));
+          EXPECT_EQ(bits_of(sum.total()), bits_of(whole));
+          sum.add(head.data(), head.size());  // empty again after total()
+          EXPECT_EQ(bits_of(sum.total()), bits_of(of_head));
+        }
       }
     }
   }

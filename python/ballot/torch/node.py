@@ -214,7 +214,7 @@ class Node:
             if gradient_path and on_gpu and work_on == "model" and not self._encode_on_model and not native.byzantine:
                 raise ValueError(f"{type(algorithm).__name__}(work_on='model'): the cluster's codec "
                                  f"'{self.training['codec']}' has no CUDA encoder in this build (fp32, fp16, bf16, "
-                                 "sign, scaled_sign, qsgd with elias=0, terngrad, topk, randomk, threshold have): "
+                                 "sign, scaled_sign, onebit, qsgd with elias=0, terngrad, topk, randomk, threshold have): "
                                  "use work_on='auto' or 'host'")
         except Exception:
             self._session.close()

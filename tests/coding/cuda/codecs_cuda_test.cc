@@ -41,6 +41,8 @@ const char* const kSpecs[] = {
     "sign",
     "scaled_sign:ef=0",
     "scaled_sign:ef=0,granularity=model",
+    "onebit:ef=0",
+    "onebit:ef=0,granularity=model",
     "randomk:ef=0,ratio=0.01",
     "randomk:ef=0,k=7,granularity=layer",
     "randomk:ef=0,ratio=1",
@@ -189,7 +191,7 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
   const std::size_t d = 1000;
   const auto layout = layered(d);
   for (const char* spec : {"qsgd:ef=0,s=5", "terngrad:ef=0", "topk:ef=0,ratio=0.05", "scaled_sign:ef=0", "sign",
-                           "randomk:ef=0,ratio=0.05", "threshold:ef=0,tau=0.5", "fp16", "fp32"}) {
+                           "onebit:ef=0", "randomk:ef=0,ratio=0.05", "threshold:ef=0,tau=0.5", "fp16", "fp32"}) {
     SCOPED_TRACE(spec);
     auto codec = testing::codec(spec);
     Rng rng(3, 4);
@@ -228,10 +230,11 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
 // every round, the same state blob at the end, and either side resumes from the other's state.
 TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
   for (const std::size_t d : {1000, 70001}) {
-    for (const char* spec : {"qsgd:s=4,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
-                             "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1",
-                             "scaled_sign:ef=1", "sign:ef=1", "randomk:ratio=0.05,ef=1,granularity=layer",
-                             "threshold:tau=0.5,ef=1", "fp16:ef=1", "bf16:ef=1"}) {
+    for (const char* spec :
+         {"qsgd:s=4,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
+          "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1", "scaled_sign:ef=1",
+          "sign:ef=1", "randomk:ratio=0.05,ef=1,granularity=layer", "threshold:tau=0.5,ef=1", "fp16:ef=1", "bf16:ef=1",
+          "onebit", "onebit:granularity=model"}) {
       for (const auto& layout : {GradientLayout::whole(d), layered(d)}) {
         SCOPED_TRACE(std::string(spec) + ", d = " + std::to_string(d) + ", " + std::to_string(layout.num_layers()) +
                      " layers");
@@ -286,7 +289,7 @@ TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
 // Needs no device: error feedback on the device takes ef=1 over a codec with a device encoder, and
 // a bad state blob is refused before anything is uploaded.
 TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCodec) {
-  for (const char* spec : {"qsgd:ef=0", "topk:ratio=0.1", "onebit", "qsgd:elias=1,ef=1"}) {
+  for (const char* spec : {"qsgd:ef=0", "topk:ratio=0.1", "onebit:ef=0", "qsgd:elias=1,ef=1"}) {
     const auto created = DeviceErrorFeedback::create(*testing::codec(spec));
     ASSERT_FALSE(created.ok()) << spec;
     EXPECT_EQ(created.error().code, ErrorCode::kInvalidArgument) << spec;
@@ -316,8 +319,7 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
 TEST(CodecsCudaArguments, CodecsWithoutADeviceEncoderAreRefused) {
   Workspace workspace;
   const auto layout = GradientLayout::whole(100);
-  for (const char* spec :
-       {"qsgd:ef=0,elias=1", "topk:ef=1,ratio=0.1", "onebit:ef=0", "signum", "dgc:ratio=0.05", "gtopk"}) {
+  for (const char* spec : {"qsgd:ef=0,elias=1", "topk:ef=1,ratio=0.1", "onebit", "signum", "dgc:ratio=0.05", "gtopk"}) {
     auto codec = testing::codec(spec);
     EXPECT_FALSE(on_device(*codec)) << spec;
     Rng rng(1, 1);
@@ -327,7 +329,7 @@ TEST(CodecsCudaArguments, CodecsWithoutADeviceEncoderAreRefused) {
     EXPECT_EQ(rng.position(), 0u) << spec;
   }
   for (const char* spec : {"qsgd:ef=0", "terngrad:ef=0", "topk:ef=0", "sign", "scaled_sign:ef=0", "randomk:ef=0",
-                           "threshold:tau=1,ef=0", "fp32", "fp16", "bf16"}) {
+                           "threshold:tau=1,ef=0", "fp32", "fp16", "bf16", "onebit:ef=0"}) {
     EXPECT_TRUE(on_device(*testing::codec(spec))) << spec;
   }
 }
