@@ -95,21 +95,23 @@ EncodedGradient SignCodec::encode(std::span<const float> gradient, const Gradien
     }
     return out;
   }
-  // 1-bit SGD: Σx and Σ|x| in the chunked order of codec_logic.h (which the device encoder
-  // reproduces) and the count of negative entries, each piece added while its block is in cache.
-  std::vector<detail::ChunkedSum> sums(segments.size(), detail::ChunkedSum(detail::ChunkedSum::Term::kValue));
-  std::vector<detail::ChunkedSum> magnitudes(segments.size(), detail::ChunkedSum(detail::ChunkedSum::Term::kAbs));
+  // 1-bit SGD: the sums of each side (x where it packs as bit 1, x where it packs as 0) in the
+  // chunked order of codec_logic.h (which the device encoder reproduces) and the count of negative
+  // entries, each piece added while its block is in cache.
+  using Term = detail::ChunkedSum::Term;
+  std::vector<detail::ChunkedSum> above(segments.size(), detail::ChunkedSum(Term::kNonNegative));
+  std::vector<detail::ChunkedSum> below(segments.size(), detail::ChunkedSum(Term::kNegative));
   std::vector<std::size_t> negatives(segments.size(), 0);
   EncodedGradient out = encode_signs(id(), granularity, num_scales, gradient, layout, segments,
                                      [&](std::size_t s, std::size_t lo, std::size_t hi) {
-                                       sums[s].add(gradient.data() + lo, hi - lo);
-                                       magnitudes[s].add(gradient.data() + lo, hi - lo);
+                                       above[s].add(gradient.data() + lo, hi - lo);
+                                       below[s].add(gradient.data() + lo, hi - lo);
                                        negatives[s] += detail::count_negative(gradient.data() + lo, hi - lo);
                                      });
   // Seide et al. 2014: reconstruct each bit by the mean of the values it stands for.
   for (std::size_t s = 0; s < segments.size(); ++s) {
     const detail::OneBitScales scales =
-        detail::onebit_scales(sums[s].total(), magnitudes[s].total(), negatives[s], segments[s].size);
+        detail::onebit_scales(above[s].total(), below[s].total(), negatives[s], segments[s].size);
     std::memcpy(out.bytes.data() + kHeaderBytes + 8 * s, &scales.positive, 4);
     std::memcpy(out.bytes.data() + kHeaderBytes + 8 * s + 4, &scales.negative, 4);
   }

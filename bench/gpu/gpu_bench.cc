@@ -339,7 +339,7 @@ BENCHMARK_CAPTURE(BM_Encode, scaled_sign, std::string("scaled_sign:ef=0,granular
     ->Arg(k26)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-// 1-bit SGD: Σx, Σ|x| and the negatives counted in one read, then the signs (as scaled sign).
+// 1-bit SGD: both sides' sums and the negatives counted in one read, then the signs (as scaled sign).
 BENCHMARK_CAPTURE(BM_Encode, onebit, std::string("onebit:ef=0,granularity=model"))
     ->Arg(k26)
     ->UseManualTime()

@@ -34,7 +34,7 @@ using kernels::cuda::require_device;
 enum Slot : int {
   kSegments,
   kScratch,
-  kMaxBits,
+  kWords,
   kFactors,
   kTopK,
   kMessage,
@@ -103,7 +103,7 @@ Status encode_quantized(int mode, Granularity granularity, float parameter, std:
   const auto table = segment_table(segments, total_chunks);
   BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace.get(kSegments, sizeof(BallotCodecSegment) * S));
   BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace.get(kScratch, 8 * 3 * std::max<std::size_t>(total_chunks, 1)));
-  BALLOT_ASSIGN_OR_RETURN(void* max_bits, workspace.get(kMaxBits, 4 * std::max<std::size_t>(total_chunks, 1)));
+  BALLOT_ASSIGN_OR_RETURN(void* max_bits, workspace.get(kWords, 4 * std::max<std::size_t>(total_chunks, 1)));
   BALLOT_ASSIGN_OR_RETURN(void* factors, workspace.get(kFactors, 9 * S));
   BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
   auto* inverse = static_cast<float*>(factors);
@@ -171,7 +171,10 @@ Status encode_sign(const SignCodec& codec, const float* d_gradient, const Gradie
     const auto table = segment_table(segments, total_chunks);
     BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace.get(kSegments, sizeof(BallotCodecSegment) * S));
     BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace.get(kScratch, 8 * 3 * std::max<std::size_t>(total_chunks, 1)));
-    BALLOT_ASSIGN_OR_RETURN(void* words, workspace.get(kMaxBits, 4 * std::max<std::size_t>(total_chunks, 1)));
+    void* words = nullptr;  // onebit's count of negative entries per chunk
+    if (onebit) {
+      BALLOT_ASSIGN_OR_RETURN(words, workspace.get(kWords, 4 * std::max<std::size_t>(total_chunks, 1)));
+    }
     BALLOT_ASSIGN_OR_RETURN(void* factors, workspace.get(kFactors, 9 * S));
     BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
     auto* unused = static_cast<float*>(factors);

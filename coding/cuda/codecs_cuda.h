@@ -17,8 +17,8 @@
 // strided sample), then selects exactly among them; smaller segments, or a sample that misleads,
 // take the full selection (three radix passes of 11, 11 and 9 bits over the magnitude, then the
 // ordered select: four reads). It synchronises the stream once per segment for the full selection,
-// twice for the sampled one. Scaled sign and 1-bit SGD read the gradient twice (‖v‖₁, or Σx, Σ|x|
-// and the count of negative entries, per segment; then the signs), sign once; threshold reads it
+// twice for the sampled one. Scaled sign and 1-bit SGD read the gradient twice (‖v‖₁, or the sums
+// of the two sides and the count of negative entries, per segment; then the signs), sign once; threshold reads it
 // once to select and synchronises once for the count; random-k reads only its k entries, after
 // uploading 4k bytes of indices; the casts read it once.
 //

@@ -59,13 +59,16 @@ __device__ inline std::size_t segment_of(const BallotCodecSegment* segments, std
 // ---- per-segment factors ------------------------------------------------------------------------
 
 // What a chunk adds into each of its two double sums, and what it keeps in its word.
-enum Term : int { kNoTerm, kSquare, kValue, kAbs };
+enum Term : int { kNoTerm, kSquare, kValue, kAbs, kNonNegative, kNegative };
 enum Word : int { kNoWord, kMaxBits, kNegatives };
 
+// kNonNegative: x where it packs as bit 1 (x ≥ 0, −0, NaN), else 0; kNegative: x where x < 0, else 0.
 template <int kTerm>
 __device__ inline double term_of(double v) {
   if (kTerm == kSquare) return __dmul_rn(v, v);
   if (kTerm == kAbs) return fabs(v);
+  if (kTerm == kNonNegative) return v < 0.0 ? 0.0 : v;
+  if (kTerm == kNegative) return v < 0.0 ? v : 0.0;
   return v;
 }
 
@@ -189,7 +192,7 @@ __global__ void factors_kernel(int mode, int what, const BallotCodecSegment* seg
   }
   if (mode == 3) {
     const logic::OneBitScales scales =
-        logic::onebit_scales(total_second, total_first, static_cast<std::size_t>(block_count), segment.size);
+        logic::onebit_scales(total_first, total_second, static_cast<std::size_t>(block_count), segment.size);
     float* pair = reinterpret_cast<float*>(wire_scales + 8 * k);
     pair[0] = scales.positive;
     pair[1] = scales.negative;
@@ -790,7 +793,7 @@ int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCo
             <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, first, second, words);
         break;
       case 16:
-        chunk_kernel<kAbs, kValue, kNegatives>
+        chunk_kernel<kNonNegative, kNegative, kNegatives>
             <<<grid, 256, 0, stream>>>(x, d_segments, num_segments, total_chunks, first, second, words);
         break;
       default:

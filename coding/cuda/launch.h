@@ -16,10 +16,10 @@ struct BallotCodecSegment {
 };
 
 // Per-segment reductions in codec_logic.h's order. `what`: 1 = Σx², 2 = also Σx (moments), 4 = max
-// |x| as bits into words (NaN above +inf), 8 = Σ|x| (alone), 16 = Σ|x|, Σx and the count of
-// entries x < 0 (1-bit SGD). Then, per segment, the QSGD (mode 0), TernGrad (mode 1), scaled sign
-// (mode 2, with what = 8) or 1-bit SGD (mode 3, with what = 16) factors: QSGD writes the f32 norm
-// at wire_scales + 4k and inverse[k]; TernGrad writes the f32 scale at wire_scales + 4k and
+// |x| as bits into words (NaN above +inf), 8 = Σ|x| (alone), 16 = the sums of both sides of the
+// sign stream (x where x packs as 1, x where x < 0) and the count of entries x < 0 (1-bit SGD). Then, per segment, the
+// QSGD (mode 0), TernGrad (mode 1), scaled sign (mode 2, with what = 8) or 1-bit SGD (mode 3, with what = 16) factors:
+// QSGD writes the f32 norm at wire_scales + 4k and inverse[k]; TernGrad writes the f32 scale at wire_scales + 4k and
 // limit[k], inverse[k], keep_all[k]; scaled sign writes the f32 scale ‖v‖₁/n at wire_scales + 4k;
 // 1-bit SGD writes its two f32 means at wire_scales + 8k. scratch: 3 · (total chunks) doubles;
 // words: total chunks words (what = 4 or 16).
@@ -84,7 +84,8 @@ int ballot_codec_cuda_cast(int format, const float* x, std::size_t d, std::uint8
 int ballot_codec_cuda_cast_add(int format, const std::uint8_t* values, std::size_t d, float weight, float* accumulator,
                                void* stream);
 // unit[k] = weight · (scale_k / divisor) from the f32 scales of a message on the device (QSGD: the
-// norms and s; TernGrad: the scales and 1), as the CPU decoders compute them.
+// norms and s; TernGrad, scaled sign and 1-bit SGD: the scales and 1), as the CPU decoders compute
+// them.
 int ballot_codec_cuda_units(const std::uint8_t* wire_scales, std::size_t count, float divisor, float weight,
                             float* unit, void* stream);
 // accumulator[offsets[s] + index] += weight · value for the `count` (index, value) pairs, where

@@ -71,12 +71,12 @@ void for_each_piece(std::span<const Segment> segments, std::size_t begin, std::s
 double sum_abs(const float* x, std::size_t n);
 double sum_squares(const float* x, std::size_t n);
 double sum_values(const float* x, std::size_t n);
-// Σx or Σ|x| of one segment in the chunked order (the bits of sum_values or sum_abs over the whole
-// segment), fed in pieces in coordinate order, so that a one-pass encoder adds each block while it
-// is in cache.
+// Σ term(x) of one segment in the chunked order, fed in pieces in coordinate order, so that a
+// one-pass encoder adds each block while it is in cache. Terms: |x| (the bits of sum_abs over the
+// whole segment), x where x packs as bit 1 (x ≥ 0, −0, NaN; else 0), x where x < 0 (else 0).
 class ChunkedSum {
  public:
-  enum class Term : std::uint8_t { kValue, kAbs };
+  enum class Term : std::uint8_t { kAbs, kNonNegative, kNegative };
   explicit ChunkedSum(Term term) : term_(term) {}
   void add(const float* x, std::size_t n);  // the segment's next n coordinates
   double total();                           // after the last piece; the object is then empty again

@@ -124,22 +124,17 @@ BALLOT_HOST_DEVICE inline float scaled_sign_scale(double sum_abs, std::size_t n)
 }
 
 // 1-bit SGD's per-segment reconstruction values (Seide et al. 2014): `positive` for bit 1, the mean
-// of the non-negative entries (Σ_{x≥0} x = (Σx + Σ|x|)/2), and `negative` for bit 0, the mean of
-// the negative ones ((Σx − Σ|x|)/2); 0 where the segment has no such entry. From Σx and Σ|x| in
-// the chunked order and the count of entries x < 0.
+// of the entries that pack as 1 (x ≥ 0, −0, NaN), and `negative` for bit 0, the mean of the
+// entries x < 0; 0 where the segment has no such entry. From the two sides' sums (each in the
+// chunked order, so an infinity on one side leaves the other side's mean finite) and the count of
+// entries x < 0.
 struct OneBitScales {
   float positive, negative;
 };
-BALLOT_HOST_DEVICE inline OneBitScales onebit_scales(double sum, double sum_abs, std::size_t negatives, std::size_t n) {
+BALLOT_HOST_DEVICE inline OneBitScales onebit_scales(double non_negative_sum, double negative_sum,
+                                                     std::size_t negatives, std::size_t n) {
   const double below = static_cast<double>(negatives), above = static_cast<double>(n - negatives);
-#if defined(__CUDA_ARCH__)
-  const double positive_sum = __dmul_rn(__dadd_rn(sum, sum_abs), 0.5);
-  const double negative_sum = __dmul_rn(__dsub_rn(sum, sum_abs), 0.5);
-#else
-  const double positive_sum = (sum + sum_abs) * 0.5;
-  const double negative_sum = (sum - sum_abs) * 0.5;
-#endif
-  return {above > 0 ? wire_float(static_cast<float>(positive_sum / above)) : 0.0f,
+  return {above > 0 ? wire_float(static_cast<float>(non_negative_sum / above)) : 0.0f,
           below > 0 ? wire_float(static_cast<float>(negative_sum / below)) : 0.0f};
 }
 

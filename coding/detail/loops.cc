@@ -70,6 +70,13 @@ struct SquareTerm {
 struct ValueTerm {
   double operator()(float v) const { return static_cast<double>(v); }
 };
+// The two sides of a sign stream: x where it packs as bit 1 (x ≥ 0, −0, NaN), x where it packs as 0.
+struct NonNegativeTerm {
+  double operator()(float v) const { return v < 0.0f ? 0.0 : static_cast<double>(v); }
+};
+struct NegativeTerm {
+  double operator()(float v) const { return v < 0.0f ? static_cast<double>(v) : 0.0; }
+};
 
 // The run's first coordinates up to a lane-group boundary (phase + t ≡ 0 mod 16), one lane each;
 // returns how many. Kept out of add_lanes: in the same function, GCC 12 at -O3 split the main
@@ -119,6 +126,16 @@ BALLOT_CODEC_BODY(void, add_value_lanes, (const float* x, std::size_t n, std::si
 }
 BALLOT_CODEC_DISPATCH(void, add_value_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes),
                       (x, n, phase, lanes))
+BALLOT_CODEC_BODY(void, add_non_negative_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes)) {
+  add_lanes(x, n, phase, lanes, NonNegativeTerm{});
+}
+BALLOT_CODEC_DISPATCH(void, add_non_negative_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes),
+                      (x, n, phase, lanes))
+BALLOT_CODEC_BODY(void, add_negative_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes)) {
+  add_lanes(x, n, phase, lanes, NegativeTerm{});
+}
+BALLOT_CODEC_DISPATCH(void, add_negative_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes),
+                      (x, n, phase, lanes))
 
 }  // namespace
 
@@ -141,7 +158,9 @@ double sum_squares(const float* x, std::size_t n) { return chunked_sum(x, n, add
 double sum_values(const float* x, std::size_t n) { return chunked_sum(x, n, add_value_lanes); }
 
 void ChunkedSum::add(const float* x, std::size_t n) {
-  const auto lanes_of = term_ == Term::kAbs ? add_abs_lanes : add_value_lanes;
+  const auto lanes_of = term_ == Term::kAbs           ? add_abs_lanes
+                        : term_ == Term::kNonNegative ? add_non_negative_lanes
+                                                      : add_negative_lanes;
   while (n > 0) {
     const std::size_t m = std::min(n, kSumChunk - filled_);
     lanes_of(x, m, filled_ % kLanes, lanes_);

@@ -131,8 +131,8 @@ class Codec:
         """Encodes a 1-D float32 gradient (numpy, CPU or CUDA torch); layout defaults to one segment.
 
         A CUDA tensor is encoded on its GPU, on torch's current stream, into the same bytes the CPU
-        would write: ``fp32``, ``fp16``, ``bf16``, ``sign``, ``scaled_sign``, ``qsgd``
-        (``elias=0``), ``terngrad``, ``topk``, ``randomk`` and ``threshold``, with or without ``ef=1``
+        would write: ``fp32``, ``fp16``, ``bf16``, ``sign``, ``scaled_sign``, ``onebit``,
+        ``qsgd`` (``elias=0``), ``terngrad``, ``topk``, ``randomk`` and ``threshold``, with or without ``ef=1``
         (the error-feedback memory then stays on the GPU until :attr:`memory` or
         :meth:`save_state` asks for it). Other codecs take CPU arrays (ValueError otherwise).
         """

@@ -6,6 +6,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <tuple>
+#include <utility>
 
 #include "codec_test_util.h"
 #include "coding/detail/blocks.h"
@@ -108,9 +111,10 @@ TEST(SignCodecs, OneBitReconstructsWithTheMeansOfEachSide) {
   }
 }
 
-// The device encoder reproduces these bits: each segment's Σx and Σ|x| in the chunked order of
-// coding/detail/codec_logic.h (the encoder feeds them block piece by block piece) and its count of
-// entries x < 0 (−0 is not one), for segments that straddle the encoder's blocks.
+// The device encoder reproduces these bits: each segment's sums of its two sides (x where x packs
+// as bit 1, x where x < 0) in the chunked order of coding/detail/codec_logic.h, which the encoder
+// feeds block piece by block piece, and its count of entries x < 0 (−0 is not one), for segments
+// that straddle the encoder's blocks.
 TEST(SignCodecs, OneBitScalesAreTheSegmentsChunkedSums) {
   const auto layout =
       GradientLayout::from_sizes({{"a", 5000}, {"b", 0}, {"c", 20000}, {"d", 1}, {"e", 4097}, {"f", 40}}).value();
@@ -120,6 +124,7 @@ TEST(SignCodecs, OneBitScalesAreTheSegmentsChunkedSums) {
     if (i % 17 == 3) g[i] = -0.0f;
   }
   for (std::size_t i = layout.layers()[5].offset; i < g.size(); ++i) g[i] = std::fabs(g[i]);  // no negative
+  using Term = detail::ChunkedSum::Term;
   for (Granularity granularity : {Granularity::kLayer, Granularity::kModel}) {
     SignCodec codec(SignKind::kOneBit, granularity);
     Rng rng(1);
@@ -130,7 +135,10 @@ TEST(SignCodecs, OneBitScalesAreTheSegmentsChunkedSums) {
       const std::size_t n = segments[s].size;
       std::size_t negatives = 0;
       for (std::size_t i = 0; i < n; ++i) negatives += x[i] < 0.0f ? 1 : 0;
-      const auto expected = detail::onebit_scales(detail::sum_values(x, n), detail::sum_abs(x, n), negatives, n);
+      detail::ChunkedSum above(Term::kNonNegative), below(Term::kNegative);
+      above.add(x, n);
+      below.add(x, n);
+      const auto expected = detail::onebit_scales(above.total(), below.total(), negatives, n);
       float positive, negative;
       std::memcpy(&positive, encoded.bytes.data() + kHeaderBytes + 8 * s, 4);
       std::memcpy(&negative, encoded.bytes.data() + kHeaderBytes + 8 * s + 4, 4);
@@ -142,6 +150,31 @@ TEST(SignCodecs, OneBitScalesAreTheSegmentsChunkedSums) {
       }
     }
   }
+}
+
+// A non-finite entry spoils only the mean of its own side: an infinity makes its side's mean
+// infinite and leaves the other side's exact; a NaN (bit 1) makes the non-negative side's mean the
+// one quiet NaN pattern on the wire.
+TEST(SignCodecs, OneBitKeepsANonFiniteEntryOnItsOwnSide) {
+  const auto layout = GradientLayout::whole(4);
+  SignCodec codec(SignKind::kOneBit, Granularity::kModel);
+  Rng rng(1);
+  const auto scales = [&](const std::vector<float>& g) {
+    const auto encoded = codec.encode(g, layout, rng);
+    std::uint32_t bits[2];
+    std::memcpy(bits, encoded.bytes.data() + kHeaderBytes, 8);
+    return std::pair{std::bit_cast<float>(bits[0]), bits[1]};
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  auto [positive, negative_bits] = scales({0.5f, 0.25f, -1.0f, -inf});
+  EXPECT_EQ(positive, 0.375f);
+  EXPECT_EQ(std::bit_cast<float>(negative_bits), -inf);
+  std::tie(positive, negative_bits) = scales({0.5f, inf, -1.0f, -2.0f});
+  EXPECT_EQ(positive, inf);
+  EXPECT_EQ(std::bit_cast<float>(negative_bits), -1.5f);
+  std::tie(positive, negative_bits) = scales({0.5f, -std::numeric_limits<float>::quiet_NaN(), -1.0f, -2.0f});
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(positive), 0x7FC00000u);
+  EXPECT_EQ(std::bit_cast<float>(negative_bits), -1.5f);
 }
 
 TEST(SignCodecs, SignumSendsTheSignOfTheMomentum) {

@@ -71,26 +71,35 @@ TEST(CodecSumOrder, DispatchedSumsFollowTheDocumentedOrder) {
   }
 }
 
-// The one-pass sign encoders (scaled sign's Σ|x|, 1-bit SGD's Σx and Σ|x|) feed the sums block
-// piece by block piece: any cut of a segment into pieces gives sum_abs's or sum_values's bits, at
-// every ISA level (pieces of 1, 15, 17 coordinates start runs anywhere in a lane group; pieces of
-// 8192 are the encoder's blocks).
+// The one-pass sign encoders (scaled sign's Σ|x|, 1-bit SGD's sums of the two sides) feed the sums
+// block piece by block piece: any cut of a segment into pieces gives the documented order's bits
+// for the whole segment, at every ISA level (pieces of 1, 15, 17 coordinates start runs anywhere in
+// a lane group; pieces of 8192 are the encoder's blocks). Σ|x| is also sum_abs's bits.
 TEST(CodecSumOrder, ChunkedSumOfPiecesIsTheSumOfTheWhole) {
-  const auto magnitude = [](float v) { return std::fabs(static_cast<double>(v)); };
-  const auto value = [](float v) { return static_cast<double>(v); };
+  using Term = ChunkedSum::Term;
+  const auto term_of = [](Term term) {
+    return [term](float v) {
+      const double x = v;
+      if (term == Term::kAbs) return std::fabs(x);
+      if (term == Term::kNonNegative) return v < 0.0f ? 0.0 : x;
+      return v < 0.0f ? x : 0.0;
+    };
+  };
   for (const std::size_t n : std::vector<std::size_t>{0, 1, 17, 4096, 4097, 3 * 4096 + 5, 40000}) {
     auto x = testing::normal_values(n, 70 + n);
     for (std::size_t i = 0; i < n; ++i) x[i] *= std::ldexp(1.0f, static_cast<int>(i % 41) - 20);
     const std::vector<float> head(x.begin(), x.begin() + std::min<std::size_t>(n, 3));
-    for (const auto term : {ChunkedSum::Term::kAbs, ChunkedSum::Term::kValue}) {
-      const bool abs = term == ChunkedSum::Term::kAbs;
-      const double whole = abs ? documented_sum(x, magnitude) : documented_sum(x, value);
-      const double of_head = abs ? documented_sum(head, magnitude) : documented_sum(head, value);
+    for (const Term term : {Term::kAbs, Term::kNonNegative, Term::kNegative}) {
+      const double whole = documented_sum(x, term_of(term));
+      const double of_head = documented_sum(head, term_of(term));
+      if (term == Term::kAbs) {
+        EXPECT_EQ(bits_of(sum_abs(x.data(), n)), bits_of(whole));
+      }
       for (const auto isa : kernels::supported_isas()) {
         kernels::ScopedIsaLimit cap(isa);
         for (const std::size_t piece : {1, 15, 17, 100, 4095, 8192}) {
-          SCOPED_TRACE(::testing::Message() << (abs ? "Σ|x|" : "Σx") << ", n = " << n << ", pieces of " << piece
-                                            << " at " << kernels::isa_name(isa));
+          SCOPED_TRACE(::testing::Message() << "term " << static_cast<int>(term) << ", n = " << n << ", pieces of "
+                                            << piece << " at " << kernels::isa_name(isa));
           ChunkedSum sum(term);
           for (std::size_t at = 0; at < n; at += piece) sum.add(x.data() + at, std::min(piece, n - at));
           EXPECT_EQ(bits_of(sum.total()), bits_of(whole));
