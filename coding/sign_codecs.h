@@ -49,6 +49,7 @@ struct SignumOptions {
 class SignumCodec final : public Codec {
  public:
   explicit SignumCodec(SignumOptions options = {}) : options_(options) {}
+  const SignumOptions& options() const noexcept { return options_; }
 
   CodecId id() const noexcept override { return CodecId::kSignum; }
   std::string spec() const override;

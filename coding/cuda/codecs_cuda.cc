@@ -601,6 +601,26 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
   return cuda_status(cudaStreamSynchronize(cuda_stream), "decode");
 }
 
+// ---- codecs with their state on the device --------------------------------------------------------
+
+Result<std::unique_ptr<DeviceStatefulCodec>> DeviceStatefulCodec::create(const Codec& codec) {
+  if (dynamic_cast<const SignumCodec*>(&codec) != nullptr) {
+    BALLOT_ASSIGN_OR_RETURN(auto signum, DeviceSignum::create(codec));
+    return std::unique_ptr<DeviceStatefulCodec>(std::move(signum));
+  }
+  BALLOT_ASSIGN_OR_RETURN(auto feedback, DeviceErrorFeedback::create(codec));
+  return std::unique_ptr<DeviceStatefulCodec>(std::move(feedback));
+}
+
+Result<std::span<const std::uint8_t>> DeviceStatefulCodec::encode_to_host(const float* d_gradient,
+                                                                          const GradientLayout& layout, Rng& rng,
+                                                                          void* stream) {
+  BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace_.get(kOut, wire_size(layout)));
+  BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
+                          encode(d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), stream));
+  return download_message(static_cast<const std::uint8_t*>(d_out), bytes, workspace_, stream);
+}
+
 // ---- error feedback on the device ----------------------------------------------------------------
 
 Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const Codec& codec) {
@@ -681,15 +701,6 @@ void DeviceErrorFeedback::reset_state() {
   size_ = 0;
 }
 
-Result<std::span<const std::uint8_t>> DeviceErrorFeedback::encode_to_host(const float* d_gradient,
-                                                                          const GradientLayout& layout, Rng& rng,
-                                                                          void* stream) {
-  BALLOT_ASSIGN_OR_RETURN(void* d_out, workspace_.get(kOut, inner_->wire_size(layout)));
-  BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
-                          encode(d_gradient, layout, rng, static_cast<std::uint8_t*>(d_out), stream));
-  return download_message(static_cast<const std::uint8_t*>(d_out), bytes, workspace_, stream);
-}
-
 Result<std::vector<std::uint8_t>> DeviceErrorFeedback::save_state(void* stream) {
   std::vector<float> memory(size_);
   if (size_ > 0) {
@@ -708,6 +719,79 @@ Status DeviceErrorFeedback::load_state(std::span<const std::uint8_t> state, cons
   BALLOT_TRY(resize(view.memory.size(), stream));
   BALLOT_TRY(upload(memory_, view.memory.data(), 4 * view.memory.size(), stream));
   return cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "load_state");
+}
+
+// ---- Signum's momentum on the device ---------------------------------------------------------------
+
+Result<std::unique_ptr<DeviceSignum>> DeviceSignum::create(const Codec& codec) {
+  const auto* signum = dynamic_cast<const SignumCodec*>(&codec);
+  if (signum == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument, "a device Signum needs the signum codec; got " + codec.spec());
+  }
+  return std::unique_ptr<DeviceSignum>(new DeviceSignum(signum->options()));
+}
+
+DeviceSignum::~DeviceSignum() {
+  if (momentum_ != nullptr) cudaFree(momentum_);
+}
+
+std::size_t DeviceSignum::wire_size(const GradientLayout& layout) const {
+  return kHeaderBytes + detail::sign_bytes(layout.total_size());
+}
+
+Status DeviceSignum::resize(std::size_t d, void* stream) {
+  if (d == size_ && (d == 0 || momentum_ != nullptr)) return {};
+  reset_state();
+  if (d == 0) return {};
+  void* memory = nullptr;
+  BALLOT_TRY(cuda_status(cudaMalloc(&memory, 4 * d), "cudaMalloc"));
+  momentum_ = static_cast<float*>(memory);
+  size_ = d;
+  return cuda_status(cudaMemsetAsync(momentum_, 0, 4 * d, static_cast<cudaStream_t>(stream)), "memset");
+}
+
+Result<std::size_t> DeviceSignum::encode(const float* d_gradient, const GradientLayout& layout, Rng&,
+                                         std::uint8_t* d_out, void* stream) {
+  const std::size_t d = layout.total_size();
+  if (d_out == nullptr || (d > 0 && d_gradient == nullptr) || reinterpret_cast<std::uintptr_t>(d_out) % 8 != 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "device signum needs a gradient and an 8-byte aligned output buffer");
+  }
+  BALLOT_TRY(resize(d, stream));
+  // As SignumCodec::encode: the header, then m ← βm + (1 − β)g and sign(m) packed (bit 1 = m ≥ 0).
+  std::vector<std::uint8_t> prefix;
+  write_header(prefix, CodecId::kSignum, Granularity::kModel, 0, layout, detail::sign_bytes(d));
+  BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
+  if (d > 0) {
+    BALLOT_TRY(kernels::cuda::momentum_pack_signs(momentum_, d_gradient, d, kernels::momentum_factors(options_.beta),
+                                                  reinterpret_cast<std::uint64_t*>(d_out + kHeaderBytes), stream));
+  }
+  return wire_size(layout);
+}
+
+Result<std::vector<std::uint8_t>> DeviceSignum::save_state(void* stream) {
+  std::vector<float> momentum(size_);
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  if (size_ > 0) {
+    BALLOT_TRY(cuda_status(cudaMemcpyAsync(momentum.data(), momentum_, 4 * size_, cudaMemcpyDeviceToHost, cuda_stream),
+                           "download"));
+  }
+  BALLOT_TRY(cuda_status(cudaStreamSynchronize(cuda_stream), "save_state"));
+  return write_state(CodecId::kSignum, momentum);
+}
+
+Status DeviceSignum::load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream) {
+  SignumCodec host(options_);  // the CPU codec's own checks of the blob
+  BALLOT_TRY(host.load_state(state, layout));
+  BALLOT_TRY(resize(host.momentum().size(), stream));
+  BALLOT_TRY(upload(momentum_, host.momentum().data(), 4 * host.momentum().size(), stream));
+  return cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "load_state");
+}
+
+void DeviceSignum::reset_state() {
+  if (momentum_ != nullptr) cudaFree(momentum_);
+  momentum_ = nullptr;
+  size_ = 0;
 }
 
 Result<EncodedGradient> encode_on_device(const Codec& codec, std::span<const float> gradient,

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "coding/codec.h"
+#include "coding/sign_codecs.h"
 #include "core/gradient_layout.h"
 #include "core/result.h"
 #include "core/rng.h"
@@ -86,47 +87,97 @@ Result<std::span<const std::uint8_t>> encode_to_host(const Codec& codec, const f
 Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
                   float* d_accumulator, float weight, Workspace& workspace, void* stream);
 
-// Error feedback (coding/error_feedback.h) with its memory on the device: p = g + e, Δ = C(p) and
-// e ← p − decode(Δ), all on the device. The messages and the memory are bit for bit those of the
-// CPU's ErrorFeedback over the same codec, round after round; save_state()/load_state() write and
-// read the CPU's state blob, so a checkpoint moves between the two. Not thread-safe.
-class DeviceErrorFeedback {
+// A codec whose state lives on the device between encodes: error feedback's memory
+// (DeviceErrorFeedback) or Signum's momentum (DeviceSignum). The messages and the state are bit for
+// bit those of the CPU codec, round after round; save_state()/load_state() write and read the CPU
+// codec's state blob, so a checkpoint moves between the two. Not thread-safe.
+class DeviceStatefulCodec {
  public:
-  // `codec` must be error feedback over a codec with a device encoder (e.g. the registry's
-  // "topk:ratio=0.01,ef=1"); kInvalidArgument otherwise. Needs no device until the first call.
-  static Result<std::unique_ptr<DeviceErrorFeedback>> create(const Codec& codec);
-  ~DeviceErrorFeedback();
-  DeviceErrorFeedback(const DeviceErrorFeedback&) = delete;
-  DeviceErrorFeedback& operator=(const DeviceErrorFeedback&) = delete;
+  // The device twin of `codec` (error feedback over a codec with a device encoder, or signum);
+  // kInvalidArgument for any other codec. Needs no device until the first call.
+  static Result<std::unique_ptr<DeviceStatefulCodec>> create(const Codec& codec);
+  virtual ~DeviceStatefulCodec() = default;
+  DeviceStatefulCodec(const DeviceStatefulCodec&) = delete;
+  DeviceStatefulCodec& operator=(const DeviceStatefulCodec&) = delete;
 
-  const Codec& inner() const noexcept { return *inner_; }
-  // d_out (4-byte aligned) has room for inner().wire_size(layout) bytes; returns how many were
-  // written (as cuda::encode). The memory starts at zero, and again when the gradient's size
-  // changes (as on the CPU).
-  Result<std::size_t> encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
-                             void* stream);
+  // d_out (8-byte aligned, as cudaMalloc's are) has room for the codec's wire_size(layout) bytes;
+  // returns how many were written (as cuda::encode). The state starts at zero, and again when the
+  // gradient's size changes (as on the CPU).
+  virtual Result<std::size_t> encode(const float* d_gradient, const GradientLayout& layout, Rng& rng,
+                                     std::uint8_t* d_out, void* stream) = 0;
   // encode() into a device buffer, then the message copied into a pinned host buffer (as
   // cuda::encode_to_host: valid until this object's next call); synchronises the stream.
   Result<std::span<const std::uint8_t>> encode_to_host(const float* d_gradient, const GradientLayout& layout, Rng& rng,
                                                        void* stream);
-  // The CPU ErrorFeedback's state blob; synchronises the stream.
-  Result<std::vector<std::uint8_t>> save_state(void* stream);
+  // The CPU codec's state blob; synchronises the stream.
+  virtual Result<std::vector<std::uint8_t>> save_state(void* stream) = 0;
   // Validates the blob (it comes from a file) against the codec and the layout, then uploads it.
-  // reset_state() forgets the memory (the next encode starts from zero).
-  Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream);
-  void reset_state();
-  // The memory e on the device (null before the first encode or after an empty state) and its size.
+  // reset_state() forgets the state (the next encode starts from zero).
+  virtual Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream) = 0;
+  virtual void reset_state() = 0;
+  // The number of floats of state on the device (0 before the first encode or after an empty state).
+  virtual std::size_t size() const noexcept = 0;
+
+ protected:
+  DeviceStatefulCodec() = default;
+  virtual std::size_t wire_size(const GradientLayout& layout) const = 0;
+  Workspace workspace_;
+};
+
+// Error feedback (coding/error_feedback.h) with its memory on the device: p = g + e, Δ = C(p) and
+// e ← p − decode(Δ), all on the device.
+class DeviceErrorFeedback final : public DeviceStatefulCodec {
+ public:
+  // `codec` must be error feedback over a codec with a device encoder (e.g. the registry's
+  // "topk:ratio=0.01,ef=1"); kInvalidArgument otherwise.
+  static Result<std::unique_ptr<DeviceErrorFeedback>> create(const Codec& codec);
+  ~DeviceErrorFeedback() override;
+
+  const Codec& inner() const noexcept { return *inner_; }
+  Result<std::size_t> encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
+                             void* stream) override;
+  Result<std::vector<std::uint8_t>> save_state(void* stream) override;
+  Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream) override;
+  void reset_state() override;
+  std::size_t size() const noexcept override { return size_; }
+  // The memory e on the device (null before the first encode or after an empty state).
   const float* memory() const noexcept { return memory_; }
-  std::size_t size() const noexcept { return size_; }
 
  private:
   explicit DeviceErrorFeedback(std::unique_ptr<Codec> inner);
+  std::size_t wire_size(const GradientLayout& layout) const override { return inner_->wire_size(layout); }
   Status resize(std::size_t d, void* stream);
 
   std::unique_ptr<Codec> inner_;
-  Workspace workspace_;
   float* memory_ = nullptr;
   float* corrected_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// Signum (coding/sign_codecs.h) with its momentum on the device: m ← βm + (1 − β)g and the signs of
+// m packed in one fused pass (kernels/cuda: the SignVote node's kernel); only the message's d/8
+// bytes come to the host.
+class DeviceSignum final : public DeviceStatefulCodec {
+ public:
+  // `codec` must be signum; kInvalidArgument otherwise.
+  static Result<std::unique_ptr<DeviceSignum>> create(const Codec& codec);
+  ~DeviceSignum() override;
+
+  Result<std::size_t> encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
+                             void* stream) override;
+  Result<std::vector<std::uint8_t>> save_state(void* stream) override;
+  Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream) override;
+  void reset_state() override;
+  std::size_t size() const noexcept override { return size_; }
+  const float* momentum() const noexcept { return momentum_; }
+
+ private:
+  explicit DeviceSignum(SignumOptions options) : options_(options) {}
+  std::size_t wire_size(const GradientLayout& layout) const override;
+  Status resize(std::size_t d, void* stream);
+
+  SignumOptions options_;
+  float* momentum_ = nullptr;
   std::size_t size_ = 0;
 };
 

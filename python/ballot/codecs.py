@@ -132,9 +132,9 @@ class Codec:
 
         A CUDA tensor is encoded on its GPU, on torch's current stream, into the same bytes the CPU
         would write: ``fp32``, ``fp16``, ``bf16``, ``sign``, ``scaled_sign``, ``onebit``,
-        ``qsgd`` (``elias=0``), ``terngrad``, ``topk``, ``randomk`` and ``threshold``, with or without ``ef=1``
-        (the error-feedback memory then stays on the GPU until :attr:`memory` or
-        :meth:`save_state` asks for it). Other codecs take CPU arrays (ValueError otherwise).
+        ``qsgd`` (``elias=0``), ``terngrad``, ``topk``, ``randomk`` and ``threshold``, with or
+        without ``ef=1``, and ``signum`` (the error-feedback memory or Signum's momentum then stays
+        on the GPU until :attr:`memory` or :meth:`save_state` asks for it). Other codecs take CPU arrays (ValueError otherwise).
         """
         layers = layout_of(_size(gradient) if layout is None else layout)
         return self._native.encode(gradient, layers, cuda_stream(gradient))

@@ -54,9 +54,9 @@ class NativeCodec {
   std::size_t wire_size(const LayerSizes& layers) const { return codec_->wire_size(layout_of(layers)); }
 
   // A CUDA gradient is encoded on the device (coding/cuda: fp32, fp16, bf16, sign, scaled_sign,
-  // onebit, qsgd with elias=0, terngrad, topk, randomk, threshold, and ef=1 over them, whose memory
-  // then lives on the device until the host needs it), on the caller's stream; the message comes
-  // back as bytes.
+  // onebit, qsgd with elias=0, terngrad, topk, randomk, threshold, and ef=1 over them, and signum,
+  // whose memory or momentum then lives on the device until the host needs it), on the caller's
+  // stream; the message comes back as bytes.
   nb::bytes encode(nb::handle gradient, const LayerSizes& layers, std::uintptr_t stream) {
     const GradientLayout layout = layout_of(layers);
     const auto [values, device] = floats_on_device(gradient, "gradient", /*writable=*/false);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "coding/error_feedback.h"
+#include "coding/sign_codecs.h"
 #include "core/config.h"
 #include "python/src/native.h"
 #if BALLOT_HAVE_CUDA
@@ -14,7 +15,7 @@ namespace ballot::python {
 #if BALLOT_HAVE_CUDA
 struct CodecOnDevice::OnGpu {
   coding::cuda::Workspace workspace;
-  std::unique_ptr<coding::cuda::DeviceErrorFeedback> feedback;
+  std::unique_ptr<coding::cuda::DeviceStatefulCodec> stateful;  // error feedback's memory, Signum's momentum
 };
 #else
 struct CodecOnDevice::OnGpu {};
@@ -27,12 +28,23 @@ Error CodecOnDevice::unsupported(const coding::Codec& codec) {
   return make_error(ErrorCode::kInvalidArgument,
                     "codec " + codec.spec() +
                         " has no CUDA encoder (fp32, fp16, bf16, sign, scaled_sign, onebit, qsgd with elias=0, "
-                        "terngrad, topk, randomk and threshold, with or without ef, have): pass a CPU array");
+                        "terngrad, topk, randomk and threshold, with or without ef, and signum have): pass a CPU "
+                        "array");
 }
 
 #if BALLOT_HAVE_CUDA
 
+namespace {
+// The size of the codec's state on the host (error feedback's memory, Signum's momentum): a device
+// encode starts from it when it is the gradient's size, from zero otherwise (as the CPU codecs).
+std::size_t host_state_size(const coding::Codec& codec) {
+  if (const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(&codec)) return feedback->memory().size();
+  return dynamic_cast<const coding::SignumCodec&>(codec).momentum().size();
+}
+}  // namespace
+
 bool CodecOnDevice::supports(const coding::Codec& codec) noexcept {
+  if (dynamic_cast<const coding::SignumCodec*>(&codec) != nullptr) return true;
   const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(&codec);
   return coding::cuda::on_device(feedback != nullptr ? feedback->inner() : codec);
 }
@@ -48,29 +60,29 @@ Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float* d_gradi
                           "; a tensor on cuda:" + std::to_string(device_id) + " needs another codec");
   }
   if (!gpu_) gpu_ = std::make_unique<OnGpu>();
-  const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(codec_);
-  if (feedback == nullptr)
+  if (!codec_->stateful()) {
     return coding::cuda::encode_to_host(*codec_, d_gradient, layout, rng, gpu_->workspace, stream);
-  if (!gpu_->feedback) {
-    BALLOT_ASSIGN_OR_RETURN(gpu_->feedback, coding::cuda::DeviceErrorFeedback::create(*codec_));
+  }
+  if (!gpu_->stateful) {
+    BALLOT_ASSIGN_OR_RETURN(gpu_->stateful, coding::cuda::DeviceStatefulCodec::create(*codec_));
   }
   if (!device_current_) {
-    // The memory moves to the device; a memory of another size restarts at zero, as on the CPU.
-    if (feedback->memory().size() == layout.total_size()) {
-      BALLOT_TRY(gpu_->feedback->load_state(codec_->save_state(), layout, stream));
+    // The state moves to the device; a state of another size restarts at zero, as on the CPU.
+    if (host_state_size(*codec_) == layout.total_size()) {
+      BALLOT_TRY(gpu_->stateful->load_state(codec_->save_state(), layout, stream));
     } else {
-      gpu_->feedback->reset_state();
+      gpu_->stateful->reset_state();
     }
     device_current_ = true;
   }
-  return gpu_->feedback->encode_to_host(d_gradient, layout, rng, stream);
+  return gpu_->stateful->encode_to_host(d_gradient, layout, rng, stream);
 }
 
 // Each device encode synchronised its stream, so the memory is final; the copy needs no stream.
 Status CodecOnDevice::sync_host() {
   if (!device_current_) return {};
-  BALLOT_ASSIGN_OR_RETURN(const auto state, gpu_->feedback->save_state(nullptr));
-  BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(gpu_->feedback->size())));
+  BALLOT_ASSIGN_OR_RETURN(const auto state, gpu_->stateful->save_state(nullptr));
+  BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(gpu_->stateful->size())));
   device_current_ = false;
   return {};
 }

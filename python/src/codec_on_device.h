@@ -1,10 +1,10 @@
 // The device side of one codec, for gradients that lie in GPU memory (coding/cuda): the bytes the
-// codec would write on the host, encoded where the gradient is, with error feedback's memory kept
-// on that GPU between encodes. The codec itself (not owned) stays the state of record: sync_host()
-// writes the device's memory back into it before anyone saves it or encodes on the host, and
-// forget() makes the next device encode start again from the codec's state after that changed (a
-// load, a reset). Shared by ballot.codecs.Codec and the node session (ballot.torch's gradient path).
-// Not thread-safe: its owner serialises the calls.
+// codec would write on the host, encoded where the gradient is, with error feedback's memory (or
+// Signum's momentum) kept on that GPU between encodes. The codec itself (not owned) stays the state of record:
+// sync_host() writes the device's memory back into it before anyone saves it or encodes on the host, and forget() makes
+// the next device encode start again from the codec's state after that changed (a load, a reset). Shared by
+// ballot.codecs.Codec and the node session (ballot.torch's gradient path). Not thread-safe: its owner serialises the
+// calls.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +26,8 @@ class CodecOnDevice {
   CodecOnDevice& operator=(const CodecOnDevice&) = delete;
 
   // Whether this build encodes `codec` on a GPU: fp32, fp16, bf16, sign, scaled_sign, onebit, qsgd
-  // with elias=0, terngrad, topk, randomk and threshold, with or without error feedback; false in a
-  // build without CUDA.
+  // with elias=0, terngrad, topk, randomk and threshold, with or without error feedback, and signum;
+  // false in a build without CUDA.
   static bool supports(const coding::Codec& codec) noexcept;
   // The error for a codec that !supports(): kInvalidArgument, naming the codecs that have an encoder.
   static Error unsupported(const coding::Codec& codec);

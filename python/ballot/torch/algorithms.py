@@ -88,7 +88,7 @@ class RobustGradient:
       Error feedback's memory stays on the GPU and goes to the host when the node saves its state
       file. The codec must have a device encoder (``fp32``, ``fp16``, ``bf16``, ``sign``,
       ``scaled_sign``, ``onebit``, ``qsgd`` with ``elias=0``, ``terngrad``, ``topk``, ``randomk``,
-      ``threshold``, with or without ``ef``).
+      ``threshold``, with or without ``ef``, and ``signum``).
     - ``"host"``: the gradient is copied to the host (4 bytes a parameter) and the session encodes it.
     - ``"auto"`` (the default): ``"model"`` where the codec has a device encoder, else ``"host"``.
 

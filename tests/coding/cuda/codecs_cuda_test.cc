@@ -226,20 +226,21 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
   }
 }
 
-// Error feedback with the memory on the device against ErrorFeedback on the CPU: the same message
-// every round, the same state blob at the end, and either side resumes from the other's state.
-TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
+// Error feedback with the memory on the device against ErrorFeedback on the CPU, and Signum with
+// its momentum there against SignumCodec: the same message every round, the same state blob at the
+// end, and either side resumes from the other's state.
+TEST_F(CodecsCuda, StateOnTheDeviceKeepsTheCpuState) {
   for (const std::size_t d : {1000, 70001}) {
     for (const char* spec :
          {"qsgd:s=4,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
           "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1", "scaled_sign:ef=1",
           "sign:ef=1", "randomk:ratio=0.05,ef=1,granularity=layer", "threshold:tau=0.5,ef=1", "fp16:ef=1", "bf16:ef=1",
-          "onebit", "onebit:granularity=model"}) {
+          "onebit", "onebit:granularity=model", "signum", "signum:beta=0.5", "signum:beta=0"}) {
       for (const auto& layout : {GradientLayout::whole(d), layered(d)}) {
         SCOPED_TRACE(std::string(spec) + ", d = " + std::to_string(d) + ", " + std::to_string(layout.num_layers()) +
                      " layers");
         auto cpu = testing::codec(spec);
-        auto created = DeviceErrorFeedback::create(*cpu);
+        auto created = DeviceStatefulCodec::create(*cpu);
         ASSERT_TRUE(created.ok()) << created.error().to_string();
         auto& device = **created;
         const std::size_t bytes = cpu->wire_size(layout);
@@ -265,7 +266,7 @@ TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
         // Each resumes from the other's state and encodes one more round alike.
         auto cpu_resumed = testing::codec(spec);
         ASSERT_TRUE(cpu_resumed->load_state(*saved, layout).ok());
-        auto gpu_resumed = std::move(DeviceErrorFeedback::create(*cpu).value());
+        auto gpu_resumed = std::move(DeviceStatefulCodec::create(*cpu).value());
         ASSERT_TRUE(gpu_resumed->load_state(cpu->save_state(), layout, nullptr).ok());
         const auto g = gradient(d, Kind::kNormal, 99);
         ASSERT_EQ(cudaMemcpy(d_gradient, g.data(), 4 * d, cudaMemcpyHostToDevice), cudaSuccess);
@@ -286,8 +287,8 @@ TEST_F(CodecsCuda, ErrorFeedbackOnTheDeviceKeepsTheCpuMemory) {
   }
 }
 
-// Needs no device: error feedback on the device takes ef=1 over a codec with a device encoder, and
-// a bad state blob is refused before anything is uploaded.
+// Needs no device: error feedback on the device takes ef=1 over a codec with a device encoder,
+// Signum takes signum, and a bad state blob is refused before anything is uploaded.
 TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCodec) {
   for (const char* spec : {"qsgd:ef=0", "topk:ratio=0.1", "onebit:ef=0", "qsgd:elias=1,ef=1"}) {
     const auto created = DeviceErrorFeedback::create(*testing::codec(spec));
@@ -313,6 +314,24 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
   const Status status = (*created)->load_state(garbage, GradientLayout::whole(10), nullptr);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ((*created)->memory(), nullptr);
+  // Signum keeps its momentum on the device; any other stateless or host-only codec is refused.
+  for (const char* spec : {"qsgd:ef=0", "dgc:ratio=0.05", "gtopk", "qsgd:elias=1,ef=1"}) {
+    const auto refused = DeviceStatefulCodec::create(*testing::codec(spec));
+    ASSERT_FALSE(refused.ok()) << spec;
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument) << spec;
+  }
+  EXPECT_FALSE(DeviceSignum::create(*testing::codec("topk:ratio=0.1,ef=1")).ok());
+  auto signum = DeviceStatefulCodec::create(*testing::codec("signum:beta=0.5"));
+  ASSERT_TRUE(signum.ok());
+  EXPECT_NE(dynamic_cast<DeviceSignum*>(signum->get()), nullptr);
+  EXPECT_FALSE((*signum)->load_state(garbage, GradientLayout::whole(10), nullptr).ok());
+  EXPECT_EQ((*signum)->size(), 0u);
+  // A blob of error feedback is not Signum's.
+  auto topk = testing::codec("topk:ratio=0.1,ef=1");
+  Rng rng(1);
+  topk->encode(std::vector<float>(10, 1.0f), GradientLayout::whole(10), rng);
+  EXPECT_FALSE((*signum)->load_state(topk->save_state(), GradientLayout::whole(10), nullptr).ok());
+  EXPECT_EQ((*signum)->size(), 0u);
 }
 
 // Needs no device: the codecs without a device encoder are refused before anything runs.
