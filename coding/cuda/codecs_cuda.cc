@@ -477,7 +477,7 @@ Result<std::span<const std::uint8_t>> encode_to_host(const Codec& codec, const f
 
 Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
                   float* d_accumulator, float weight, Workspace& workspace, void* stream) {
-  if (!on_device(codec)) {
+  if (!on_device(codec) && codec.id() != CodecId::kSignum) {  // signum's message decodes as sign's
     return make_error(ErrorCode::kInvalidArgument,
                       "codec " + codec.spec() + " has no device decoder; decode on the host");
   }
@@ -526,12 +526,13 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
       unit.push_back(weight * load_pod<float>(view.scales.data() + 4 * k));
     }
     streams_at = static_cast<std::size_t>(view.streams.data() - bytes.data());
-  } else if (id == CodecId::kSign || id == CodecId::kScaledSign || id == CodecId::kOneBit) {
-    const std::size_t per_segment = id == CodecId::kSign ? 0 : (id == CodecId::kOneBit ? 2 : 1);
+  } else if (id == CodecId::kSign || id == CodecId::kSignum || id == CodecId::kScaledSign || id == CodecId::kOneBit) {
+    const std::size_t per_segment =
+        id == CodecId::kSign || id == CodecId::kSignum ? 0 : (id == CodecId::kOneBit ? 2 : 1);
     BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sign_stream(bytes, layout, id, per_segment));
     mode = 2;
     segments = view.segments;
-    // As the CPU decoder: (weight · scale) · (±1), weight · (±1) for plain sign (one segment), or
+    // As the CPU decoder: (weight · scale) · (±1), weight · (±1) for sign and signum (one segment), or
     // weight · (the segment's mean for the bit) for onebit.
     if (per_segment == 0) unit.push_back(weight);
     for (std::size_t j = 0; j < per_segment * segments.size(); ++j) {
@@ -608,6 +609,12 @@ Result<std::unique_ptr<DeviceStatefulCodec>> DeviceStatefulCodec::create(const C
     BALLOT_ASSIGN_OR_RETURN(auto signum, DeviceSignum::create(codec));
     return std::unique_ptr<DeviceStatefulCodec>(std::move(signum));
   }
+  if (dynamic_cast<const ErrorFeedback*>(&codec) == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "state on the device is error feedback's (ef=1 over a codec with a device encoder) or "
+                      "signum's; got " +
+                          codec.spec());
+  }
   BALLOT_ASSIGN_OR_RETURN(auto feedback, DeviceErrorFeedback::create(codec));
   return std::unique_ptr<DeviceStatefulCodec>(std::move(feedback));
 }
@@ -672,8 +679,9 @@ Status DeviceErrorFeedback::resize(std::size_t d, void* stream) {
   memory_ = static_cast<float*>(a);
   BALLOT_TRY(cuda_status(cudaMalloc(&b, 4 * d), "cudaMalloc"));
   corrected_ = static_cast<float*>(b);
-  size_ = d;
-  return cuda_status(cudaMemsetAsync(memory_, 0, 4 * d, static_cast<cudaStream_t>(stream)), "memset");
+  BALLOT_TRY(cuda_status(cudaMemsetAsync(memory_, 0, 4 * d, static_cast<cudaStream_t>(stream)), "memset"));
+  size_ = d;  // only once the memory is zero: a failure leaves no state to encode from
+  return {};
 }
 
 Result<std::size_t> DeviceErrorFeedback::encode(const float* d_gradient, const GradientLayout& layout, Rng& rng,
@@ -746,8 +754,9 @@ Status DeviceSignum::resize(std::size_t d, void* stream) {
   void* memory = nullptr;
   BALLOT_TRY(cuda_status(cudaMalloc(&memory, 4 * d), "cudaMalloc"));
   momentum_ = static_cast<float*>(memory);
-  size_ = d;
-  return cuda_status(cudaMemsetAsync(momentum_, 0, 4 * d, static_cast<cudaStream_t>(stream)), "memset");
+  BALLOT_TRY(cuda_status(cudaMemsetAsync(momentum_, 0, 4 * d, static_cast<cudaStream_t>(stream)), "memset"));
+  size_ = d;  // only once the momentum is zero: a failure leaves no state to encode from
+  return {};
 }
 
 Result<std::size_t> DeviceSignum::encode(const float* d_gradient, const GradientLayout& layout, Rng&,

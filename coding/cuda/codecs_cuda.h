@@ -1,7 +1,8 @@
 // The codecs on a CUDA device, for a worker whose gradient is in GPU memory: the fp32, fp16 and
 // bf16 casts, sign, scaled sign, 1-bit SGD, QSGD (fixed width), TernGrad, top-k, random-k and
-// threshold encode on the device, the device decoders add a peer's message to a device
-// accumulator, and error feedback over them keeps its memory on the device.
+// threshold encode on the device, the device decoders add a peer's message (and signum's) to a
+// device accumulator, error feedback over them keeps its memory on the device, and Signum its
+// momentum.
 //
 // Bit-identical to the CPU codecs (coding/cast_codecs.h, coding/sign_codecs.h, coding/quantizers.h,
 // coding/sparse_codecs.h): encode() writes exactly the bytes codec.encode() returns for the same
@@ -80,7 +81,8 @@ Result<std::span<const std::uint8_t>> encode_to_host(const Codec& codec, const f
                                                      const GradientLayout& layout, Rng& rng, Workspace& workspace,
                                                      void* stream);
 
-// codec.decode_add(bytes, layout, accumulator, weight) with the accumulator on the device. `bytes`
+// codec.decode_add(bytes, layout, accumulator, weight) with the accumulator on the device, for the
+// codecs of on_device() and signum (whose message is sign's). `bytes`
 // (host memory: a peer's message) are validated on the host by the CPU decoder's checks first; a
 // bad message is its Error and leaves the accumulator untouched. Then the message is copied to the
 // device and added; synchronises the stream before returning (the host bytes may go).

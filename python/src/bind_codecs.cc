@@ -205,7 +205,7 @@ class NativeCodec {
 #endif
 
   std::unique_ptr<coding::Codec> codec_;
-  mutable CodecOnDevice device_;  // its GPU side: a CUDA gradient's encoder, error feedback's memory there
+  mutable CodecOnDevice device_;  // its GPU side: a CUDA gradient's encoder, the codec's state there
   Rng rng_;
   mutable std::mutex mutex_;
 };

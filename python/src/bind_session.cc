@@ -520,8 +520,9 @@ class Session {
   // A CPU gradient is encoded by the session. A CUDA one (an honest node's, with a codec that has a
   // device encoder: encodes_on_device) is encoded on its GPU, queued on `stream` after the work
   // that computed it, into the bytes the session's codec would write from the round's random
-  // stream; only those bytes come to the host. Error feedback's memory then stays on the GPU,
-  // copied into the session's codec before each save of the node state, and back after a restore.
+  // stream; only those bytes come to the host. Error feedback's memory (Signum's momentum) then
+  // stays on the GPU, copied into the session's codec before each save of the node state, and back
+  // after a restore.
   void submit_gradient(double loss, nb::handle array, std::uintptr_t stream) {
     Busy busy(*this, true);
     const RoundWork& work = open_work();
@@ -649,10 +650,9 @@ class Session {
   void saw(const NodeEvent& event) {
     if (keeper_->saves(event)) {
       take_momentum();
-      if (codec_device_) {  // error feedback's memory, from the GPU (no GIL here: a C++ exception)
+      if (codec_device_) {  // the codec's state from the GPU (no GIL here: a C++ exception)
         if (const Status synced = codec_device_->sync_host(); !synced.ok())
-          throw std::runtime_error("the node state's error feedback memory from the GPU: " +
-                                   synced.error().to_string());
+          throw std::runtime_error("the node state's codec state from the GPU: " + synced.error().to_string());
       }
     }
     const std::uint64_t restored = keeper_->restored();

@@ -40,17 +40,17 @@ class CodecOnDevice {
   // encoder, another device, or a build without CUDA.
   Result<std::span<const std::uint8_t>> encode(const float* d_gradient, int device_id, const GradientLayout& layout,
                                                Rng& rng, void* stream);
-  // The error-feedback memory back into the codec, if the device holds a newer one.
+  // The error-feedback memory (Signum's momentum) back into the codec, if the device holds a newer one.
   Status sync_host();
   // The codec's state changed on the host: the next device encode starts from it.
   void forget() noexcept { device_current_ = false; }
 
  private:
-  struct OnGpu;  // the encoder's workspace and error feedback's memory there (a build with CUDA)
+  struct OnGpu;  // the encoder's workspace and the codec's state there (a build with CUDA)
   coding::Codec* codec_;
   std::unique_ptr<OnGpu> gpu_;
   int home_device_ = -1;
-  bool device_current_ = false;  // the error-feedback memory lives on the device
+  bool device_current_ = false;  // the codec's state (error feedback's memory, Signum's momentum) lives on the device
 };
 
 }  // namespace ballot::python

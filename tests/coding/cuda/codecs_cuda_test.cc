@@ -287,6 +287,40 @@ TEST_F(CodecsCuda, StateOnTheDeviceKeepsTheCpuState) {
   }
 }
 
+// Signum on the device through the fused momentum pass: special values (−0 and NaN pack as 1), a
+// gradient whose size changes (the momentum restarts at zero, as on the CPU), the message through
+// encode_to_host, and its decode into a device accumulator adding the CPU decoder's floats.
+TEST_F(CodecsCuda, SignumOnTheDeviceFollowsTheCpuCodec) {
+  auto cpu = testing::codec("signum:beta=0.75");
+  auto created = DeviceStatefulCodec::create(*cpu);
+  ASSERT_TRUE(created.ok()) << created.error().to_string();
+  Rng cpu_rng(1, 1), gpu_rng(1, 1);
+  for (const auto& [d, kind] : std::vector<std::pair<std::size_t, Kind>>{
+           {1000, Kind::kNormal}, {1000, Kind::kSpecial}, {70001, Kind::kNormal}, {65, Kind::kZero}}) {
+    SCOPED_TRACE("d = " + std::to_string(d));
+    const auto layout = GradientLayout::whole(d);
+    const auto g = gradient(d, kind, 7 + d);
+    float* d_gradient = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_gradient), 4 * d), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_gradient, g.data(), 4 * d, cudaMemcpyHostToDevice), cudaSuccess);
+    const auto expected = cpu->encode(g, layout, cpu_rng);
+    const auto message = (*created)->encode_to_host(d_gradient, layout, gpu_rng, nullptr);
+    ASSERT_TRUE(message.ok()) << message.error().to_string();
+    EXPECT_EQ(std::vector<std::uint8_t>(message->begin(), message->end()), expected.bytes);
+    EXPECT_EQ((*created)->size(), d);
+    std::vector<float> cpu_sum = gradient(d, Kind::kNormal, 3), gpu_sum = cpu_sum;
+    ASSERT_TRUE(cpu->decode_add(expected.bytes, layout, cpu_sum, 0.5f).ok());
+    const Status decoded = decode_add_on_device(*cpu, expected.bytes, layout, gpu_sum, 0.5f);
+    ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+    EXPECT_EQ(float_bits(gpu_sum), float_bits(cpu_sum));
+    cudaFree(d_gradient);
+  }
+  // The last gradient (zeros, after a size change) left no NaN in the momentum: the blobs are equal.
+  auto saved = (*created)->save_state(nullptr);
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(*saved, cpu->save_state());
+}
+
 // Needs no device: error feedback on the device takes ef=1 over a codec with a device encoder,
 // Signum takes signum, and a bad state blob is refused before anything is uploaded.
 TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCodec) {
@@ -315,7 +349,7 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
   ASSERT_FALSE(status.ok());
   EXPECT_EQ((*created)->memory(), nullptr);
   // Signum keeps its momentum on the device; any other stateless or host-only codec is refused.
-  for (const char* spec : {"qsgd:ef=0", "dgc:ratio=0.05", "gtopk", "qsgd:elias=1,ef=1"}) {
+  for (const char* spec : {"qsgd:ef=0", "dgc:ratio=0.05", "gtopk", "qsgd:elias=1,ef=1", "signum:ef=1"}) {
     const auto refused = DeviceStatefulCodec::create(*testing::codec(spec));
     ASSERT_FALSE(refused.ok()) << spec;
     EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument) << spec;
