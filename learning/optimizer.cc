@@ -279,6 +279,7 @@ class EfSign final : public Optimizer {
     BALLOT_ENFORCE_EQ(x.size(), layout_.total_size());
     const float lr = scale.lr;
     if (error_.size() != x.size()) error_.assign(x.size(), 0.0f);
+    scales_.clear();
     // Karimireddy et al. 2019, Alg. 1: p = ηg + e; Δ = (‖p‖₁/d)·sign(p); x ← x − Δ; e ← p − Δ.
     for (const LayerSegment& s : layout_.layers()) {
       double l1 = 0.0;
@@ -287,6 +288,7 @@ class EfSign final : public Optimizer {
         l1 += std::fabs(static_cast<double>(error_[i]));
       }
       const float scale = s.size == 0 ? 0.0f : static_cast<float>(l1 / static_cast<double>(s.size));
+      scales_.push_back(scale);
       for (std::size_t i = s.offset; i < s.offset + s.size; ++i) {
         const float delta = scale * sign_of(error_[i]);
         x[i] -= delta;
@@ -298,14 +300,20 @@ class EfSign final : public Optimizer {
   Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) override {
     BALLOT_ASSIGN_OR_RETURN(auto state, decode_state(bytes, Rule::kEfSign, 0, num_params));
     error_ = std::move(state.values);
+    scales_.clear();
     return {};
   }
-  void reset_state() override { error_.clear(); }
+  void reset_state() override {
+    error_.clear();
+    scales_.clear();
+  }
   std::span<const float> error() const { return error_; }
+  std::optional<EfSignView> ef_sign_view() const override { return EfSignView{&layout_, error_, scales_}; }
 
  private:
   GradientLayout layout_;
   std::vector<float> error_;
+  std::vector<float> scales_;  // the last step's, one per layer
 };
 
 Status check_unit(const char* name, double v) {

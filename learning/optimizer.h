@@ -101,6 +101,16 @@ struct SignumView {
   std::span<const float> momentum;
 };
 
+// The same for the ef_sign rule: its layout (the layers its scales are per), its error memory e
+// (empty before the first step, when it counts as zeros) and its last step's scales ‖p_s‖₁/d_s, one
+// per layer (empty before a step). A copy elsewhere takes the scales from here rather than summing
+// ‖p_s‖₁ itself (a long double sum in coordinate order). Valid until the next step.
+struct EfSignView {
+  const GradientLayout* layout = nullptr;
+  std::span<const float> error;
+  std::span<const float> scales;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -135,6 +145,8 @@ class Optimizer {
   virtual std::optional<SgdView> sgd_view() const { return std::nullopt; }
   // The signum rule's state (SignumView); nullopt for the other rules.
   virtual std::optional<SignumView> signum_view() const { return std::nullopt; }
+  // The ef_sign rule's state and last scales (EfSignView); nullopt for the other rules.
+  virtual std::optional<EfSignView> ef_sign_view() const { return std::nullopt; }
 };
 
 struct SgdOptions {

@@ -373,6 +373,13 @@ class Session {
       out["beta"] = signum->options->beta;
       out["started"] = !signum->momentum.empty();
       buffer = signum->momentum;
+    } else if (const auto ef = replica_->optimizer().ef_sign_view()) {
+      out["rule"] = "ef_sign";
+      out["started"] = !ef->error.empty();
+      nb::list layers;  // (offset, size) of each layer its scales are per
+      for (const auto& layer : ef->layout->layers()) layers.append(nb::make_tuple(layer.offset, layer.size));
+      out["layers"] = layers;
+      buffer = ef->error;
     } else {
       return nb::none();
     }
@@ -393,19 +400,23 @@ class Session {
             replaced_ = true;
             return;
           }
-          applied_.push_back({round, vote, scale, full_digest});
+          std::vector<float> scales;  // ef_sign's per-layer scales of this step
+          if (const auto ef = replica_->optimizer().ef_sign_view()) scales.assign(ef->scales.begin(), ef->scales.end());
+          applied_.push_back({round, vote, scale, full_digest, std::move(scales)});
         });
   }
 
   // The votes applied since the last call, oldest first, as (round, sign words, lr, weight decay,
-  // full digest), and whether the replica's parameters were replaced meanwhile (a state transfer,
-  // or more than kMaxKeptVotes untaken): then the votes do not describe the change, the parameters do.
-  // Not a session call (no Busy): a gradient source called inside one may take them.
+  // full digest, ef_sign's per-layer scales of the step: empty for the other rules), and whether the replica's
+  // parameters were replaced meanwhile (a state transfer, or more than kMaxKeptVotes untaken): then the votes do not
+  // describe the change, the parameters do. Not a session call (no Busy): a gradient source called inside one may take
+  // them.
   nb::dict take_votes() {
     const std::lock_guard lock(applied_mutex_);
     nb::list votes;
     for (const auto& v : applied_) {
-      votes.append(nb::make_tuple(v.round, words_to_numpy(v.vote), v.scale.lr, v.scale.weight_decay, v.full_digest));
+      votes.append(nb::make_tuple(v.round, words_to_numpy(v.vote), v.scale.lr, v.scale.weight_decay, v.full_digest,
+                                  to_numpy(std::vector<float>(v.scales))));
     }
     nb::dict out;
     out["replaced"] = replaced_;
@@ -768,6 +779,7 @@ class Session {
     BitVector vote;
     learning::StepScale scale;
     bool full_digest;
+    std::vector<float> scales;  // ef_sign's, one per layer
   };
   static constexpr std::size_t kMaxKeptVotes = 64;
   std::mutex applied_mutex_;

@@ -291,6 +291,39 @@ TEST(EfSign, AppliesPerLayerScaledSignsAndKeepsTheResidual) {
   EXPECT_EQ(x, (std::vector<float>{-3.0f, 1.0f, 5.0f}));
 }
 
+// A copy elsewhere (ballot.torch on a GPU) applies the same step from the vote, the error memory
+// and the per-layer scales the view gives: the view describes the last step exactly.
+TEST(EfSign, ViewGivesTheLayoutTheMemoryAndTheLastStepsScales) {
+  auto layout = GradientLayout::from_sizes({{"a", 2}, {"b", 1}});
+  ASSERT_TRUE(layout.ok());
+  auto ef = make_ef_sign(*layout);
+  ASSERT_TRUE(ef->ef_sign_view().has_value());
+  EXPECT_FALSE(make_sgd()->ef_sign_view().has_value());
+  EXPECT_TRUE(ef->ef_sign_view()->error.empty());
+  EXPECT_TRUE(ef->ef_sign_view()->scales.empty());
+  std::vector<float> x = {0.0f, 0.0f, 0.0f};
+  ef->step(x, std::vector<float>{3.0f, -1.0f, -5.0f}, 1.0);
+  auto view = ef->ef_sign_view();
+  EXPECT_EQ(view->layout->num_layers(), 2u);
+  EXPECT_EQ(std::vector<float>(view->scales.begin(), view->scales.end()), (std::vector<float>{2.0f, 5.0f}));
+  EXPECT_EQ(std::vector<float>(view->error.begin(), view->error.end()), (std::vector<float>{1.0f, 1.0f, 0.0f}));
+  // The step again from the view, as the copy computes it: p = e + lr·g, x − s·sign(p).
+  const std::vector<float> g = {1.0f, -1.0f, 1.0f};
+  std::vector<float> p(view->error.begin(), view->error.end());
+  for (std::size_t i = 0; i < 3; ++i) p[i] = p[i] + 0.5f * g[i];
+  std::vector<float> copy = x;
+  ef->step(x, g, 0.5);
+  view = ef->ef_sign_view();
+  const std::size_t layer_of[] = {0, 0, 1};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const float delta = view->scales[layer_of[i]] * (p[i] < 0.0f ? -1.0f : 1.0f);
+    EXPECT_EQ(copy[i] - delta, x[i]) << i;
+    EXPECT_EQ(p[i] - delta, view->error[i]) << i;
+  }
+  ef->reset_state();
+  EXPECT_TRUE(ef->ef_sign_view()->scales.empty());
+}
+
 // ---- state bytes ----------------------------------------------------------------------------
 
 class EveryRule : public ::testing::TestWithParam<std::string> {};

@@ -236,9 +236,10 @@ def test_a_vote_sent_in_pieces_during_backward_is_the_same_vote(make_cluster, tm
                                       dict(code="deterministic", update="ef_sign")])
 def test_the_vote_worked_on_the_models_device_is_the_sessions_bits(make_cluster, tmp_path, training):
     """SignVote(work_on="model"): the worker momentum, the packing and the update (the sign, sgd,
-    heavyball and signum rules, with the latter's momentum buffers) run on the model's device (here
-    the CPU, through the kernels a GPU runs as their CUDA twins) and on a copy of the parameters;
-    the session gets only the packed signs. ef_sign has the replica's parameters copied.
+    heavyball, signum and ef_sign rules, with the momentum buffers and ef_sign's error memory) run
+    on the model's device (here the CPU, through the kernels and torch operations a GPU runs) and on
+    a copy of the parameters; the session gets only the packed signs (and ef_sign's per-layer
+    scales).
     The run, every node's copy of the parameters and the momentum each node's state file saves are
     those of the session's work."""
     ends = {}
@@ -254,8 +255,8 @@ def test_the_vote_worked_on_the_models_device_is_the_sessions_bits(make_cluster,
             copies.append(node.index)
             replica = torch.from_numpy(node._session._native.parameters())
             assert torch.equal(node.parameters, replica)
-            # the update on the model's device works on a copy; ef_sign (no twin there) on the replica's buffer
-            assert node._update_on_model == (work_on == "model" and training.get("update") != "ef_sign")
+            # the update on the model's device works on a copy
+            assert node._update_on_model == (work_on == "model")
             assert (node.parameters.data_ptr() != replica.data_ptr()) == node._update_on_model
             assert node.update_mismatches == 0
 
@@ -270,7 +271,7 @@ def test_the_vote_worked_on_the_models_device_is_the_sessions_bits(make_cluster,
     assert ends["model"][1] == ends["host"][1]
 
 
-@pytest.mark.parametrize("update", ["sign:wd=0", "heavyball", "signum"])
+@pytest.mark.parametrize("update", ["sign:wd=0", "heavyball", "signum", "ef_sign"])
 def test_a_models_copy_that_diverged_from_the_replica_is_caught_and_replaced(make_cluster, tmp_path, update):
     """The parameters on the model's device are compared with the replica's at each round whose
     state digest is the parameters' (digest_every): a copy changed behind the node's back (here
@@ -355,7 +356,7 @@ def test_a_model_on_two_devices_is_refused(make_cluster, tmp_path):
     ({}, True),  # the GPU nodes on a stream of their own: the node's kernels follow torch's current stream
     (dict(update="heavyball", rounds=30), False),  # the update's momentum buffer on the GPU too
     (dict(update="signum:beta=0.9", rounds=30), False),  # its momentum on the GPU, from the unpacked votes
-    (dict(update="ef_sign"), False),  # another rule: the replica's parameters copied after each decision
+    (dict(update="ef_sign"), False),  # its error memory on the GPU, with the replica's per-layer scales
     (dict(pieces=4), True),  # the vote in pieces during backward, each piece folded and packed on the GPU
     (dict(rule="trimmed_mean:f=1", update="sgd:momentum=0.9", codec="fp32"), False),
 ])
@@ -386,7 +387,7 @@ def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, trai
             if node.training["rule"] == "vote":  # each partition's momentum stayed on the GPU
                 assert node._momentum and all(m.is_cuda for m in node._momentum.values())
                 assert node.update_mismatches == 0
-                assert node._update_on_model == (node.training["update"] != "ef_sign")
+                assert node._update_on_model
             checked.append(node.index)
 
     results = run_threads(cluster, gpu_steps(on_gpu), lambda i: Tiny().cuda() if i in on_gpu else Tiny(), on_end,

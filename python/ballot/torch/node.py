@@ -45,14 +45,15 @@ runs on the GPU too:
   and only the packed signs (d/8 bytes a partition) are copied to the host, where the session
   takes the vote over the node's row of G and signs it. The momentum goes to the host only when
   the node saves its state file, and back after a state transfer restored it;
-* with the ``sign`` update rule (the vote's default), ``heavyball``, ``sgd`` or ``signum``, each
-  decision's vote (d/8 bytes) is applied to the GPU's parameters by the same arithmetic as the
-  replica's (``ballot.signs.apply_update``, and for signum ``momentum_pack`` first; the momentum
-  buffer of heavyball, sgd and signum lives on the GPU too).
+* with the ``sign`` update rule (the vote's default), ``heavyball``, ``sgd``, ``signum`` or
+  ``ef_sign``, each decision's vote (d/8 bytes) is applied to the GPU's parameters by the same
+  arithmetic as the replica's (``ballot.signs.apply_update``, and for signum ``momentum_pack``
+  first; the momentum buffer of heavyball, sgd and signum, and ef_sign's error memory, live on the
+  GPU too; ef_sign takes the replica's per-layer scales, a few bytes a layer).
   At each round whose state digest is the parameters' (``digest_every``) and at the end of the run
   the GPU's parameters and buffer are compared with the replica's: a difference is reported on
   stderr, counted (``update_mismatches``) and repaired by copying the replica's. After a state
-  transfer, or with ``ef_sign``, the replica's state is copied to the GPU (4d bytes).
+  transfer the replica's state is copied to the GPU (4d bytes).
 
 On the gradient path (:class:`RobustGradient`, ``work_on`` "auto" or "model") a CUDA gradient is
 encoded on the GPU into the bytes the session's codec would write, and only they are copied to
@@ -141,8 +142,9 @@ class Node:
         self._work_on_model = False  # SignVote's worker momentum and packing on the model's device
         self._encode_on_model = False  # RobustGradient's encoding on the model's GPU
         self._update_on_model = False  # and the update, applied there from each decision's vote
-        self._rule: Optional[Dict[str, Any]] = None  # the replica's sgd / heavyball / signum state (optimizer_state)
-        self._buffer: Optional[torch.Tensor] = None  # its momentum buffer on the model's device
+        self._rule: Optional[Dict[str, Any]] = None  # the replica's sgd / heavyball / signum / ef_sign state
+        self._buffer: Optional[torch.Tensor] = None  # its momentum buffer (ef_sign: error) on the model's device
+        self._ef_layers: Optional[Tuple[torch.Tensor, List[int], Optional[torch.Tensor]]] = None
         self.update_mismatches = 0  # checks that found the model's copy unequal to the replica
         self._momentum: Dict[int, Optional[torch.Tensor]] = {}  # there, by partition (None: the run has none)
         self._restored = 0  # the session's count of node states restored, when _momentum was read
@@ -221,9 +223,9 @@ class Node:
             raise
         self.algorithm = algorithm
         self._work_on_model = not gradient_path and (work_on == "model" or (work_on == "auto" and on_gpu))
-        # The sign rule (the vote's default update) and the sgd, heavyball and signum rules (with
-        # their momentum buffer on the device) are applied on the model's device as on the host
-        # replica; ef_sign's parameters are copied from the replica after each decision.
+        # The sign rule (the vote's default update) and the sgd, heavyball, signum and ef_sign rules
+        # (with their momentum buffer or error memory on the device) are applied on the model's
+        # device as on the host replica.
         self._rule = native.optimizer_state()
         if self._rule is not None:
             del self._rule["buffer"]  # the buffer comes to the model's device at the first _refresh
@@ -415,15 +417,16 @@ class Node:
             self._copy_replica()
             return
         check = False
-        for _round, words, lr, weight_decay, full_digest in taken["votes"]:
+        for _round, words, lr, weight_decay, full_digest, scales in taken["votes"]:
             vote = torch.from_numpy(words.view(np.int64)).to(self._device)  # d/8 bytes
-            self._apply_vote(vote, lr, weight_decay)
+            self._apply_vote(vote, lr, weight_decay, scales)
             check = check or full_digest
         if check:  # the rounds the replica's state digest is its parameters' (digest_every)
             self._check_copy()
 
-    def _apply_vote(self, vote: torch.Tensor, lr: float, weight_decay: float) -> None:
-        """One decision on the model's copy: the replica's rule with the decision's scale."""
+    def _apply_vote(self, vote: torch.Tensor, lr: float, weight_decay: float, scales: np.ndarray) -> None:
+        """One decision on the model's copy: the replica's rule with the decision's scale (and, for
+        ef_sign, the per-layer scales the replica's step computed)."""
         rule, flat = self._rule, self._model_flat
         if rule is None or (rule["rule"] == "sgd" and rule["momentum"] == 0.0):  # x - lr (v + wd x)
             signs.apply_update(flat, lr=lr, vote=vote, weight_decay=weight_decay)
@@ -434,6 +437,8 @@ class Node:
             if rule["rule"] == "signum":  # learning::Signum: m <- beta m + (1 - beta) v, then the sign rule on m
                 momentum_signs = signs.momentum_pack(self._buffer, signs.unpack(vote, flat.numel()), rule["beta"])
                 signs.apply_update(flat, lr=lr, vote=momentum_signs, weight_decay=weight_decay)
+            elif rule["rule"] == "ef_sign":
+                self._ef_sign_step(vote, lr, scales)
             else:  # learning::Sgd: the buffer starts as the first decayed direction
                 signs.apply_update(flat, lr=lr, vote=vote, weight_decay=weight_decay, momentum=rule["momentum"],
                                    buffer=self._buffer, dampening=rule["dampening"], nesterov=rule["nesterov"],
@@ -441,8 +446,41 @@ class Node:
         if rule is not None:
             rule["started"] = True
 
+    def _ef_sign_step(self, vote: torch.Tensor, lr: float, scales: np.ndarray) -> None:
+        """learning::EfSign on the model's copy with the replica's per-layer scales s (its double
+        sum of |p| over each layer is not summed again here): p = e + lr v; x <- x - s sign(p);
+        e <- p - s sign(p). Each step is one float operation rounded to nearest (lr v, s sign(p)
+        and the scale's zero outside the layers are exact), so the bits are the replica's."""
+        flat, error = self._model_flat, self._buffer
+        if self._ef_layers is None:  # the layers' sizes, the gaps between them as scale-0 segments
+            sizes, layer_of, mask, at = [], [], None, 0
+            for k, (offset, size) in enumerate(self._rule["layers"]):
+                if offset > at:
+                    sizes.append(offset - at)
+                    layer_of.append(-1)
+                sizes.append(size)
+                layer_of.append(k)
+                at = offset + size
+            if at < flat.numel():
+                sizes.append(flat.numel() - at)
+                layer_of.append(-1)
+            if -1 in layer_of:  # the replica leaves e outside the layers at zero
+                mask = torch.repeat_interleave(torch.tensor([0.0 if k < 0 else 1.0 for k in layer_of]),
+                                               torch.tensor(sizes)).to(self._device)
+            self._ef_layers = (torch.tensor(sizes, device=self._device), layer_of, mask)
+        sizes, layer_of, mask = self._ef_layers
+        step = signs.unpack(vote, flat.numel(), lr)  # lr v
+        if mask is not None:
+            step.mul_(mask)
+        error.add_(step)  # p
+        per_segment = torch.tensor([0.0 if k < 0 else float(scales[k]) for k in layer_of], dtype=torch.float32)
+        delta = torch.ones_like(error).masked_fill_(error < 0, -1.0)  # sign(p): NaN and -0 count as +1
+        delta.mul_(torch.repeat_interleave(per_segment.to(self._device), sizes))
+        flat.sub_(delta)
+        error.sub_(delta)
+
     def _copy_replica(self) -> None:
-        """The replica's parameters and, for sgd / heavyball / signum, its rule's state, to the
+        """The replica's parameters and, for sgd / heavyball / signum / ef_sign, its rule's state, to the
         model's copy."""
         with torch.no_grad():
             self._model_flat.copy_(self._flat)
