@@ -104,7 +104,8 @@ struct SignumView {
 // The same for the ef_sign rule: its layout (the layers its scales are per), its error memory e
 // (empty before the first step, when it counts as zeros) and its last step's scales ‖p_s‖₁/d_s, one
 // per layer (empty before a step). A copy elsewhere takes the scales from here rather than summing
-// ‖p_s‖₁ itself (a long double sum in coordinate order). Valid until the next step.
+// ‖p_s‖₁ itself (a sum in double, in coordinate order). Valid until the next step, load_state or
+// reset_state.
 struct EfSignView {
   const GradientLayout* layout = nullptr;
   std::span<const float> error;

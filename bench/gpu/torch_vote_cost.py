@@ -14,7 +14,7 @@ synchronised around it, median of --reps runs after a warm-up:
   copied to the device (d/8 bytes) and ballot.signs.apply_update on the parameters;
 - the host path (work_on "host"): the gradient copied to the host (4d bytes; the session's fold
   on the host comes on top) and the replica's parameters copied to the device (4d bytes; also
-  what a node does after a state transfer and with the ef_sign rule);
+  what a node does after a state transfer);
 - the gradient path (RobustGradient), for each --codec: the gradient encoded on the device by
   the codec's CUDA encoder and its bytes copied to the host (work_on "auto"), against the host
   path (the gradient copied to the host, 4d bytes, and encoded there by the CPU codec).

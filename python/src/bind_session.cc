@@ -355,9 +355,11 @@ class Session {
   void set_momentum_source(nb::object source) { momentum_source_ = std::move(source); }
 
   // The replica's update rule's state when it is sgd or heavyball (learning::SgdView: rule "sgd",
-  // its options, whether it started and a copy of its momentum buffer) or signum
-  // (learning::SignumView: rule "signum", β, started, its momentum as the buffer); None for the
-  // other rules. An empty buffer: no step has made one yet.
+  // its options, whether it started and a copy of its momentum buffer), signum
+  // (learning::SignumView: rule "signum", β, started, its momentum as the buffer) or ef_sign
+  // (learning::EfSignView: rule "ef_sign", started, its error memory as the buffer, and "layers":
+  // the (offset, size) its per-layer scales are for); None for the other rules. An empty buffer:
+  // no step has made one yet.
   nb::object optimizer_state() const {
     nb::dict out;
     std::span<const float> buffer;

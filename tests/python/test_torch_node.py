@@ -11,7 +11,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
@@ -19,6 +21,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import ballot.torch as bt  # noqa: E402
+from ballot import signs  # noqa: E402
 from ballot.session import NodeSession  # noqa: E402
 from test_session import PROGRAM, make_cluster  # noqa: E402,F401  (make_cluster: a fixture)
 
@@ -269,6 +272,59 @@ def test_the_vote_worked_on_the_models_device_is_the_sessions_bits(make_cluster,
         ends[work_on] = (server, states)
     assert ends["model"][0] == ends["host"][0]
     assert ends["model"][1] == ends["host"][1]
+
+
+def ef_sign_reference(x, e, v, lr, layers):
+    """learning::EfSign's step written out in numpy: p = lr v + e; s = ||p_layer||_1 / size as a
+    double sum in coordinate order, rounded to float; x - s sign(p), p - s sign(p) (sign: -1 for
+    p < 0, else +1)."""
+    x, e, scales = x.copy(), e.copy(), []
+    for offset, size in layers:
+        part = slice(offset, offset + size)
+        e[part] = np.float32(lr) * v[part] + e[part]
+        l1 = 0.0
+        for value in e[part]:
+            l1 += abs(float(value))
+        scale = np.float32(l1 / size) if size else np.float32(0.0)
+        delta = scale * np.where(e[part] < 0, np.float32(-1.0), np.float32(1.0)).astype(np.float32)
+        x[part] -= delta
+        e[part] -= delta
+        scales.append(scale)
+    return x, e, np.array(scales, np.float32)
+
+
+def test_the_ef_sign_step_on_the_models_copy_is_the_rules_arithmetic():
+    """The ef_sign step a node applies to its copy (on a GPU in practice), given the replica's
+    per-layer scales, against the rule's arithmetic: an error memory that is not zero (as after a
+    state that carried one), layers of different scales and an empty one, -0 and subnormal
+    parameters, p exactly 0 and a NaN; every bit of x and e."""
+    rng = np.random.default_rng(5)
+    layers = [(0, 48), (48, 0), (48, 8), (56, 100), (156, 3)]
+    d = 159
+    x = rng.standard_normal(d).astype(np.float32)
+    x[::7] = -0.0
+    x[3] = np.float32(1e-42)
+    e = (rng.standard_normal(d) * np.repeat([1.0, 1.0, 10.0, 0.01, 100.0], [48, 0, 8, 100, 3])).astype(np.float32)
+    copy = SimpleNamespace(_model_flat=torch.from_numpy(x.copy()), _buffer=torch.from_numpy(e.copy()),
+                           _ef_layers=None, _rule={"layers": layers}, _device=torch.device("cpu"))
+    for step in range(12):
+        v = np.where(rng.integers(0, 2, d) == 1, 1.0, -1.0).astype(np.float32)
+        lr = float(np.float32(10.0 ** rng.uniform(-3, 0)))
+        if step == 4:  # p = +0 at coordinate 10 (its sign counts as +1)
+            e[10] = -np.float32(lr) * v[10]
+            copy._buffer.copy_(torch.from_numpy(e))
+        if step == 8:  # a NaN in the memory stays on its coordinate's layer
+            e[60] = np.nan
+            copy._buffer.copy_(torch.from_numpy(e))
+        x, e, scales = ef_sign_reference(x, e, v, lr, layers)
+        bt.Node._ef_sign_step(copy, signs.pack(torch.from_numpy(v)), lr, scales)
+        assert np.array_equal(copy._model_flat.numpy().view(np.uint32), x.view(np.uint32)), step
+        assert np.array_equal(copy._buffer.numpy().view(np.uint32), e.view(np.uint32)), step
+    assert len(set(scales[[0, 2, 4]].tolist())) == 3  # the layers' scales differ
+    with pytest.raises(RuntimeError, match="do not tile"):
+        bt.Node._ef_sign_step(SimpleNamespace(_model_flat=torch.zeros(10), _buffer=torch.zeros(10), _ef_layers=None,
+                                              _rule={"layers": [(0, 4), (5, 5)]}, _device=torch.device("cpu")),
+                              signs.pack(torch.ones(10)), 0.1, np.ones(2, np.float32))
 
 
 @pytest.mark.parametrize("update", ["sign:wd=0", "heavyball", "signum", "ef_sign"])

@@ -47,9 +47,10 @@ runs on the GPU too:
   the node saves its state file, and back after a state transfer restored it;
 * with the ``sign`` update rule (the vote's default), ``heavyball``, ``sgd``, ``signum`` or
   ``ef_sign``, each decision's vote (d/8 bytes) is applied to the GPU's parameters by the same
-  arithmetic as the replica's (``ballot.signs.apply_update``, and for signum ``momentum_pack``
-  first; the momentum buffer of heavyball, sgd and signum, and ef_sign's error memory, live on the
-  GPU too; ef_sign takes the replica's per-layer scales, a few bytes a layer).
+  arithmetic as the replica's (``ballot.signs.apply_update``, for signum ``momentum_pack`` first,
+  and for ef_sign ``ballot.signs.unpack`` and torch operations with the replica's per-layer scales,
+  4 bytes a layer); the momentum buffer of heavyball, sgd and signum, and ef_sign's error memory,
+  live on the GPU too.
   At each round whose state digest is the parameters' (``digest_every``) and at the end of the run
   the GPU's parameters and buffer are compared with the replica's: a difference is reported on
   stderr, counted (``update_mismatches``) and repaired by copying the replica's. After a state
@@ -68,6 +69,7 @@ all-reduce their gradients on their GPUs and rank 0 folds or copies the sum.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -144,7 +146,7 @@ class Node:
         self._update_on_model = False  # and the update, applied there from each decision's vote
         self._rule: Optional[Dict[str, Any]] = None  # the replica's sgd / heavyball / signum / ef_sign state
         self._buffer: Optional[torch.Tensor] = None  # its momentum buffer (ef_sign: error) on the model's device
-        self._ef_layers: Optional[Tuple[torch.Tensor, List[int], Optional[torch.Tensor]]] = None
+        self._ef_layers: Optional[torch.Tensor] = None  # ef_sign's layer sizes on the model's device
         self.update_mismatches = 0  # checks that found the model's copy unequal to the replica
         self._momentum: Dict[int, Optional[torch.Tensor]] = {}  # there, by partition (None: the run has none)
         self._restored = 0  # the session's count of node states restored, when _momentum was read
@@ -448,34 +450,23 @@ class Node:
 
     def _ef_sign_step(self, vote: torch.Tensor, lr: float, scales: np.ndarray) -> None:
         """learning::EfSign on the model's copy with the replica's per-layer scales s (its double
-        sum of |p| over each layer is not summed again here): p = e + lr v; x <- x - s sign(p);
-        e <- p - s sign(p). Each step is one float operation rounded to nearest (lr v, s sign(p)
-        and the scale's zero outside the layers are exact), so the bits are the replica's."""
+        sum of |p| over each layer in coordinate order is not summed again here): p = e + lr v;
+        x <- x - s sign(p); e <- p - s sign(p). Each is one float operation rounded to nearest
+        (lr v and s sign(p) are exact), so the bits are the replica's. In a vote run that starts
+        with e = 0, |p| = lr everywhere, so s = lr and e stays 0; e matters after a state that
+        carried one."""
         flat, error = self._model_flat, self._buffer
-        if self._ef_layers is None:  # the layers' sizes, the gaps between them as scale-0 segments
-            sizes, layer_of, mask, at = [], [], None, 0
-            for k, (offset, size) in enumerate(self._rule["layers"]):
-                if offset > at:
-                    sizes.append(offset - at)
-                    layer_of.append(-1)
-                sizes.append(size)
-                layer_of.append(k)
-                at = offset + size
-            if at < flat.numel():
-                sizes.append(flat.numel() - at)
-                layer_of.append(-1)
-            if -1 in layer_of:  # the replica leaves e outside the layers at zero
-                mask = torch.repeat_interleave(torch.tensor([0.0 if k < 0 else 1.0 for k in layer_of]),
-                                               torch.tensor(sizes)).to(self._device)
-            self._ef_layers = (torch.tensor(sizes, device=self._device), layer_of, mask)
-        sizes, layer_of, mask = self._ef_layers
-        step = signs.unpack(vote, flat.numel(), lr)  # lr v
-        if mask is not None:
-            step.mul_(mask)
-        error.add_(step)  # p
-        per_segment = torch.tensor([0.0 if k < 0 else float(scales[k]) for k in layer_of], dtype=torch.float32)
+        if self._ef_layers is None:  # the layers tile [0, d) in order (core::GradientLayout)
+            layers = [(int(offset), int(size)) for offset, size in self._rule["layers"]]
+            if [offset for offset, _ in layers] != list(itertools.accumulate([0] + [s for _, s in layers[:-1]])) \
+                    or sum(size for _, size in layers) != flat.numel():
+                raise RuntimeError(f"ef_sign's layers {layers[:4]}... do not tile the {flat.numel()} parameters")
+            self._ef_layers = torch.tensor([size for _, size in layers], device=self._device)
+        error.add_(signs.unpack(vote, flat.numel(), lr))  # p = e + lr v
         delta = torch.ones_like(error).masked_fill_(error < 0, -1.0)  # sign(p): NaN and -0 count as +1
-        delta.mul_(torch.repeat_interleave(per_segment.to(self._device), sizes))
+        per_coordinate = torch.repeat_interleave(torch.from_numpy(np.asarray(scales, np.float32)).to(self._device),
+                                                 self._ef_layers, output_size=flat.numel())
+        delta.mul_(per_coordinate)
         flat.sub_(delta)
         error.sub_(delta)
 
