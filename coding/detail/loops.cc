@@ -111,31 +111,18 @@ namespace {
 
 // The lanes of one run for each term, compiled per ISA level. Each is called once per chunk: inlined
 // into a loop over the chunks, the same loop was left mostly scalar by GCC 12 (a third of the speed).
-BALLOT_CODEC_BODY(void, add_abs_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes)) {
-  add_lanes(x, n, phase, lanes, AbsTerm{});
-}
-BALLOT_CODEC_DISPATCH(void, add_abs_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes),
-                      (x, n, phase, lanes))
-BALLOT_CODEC_BODY(void, add_square_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes)) {
-  add_lanes(x, n, phase, lanes, SquareTerm{});
-}
-BALLOT_CODEC_DISPATCH(void, add_square_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes),
-                      (x, n, phase, lanes))
-BALLOT_CODEC_BODY(void, add_value_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes)) {
-  add_lanes(x, n, phase, lanes, ValueTerm{});
-}
-BALLOT_CODEC_DISPATCH(void, add_value_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes),
-                      (x, n, phase, lanes))
-BALLOT_CODEC_BODY(void, add_non_negative_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes)) {
-  add_lanes(x, n, phase, lanes, NonNegativeTerm{});
-}
-BALLOT_CODEC_DISPATCH(void, add_non_negative_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes),
-                      (x, n, phase, lanes))
-BALLOT_CODEC_BODY(void, add_negative_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes)) {
-  add_lanes(x, n, phase, lanes, NegativeTerm{});
-}
-BALLOT_CODEC_DISPATCH(void, add_negative_lanes, (const float* x, std::size_t n, std::size_t phase, double* lanes),
-                      (x, n, phase, lanes))
+#define BALLOT_CODEC_LANES(name, Term)                                                                 \
+  BALLOT_CODEC_BODY(void, name, (const float* x, std::size_t n, std::size_t phase, double* lanes)) {   \
+    add_lanes(x, n, phase, lanes, Term{});                                                             \
+  }                                                                                                    \
+  BALLOT_CODEC_DISPATCH(void, name, (const float* x, std::size_t n, std::size_t phase, double* lanes), \
+                        (x, n, phase, lanes))
+BALLOT_CODEC_LANES(add_abs_lanes, AbsTerm)
+BALLOT_CODEC_LANES(add_square_lanes, SquareTerm)
+BALLOT_CODEC_LANES(add_value_lanes, ValueTerm)
+BALLOT_CODEC_LANES(add_non_negative_lanes, NonNegativeTerm)
+BALLOT_CODEC_LANES(add_negative_lanes, NegativeTerm)
+#undef BALLOT_CODEC_LANES
 
 }  // namespace
 

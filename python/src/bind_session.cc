@@ -547,6 +547,9 @@ class Session {
                                 .c_str());
     }
     if (device == Device::kCpu) {
+      // The codec's state may be on the GPU (an earlier CUDA gradient's): the host encode goes on
+      // from it, and a later CUDA gradient from the host's.
+      if (codec_device_) unwrap(codec_device_->sync_host());
       std::vector<float> gradient(values.begin(), values.end());
       send([&] { return session_->submit_gradient(loss, std::move(gradient)); });
       return;
