@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "coding/detail/blocks.h"
+#include "coding/detail/codec_logic.h"
 #include "coding/detail/sparse.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
@@ -48,6 +49,14 @@ double DgcCodec::density(std::uint64_t round) const noexcept {
   return options_.warmup_start * std::pow(options_.ratio / options_.warmup_start, progress);
 }
 
+std::size_t DgcCodec::sample_count(std::size_t n, std::size_t k) const noexcept {
+  if (n < kExactBelow) return 0;
+  const double wanted =
+      std::max(options_.sample * static_cast<double>(n),
+               kExpectedAboveInSample * static_cast<double>(n) / static_cast<double>(std::max<std::size_t>(k, 1)));
+  return static_cast<std::size_t>(std::min(std::ceil(wanted), static_cast<double>(n)));
+}
+
 std::size_t DgcCodec::wire_size(const GradientLayout& layout) const {
   const auto segments = segments_of(layout, options_.granularity);
   const double largest = options_.warmup > 0 ? std::max(options_.ratio, options_.warmup_start) : options_.ratio;
@@ -72,24 +81,13 @@ EncodedGradient DgcCodec::encode(std::span<const float> gradient, const Gradient
     const std::size_t offset = segments[s].offset, n = segments[s].size;
     float* u = momentum_.data() + offset;
     float* v = velocity_.data() + offset;
-    float factor = 1.0f;
-    if (options_.clip > 0.0f) {
-      // §3.2: clip the local gradient by its L2 norm before it enters the accumulation. A NaN
-      // norm compares false: the gradient passes unchanged and its NaNs are sent.
-      const double norm = std::sqrt(detail::sum_squares(gradient.data() + offset, n));
-      if (norm > options_.clip) factor = static_cast<float>(options_.clip / norm);
-    }
+    // §3.2: clip the local gradient by its L2 norm before it enters the accumulation.
+    const float factor = options_.clip > 0.0f
+                             ? detail::dgc_clip_factor(detail::sum_squares(gradient.data() + offset, n), options_.clip)
+                             : 1.0f;
     detail::momentum_accumulate(gradient.data() + offset, n, factor, options_.momentum, u, v);
     const std::size_t at = indices.size();
-    if (n < kExactBelow) {
-      detail::select_top_k(v, n, budgets[s], indices);
-    } else {
-      const double wanted = std::max(
-          options_.sample * static_cast<double>(n),
-          kExpectedAboveInSample * static_cast<double>(n) / static_cast<double>(std::max<std::size_t>(budgets[s], 1)));
-      const std::size_t samples = static_cast<std::size_t>(std::min(std::ceil(wanted), static_cast<double>(n)));
-      detail::select_by_sampled_threshold(v, n, budgets[s], samples, rng, indices);
-    }
+    detail::select_by_sampled_threshold(v, n, budgets[s], sample_count(n, budgets[s]), rng, indices);
     counts[s] = indices.size() - at;
     // §3.2, momentum factor masking: what is sent leaves both the accumulation and the momentum.
     for (std::size_t j = at; j < indices.size(); ++j) {
@@ -111,12 +109,15 @@ Status DgcCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientL
   return {};
 }
 
-std::vector<std::uint8_t> DgcCodec::save_state() const {
-  std::uint8_t rounds[8];
-  std::memcpy(rounds, &rounds_, 8);
-  const auto inner = write_state(id(), momentum_, rounds);
-  return write_state(id(), velocity_, inner);
+std::vector<std::uint8_t> DgcCodec::state_blob(std::span<const float> momentum, std::span<const float> velocity,
+                                               std::uint64_t rounds) {
+  std::uint8_t count[8];
+  std::memcpy(count, &rounds, 8);
+  const auto inner = write_state(CodecId::kDgc, momentum, count);
+  return write_state(CodecId::kDgc, velocity, inner);
 }
+
+std::vector<std::uint8_t> DgcCodec::save_state() const { return state_blob(momentum_, velocity_, rounds_); }
 
 Status DgcCodec::load_state(std::span<const std::uint8_t> state, const GradientLayout& layout) {
   BALLOT_ASSIGN_OR_RETURN(StateView outer, read_state(state, id(), layout));

@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "coding/codec.h"
@@ -65,6 +66,12 @@ class DgcCodec final : public Codec {
 
   // The density of round t (the warm-up schedule).
   double density(std::uint64_t round) const noexcept;
+  // How many coordinates of a segment of n with budget k the threshold is sampled from; 0 when the
+  // selection is the exact top-k (segments under kExactBelow).
+  std::size_t sample_count(std::size_t n, std::size_t k) const noexcept;
+  // The state blob of (u, v, t), as save_state() writes it.
+  static std::vector<std::uint8_t> state_blob(std::span<const float> momentum, std::span<const float> velocity,
+                                              std::uint64_t rounds);
 
   bool stateful() const noexcept override { return true; }
   std::vector<std::uint8_t> save_state() const override;

@@ -9,8 +9,6 @@
 namespace ballot::coding {
 namespace {
 
-constexpr std::uint8_t kGlobalFlag = 1;
-
 std::size_t total(std::span<const std::size_t> counts) {
   std::size_t sum = 0;
   for (auto c : counts) sum += c;
@@ -141,7 +139,7 @@ Result<EncodedGradient> global_topk_reduce(std::span<const std::span<const std::
     const float inv = 1.0f / static_cast<float>(messages.size());
     for (float& v : sum) v *= inv;
   }
-  return sparse_top_k(sum, layout, options.budget, kGlobalFlag, nullptr);
+  return sparse_top_k(sum, layout, options.budget, GlobalTopKCodec::kGlobalFlag, nullptr);
 }
 
 }  // namespace ballot::coding

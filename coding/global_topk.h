@@ -20,6 +20,8 @@ namespace ballot::coding {
 
 class GlobalTopKCodec final : public Codec {
  public:
+  // Header flag bit 0: the aggregator's global message.
+  static constexpr std::uint8_t kGlobalFlag = 1;
   explicit GlobalTopKCodec(SparseOptions options = {}) : options_(options) {}
 
   CodecId id() const noexcept override { return CodecId::kGlobalTopK; }

@@ -17,7 +17,9 @@
 #include "coding/detail/quantized_wire.h"
 #include "coding/detail/rounding.h"
 #include "coding/detail/sparse.h"
+#include "coding/dgc.h"
 #include "coding/error_feedback.h"
+#include "coding/global_topk.h"
 #include "coding/quantizers.h"
 #include "coding/sign_codecs.h"
 #include "coding/sparse_codecs.h"
@@ -43,6 +45,10 @@ enum Slot : int {
   kUnits,
   kOut,
   kIndices,
+  kCandidates,
+  kThresholdTemp,
+  kSample,
+  kSelected,
   kNumSlots
 };
 
@@ -121,9 +127,10 @@ Status encode_quantized(int mode, Granularity granularity, float parameter, std:
                      "codec quantize kernel");
 }
 
-Status encode_top_k(const TopKCodec& codec, const float* d_gradient, const GradientLayout& layout, std::uint8_t* d_out,
-                    Workspace& workspace, void* stream) {
-  const auto& options = codec.options();
+// Top-k (and global top-k's local selection, under its id): header and counts from the host, the
+// indices and values of each segment from the device top-k.
+Status encode_top_k(const SparseOptions& options, CodecId id, std::size_t wire_bytes, const float* d_gradient,
+                    const GradientLayout& layout, std::uint8_t* d_out, Workspace& workspace, void* stream) {
   const auto segments = segments_of(layout, options.granularity);
   const auto budgets = detail::sparse_budgets(segments, options.k, options.ratio);
   std::size_t total = 0, largest = 0;
@@ -132,7 +139,7 @@ Status encode_top_k(const TopKCodec& codec, const float* d_gradient, const Gradi
     if (budgets[s] > 0) largest = std::max(largest, segments[s].size);
   }
   std::vector<std::uint8_t> prefix;
-  write_header(prefix, CodecId::kTopK, options.granularity, 0, layout, codec.wire_size(layout) - kHeaderBytes);
+  write_header(prefix, id, options.granularity, 0, layout, wire_bytes - kHeaderBytes);
   for (const std::size_t count : budgets) append_pod<std::uint32_t>(prefix, static_cast<std::uint32_t>(count));
   BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
   if (total == 0) return {};
@@ -420,6 +427,12 @@ bool on_device(const Codec& codec) noexcept {
          dynamic_cast<const RandomKCodec*>(&codec) != nullptr || dynamic_cast<const ThresholdCodec*>(&codec) != nullptr;
 }
 
+bool state_on_device(const Codec& codec) noexcept {
+  if (const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec)) return on_device(feedback->inner());
+  return dynamic_cast<const SignumCodec*>(&codec) != nullptr || dynamic_cast<const DgcCodec*>(&codec) != nullptr ||
+         dynamic_cast<const GlobalTopKCodec*>(&codec) != nullptr;
+}
+
 Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng,
                            std::uint8_t* d_out, Workspace& workspace, void* stream) {
   if (!on_device(codec)) {
@@ -446,7 +459,8 @@ Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const Gr
   } else if (const auto* random_k = dynamic_cast<const RandomKCodec*>(&codec)) {
     BALLOT_TRY(encode_random_k(*random_k, d_gradient, layout, rng, d_out, workspace, stream));
   } else {
-    BALLOT_TRY(encode_top_k(dynamic_cast<const TopKCodec&>(codec), d_gradient, layout, d_out, workspace, stream));
+    BALLOT_TRY(encode_top_k(dynamic_cast<const TopKCodec&>(codec).options(), CodecId::kTopK, bytes, d_gradient, layout,
+                            d_out, workspace, stream));
   }
   return bytes;
 }
@@ -477,7 +491,9 @@ Result<std::span<const std::uint8_t>> encode_to_host(const Codec& codec, const f
 
 Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const GradientLayout& layout,
                   float* d_accumulator, float weight, Workspace& workspace, void* stream) {
-  if (!on_device(codec) && codec.id() != CodecId::kSignum) {  // signum's message decodes as sign's
+  const CodecId id = codec.id();
+  // signum's message decodes as sign's; dgc's and gtopk's as top-k's.
+  if (!on_device(codec) && id != CodecId::kSignum && id != CodecId::kDgc && id != CodecId::kGlobalTopK) {
     return make_error(ErrorCode::kInvalidArgument,
                       "codec " + codec.spec() + " has no device decoder; decode on the host");
   }
@@ -507,7 +523,6 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
   std::vector<std::size_t> counts;
   std::size_t indices_at = 0, values_at = 0;
   std::vector<std::uint32_t> drawn;
-  const CodecId id = codec.id();
   if (id == CodecId::kQsgd) {
     BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_qsgd_planes(bytes, layout));
     mode = 0;
@@ -548,7 +563,8 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
     drawn = random_k_indices(rng, segments, counts);
     values_at = static_cast<std::size_t>(view.values.data() - bytes.data());
   } else {
-    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id, 0, layout));
+    const std::uint8_t flags = id == CodecId::kGlobalTopK ? GlobalTopKCodec::kGlobalFlag : 0;
+    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id, flags, layout));
     segments = view.segments;
     counts.assign(view.counts.begin(), view.counts.end());
     indices_at = static_cast<std::size_t>(view.indices.data() - bytes.data());
@@ -609,10 +625,18 @@ Result<std::unique_ptr<DeviceStatefulCodec>> DeviceStatefulCodec::create(const C
     BALLOT_ASSIGN_OR_RETURN(auto signum, DeviceSignum::create(codec));
     return std::unique_ptr<DeviceStatefulCodec>(std::move(signum));
   }
+  if (dynamic_cast<const DgcCodec*>(&codec) != nullptr) {
+    BALLOT_ASSIGN_OR_RETURN(auto dgc, DeviceDgc::create(codec));
+    return std::unique_ptr<DeviceStatefulCodec>(std::move(dgc));
+  }
+  if (dynamic_cast<const GlobalTopKCodec*>(&codec) != nullptr) {
+    BALLOT_ASSIGN_OR_RETURN(auto gtopk, DeviceGlobalTopK::create(codec));
+    return std::unique_ptr<DeviceStatefulCodec>(std::move(gtopk));
+  }
   if (dynamic_cast<const ErrorFeedback*>(&codec) == nullptr) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "state on the device is error feedback's (ef=1 over a codec with a device encoder) or "
-                      "signum's; got " +
+                      "state on the device is error feedback's (ef=1 over a codec with a device encoder), "
+                      "signum's, dgc's or gtopk's; got " +
                           codec.spec());
   }
   BALLOT_ASSIGN_OR_RETURN(auto feedback, DeviceErrorFeedback::create(codec));
@@ -801,6 +825,368 @@ void DeviceSignum::reset_state() {
   if (momentum_ != nullptr) cudaFree(momentum_);
   momentum_ = nullptr;
   size_ = 0;
+}
+
+// ---- DGC's state on the device -----------------------------------------------------------------------
+
+namespace {
+
+// Copies device bytes to the host and waits for them.
+Status download(void* host, const void* d_source, std::size_t bytes, void* stream) {
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  if (bytes > 0) {
+    BALLOT_TRY(cuda_status(cudaMemcpyAsync(host, d_source, bytes, cudaMemcpyDeviceToHost, cuda_stream), "download"));
+  }
+  return cuda_status(cudaStreamSynchronize(cuda_stream), "download");
+}
+
+Status copy_on_device(void* d_destination, const void* d_source, std::size_t bytes, void* stream) {
+  if (bytes == 0) return {};
+  return cuda_status(
+      cudaMemcpyAsync(d_destination, d_source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+      "device copy");
+}
+
+// A device buffer of `floats` floats, zeroed; null for none.
+Result<float*> zeroed_floats(std::size_t floats, void* stream) {
+  if (floats == 0) return static_cast<float*>(nullptr);
+  void* memory = nullptr;
+  BALLOT_TRY(cuda_status(cudaMalloc(&memory, 4 * floats), "cudaMalloc"));
+  const Status zeroed =
+      cuda_status(cudaMemsetAsync(memory, 0, 4 * floats, static_cast<cudaStream_t>(stream)), "memset");
+  if (!zeroed.ok()) {
+    cudaFree(memory);
+    return zeroed.error();
+  }
+  return static_cast<float*>(memory);
+}
+
+// The message of a sparse codec whose counts are known only after the selection (DGC): the header
+// and counts from the host, then the indices and values gathered in the workspace. Returns its size.
+Result<std::size_t> write_sparse_message(CodecId id, Granularity granularity, const GradientLayout& layout,
+                                         std::span<const std::size_t> counts, const std::uint8_t* d_indices,
+                                         const std::uint8_t* d_values, std::uint8_t* d_out, void* stream) {
+  std::size_t total = 0;
+  for (const std::size_t count : counts) total += count;
+  std::vector<std::uint8_t> prefix;
+  write_header(prefix, id, granularity, 0, layout, 4 * counts.size() + 8 * total);
+  for (const std::size_t count : counts) append_pod<std::uint32_t>(prefix, static_cast<std::uint32_t>(count));
+  BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
+  BALLOT_TRY(copy_on_device(d_out + prefix.size(), d_indices, 4 * total, stream));
+  BALLOT_TRY(copy_on_device(d_out + prefix.size() + 4 * total, d_values, 4 * total, stream));
+  return prefix.size() + 8 * total;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceDgc>> DeviceDgc::create(const Codec& codec) {
+  const auto* dgc = dynamic_cast<const DgcCodec*>(&codec);
+  if (dgc == nullptr)
+    return make_error(ErrorCode::kInvalidArgument, "a device DGC needs the dgc codec; got " + codec.spec());
+  return std::unique_ptr<DeviceDgc>(new DeviceDgc(dgc->options()));
+}
+
+DeviceDgc::~DeviceDgc() {
+  if (state_ != nullptr) cudaFree(state_);
+}
+
+Status DeviceDgc::resize(std::size_t d, void* stream) {
+  if (d == size_ && (d == 0 || state_ != nullptr)) return {};
+  // As the CPU: u and v restart at zero when the gradient's size changes; the round count goes on.
+  if (state_ != nullptr) cudaFree(state_);
+  state_ = nullptr;
+  size_ = 0;
+  BALLOT_ASSIGN_OR_RETURN(state_, zeroed_floats(2 * d, stream));
+  size_ = d;  // only once u and v are zero: a failure leaves no state to encode from
+  return {};
+}
+
+Result<std::size_t> DeviceDgc::encode(const float* d_gradient, const GradientLayout& layout, Rng& rng,
+                                      std::uint8_t* d_out, void* stream) {
+  const std::size_t d = layout.total_size();
+  if (d_out == nullptr || (d > 0 && d_gradient == nullptr)) {
+    return make_error(ErrorCode::kInvalidArgument, "device encode needs a gradient and an output buffer");
+  }
+  const DgcOptions& options = host_.options();
+  const auto segments = segments_of(layout, options.granularity);
+  const std::size_t S = segments.size();
+  for (const Segment& segment : segments) {
+    if (segment.size > std::size_t{UINT32_MAX}) {
+      return make_error(ErrorCode::kInvalidArgument, "dgc: segments must have fewer than 2^32 coordinates");
+    }
+  }
+  BALLOT_TRY(resize(d, stream));
+  float* u = state_;
+  float* v = state_ + d;
+  const auto budgets = detail::sparse_budgets(segments, 0, host_.density(rounds_));
+  if (d > 0 && S > 0) {
+    // §3.2 and §3.1: the clipping factors, then u ← m·u + f·g, v ← v + u in one pass.
+    std::size_t total_chunks = 0;
+    const auto table = segment_table(segments, total_chunks);
+    BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace_.get(kSegments, sizeof(BallotCodecSegment) * S));
+    BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
+    const auto* segments_on_device = static_cast<const BallotCodecSegment*>(d_segments);
+    const float* factors = nullptr;
+    if (options.clip > 0.0f) {
+      BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace_.get(kScratch, 8 * 3 * std::max<std::size_t>(total_chunks, 1)));
+      BALLOT_ASSIGN_OR_RETURN(void* d_factors, workspace_.get(kFactors, 4 * S));
+      BALLOT_TRY(cuda_status(ballot_codec_cuda_factors(4, 1, d_gradient, segments_on_device, S, total_chunks,
+                                                       static_cast<double*>(scratch), nullptr, options.clip, nullptr,
+                                                       static_cast<float*>(d_factors), nullptr, nullptr, stream),
+                             "dgc clipping kernel"));
+      factors = static_cast<const float*>(d_factors);
+    }
+    BALLOT_TRY(cuda_status(ballot_codec_cuda_momentum_accumulate(d_gradient, d, segments_on_device, S, factors,
+                                                                 options.momentum, u, v, stream),
+                           "dgc accumulation kernel"));
+  }
+  std::size_t budget = 0, largest = 0, most_samples = 0;
+  for (std::size_t s = 0; s < S; ++s) {
+    if (budgets[s] == 0) continue;
+    budget += budgets[s];
+    largest = std::max(largest, segments[s].size);
+    most_samples = std::max(most_samples, host_.sample_count(segments[s].size, budgets[s]));
+  }
+  std::vector<std::size_t> counts(S, 0);
+  BALLOT_ASSIGN_OR_RETURN(void* selected, workspace_.get(kSelected, 8 * std::max<std::size_t>(budget, 1)));
+  auto* indices = static_cast<std::uint8_t*>(selected);  // Σ budgets u32 indices, then their values
+  std::uint8_t* values = indices + 4 * budget;
+  if (budget > 0) {
+    const std::size_t topk_bytes = ballot_codec_cuda_topk_workspace(largest);
+    BALLOT_ASSIGN_OR_RETURN(void* topk_scratch, workspace_.get(kTopK, topk_bytes));
+    void* candidates = nullptr;
+    void* pass_scratch = nullptr;
+    void* sample = nullptr;
+    const std::size_t pass_bytes = ballot_codec_cuda_threshold_workspace(largest);
+    if (most_samples > 0) {
+      BALLOT_ASSIGN_OR_RETURN(candidates, workspace_.get(kCandidates, 4 * largest));
+      BALLOT_ASSIGN_OR_RETURN(pass_scratch, workspace_.get(kThresholdTemp, 256 + pass_bytes));
+      BALLOT_ASSIGN_OR_RETURN(sample, workspace_.get(kSample, 8 * most_samples));
+    }
+    std::size_t done = 0;
+    for (std::size_t s = 0; s < S; ++s) {
+      const std::size_t n = segments[s].size, k = budgets[s];
+      if (k == 0) continue;
+      float* v_s = v + segments[s].offset;
+      std::uint8_t* out_indices = indices + 4 * done;
+      std::uint8_t* out_values = values + 4 * done;
+      const std::size_t samples = host_.sample_count(n, k);
+      // detail::select_by_sampled_threshold, with x on the device.
+      bool exact = k >= n || samples == 0 || samples >= n;
+      std::size_t count = k;
+      if (!exact) {
+        std::vector<std::uint32_t> drawn(samples);
+        for (auto& i : drawn) i = static_cast<std::uint32_t>(rng.uniform_int(n));
+        auto* sample_indices = static_cast<std::uint8_t*>(sample);
+        std::uint8_t* sample_values = sample_indices + 4 * samples;
+        BALLOT_TRY(upload(sample_indices, drawn.data(), 4 * samples, stream));
+        BALLOT_TRY(cuda_status(ballot_codec_cuda_gather(v_s, sample_indices, samples, 0, 1.0f, sample_values, stream),
+                               "dgc sample kernel"));
+        std::vector<float> keys(samples);
+        BALLOT_TRY(download(keys.data(), sample_values, 4 * samples, stream));
+        for (float& key : keys) key = detail::selection_key(key);
+        auto* d_count = static_cast<std::uint32_t*>(pass_scratch);
+        Status failed;
+        const auto selection = detail::sampled_threshold_passes(keys, n, k, [&](float threshold) -> std::size_t {
+          std::uint32_t passing = 0;
+          failed = cuda_status(
+              ballot_codec_cuda_threshold(v_s, n, threshold, static_cast<std::uint8_t*>(pass_scratch) + 256, pass_bytes,
+                                          static_cast<std::uint8_t*>(candidates), d_count, stream),
+              "dgc threshold select");
+          if (failed.ok()) failed = download(&passing, d_count, 4, stream);
+          return failed.ok() ? passing : n;  // a failure ends the passes; it is returned below
+        });
+        BALLOT_TRY(failed);
+        exact = selection.exact;
+        count = selection.selected;
+        if (!exact) {
+          BALLOT_TRY(copy_on_device(out_indices, candidates, 4 * count, stream));
+          BALLOT_TRY(cuda_status(ballot_codec_cuda_gather(v_s, out_indices, count, 0, 1.0f, out_values, stream),
+                                 "dgc gather kernel"));
+        }
+      }
+      if (exact) {
+        count = k;
+        BALLOT_TRY(
+            cuda_status(ballot_codec_cuda_topk(v_s, n, k, topk_scratch, topk_bytes, out_indices, out_values, stream),
+                        "dgc top-k kernels"));
+      }
+      // §3.2, momentum factor masking: what is sent leaves both the accumulation and the momentum.
+      BALLOT_TRY(cuda_status(ballot_codec_cuda_zero_at(out_indices, count, u + segments[s].offset, v_s, stream),
+                             "dgc masking kernel"));
+      counts[s] = count;
+      done += count;
+    }
+  }
+  ++rounds_;
+  return write_sparse_message(CodecId::kDgc, options.granularity, layout, counts, indices, values, d_out, stream);
+}
+
+Result<std::vector<std::uint8_t>> DeviceDgc::save_state(void* stream) {
+  std::vector<float> both(2 * size_);
+  BALLOT_TRY(download(both.data(), state_, 4 * both.size(), stream));
+  const std::span<const float> all(both);
+  return DgcCodec::state_blob(all.first(size_), all.subspan(size_), rounds_);
+}
+
+Status DeviceDgc::load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream) {
+  DgcCodec host(host_.options());  // the CPU codec's own checks of the blob
+  BALLOT_TRY(host.load_state(state, layout));
+  const std::size_t d = host.velocity().size();
+  if (d != size_) reset_state();
+  BALLOT_TRY(resize(d, stream));
+  BALLOT_TRY(upload(state_, host.momentum().data(), 4 * d, stream));
+  BALLOT_TRY(upload(state_ + d, host.velocity().data(), 4 * d, stream));
+  rounds_ = host.rounds();
+  return cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "load_state");
+}
+
+void DeviceDgc::reset_state() {
+  if (state_ != nullptr) cudaFree(state_);
+  state_ = nullptr;
+  size_ = 0;
+  rounds_ = 0;
+}
+
+// ---- global top-k's residual on the device -------------------------------------------------------------
+
+Result<std::unique_ptr<DeviceGlobalTopK>> DeviceGlobalTopK::create(const Codec& codec) {
+  const auto* gtopk = dynamic_cast<const GlobalTopKCodec*>(&codec);
+  if (gtopk == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument, "a device global top-k needs the gtopk codec; got " + codec.spec());
+  }
+  return std::unique_ptr<DeviceGlobalTopK>(new DeviceGlobalTopK(gtopk->options()));
+}
+
+DeviceGlobalTopK::~DeviceGlobalTopK() {
+  if (residual_ != nullptr) cudaFree(residual_);
+  if (sent_ != nullptr) cudaFree(sent_);
+}
+
+Status DeviceGlobalTopK::resize(std::size_t d, void* stream) {
+  if (d == size_ && (d == 0 || residual_ != nullptr)) return {};
+  if (residual_ != nullptr) cudaFree(residual_);
+  residual_ = nullptr;
+  size_ = 0;
+  BALLOT_ASSIGN_OR_RETURN(residual_, zeroed_floats(d, stream));
+  size_ = d;
+  return {};
+}
+
+Result<std::size_t> DeviceGlobalTopK::encode(const float* d_gradient, const GradientLayout& layout, Rng&,
+                                             std::uint8_t* d_out, void* stream) {
+  const std::size_t d = layout.total_size();
+  if (d_out == nullptr || (d > 0 && d_gradient == nullptr)) {
+    return make_error(ErrorCode::kInvalidArgument, "device encode needs a gradient and an output buffer");
+  }
+  BALLOT_TRY(resize(d, stream));
+  // Shi et al. 2019, Alg. 2: accumulate the residual, select locally, keep the rest.
+  BALLOT_TRY(cuda_status(ballot_codec_cuda_add(residual_, d_gradient, d, residual_, stream), "add kernel"));
+  const SparseOptions& options = host_.options();
+  const std::size_t bytes = host_.wire_size(layout);
+  BALLOT_TRY(encode_top_k(options, CodecId::kGlobalTopK, bytes, residual_, layout, d_out, workspace_, stream));
+  const auto segments = segments_of(layout, options.granularity);
+  const auto budgets = detail::sparse_budgets(segments, options.k, options.ratio);
+  std::size_t total = 0;
+  for (const std::size_t count : budgets) total += count;
+  const std::uint8_t* indices = d_out + kHeaderBytes + 4 * segments.size();
+  std::size_t done = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    BALLOT_TRY(cuda_status(
+        ballot_codec_cuda_zero_at(indices + 4 * done, budgets[s], residual_ + segments[s].offset, nullptr, stream),
+        "gtopk residual kernel"));
+    done += budgets[s];
+  }
+  // The selection, kept for accept_global() (the caller may reuse d_out).
+  if (8 * total > sent_capacity_) {
+    if (sent_ != nullptr) cudaFree(sent_);
+    sent_ = nullptr;
+    sent_capacity_ = 0;
+    void* memory = nullptr;
+    BALLOT_TRY(cuda_status(cudaMalloc(&memory, 8 * total), "cudaMalloc"));
+    sent_ = static_cast<std::uint8_t*>(memory);
+    sent_capacity_ = 8 * total;
+  }
+  BALLOT_TRY(copy_on_device(sent_, indices, 8 * total, stream));
+  sent_segments_ = segments;
+  sent_counts_ = budgets;
+  return bytes;
+}
+
+Status DeviceGlobalTopK::accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout,
+                                       void* stream) {
+  BALLOT_ASSIGN_OR_RETURN(const auto view,
+                          detail::read_sparse(global, CodecId::kGlobalTopK, GlobalTopKCodec::kGlobalFlag, layout));
+  if (!(view.header.flags & GlobalTopKCodec::kGlobalFlag)) {
+    return malformed("accept_global() got a worker message, not the aggregator's global set");
+  }
+  if (size_ != layout.total_size()) return {};  // nothing sent yet
+  std::size_t total = 0;
+  for (const std::size_t count : sent_counts_) total += count;
+  std::vector<std::uint32_t> sent(2 * total);  // indices, then the values' bits
+  BALLOT_TRY(download(sent.data(), sent_, 8 * total, stream));
+  // Both lists are increasing (by segment, then index): a merge finds the sent entries the global
+  // set did not take, kept per segment for the sparse decoder's tables.
+  std::vector<std::size_t> chosen;
+  chosen.reserve(view.indices.size() / 4);
+  for (std::size_t s = 0, j = 0; s < view.segments.size(); ++s) {
+    for (std::uint32_t c = 0; c < view.counts[s]; ++c, ++j) {
+      chosen.push_back(view.segments[s].offset + load_pod<std::uint32_t>(view.indices.data() + 4 * j));
+    }
+  }
+  std::vector<std::uint32_t> back_indices, back_values;
+  std::vector<std::size_t> back_counts(sent_segments_.size(), 0);
+  std::size_t g = 0;
+  for (std::size_t s = 0, t = 0; s < sent_segments_.size(); ++s) {
+    for (std::size_t c = 0; c < sent_counts_[s]; ++c, ++t) {
+      const std::size_t index = sent_segments_[s].offset + sent[t];
+      while (g < chosen.size() && chosen[g] < index) ++g;
+      if (g < chosen.size() && chosen[g] == index) continue;
+      back_indices.push_back(sent[t]);
+      back_values.push_back(sent[total + t]);
+      ++back_counts[s];
+    }
+  }
+  sent_counts_.assign(sent_segments_.size(), 0);
+  std::uint64_t back = 0;
+  const auto tables = sparse_tables(sent_segments_, back_counts, back);
+  if (back == 0) return {};
+  std::vector<std::uint8_t> host(8 * back + 8 * tables.size());
+  std::memcpy(host.data(), back_indices.data(), 4 * back);
+  std::memcpy(host.data() + 4 * back, back_values.data(), 4 * back);
+  std::memcpy(host.data() + 8 * back, tables.data(), 8 * tables.size());
+  BALLOT_ASSIGN_OR_RETURN(void* device, workspace_.get(kMessage, host.size()));
+  BALLOT_TRY(upload(device, host.data(), host.size(), stream));
+  auto* base = static_cast<std::uint8_t*>(device);
+  BALLOT_TRY(sparse_add(base, base + 4 * back, back, reinterpret_cast<const std::uint64_t*>(base + 8 * back),
+                        sent_segments_.size(), 1.0f, residual_, stream));
+  return cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "accept_global");
+}
+
+Result<std::vector<std::uint8_t>> DeviceGlobalTopK::save_state(void* stream) {
+  std::vector<float> residual(size_);
+  BALLOT_TRY(download(residual.data(), residual_, 4 * size_, stream));
+  return write_state(CodecId::kGlobalTopK, residual);
+}
+
+Status DeviceGlobalTopK::load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream) {
+  GlobalTopKCodec host(host_.options());  // the CPU codec's own checks of the blob
+  BALLOT_TRY(host.load_state(state, layout));
+  const std::size_t d = host.residual().size();
+  if (d != size_) reset_state();
+  BALLOT_TRY(resize(d, stream));
+  BALLOT_TRY(upload(residual_, host.residual().data(), 4 * d, stream));
+  sent_counts_.clear();
+  sent_segments_.clear();
+  return cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "load_state");
+}
+
+void DeviceGlobalTopK::reset_state() {
+  if (residual_ != nullptr) cudaFree(residual_);
+  residual_ = nullptr;
+  size_ = 0;
+  sent_counts_.clear();
+  sent_segments_.clear();
 }
 
 Result<EncodedGradient> encode_on_device(const Codec& codec, std::span<const float> gradient,

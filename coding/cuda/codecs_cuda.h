@@ -35,7 +35,10 @@
 #include <vector>
 
 #include "coding/codec.h"
+#include "coding/dgc.h"
+#include "coding/global_topk.h"
 #include "coding/sign_codecs.h"
+#include "coding/wire_format.h"
 #include "core/gradient_layout.h"
 #include "core/result.h"
 #include "core/rng.h"
@@ -46,6 +49,10 @@ namespace ballot::coding::cuda {
 // qsgd with elias=0, terngrad, topk, randomk and threshold (the plain codecs; error feedback over
 // them with its memory on the device: DeviceErrorFeedback).
 bool on_device(const Codec& codec) noexcept;
+// Whether DeviceStatefulCodec::create takes `codec`: error feedback over a codec of on_device(),
+// signum, dgc and gtopk. decode_add() takes all of these too (their messages are their inner
+// codec's, sign's, or the sparse format).
+bool state_on_device(const Codec& codec) noexcept;
 
 // Device scratch the codecs reuse between calls (it grows to the largest call). One per stream;
 // not thread-safe. Freed with the object.
@@ -82,7 +89,8 @@ Result<std::span<const std::uint8_t>> encode_to_host(const Codec& codec, const f
                                                      void* stream);
 
 // codec.decode_add(bytes, layout, accumulator, weight) with the accumulator on the device, for the
-// codecs of on_device() and signum (whose message is sign's). `bytes`
+// codecs of on_device(), signum (whose message is sign's), dgc and gtopk (top-k's format; gtopk's
+// global message too). `bytes`
 // (host memory: a peer's message) are validated on the host by the CPU decoder's checks first; a
 // bad message is its Error and leaves the accumulator untouched. Then the message is copied to the
 // device and added; synchronises the stream before returning (the host bytes may go).
@@ -90,13 +98,14 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
                   float* d_accumulator, float weight, Workspace& workspace, void* stream);
 
 // A codec whose state lives on the device between encodes: error feedback's memory
-// (DeviceErrorFeedback) or Signum's momentum (DeviceSignum). The messages and the state are bit for
+// (DeviceErrorFeedback), Signum's momentum (DeviceSignum), DGC's momentum and accumulation
+// (DeviceDgc) or global top-k's residual (DeviceGlobalTopK). The messages and the state are bit for
 // bit those of the CPU codec, round after round; save_state()/load_state() write and read the CPU
 // codec's state blob, so a checkpoint moves between the two. Not thread-safe.
 class DeviceStatefulCodec {
  public:
-  // The device twin of `codec` (error feedback over a codec with a device encoder, or signum);
-  // kInvalidArgument for any other codec. Needs no device until the first call.
+  // The device twin of `codec` (state_on_device); kInvalidArgument for any other codec. Needs no
+  // device until the first call.
   static Result<std::unique_ptr<DeviceStatefulCodec>> create(const Codec& codec);
   virtual ~DeviceStatefulCodec() = default;
   DeviceStatefulCodec(const DeviceStatefulCodec&) = delete;
@@ -181,6 +190,76 @@ class DeviceSignum final : public DeviceStatefulCodec {
   SignumOptions options_;
   float* momentum_ = nullptr;
   std::size_t size_ = 0;
+};
+
+// DGC (coding/dgc.h) with u, v and the round count on the device. Per round: the segments' clipping
+// factors (a reduction pass, when clip > 0), u ← m·u + f·g and v ← v + u (one fused pass), then per
+// segment the selection of detail::select_by_sampled_threshold: the sample's coordinates are drawn
+// on the host from the same Rng (4m bytes up, m floats of |v| gathered and brought back), the
+// threshold passes run on the host (detail::sampled_threshold_passes) with each pass's candidates
+// selected on the device and their count brought back (a synchronisation per pass, usually one),
+// and more than k candidates, or a small segment, end in the device top-k. What is sent is zeroed in
+// u and v. Only the message (8 bytes a sent entry) comes to the host.
+class DeviceDgc final : public DeviceStatefulCodec {
+ public:
+  // `codec` must be dgc; kInvalidArgument otherwise.
+  static Result<std::unique_ptr<DeviceDgc>> create(const Codec& codec);
+  ~DeviceDgc() override;
+
+  Result<std::size_t> encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
+                             void* stream) override;
+  Result<std::vector<std::uint8_t>> save_state(void* stream) override;
+  // A blob with empty u and v sets only the round count (the next encode starts them at zero).
+  Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream) override;
+  void reset_state() override;
+  std::size_t size() const noexcept override { return size_; }
+  std::uint64_t rounds() const noexcept { return rounds_; }
+
+ private:
+  explicit DeviceDgc(DgcOptions options) : host_(options) {}
+  std::size_t wire_size(const GradientLayout& layout) const override { return host_.wire_size(layout); }
+  Status resize(std::size_t d, void* stream);
+
+  DgcCodec host_;           // the options, the density schedule and the sample counts (its own state unused)
+  float* state_ = nullptr;  // u in [0, d), v in [d, 2d)
+  std::size_t size_ = 0;
+  std::uint64_t rounds_ = 0;
+};
+
+// Global top-k's worker side (coding/global_topk.h) with its residual on the device: r ← r + g,
+// the local top-k of r sent (the device top-k) and zeroed in r; accept_global() puts back what the
+// aggregator's global set did not take.
+class DeviceGlobalTopK final : public DeviceStatefulCodec {
+ public:
+  // `codec` must be gtopk; kInvalidArgument otherwise.
+  static Result<std::unique_ptr<DeviceGlobalTopK>> create(const Codec& codec);
+  ~DeviceGlobalTopK() override;
+
+  Result<std::size_t> encode(const float* d_gradient, const GradientLayout& layout, Rng& rng, std::uint8_t* d_out,
+                             void* stream) override;
+  // GlobalTopKCodec::accept_global: the aggregator's message (from the network) is validated on the
+  // host, then the last encode's values whose index it does not hold are added back into the
+  // residual. Synchronises the stream.
+  Status accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout, void* stream);
+  Result<std::vector<std::uint8_t>> save_state(void* stream) override;
+  Status load_state(std::span<const std::uint8_t> state, const GradientLayout& layout, void* stream) override;
+  void reset_state() override;
+  std::size_t size() const noexcept override { return size_; }
+
+ private:
+  explicit DeviceGlobalTopK(SparseOptions options) : host_(options) {}
+  std::size_t wire_size(const GradientLayout& layout) const override { return host_.wire_size(layout); }
+  Status resize(std::size_t d, void* stream);
+
+  GlobalTopKCodec host_;  // the options and the wire size (its own state unused)
+  float* residual_ = nullptr;
+  std::size_t size_ = 0;
+  // The last local selection until accept_global(): per segment its offset and count; the indices
+  // (relative to their segment) and then the values, on the device.
+  std::vector<Segment> sent_segments_;
+  std::vector<std::size_t> sent_counts_;
+  std::uint8_t* sent_ = nullptr;
+  std::size_t sent_capacity_ = 0;
 };
 
 // Host conveniences for tests and tools: copy to the device, run, copy back, synchronise.

@@ -185,6 +185,10 @@ __global__ void factors_kernel(int mode, int what, const BallotCodecSegment* seg
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
+  if (mode == 4) {
+    inverse[k] = logic::dgc_clip_factor(total_first, parameter);
+    return;
+  }
   float* scale_out = reinterpret_cast<float*>(wire_scales + 4 * k);
   if (mode == 2) {
     *scale_out = logic::scaled_sign_scale(total_second, segment.size);
@@ -566,6 +570,31 @@ std::size_t threshold_temp_bytes(std::size_t n) {
                         static_cast<std::uint32_t*>(nullptr), static_cast<std::uint32_t*>(nullptr),
                         static_cast<std::int64_t>(n), ThresholdKeep{nullptr, 0.0f});
   return bytes;
+}
+
+// ---- DGC's accumulation, and the sparse codecs' memory ----------------------------------------------
+
+// u ← m·u + f·g, v ← v + u, each product and sum rounded to nearest (f the segment's clipping factor,
+// 1 without factors), as detail::momentum_accumulate.
+__global__ void momentum_accumulate_kernel(const float* g, std::size_t d, const BallotCodecSegment* segments,
+                                           std::size_t num_segments, const float* factors, float m, float* u,
+                                           float* v) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < d;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float factor = 1.0f;
+    if (factors != nullptr) factor = factors[num_segments == 1 ? 0 : segment_of(segments, num_segments, i)];
+    const float momentum = rn::add_rn(rn::mul_rn(m, u[i]), rn::mul_rn(factor, g[i]));
+    u[i] = momentum;
+    v[i] = rn::add_rn(v[i], momentum);
+  }
+}
+
+__global__ void zero_at_kernel(const std::uint32_t* indices, std::size_t count, float* a, float* b) {
+  for (std::size_t j = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < count;
+       j += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    a[indices[j]] = 0.0f;
+    if (b != nullptr) b[indices[j]] = 0.0f;
+  }
 }
 
 // ---- decoders ---------------------------------------------------------------------------------------
@@ -1002,6 +1031,24 @@ int ballot_codec_cuda_units(const std::uint8_t* wire_scales, std::size_t count, 
   if (count == 0) return 0;
   units_kernel<<<grid_for(count, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(wire_scales, count, divisor,
                                                                                            weight, unit);
+  return last_error();
+}
+
+int ballot_codec_cuda_momentum_accumulate(const float* g, std::size_t d, const BallotCodecSegment* d_segments,
+                                          std::size_t num_segments, const float* factors, float m, float* u, float* v,
+                                          void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
+  if (d == 0) return 0;
+  momentum_accumulate_kernel<<<grid_for(d, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(
+      g, d, d_segments, num_segments, factors, m, u, v);
+  return last_error();
+}
+
+int ballot_codec_cuda_zero_at(const std::uint8_t* indices, std::size_t count, float* a, float* b, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
+  if (count == 0) return 0;
+  zero_at_kernel<<<grid_for(count, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(
+      reinterpret_cast<const std::uint32_t*>(indices), count, a, b);
   return last_error();
 }
 

@@ -21,7 +21,8 @@ struct BallotCodecSegment {
 // QSGD (mode 0), TernGrad (mode 1), scaled sign (mode 2, with what = 8) or 1-bit SGD (mode 3, with what = 16) factors:
 // QSGD writes the f32 norm at wire_scales + 4k and inverse[k]; TernGrad writes the f32 scale at wire_scales + 4k and
 // limit[k], inverse[k], keep_all[k]; scaled sign writes the f32 scale ‖v‖₁/n at wire_scales + 4k;
-// 1-bit SGD writes its two f32 means at wire_scales + 8k. scratch: 3 · (total chunks) doubles;
+// 1-bit SGD writes its two f32 means at wire_scales + 8k; DGC's clipping (mode 4, with what = 1, parameter the clip)
+// writes the factor min(1, clip/‖x‖₂) into inverse[k] (wire_scales unused). scratch: 3 · (total chunks) doubles;
 // words: total chunks words (what = 4 or 16).
 int ballot_codec_cuda_factors(int mode, int what, const float* x, const BallotCodecSegment* d_segments,
                               std::size_t num_segments, std::size_t total_chunks, double* scratch, std::uint32_t* words,
@@ -73,6 +74,14 @@ int ballot_codec_cuda_dequantize_add(int mode, const std::uint8_t* streams, std:
 int ballot_codec_cuda_sign_add(const std::uint8_t* signs, std::size_t d, const BallotCodecSegment* d_segments,
                                std::size_t num_segments, int pairs, const float* unit, float* accumulator,
                                void* stream);
+// DGC's accumulation (detail::momentum_accumulate): u ← m·u + f·g and v ← v + u over [0, d), f the
+// segment's factor from `factors` (DGC's clipping; null: 1), each product and sum rounded to nearest.
+int ballot_codec_cuda_momentum_accumulate(const float* g, std::size_t d, const BallotCodecSegment* d_segments,
+                                          std::size_t num_segments, const float* factors, float m, float* u, float* v,
+                                          void* stream);
+// a[i] = 0 (and b[i] = 0 when b is not null) for the `count` u32 indices (4-byte aligned): what a
+// sparse codec sent leaves its memory.
+int ballot_codec_cuda_zero_at(const std::uint8_t* indices, std::size_t count, float* a, float* b, void* stream);
 // out[i] = a[i] + b[i], rounded to nearest (error feedback's p = g + e).
 int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* out, void* stream);
 

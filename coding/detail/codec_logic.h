@@ -118,6 +118,14 @@ BALLOT_HOST_DEVICE inline QsgdFactors qsgd_factors(double sum_squares, float s) 
           norm > 0 ? static_cast<float>(ratio < kFloatMax ? ratio : kFloatMax) : 0.0f};
 }
 
+// DGC's local gradient clipping (Lin et al. 2018, §3.2) from the segment's Σg² (in double, as summed
+// above): the factor min(1, clip/‖g‖₂) as float. A NaN norm compares false and leaves the gradient
+// unscaled (its NaNs are then sent).
+BALLOT_HOST_DEVICE inline float dgc_clip_factor(double sum_squares, float clip) {
+  const double norm = square_root(sum_squares);
+  return norm > static_cast<double>(clip) ? static_cast<float>(static_cast<double>(clip) / norm) : 1.0f;
+}
+
 // Scaled sign's per-segment scale ‖v‖₁/n (Karimireddy et al. 2019, Alg. 1); 0 for an empty segment.
 BALLOT_HOST_DEVICE inline float scaled_sign_scale(double sum_abs, std::size_t n) {
   return n == 0 ? 0.0f : wire_float(static_cast<float>(sum_abs / static_cast<double>(n)));

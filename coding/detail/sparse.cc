@@ -14,15 +14,10 @@
 #endif
 
 namespace ballot::coding::detail {
+
 namespace {
 
 __extension__ using Uint128 = unsigned __int128;  // GCC/Clang extension
-
-// Magnitude as a selection key: NaN sorts above everything.
-inline float key(float v) {
-  const float a = std::fabs(v);
-  return a != a ? std::numeric_limits<float>::infinity() : a;
-}
 
 // The candidates of [begin, end) into dst (room for end - begin): indices i with !(|x_i| < t),
 // i.e. |x_i| >= t or NaN, increasing. Returns how many. Branch-free, so the time does not depend
@@ -82,7 +77,7 @@ void finish_top_k(const float* x, const std::vector<std::uint32_t>& candidates, 
   BALLOT_ENFORCE_GE(candidates.size(), k);
   if (k == 0) return;
   std::vector<float> keys(candidates.size());
-  for (std::size_t j = 0; j < candidates.size(); ++j) keys[j] = key(x[candidates[j]]);
+  for (std::size_t j = 0; j < candidates.size(); ++j) keys[j] = selection_key(x[candidates[j]]);
   std::vector<float> scratch = keys;
   std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(k - 1), scratch.end(),
                    std::greater<float>());
@@ -128,7 +123,7 @@ void select_top_k(const float* x, std::size_t n, std::size_t k, std::vector<std:
   if (n > 4 * kSample) {
     const std::size_t stride = n / kSample;
     std::vector<float> sample(kSample);
-    for (std::size_t j = 0; j < kSample; ++j) sample[j] = key(x[j * stride]);
+    for (std::size_t j = 0; j < kSample; ++j) sample[j] = selection_key(x[j * stride]);
     const double expected = static_cast<double>(k) * kSample / static_cast<double>(n);
     std::size_t rank = static_cast<std::size_t>(1.2 * expected + 3.0 * std::sqrt(expected) + 8.0);
     while (true) {
@@ -151,6 +146,36 @@ void select_top_k(const float* x, std::size_t n, std::size_t k, std::vector<std:
   finish_top_k(x, candidates, k, indices);
 }
 
+SampledSelection sampled_threshold_passes(std::span<float> sample_keys, std::size_t n, std::size_t k,
+                                          const std::function<std::size_t(float)>& pass) {
+  SampledSelection result;
+  const std::size_t samples = sample_keys.size();
+  // Lin et al. 2018, §3 / their code: the threshold is the k·m/n-th largest of the m sampled
+  // magnitudes.
+  const double expected = static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n);
+  std::size_t rank = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(expected)));
+  std::size_t count = 0;
+  while (true) {
+    ++result.passes;
+    // The sample ran out (too few pass even at its smallest value): every coordinate is a
+    // candidate, and the exact selection finishes.
+    const bool exhausted = rank > samples;
+    if (!exhausted) {
+      std::nth_element(sample_keys.begin(), sample_keys.begin() + static_cast<std::ptrdiff_t>(rank - 1),
+                       sample_keys.end(), std::greater<float>());
+    }
+    result.threshold = exhausted ? 0.0f : sample_keys[rank - 1];
+    count = pass(result.threshold);
+    if (result.passes == 1) result.first_pass = count;
+    // Accept [kLowerBound·k, k]; lower the threshold (a larger sample rank) when too few pass.
+    if (static_cast<double>(count) >= kSampledLowerBound * static_cast<double>(k) || exhausted) break;
+    rank *= 2;
+  }
+  result.exact = count > k;  // too many pass (ties, or a low estimate): exact top-k among them
+  result.selected = std::min(count, k);
+  return result;
+}
+
 SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std::size_t k, std::size_t samples,
                                              Rng& rng, std::vector<std::uint32_t>& indices) {
   BALLOT_ENFORCE_LE(n, std::size_t{UINT32_MAX});
@@ -164,44 +189,20 @@ SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std:
     result.selected = indices.size() - at;
     return result;
   }
-  // Lin et al. 2018, §3 / their code: estimate the threshold as the k·m/n-th largest magnitude
-  // of m coordinates drawn uniformly (with replacement) from the stream.
+  // Drawn uniformly, with replacement, from the stream.
   std::vector<float> sample(samples);
-  for (auto& v : sample) v = key(x[rng.uniform_int(n)]);
-  const double expected = static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n);
-  std::size_t rank = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(expected)));
+  for (auto& v : sample) v = selection_key(x[rng.uniform_int(n)]);
   std::vector<std::uint32_t> candidates;
-  while (true) {
-    ++result.passes;
-    if (rank > samples) {
-      // The sample ran out (too few pass even at its smallest value): every coordinate is a
-      // candidate, the exact selection below finishes.
-      result.threshold = 0.0f;
-      candidates.clear();
-      select_above(x, n, 0.0f, candidates);
-    } else {
-      std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(rank - 1), sample.end(),
-                       std::greater<float>());
-      result.threshold = sample[rank - 1];
-      candidates.clear();
-      select_above(x, n, result.threshold, candidates);
-    }
-    if (result.passes == 1) result.first_pass = candidates.size();
-    // Accept [kLowerBound·k, k]; lower the threshold (a larger sample rank) when too few pass.
-    if (static_cast<double>(candidates.size()) >= kSampledLowerBound * static_cast<double>(k) || rank > samples) {
-      break;
-    }
-    rank *= 2;
-  }
-  const std::size_t at = indices.size();
-  if (candidates.size() > k) {
-    // Too many pass (ties, or a low estimate): exact top-k among the candidates.
-    result.exact = true;
+  result = sampled_threshold_passes(sample, n, k, [&](float threshold) {
+    candidates.clear();
+    select_above(x, n, threshold, candidates);
+    return candidates.size();
+  });
+  if (result.exact) {
     finish_top_k(x, candidates, k, indices);
   } else {
     indices.insert(indices.end(), candidates.begin(), candidates.end());
   }
-  result.selected = indices.size() - at;
   return result;
 }
 

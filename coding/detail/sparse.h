@@ -2,7 +2,10 @@
 // (counts, indices, values) wire format.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -36,6 +39,21 @@ struct SampledSelection {
 };
 SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std::size_t k, std::size_t samples,
                                              Rng& rng, std::vector<std::uint32_t>& indices);
+
+// The selection key of a magnitude: |v|, NaN as +inf (codec_logic.h's magnitude_key as a float).
+inline float selection_key(float v) {
+  const float a = std::fabs(v);
+  return a != a ? std::numeric_limits<float>::infinity() : a;
+}
+
+// The passes of select_by_sampled_threshold once its sample is drawn, for callers whose x lives
+// elsewhere (the GPU): `sample_keys` holds selection_key of each drawn coordinate (it is
+// reordered); pass(t) selects the candidates !(|x_i| < t) of the segment and returns how many.
+// The result's `selected` is min(count, k) of the last pass, and `exact` says that more than k
+// passed: the caller then finishes with the exact top-k (which, as every entry not passing is below
+// the threshold, is the top-k of the whole segment).
+SampledSelection sampled_threshold_passes(std::span<float> sample_keys, std::size_t n, std::size_t k,
+                                          const std::function<std::size_t(float)>& pass);
 
 // Appends indices i with |x_i| >= threshold (or NaN), increasing.
 void select_above(const float* x, std::size_t n, float threshold, std::vector<std::uint32_t>& indices);

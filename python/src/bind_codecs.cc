@@ -55,7 +55,7 @@ class NativeCodec {
 
   // A CUDA gradient is encoded on the device (coding/cuda: fp32, fp16, bf16, sign, scaled_sign,
   // onebit, qsgd with elias=0, terngrad, topk, randomk, threshold, and ef=1 over them, and signum,
-  // whose memory or momentum then lives on the device until the host needs it), on the caller's
+  // dgc and gtopk, whose state then lives on the device until the host needs it), on the caller's
   // stream; the message comes back as bytes.
   nb::bytes encode(nb::handle gradient, const LayerSizes& layers, std::uintptr_t stream) {
     const GradientLayout layout = layout_of(layers);

@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "coding/dgc.h"
 #include "coding/error_feedback.h"
+#include "coding/global_topk.h"
 #include "coding/sign_codecs.h"
 #include "core/config.h"
 #include "python/src/native.h"
@@ -15,7 +17,7 @@ namespace ballot::python {
 #if BALLOT_HAVE_CUDA
 struct CodecOnDevice::OnGpu {
   coding::cuda::Workspace workspace;
-  std::unique_ptr<coding::cuda::DeviceStatefulCodec> stateful;  // error feedback's memory, Signum's momentum
+  std::unique_ptr<coding::cuda::DeviceStatefulCodec> stateful;  // the codec's state, while it lives on the device
 };
 #else
 struct CodecOnDevice::OnGpu {};
@@ -28,25 +30,26 @@ Error CodecOnDevice::unsupported(const coding::Codec& codec) {
   return make_error(ErrorCode::kInvalidArgument,
                     "codec " + codec.spec() +
                         " has no CUDA encoder (fp32, fp16, bf16, sign, scaled_sign, onebit, qsgd with elias=0, "
-                        "terngrad, topk, randomk and threshold, with or without ef, and signum have): pass a CPU "
-                        "array");
+                        "terngrad, topk, randomk and threshold, with or without ef, and signum, dgc and gtopk have): "
+                        "pass a CPU array");
 }
 
 #if BALLOT_HAVE_CUDA
 
 namespace {
-// The size of the codec's state on the host (error feedback's memory, Signum's momentum): a device
-// encode starts from it when it is the gradient's size, from zero otherwise (as the CPU codecs).
+// The size of the codec's state on the host (error feedback's memory, Signum's momentum, DGC's
+// accumulation, global top-k's residual): a device encode starts from it when it is the gradient's
+// size, from zero otherwise (as the CPU codecs).
 std::size_t host_state_size(const coding::Codec& codec) {
   if (const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(&codec)) return feedback->memory().size();
+  if (const auto* dgc = dynamic_cast<const coding::DgcCodec*>(&codec)) return dgc->velocity().size();
+  if (const auto* gtopk = dynamic_cast<const coding::GlobalTopKCodec*>(&codec)) return gtopk->residual().size();
   return dynamic_cast<const coding::SignumCodec&>(codec).momentum().size();
 }
 }  // namespace
 
 bool CodecOnDevice::supports(const coding::Codec& codec) noexcept {
-  if (dynamic_cast<const coding::SignumCodec*>(&codec) != nullptr) return true;
-  const auto* feedback = dynamic_cast<const coding::ErrorFeedback*>(&codec);
-  return coding::cuda::on_device(feedback != nullptr ? feedback->inner() : codec);
+  return coding::cuda::on_device(codec) || coding::cuda::state_on_device(codec);
 }
 
 Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float* d_gradient, int device_id,
@@ -68,8 +71,11 @@ Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float* d_gradi
   }
   if (!device_current_) {
     // The state moves to the device; a state of another size restarts at zero, as on the CPU.
+    const auto* dgc = dynamic_cast<const coding::DgcCodec*>(codec_);
     if (host_state_size(*codec_) == layout.total_size()) {
       BALLOT_TRY(gpu_->stateful->load_state(codec_->save_state(), layout, stream));
+    } else if (dgc != nullptr) {  // u and v restart at zero, DGC's round count (its warm-up) goes on
+      BALLOT_TRY(gpu_->stateful->load_state(coding::DgcCodec::state_blob({}, {}, dgc->rounds()), layout, stream));
     } else {
       gpu_->stateful->reset_state();
     }

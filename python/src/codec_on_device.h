@@ -1,6 +1,7 @@
 // The device side of one codec, for gradients that lie in GPU memory (coding/cuda): the bytes the
-// codec would write on the host, encoded where the gradient is, with error feedback's memory (or
-// Signum's momentum) kept on that GPU between encodes. The codec itself (not owned) stays the state of record:
+// codec would write on the host, encoded where the gradient is, with the codec's state (error
+// feedback's memory, Signum's momentum, DGC's momentum and accumulation, global top-k's residual)
+// kept on that GPU between encodes. The codec itself (not owned) stays the state of record:
 // sync_host() writes the device's memory back into it before anyone saves it or encodes on the host, and forget() makes
 // the next device encode start again from the codec's state after that changed (a load, a reset). Shared by
 // ballot.codecs.Codec and the node session (ballot.torch's gradient path). Not thread-safe: its owner serialises the
@@ -26,8 +27,8 @@ class CodecOnDevice {
   CodecOnDevice& operator=(const CodecOnDevice&) = delete;
 
   // Whether this build encodes `codec` on a GPU: fp32, fp16, bf16, sign, scaled_sign, onebit, qsgd
-  // with elias=0, terngrad, topk, randomk and threshold, with or without error feedback, and signum;
-  // false in a build without CUDA.
+  // with elias=0, terngrad, topk, randomk and threshold, with or without error feedback, and signum,
+  // dgc and gtopk; false in a build without CUDA.
   static bool supports(const coding::Codec& codec) noexcept;
   // The error for a codec that !supports(): kInvalidArgument, naming the codecs that have an encoder.
   static Error unsupported(const coding::Codec& codec);
@@ -40,7 +41,7 @@ class CodecOnDevice {
   // encoder, another device, or a build without CUDA.
   Result<std::span<const std::uint8_t>> encode(const float* d_gradient, int device_id, const GradientLayout& layout,
                                                Rng& rng, void* stream);
-  // The error-feedback memory (Signum's momentum) back into the codec, if the device holds a newer one.
+  // The codec's state back into the codec, if the device holds a newer one.
   Status sync_host();
   // The codec's state changed on the host: the next device encode starts from it.
   void forget() noexcept { device_current_ = false; }
@@ -50,7 +51,7 @@ class CodecOnDevice {
   coding::Codec* codec_;
   std::unique_ptr<OnGpu> gpu_;
   int home_device_ = -1;
-  bool device_current_ = false;  // the codec's state (error feedback's memory, Signum's momentum) lives on the device
+  bool device_current_ = false;  // the codec's state lives on the device
 };
 
 }  // namespace ballot::python

@@ -251,6 +251,62 @@ TEST(Dgc, StateSavesAndRestoresMomentumAccumulationAndRound) {
   EXPECT_EQ(b.save_state(), saved);
 }
 
+// What a device twin builds on: the state blob from its parts, and the sample size per segment.
+TEST(Dgc, StateBlobAndSampleCountAreTheEncodersOwn) {
+  DgcOptions options;
+  options.ratio = 0.01;
+  options.sample = 0.02;
+  DgcCodec codec(options);
+  const auto layout = GradientLayout::whole(6000);
+  Rng rng(2);
+  (void)codec.encode(normal_values(6000, 1), layout, rng);
+  EXPECT_EQ(DgcCodec::state_blob(codec.momentum(), codec.velocity(), codec.rounds()), codec.save_state());
+  // A blob with no arrays carries the round count alone (the warm-up goes on from it).
+  DgcCodec fresh(options);
+  ASSERT_TRUE(fresh.load_state(DgcCodec::state_blob({}, {}, 41), layout).ok());
+  EXPECT_EQ(fresh.rounds(), 41u);
+  EXPECT_TRUE(fresh.velocity().empty());
+  // Under kExactBelow the exact top-k (no sample); above, max(sample·n, 8n/k) capped at n.
+  EXPECT_EQ(codec.sample_count(DgcCodec::kExactBelow - 1, 40), 0u);
+  EXPECT_EQ(codec.sample_count(100000, 1000), 2000u);  // 0.02 · n
+  EXPECT_EQ(codec.sample_count(100000, 100), 8000u);   // 8n/k
+  EXPECT_EQ(codec.sample_count(100000, 1), 100000u);   // capped at n: the exact top-k
+  // The sampled encoder draws exactly sample_count() coordinates from the stream.
+  const auto big = GradientLayout::whole(100000);
+  DgcCodec drawing(options);
+  Rng counted(3);
+  (void)drawing.encode(normal_values(100000, 5), big, counted);
+  Rng expected(3);
+  for (std::size_t j = 0; j < drawing.sample_count(100000, 1000); ++j) (void)expected.uniform_int(100000);
+  EXPECT_EQ(counted.position(), expected.position());
+}
+
+// The threshold passes alone, with a count function in place of the selection: a first estimate
+// that lets too few pass is lowered (the sample rank doubled) until at least 0.8k pass, or the
+// sample runs out (threshold 0).
+TEST(Dgc, SampledThresholdPassesLowerTheEstimateUntilEnoughPass) {
+  std::vector<float> keys = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0.5f};
+  std::vector<float> seen;
+  // n = 100, k = 10, m = 10: rank 1 first (threshold 9).
+  auto result = detail::sampled_threshold_passes(keys, 100, 10, [&](float t) -> std::size_t {
+    seen.push_back(t);
+    return t >= 6 ? 2 : 9;
+  });
+  EXPECT_EQ(seen, (std::vector<float>{9, 8, 6, 2}));  // ranks 1, 2, 4, 8
+  EXPECT_EQ(result.passes, 4);
+  EXPECT_EQ(result.first_pass, 2u);
+  EXPECT_EQ(result.selected, 9u);
+  EXPECT_FALSE(result.exact);
+  seen.clear();
+  result = detail::sampled_threshold_passes(keys, 100, 10, [&](float t) -> std::size_t {
+    seen.push_back(t);
+    return t > 0 ? 0 : 100;
+  });
+  EXPECT_EQ(seen.back(), 0.0f);  // rank 16 > 10 samples: everything is a candidate
+  EXPECT_TRUE(result.exact);
+  EXPECT_EQ(result.selected, 10u);
+}
+
 TEST(Dgc, CorruptedMessagesAreErrors) {
   const auto layout = GradientLayout::whole(5000);
   DgcCodec codec(options_with(0.01, 0.9f));

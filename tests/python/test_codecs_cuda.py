@@ -11,7 +11,9 @@ ON_GPU = ["qsgd:s=16", "qsgd:s=5,granularity=layer", "terngrad", "terngrad:clip=
           "topk:ratio=0.01", "topk:k=100,granularity=layer", "topk:ratio=0.05,ef=1", "qsgd:s=4,ef=1",
           "sign", "scaled_sign", "scaled_sign:granularity=model,ef=1", "randomk:ratio=0.01",
           "randomk:k=50,granularity=layer,ef=1", "threshold:tau=1.5", "threshold:tau=2,ef=1", "fp32", "fp16",
-          "bf16", "fp16:ef=1", "onebit", "onebit:granularity=model,ef=0", "signum", "signum:beta=0.5"]
+          "bf16", "fp16:ef=1", "onebit", "onebit:granularity=model,ef=0", "signum", "signum:beta=0.5",
+          "dgc:ratio=0.01", "dgc:ratio=0.05,clip=2,granularity=model,warmup=2", "gtopk:ratio=0.01",
+          "gtopk:k=100,granularity=layer"]
 LAYOUT = [("conv", 4099), ("empty", 0), ("fc", 40000), ("out", 3)]
 
 
@@ -63,9 +65,8 @@ def test_error_feedback_moves_between_host_and_gpu(rng):
 def test_codecs_without_a_gpu_encoder_refuse_cuda_tensors(rng):
     torch = cuda_torch()
     x = torch.ones(100, device="cuda")
-    for spec in ["qsgd:elias=1", "dgc:ratio=0.1", "gtopk:ratio=0.1"]:
-        with pytest.raises(ValueError, match="no CUDA encoder"):
-            codecs.Codec(spec).encode(x)
+    with pytest.raises(ValueError, match="no CUDA encoder"):
+        codecs.Codec("qsgd:elias=1").encode(x)
     with pytest.raises(ValueError, match="no CUDA encoder"):
         codecs.Codec("qsgd:elias=1").decode_add(codecs.Codec("qsgd:elias=1").encode(torch.ones(100)), x)
 

@@ -457,7 +457,8 @@ def test_cuda_models_follow_the_cluster_bit_for_bit(make_cluster, tmp_path, trai
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the CUDA path is checked on a GPU machine")
 @pytest.mark.parametrize("codec", ["qsgd:s=16,elias=0", "topk:ratio=0.25,ef=1", "randomk:ratio=0.5",
-                                   "scaled_sign:granularity=layer,ef=1", "terngrad"])
+                                   "scaled_sign:granularity=layer,ef=1", "terngrad",
+                                   "dgc:ratio=0.05,warmup=4", "gtopk:ratio=0.1"])
 def test_a_cuda_gradient_encoded_on_its_gpu_is_the_hosts_bytes(make_cluster, tmp_path, codec):
     """RobustGradient(work_on="model"): the GPU nodes' gradients are encoded on the GPU (only the
     bytes cross); work_on="host" copies the same gradients to the host and the session encodes

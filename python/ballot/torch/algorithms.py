@@ -85,10 +85,9 @@ class RobustGradient:
     - ``"model"``: on its GPU, on torch's current stream
       (:attr:`ballot.session.NodeSession.encodes_on_device`), into the bytes the host would
       write; only they are copied to the host.
-      Error feedback's memory (Signum's momentum) stays on the GPU and goes to the host when the
-      node saves its state file. The codec must have a device encoder (``fp32``, ``fp16``, ``bf16``, ``sign``,
-      ``scaled_sign``, ``onebit``, ``qsgd`` with ``elias=0``, ``terngrad``, ``topk``, ``randomk``,
-      ``threshold``, with or without ``ef``, and ``signum``).
+      The codec's state (error feedback's memory, Signum's momentum, DGC's accumulation, global
+      top-k's residual) stays on the GPU and goes to the host when the node saves its state file.
+      The codec must have a device encoder: every codec but ``qsgd`` with ``elias=1``.
     - ``"host"``: the gradient is copied to the host (4 bytes a parameter) and the session encodes it.
     - ``"auto"`` (the default): ``"model"`` where the codec has a device encoder, else ``"host"``.
 

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "coding/dgc.h"
+#include "coding/global_topk.h"
 #include "coding/quantizers.h"
 #include "coding/wire_format.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -191,7 +193,8 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
   const std::size_t d = 1000;
   const auto layout = layered(d);
   for (const char* spec : {"qsgd:ef=0,s=5", "terngrad:ef=0", "topk:ef=0,ratio=0.05", "scaled_sign:ef=0", "sign",
-                           "onebit:ef=0", "randomk:ef=0,ratio=0.05", "threshold:ef=0,tau=0.5", "fp16", "fp32"}) {
+                           "onebit:ef=0", "randomk:ef=0,ratio=0.05", "threshold:ef=0,tau=0.5", "fp16", "fp32",
+                           "dgc:ratio=0.05,granularity=layer", "gtopk:ratio=0.05,granularity=layer"}) {
     SCOPED_TRACE(spec);
     auto codec = testing::codec(spec);
     Rng rng(3, 4);
@@ -201,7 +204,7 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
         good.bytes,
     };
     const std::string name = spec;
-    if (name.starts_with("topk")) {
+    if (name.starts_with("topk") || name.starts_with("dgc") || name.starts_with("gtopk")) {
       bad[1][kHeaderBytes + 4 * layout.num_layers()] = 0xFF;  // an index out of its segment (63 coordinates)
     } else if (name.starts_with("threshold")) {
       ASSERT_GE(good.bytes.size(), kHeaderBytes + 12);         // at least one pair kept
@@ -287,6 +290,113 @@ TEST_F(CodecsCuda, StateOnTheDeviceKeepsTheCpuState) {
   }
 }
 
+// A sparse message with each NaN value as one pattern (see float_bits): DGC's accumulation makes its
+// NaNs by arithmetic.
+std::vector<std::uint8_t> sparse_bits(std::vector<std::uint8_t> bytes, std::size_t segments) {
+  const std::size_t pairs_at = kHeaderBytes + 4 * segments;
+  if (bytes.size() < pairs_at) return bytes;
+  const std::size_t k = (bytes.size() - pairs_at) / 8;
+  for (std::size_t j = 0; j < k; ++j) {
+    std::uint8_t* at = bytes.data() + pairs_at + 4 * k + 4 * j;
+    float value;
+    std::memcpy(&value, at, 4);
+    if (std::isnan(value)) {
+      const std::uint32_t nan = 0x7FC00000u;
+      std::memcpy(at, &nan, 4);
+    }
+  }
+  return bytes;
+}
+
+// The state arrays of a dgc or gtopk blob (u and v, or the residual), NaN as one pattern, and DGC's
+// round count.
+std::pair<std::vector<std::vector<std::uint32_t>>, std::uint64_t> state_of(const std::string& spec,
+                                                                           std::span<const std::uint8_t> blob,
+                                                                           const GradientLayout& layout) {
+  auto codec = testing::codec(spec);
+  EXPECT_TRUE(codec->load_state(blob, layout).ok()) << spec;
+  if (const auto* dgc = dynamic_cast<const DgcCodec*>(codec.get())) {
+    const std::vector<float> u(dgc->momentum().begin(), dgc->momentum().end());
+    const std::vector<float> v(dgc->velocity().begin(), dgc->velocity().end());
+    return {{float_bits(u), float_bits(v)}, dgc->rounds()};
+  }
+  const auto& gtopk = dynamic_cast<const GlobalTopKCodec&>(*codec);
+  return {{float_bits(std::vector<float>(gtopk.residual().begin(), gtopk.residual().end()))}, 0};
+}
+
+// DGC and global top-k with their state on the device, round after round, on gradients that make
+// DGC's sampled threshold pass too many (ties, zeros: the exact top-k finishes) or meet non-finite
+// values, with a warm-up, clipping, and segments above and below the exact-selection size; global
+// top-k also takes back, after each round, what an aggregator's global set left out.
+TEST_F(CodecsCuda, DgcAndGlobalTopKFollowTheCpuCodecs) {
+  const Kind kinds[] = {Kind::kNormal, Kind::kSpecial, Kind::kTies, Kind::kZero, Kind::kNormal};
+  for (const char* spec :
+       {"dgc:ratio=0.01", "dgc:ratio=0.001,clip=0.5,warmup=3", "dgc:ratio=0.05,granularity=model,momentum=0",
+        "dgc:ratio=1,sample=0.5", "gtopk:ratio=0.01", "gtopk:k=9,granularity=layer"}) {
+    for (const std::size_t d : {std::size_t{1}, std::size_t{5000}, std::size_t{70001}, (std::size_t{1} << 20) + 3}) {
+      for (const auto& layout : {GradientLayout::whole(d), layered(d)}) {
+        SCOPED_TRACE(std::string(spec) + ", d = " + std::to_string(d) + ", " + std::to_string(layout.num_layers()) +
+                     " layers");
+        auto cpu = testing::codec(spec);
+        auto created = DeviceStatefulCodec::create(*cpu);
+        ASSERT_TRUE(created.ok()) << created.error().to_string();
+        auto& device = **created;
+        const std::size_t S = segments_of(layout, cpu->granularity()).size();
+        float* d_gradient = nullptr;
+        std::uint8_t* d_message = nullptr;
+        ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_gradient), 4 * d), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_message), cpu->wire_size(layout)), cudaSuccess);
+        Rng cpu_rng(5, 2), gpu_rng(5, 2);
+        for (std::size_t round = 0; round < std::size(kinds); ++round) {
+          const auto g = gradient(d, kinds[round], 40 + round);
+          ASSERT_EQ(cudaMemcpy(d_gradient, g.data(), 4 * d, cudaMemcpyHostToDevice), cudaSuccess);
+          const auto expected = cpu->encode(g, layout, cpu_rng);
+          const auto written = device.encode(d_gradient, layout, gpu_rng, d_message, nullptr);
+          ASSERT_TRUE(written.ok()) << written.error().to_string();
+          std::vector<std::uint8_t> message(*written);
+          ASSERT_EQ(cudaMemcpy(message.data(), d_message, *written, cudaMemcpyDeviceToHost), cudaSuccess);
+          ASSERT_EQ(sparse_bits(message, S), sparse_bits(expected.bytes, S)) << "round " << round;
+          EXPECT_EQ(gpu_rng.position(), cpu_rng.position()) << "round " << round;
+          if (auto* gtopk = dynamic_cast<GlobalTopKCodec*>(cpu.get())) {
+            GlobalTopKCodec other(gtopk->options());
+            Rng unused(1);
+            const auto theirs = other.encode(gradient(d, Kind::kNormal, 900 + round), layout, unused);
+            const std::span<const std::uint8_t> both[] = {expected.view(), theirs.view()};
+            const auto global = global_topk_reduce(both, layout, {gtopk->options(), false});
+            ASSERT_TRUE(global.ok()) << global.error().to_string();
+            ASSERT_TRUE(gtopk->accept_global(global->view(), layout).ok());
+            const Status accepted =
+                dynamic_cast<DeviceGlobalTopK&>(device).accept_global(global->view(), layout, nullptr);
+            ASSERT_TRUE(accepted.ok()) << accepted.error().to_string();
+          }
+        }
+        auto saved = device.save_state(nullptr);
+        ASSERT_TRUE(saved.ok()) << saved.error().to_string();
+        EXPECT_EQ(state_of(spec, *saved, layout), state_of(spec, cpu->save_state(), layout));
+        // The device resumes from the CPU's state and encodes one more round alike.
+        auto resumed = std::move(DeviceStatefulCodec::create(*cpu).value());
+        ASSERT_TRUE(resumed->load_state(cpu->save_state(), layout, nullptr).ok());
+        const auto g = gradient(d, Kind::kNormal, 99);
+        ASSERT_EQ(cudaMemcpy(d_gradient, g.data(), 4 * d, cudaMemcpyHostToDevice), cudaSuccess);
+        const auto expected = cpu->encode(g, layout, cpu_rng);
+        const auto written = resumed->encode(d_gradient, layout, gpu_rng, d_message, nullptr);
+        ASSERT_TRUE(written.ok()) << written.error().to_string();
+        std::vector<std::uint8_t> message(*written);
+        ASSERT_EQ(cudaMemcpy(message.data(), d_message, *written, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(sparse_bits(message, S), sparse_bits(expected.bytes, S));
+        // Their messages decode into a device accumulator as on the CPU.
+        std::vector<float> cpu_sum = gradient(d, Kind::kNormal, 3), gpu_sum = cpu_sum;
+        ASSERT_TRUE(cpu->decode_add(expected.bytes, layout, cpu_sum, 0.5f).ok());
+        const Status decoded = decode_add_on_device(*cpu, expected.bytes, layout, gpu_sum, 0.5f);
+        ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+        EXPECT_EQ(float_bits(gpu_sum), float_bits(cpu_sum));
+        cudaFree(d_gradient);
+        cudaFree(d_message);
+      }
+    }
+  }
+}
+
 // Signum on the device through the fused momentum pass: special values (−0 and NaN pack as 1), a
 // gradient whose size changes (the momentum restarts at zero, as on the CPU), the message through
 // encode_to_host, and its decode into a device accumulator adding the CPU decoder's floats.
@@ -348,8 +458,10 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
   const Status status = (*created)->load_state(garbage, GradientLayout::whole(10), nullptr);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ((*created)->memory(), nullptr);
-  // Signum keeps its momentum on the device; any other stateless or host-only codec is refused.
-  for (const char* spec : {"qsgd:ef=0", "dgc:ratio=0.05", "gtopk", "qsgd:elias=1,ef=1", "signum:ef=1"}) {
+  // Signum, DGC and global top-k keep their state on the device; a stateless or host-only codec is
+  // refused.
+  for (const char* spec : {"qsgd:ef=0", "qsgd:elias=1,ef=1", "signum:ef=1", "topk:ratio=0.1"}) {
+    EXPECT_FALSE(state_on_device(*testing::codec(spec))) << spec;
     const auto refused = DeviceStatefulCodec::create(*testing::codec(spec));
     ASSERT_FALSE(refused.ok()) << spec;
     EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument) << spec;
@@ -366,6 +478,30 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
   topk->encode(std::vector<float>(10, 1.0f), GradientLayout::whole(10), rng);
   EXPECT_FALSE((*signum)->load_state(topk->save_state(), GradientLayout::whole(10), nullptr).ok());
   EXPECT_EQ((*signum)->size(), 0u);
+  for (const char* spec : {"signum", "dgc:ratio=0.05", "gtopk", "topk:ratio=0.1,ef=1"}) {
+    EXPECT_TRUE(state_on_device(*testing::codec(spec))) << spec;
+  }
+  auto dgc = DeviceStatefulCodec::create(*testing::codec("dgc:ratio=0.05"));
+  ASSERT_TRUE(dgc.ok());
+  EXPECT_NE(dynamic_cast<DeviceDgc*>(dgc->get()), nullptr);
+  EXPECT_FALSE(DeviceDgc::create(*testing::codec("gtopk")).ok());
+  EXPECT_FALSE((*dgc)->load_state(garbage, GradientLayout::whole(10), nullptr).ok());
+  EXPECT_FALSE((*dgc)->load_state(topk->save_state(), GradientLayout::whole(10), nullptr).ok());
+  EXPECT_EQ((*dgc)->size(), 0u);
+  auto gtopk = DeviceStatefulCodec::create(*testing::codec("gtopk:ratio=0.5"));
+  ASSERT_TRUE(gtopk.ok());
+  auto* device_gtopk = dynamic_cast<DeviceGlobalTopK*>(gtopk->get());
+  ASSERT_NE(device_gtopk, nullptr);
+  EXPECT_FALSE(DeviceGlobalTopK::create(*testing::codec("topk:ratio=0.5")).ok());
+  EXPECT_FALSE((*gtopk)->load_state(garbage, GradientLayout::whole(10), nullptr).ok());
+  EXPECT_EQ((*gtopk)->size(), 0u);
+  // accept_global() validates the aggregator's message first: a worker's message is not one.
+  auto worker = testing::codec("gtopk:ratio=0.5");
+  const auto message = worker->encode(std::vector<float>(10, 1.0f), GradientLayout::whole(10), rng);
+  const Status refused = device_gtopk->accept_global(message.bytes, GradientLayout::whole(10), nullptr);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("not the aggregator's global set"), std::string::npos);
+  EXPECT_FALSE(device_gtopk->accept_global(garbage, GradientLayout::whole(10), nullptr).ok());
 }
 
 // Needs no device: the codecs without a device encoder are refused before anything runs.
