@@ -17,8 +17,6 @@
 namespace ballot::coding {
 namespace {
 
-constexpr std::uint8_t kEliasFlag = 1;
-
 int level_bits(std::uint32_t s) { return std::bit_width(s); }
 
 // Elias bits per coordinate at most: gamma(s+1) plus a sign bit.
@@ -31,8 +29,8 @@ std::uint64_t max_elias_bits(std::uint32_t s) {
 namespace detail {
 
 Result<QsgdPlanes> read_qsgd_planes(std::span<const std::uint8_t> bytes, const GradientLayout& layout) {
-  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, CodecId::kQsgd, kEliasFlag, layout));
-  if (header.flags & kEliasFlag)
+  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, CodecId::kQsgd, QsgdCodec::kEliasFlag, layout));
+  if (header.flags & QsgdCodec::kEliasFlag)
     return make_error(ErrorCode::kInvalidArgument,
                       "an Elias-coded QSGD message has no level planes (decode it on the host)");
   QsgdPlanes view;

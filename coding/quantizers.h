@@ -36,6 +36,7 @@ struct QsgdOptions {
 class QsgdCodec final : public Codec {
  public:
   static constexpr std::uint32_t kMaxLevels = 65535;
+  static constexpr std::uint8_t kEliasFlag = 1;  // header flag bit 0: the levels are Elias-coded
   explicit QsgdCodec(QsgdOptions options = {});
 
   const QsgdOptions& options() const noexcept { return options_; }

@@ -49,6 +49,7 @@ enum Slot : int {
   kThresholdTemp,
   kSample,
   kSelected,
+  kElias,
   kNumSlots
 };
 
@@ -129,6 +130,60 @@ Status encode_quantized(int mode, Granularity granularity, float parameter, std:
 
 // Top-k (and global top-k's local selection, under its id): header and counts from the host, the
 // indices and values of each segment from the device top-k.
+// QSGD with Elias coding: the header, s and the norms' places from the host, the norms from the
+// device; then the levels and the code offsets on the device, the stream's length to the host (one
+// synchronisation: the message's size depends on it), and the stream's words written on the
+// device. Returns the message's size.
+Result<std::size_t> encode_qsgd_elias(const QsgdCodec& codec, const float* d_gradient, const GradientLayout& layout,
+                                      Rng& rng, std::uint8_t* d_out, Workspace& workspace, void* stream) {
+  const std::size_t d = layout.total_size();
+  const auto& options = codec.options();
+  const auto segments = segments_of(layout, options.granularity);
+  const std::size_t S = segments.size();
+  std::vector<std::uint8_t> prefix;
+  write_header(prefix, CodecId::kQsgd, options.granularity, QsgdCodec::kEliasFlag, layout, 0);
+  append_pod<std::uint32_t>(prefix, options.s);
+  const std::size_t scales_at = prefix.size();
+  const std::size_t bits_at = scales_at + 4 * S;
+  const detail::RoundingStream random(rng, d);
+  BALLOT_TRY(upload(d_out, prefix.data(), prefix.size(), stream));
+  std::uint64_t bits = 0;
+  void* plan = nullptr;
+  if (S > 0) {
+    std::size_t total_chunks = 0;
+    const auto table = segment_table(segments, total_chunks);
+    BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace.get(kSegments, sizeof(BallotCodecSegment) * S));
+    BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace.get(kScratch, 8 * 3 * std::max<std::size_t>(total_chunks, 1)));
+    BALLOT_ASSIGN_OR_RETURN(void* factors, workspace.get(kFactors, 8 + 4 * S));
+    BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
+    auto* d_bits = static_cast<std::uint64_t*>(factors);
+    auto* inverse = reinterpret_cast<float*>(d_bits + 1);
+    const auto* segments_on_device = static_cast<const BallotCodecSegment*>(d_segments);
+    const auto s = static_cast<float>(options.s);
+    BALLOT_TRY(cuda_status(
+        ballot_codec_cuda_factors(0, 1, d_gradient, segments_on_device, S, total_chunks, static_cast<double*>(scratch),
+                                  nullptr, s, d_out + scales_at, inverse, nullptr, nullptr, stream),
+        "codec factors kernel"));
+    const std::size_t plan_bytes = ballot_codec_cuda_elias_workspace(d);
+    BALLOT_ASSIGN_OR_RETURN(plan, workspace.get(kElias, plan_bytes));
+    BALLOT_TRY(
+        cuda_status(ballot_codec_cuda_elias_plan(d_gradient, d, segments_on_device, S, inverse, s, random.seed,
+                                                 random.stream, random.first_block, plan, plan_bytes, d_bits, stream),
+                    "elias plan kernels"));
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    BALLOT_TRY(cuda_status(cudaMemcpyAsync(&bits, d_bits, 8, cudaMemcpyDeviceToHost, cuda_stream), "download"));
+    BALLOT_TRY(cuda_status(cudaStreamSynchronize(cuda_stream), "elias length"));
+  }
+  const std::size_t words = static_cast<std::size_t>((bits + 63) / 64);
+  if (bits_at + 8 + 8 * words > codec.wire_size(layout)) {
+    return make_error(ErrorCode::kInternal, "device encoder: the Elias stream is longer than the codec's bound");
+  }
+  BALLOT_TRY(upload(d_out + bits_at, &bits, 8, stream));
+  BALLOT_TRY(cuda_status(ballot_codec_cuda_elias_write(d_gradient, d, plan, words, d_out + bits_at + 8, stream),
+                         "elias write kernel"));
+  return bits_at + 8 + 8 * words;
+}
+
 Status encode_top_k(const SparseOptions& options, CodecId id, std::size_t wire_bytes, const float* d_gradient,
                     const GradientLayout& layout, std::uint8_t* d_out, Workspace& workspace, void* stream) {
   const auto segments = segments_of(layout, options.granularity);
@@ -421,14 +476,23 @@ Result<void*> Workspace::get(int slot, std::size_t bytes) {
 }
 
 bool on_device(const Codec& codec) noexcept {
-  if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec)) return !qsgd->options().elias;
-  return dynamic_cast<const SignCodec*>(&codec) != nullptr || dynamic_cast<const CastCodec*>(&codec) != nullptr ||
-         dynamic_cast<const TernGradCodec*>(&codec) != nullptr || dynamic_cast<const TopKCodec*>(&codec) != nullptr ||
-         dynamic_cast<const RandomKCodec*>(&codec) != nullptr || dynamic_cast<const ThresholdCodec*>(&codec) != nullptr;
+  return dynamic_cast<const QsgdCodec*>(&codec) != nullptr || dynamic_cast<const SignCodec*>(&codec) != nullptr ||
+         dynamic_cast<const CastCodec*>(&codec) != nullptr || dynamic_cast<const TernGradCodec*>(&codec) != nullptr ||
+         dynamic_cast<const TopKCodec*>(&codec) != nullptr || dynamic_cast<const RandomKCodec*>(&codec) != nullptr ||
+         dynamic_cast<const ThresholdCodec*>(&codec) != nullptr;
 }
 
+namespace {
+// Error feedback on the device decodes its own message there: every codec of on_device() but QSGD
+// with Elias coding, whose stream has no device decoder.
+bool feedback_on_device(const Codec& inner) noexcept {
+  const auto* qsgd = dynamic_cast<const QsgdCodec*>(&inner);
+  return on_device(inner) && (qsgd == nullptr || !qsgd->options().elias);
+}
+}  // namespace
+
 bool state_on_device(const Codec& codec) noexcept {
-  if (const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec)) return on_device(feedback->inner());
+  if (const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec)) return feedback_on_device(feedback->inner());
   return dynamic_cast<const SignumCodec*>(&codec) != nullptr || dynamic_cast<const DgcCodec*>(&codec) != nullptr ||
          dynamic_cast<const GlobalTopKCodec*>(&codec) != nullptr;
 }
@@ -444,6 +508,10 @@ Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const Gr
   }
   if (const auto* threshold = dynamic_cast<const ThresholdCodec*>(&codec)) {
     return encode_threshold(*threshold, d_gradient, layout, d_out, workspace, stream);
+  }
+  const auto* elias = dynamic_cast<const QsgdCodec*>(&codec);
+  if (elias != nullptr && elias->options().elias) {
+    return encode_qsgd_elias(*elias, d_gradient, layout, rng, d_out, workspace, stream);
   }
   const std::size_t bytes = codec.wire_size(layout);  // exact for the others
   if (const auto* cast = dynamic_cast<const CastCodec*>(&codec)) {
@@ -656,7 +724,7 @@ Result<std::span<const std::uint8_t>> DeviceStatefulCodec::encode_to_host(const 
 
 Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const Codec& codec) {
   const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec);
-  if (feedback == nullptr || !on_device(feedback->inner())) {
+  if (feedback == nullptr || !feedback_on_device(feedback->inner())) {
     return make_error(ErrorCode::kInvalidArgument,
                       "device error feedback needs ef=1 over a codec with a device encoder (fp32, fp16, bf16, sign, "
                       "scaled_sign, onebit, qsgd with elias=0, terngrad, topk, randomk, threshold); got " +
@@ -919,17 +987,44 @@ Result<std::size_t> DeviceDgc::encode(const float* d_gradient, const GradientLay
   float* u = state_;
   float* v = state_ + d;
   const auto budgets = detail::sparse_budgets(segments, 0, host_.density(rounds_));
+  // Every buffer first: nothing below fails but the device itself, once u and v have moved.
+  std::size_t budget = 0, largest = 0, most_samples = 0, largest_sampled = 0;
+  for (std::size_t s = 0; s < S; ++s) {
+    const std::size_t n = segments[s].size, k = budgets[s];
+    if (k == 0) continue;
+    budget += k;
+    largest = std::max(largest, n);
+    const std::size_t samples = host_.sample_count(n, k);
+    if (k < n && samples > 0 && samples < n) {
+      most_samples = std::max(most_samples, samples);
+      largest_sampled = std::max(largest_sampled, n);
+    }
+  }
+  std::size_t total_chunks = 0;
+  const auto table = segment_table(segments, total_chunks);
+  BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace_.get(kSegments, sizeof(BallotCodecSegment) * S));
+  BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace_.get(kScratch, 8 * 3 * std::max<std::size_t>(total_chunks, 1)));
+  BALLOT_ASSIGN_OR_RETURN(void* d_factors, workspace_.get(kFactors, 4 * std::max<std::size_t>(S, 1)));
+  BALLOT_ASSIGN_OR_RETURN(void* selected, workspace_.get(kSelected, 8 * std::max<std::size_t>(budget, 1)));
+  auto* indices = static_cast<std::uint8_t*>(selected);  // Σ budgets u32 indices, then their values
+  std::uint8_t* values = indices + 4 * budget;
+  const std::size_t topk_bytes = ballot_codec_cuda_topk_workspace(largest);
+  BALLOT_ASSIGN_OR_RETURN(void* topk_scratch, workspace_.get(kTopK, topk_bytes));
+  void* candidates = nullptr;
+  void* pass_scratch = nullptr;
+  void* sample = nullptr;
+  const std::size_t pass_bytes = ballot_codec_cuda_threshold_workspace(largest_sampled);
+  if (most_samples > 0) {
+    BALLOT_ASSIGN_OR_RETURN(candidates, workspace_.get(kCandidates, 4 * largest_sampled));
+    BALLOT_ASSIGN_OR_RETURN(pass_scratch, workspace_.get(kThresholdTemp, 256 + pass_bytes));
+    BALLOT_ASSIGN_OR_RETURN(sample, workspace_.get(kSample, 8 * most_samples));
+  }
   if (d > 0 && S > 0) {
     // §3.2 and §3.1: the clipping factors, then u ← m·u + f·g, v ← v + u in one pass.
-    std::size_t total_chunks = 0;
-    const auto table = segment_table(segments, total_chunks);
-    BALLOT_ASSIGN_OR_RETURN(void* d_segments, workspace_.get(kSegments, sizeof(BallotCodecSegment) * S));
     BALLOT_TRY(upload(d_segments, table.data(), sizeof(BallotCodecSegment) * S, stream));
     const auto* segments_on_device = static_cast<const BallotCodecSegment*>(d_segments);
     const float* factors = nullptr;
     if (options.clip > 0.0f) {
-      BALLOT_ASSIGN_OR_RETURN(void* scratch, workspace_.get(kScratch, 8 * 3 * std::max<std::size_t>(total_chunks, 1)));
-      BALLOT_ASSIGN_OR_RETURN(void* d_factors, workspace_.get(kFactors, 4 * S));
       BALLOT_TRY(cuda_status(ballot_codec_cuda_factors(4, 1, d_gradient, segments_on_device, S, total_chunks,
                                                        static_cast<double*>(scratch), nullptr, options.clip, nullptr,
                                                        static_cast<float*>(d_factors), nullptr, nullptr, stream),
@@ -940,29 +1035,8 @@ Result<std::size_t> DeviceDgc::encode(const float* d_gradient, const GradientLay
                                                                  options.momentum, u, v, stream),
                            "dgc accumulation kernel"));
   }
-  std::size_t budget = 0, largest = 0, most_samples = 0;
-  for (std::size_t s = 0; s < S; ++s) {
-    if (budgets[s] == 0) continue;
-    budget += budgets[s];
-    largest = std::max(largest, segments[s].size);
-    most_samples = std::max(most_samples, host_.sample_count(segments[s].size, budgets[s]));
-  }
   std::vector<std::size_t> counts(S, 0);
-  BALLOT_ASSIGN_OR_RETURN(void* selected, workspace_.get(kSelected, 8 * std::max<std::size_t>(budget, 1)));
-  auto* indices = static_cast<std::uint8_t*>(selected);  // Σ budgets u32 indices, then their values
-  std::uint8_t* values = indices + 4 * budget;
   if (budget > 0) {
-    const std::size_t topk_bytes = ballot_codec_cuda_topk_workspace(largest);
-    BALLOT_ASSIGN_OR_RETURN(void* topk_scratch, workspace_.get(kTopK, topk_bytes));
-    void* candidates = nullptr;
-    void* pass_scratch = nullptr;
-    void* sample = nullptr;
-    const std::size_t pass_bytes = ballot_codec_cuda_threshold_workspace(largest);
-    if (most_samples > 0) {
-      BALLOT_ASSIGN_OR_RETURN(candidates, workspace_.get(kCandidates, 4 * largest));
-      BALLOT_ASSIGN_OR_RETURN(pass_scratch, workspace_.get(kThresholdTemp, 256 + pass_bytes));
-      BALLOT_ASSIGN_OR_RETURN(sample, workspace_.get(kSample, 8 * most_samples));
-    }
     std::size_t done = 0;
     for (std::size_t s = 0; s < S; ++s) {
       const std::size_t n = segments[s].size, k = budgets[s];
@@ -1079,25 +1153,22 @@ Result<std::size_t> DeviceGlobalTopK::encode(const float* d_gradient, const Grad
   if (d_out == nullptr || (d > 0 && d_gradient == nullptr)) {
     return make_error(ErrorCode::kInvalidArgument, "device encode needs a gradient and an output buffer");
   }
+  // As the CPU: a new encode forgets the last selection, whatever happens below.
+  sent_segments_.clear();
+  sent_counts_.clear();
   BALLOT_TRY(resize(d, stream));
-  // Shi et al. 2019, Alg. 2: accumulate the residual, select locally, keep the rest.
-  BALLOT_TRY(cuda_status(ballot_codec_cuda_add(residual_, d_gradient, d, residual_, stream), "add kernel"));
   const SparseOptions& options = host_.options();
   const std::size_t bytes = host_.wire_size(layout);
-  BALLOT_TRY(encode_top_k(options, CodecId::kGlobalTopK, bytes, residual_, layout, d_out, workspace_, stream));
   const auto segments = segments_of(layout, options.granularity);
   const auto budgets = detail::sparse_budgets(segments, options.k, options.ratio);
-  std::size_t total = 0;
-  for (const std::size_t count : budgets) total += count;
-  const std::uint8_t* indices = d_out + kHeaderBytes + 4 * segments.size();
-  std::size_t done = 0;
+  std::size_t total = 0, largest = 0;
   for (std::size_t s = 0; s < segments.size(); ++s) {
-    BALLOT_TRY(cuda_status(
-        ballot_codec_cuda_zero_at(indices + 4 * done, budgets[s], residual_ + segments[s].offset, nullptr, stream),
-        "gtopk residual kernel"));
-    done += budgets[s];
+    total += budgets[s];
+    if (budgets[s] > 0) largest = std::max(largest, segments[s].size);
   }
-  // The selection, kept for accept_global() (the caller may reuse d_out).
+  // Every buffer first (the top-k's scratch as encode_top_k asks for it): nothing below fails but
+  // the device itself, once the residual has moved.
+  BALLOT_TRY(workspace_.get(kTopK, ballot_codec_cuda_topk_workspace(largest)));
   if (8 * total > sent_capacity_) {
     if (sent_ != nullptr) cudaFree(sent_);
     sent_ = nullptr;
@@ -1107,6 +1178,18 @@ Result<std::size_t> DeviceGlobalTopK::encode(const float* d_gradient, const Grad
     sent_ = static_cast<std::uint8_t*>(memory);
     sent_capacity_ = 8 * total;
   }
+  // Shi et al. 2019, Alg. 2: accumulate the residual, select locally, keep the rest.
+  BALLOT_TRY(cuda_status(ballot_codec_cuda_add(residual_, d_gradient, d, residual_, stream), "add kernel"));
+  BALLOT_TRY(encode_top_k(options, CodecId::kGlobalTopK, bytes, residual_, layout, d_out, workspace_, stream));
+  const std::uint8_t* indices = d_out + kHeaderBytes + 4 * segments.size();
+  std::size_t done = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    BALLOT_TRY(cuda_status(
+        ballot_codec_cuda_zero_at(indices + 4 * done, budgets[s], residual_ + segments[s].offset, nullptr, stream),
+        "gtopk residual kernel"));
+    done += budgets[s];
+  }
+  // The selection, kept for accept_global() (the caller may reuse d_out).
   BALLOT_TRY(copy_on_device(sent_, indices, 8 * total, stream));
   sent_segments_ = segments;
   sent_counts_ = budgets;

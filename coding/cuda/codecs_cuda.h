@@ -1,19 +1,21 @@
-// The codecs on a CUDA device, for a worker whose gradient is in GPU memory: the fp32, fp16 and
-// bf16 casts, sign, scaled sign, 1-bit SGD, QSGD (fixed width), TernGrad, top-k, random-k and
-// threshold encode on the device, the device decoders add a peer's message (and signum's) to a
-// device accumulator, error feedback over them keeps its memory on the device, and Signum its
-// momentum.
+// The codecs on a CUDA device, for a worker whose gradient is in GPU memory: every codec of the
+// registry encodes on the device (the fp32, fp16 and bf16 casts, sign, scaled sign, 1-bit SGD,
+// QSGD with either coding, TernGrad, top-k, random-k and threshold; Signum, DGC and global top-k
+// with their state kept there), the device decoders add a peer's message to a device accumulator
+// (all but QSGD's Elias stream), and error feedback over the plain codecs keeps its memory there.
 //
 // Bit-identical to the CPU codecs (coding/cast_codecs.h, coding/sign_codecs.h, coding/quantizers.h,
-// coding/sparse_codecs.h): encode() writes exactly the bytes codec.encode() returns for the same
-// gradient, layout and Rng, and moves the Rng the same way; decode_add() adds exactly what
+// coding/sparse_codecs.h, coding/dgc.h, coding/global_topk.h): encode() writes exactly the bytes codec.encode() returns
+// for the same gradient, layout and Rng, and moves the Rng the same way; decode_add() adds exactly what
 // codec.decode_add() adds. (Bits of numbers: a NaN that arithmetic makes stays a NaN, with the
 // payload of the hardware that made it.) The shared arithmetic is coding/detail/codec_logic.h (the rounding formulas,
 // the order of the double sums, the top-k key); the random draws are the same Philox blocks (coding/detail/rounding.h),
 // and random-k's index stream is drawn on the host (Floyd's algorithm is sequential) and uploaded.
 //
 // Cost on the device: QSGD and TernGrad read the gradient twice (the per-segment norm or maximum,
-// then the fused quantising pass that writes the streams). Top-k of a segment of at least 2^20
+// then the fused quantising pass that writes the streams). QSGD's Elias coding reads it three times
+// (the norms, the levels, the codes) and writes and reads 12 bytes a coordinate of levels and code
+// offsets (an exclusive scan), and synchronises once for the stream's length. Top-k of a segment of at least 2^20
 // coordinates with k ≤ n/8 reads it once for its candidates (those at or above a threshold from a
 // strided sample), then selects exactly among them; smaller segments, or a sample that misleads,
 // take the full selection (three radix passes of 11, 11 and 9 bits over the magnitude, then the
@@ -45,13 +47,14 @@
 
 namespace ballot::coding::cuda {
 
-// Whether `codec` has a device encoder and decoder: fp32, fp16, bf16, sign, scaled_sign, onebit,
-// qsgd with elias=0, terngrad, topk, randomk and threshold (the plain codecs; error feedback over
-// them with its memory on the device: DeviceErrorFeedback).
+// Whether `codec` has a device encoder (encode()): fp32, fp16, bf16, sign, scaled_sign, onebit,
+// qsgd, terngrad, topk, randomk and threshold, the plain codecs. All of them but qsgd with elias=1
+// also decode on the device, and error feedback over those keeps its memory there
+// (DeviceErrorFeedback).
 bool on_device(const Codec& codec) noexcept;
-// Whether DeviceStatefulCodec::create takes `codec`: error feedback over a codec of on_device(),
-// signum, dgc and gtopk. decode_add() takes all of these too (their messages are their inner
-// codec's, sign's, or the sparse format).
+// Whether DeviceStatefulCodec::create takes `codec`: error feedback over a codec of on_device()
+// other than qsgd with elias=1, signum, dgc and gtopk. decode_add() takes all of these too (their messages are their
+// inner codec's, sign's, or the sparse format).
 bool state_on_device(const Codec& codec) noexcept;
 
 // Device scratch the codecs reuse between calls (it grows to the largest call). One per stream;
@@ -75,9 +78,9 @@ class Workspace {
 
 // codec.encode(gradient, layout, rng) on the device: d_gradient holds layout.total_size() floats,
 // d_out (4-byte aligned, as cudaMalloc's are) has room for codec.wire_size(layout) bytes; returns
-// how many were written (the wire size, except threshold's, which depends on the data).
-// Asynchronous on the stream except top-k and threshold (see above). kInvalidArgument for a codec
-// without a device encoder (the caller encodes on the host instead) or a null buffer with d > 0.
+// how many were written (the wire size, except threshold's and Elias-coded QSGD's, which depend on
+// the data). Asynchronous on the stream except top-k, threshold and Elias-coded QSGD (see above). kInvalidArgument for
+// a codec without a device encoder (the caller encodes on the host instead) or a null buffer with d > 0.
 Result<std::size_t> encode(const Codec& codec, const float* d_gradient, const GradientLayout& layout, Rng& rng,
                            std::uint8_t* d_out, Workspace& workspace, void* stream);
 
@@ -89,8 +92,8 @@ Result<std::span<const std::uint8_t>> encode_to_host(const Codec& codec, const f
                                                      void* stream);
 
 // codec.decode_add(bytes, layout, accumulator, weight) with the accumulator on the device, for the
-// codecs of on_device(), signum (whose message is sign's), dgc and gtopk (top-k's format; gtopk's
-// global message too). `bytes`
+// codecs of on_device() (an Elias-coded QSGD message is refused: decode it on the host), signum
+// (whose message is sign's), dgc and gtopk (top-k's format; gtopk's global message too). `bytes`
 // (host memory: a peer's message) are validated on the host by the CPU decoder's checks first; a
 // bad message is its Error and leaves the accumulator untouched. Then the message is copied to the
 // device and added; synchronises the stream before returning (the host bytes may go).

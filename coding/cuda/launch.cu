@@ -2,8 +2,10 @@
 // a C interface.
 #include <cuda_runtime.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 
 #include "coding/cuda/launch.h"
@@ -311,6 +313,91 @@ __global__ void quantize_kernel(const float* x, std::size_t d, const BallotCodec
       store_stream(bit, writer, streams + stream_words * static_cast<std::size_t>(1 + p));
     }
   }
+}
+
+// ---- QSGD's Elias coding -----------------------------------------------------------------------------
+
+// The levels of the fixed-width pass (quantize_kernel<0>): thread (group, j) computes Philox block
+// first_block + 16·group + j, whose 8 draws serve coordinates 128·group + 16m + j.
+__global__ void qsgd_levels_kernel(const float* x, std::size_t d, const BallotCodecSegment* segments,
+                                   std::size_t num_segments, const float* inverse, float s, std::uint64_t seed,
+                                   std::uint64_t rng_stream, std::uint64_t first_block, std::uint32_t* level) {
+  const std::size_t lanes = 16 * ((d + 127) / 128);
+  for (std::size_t t = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < lanes;
+       t += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t group = t / 16, j = t % 16;
+    const PhiloxBlock random = philox_stream_block(seed, rng_stream, first_block + t);
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      const std::size_t i = 128 * group + 16 * static_cast<std::size_t>(m) + j;
+      if (i >= d) break;
+      const std::size_t k = num_segments == 1 ? 0 : segment_of(segments, num_segments, i);
+      const std::uint32_t bits = (random.v[m / 2] >> (16 * (m % 2))) & 0xFFFFu;
+      level[i] = logic::qsgd_level(x[i], bits, inverse[k], s);
+    }
+  }
+}
+
+// A coordinate's code: γ(level + 1) (⌊log₂(level + 1)⌋ zeros, then level + 1 from its top bit),
+// then, for a level above 0, the sign bit (1 unless x < 0); LSB first, as detail::BitWriter puts it.
+__device__ inline int elias_length(std::uint32_t level) {
+  const int width = 32 - __clz(static_cast<int>(level + 1));
+  return 2 * width - 1 + (level != 0 ? 1 : 0);
+}
+__device__ inline std::uint64_t elias_code(std::uint32_t level, float x) {
+  const std::uint32_t value = level + 1;
+  const int width = 32 - __clz(static_cast<int>(value));
+  const std::uint64_t reversed = __brev(value) >> (32 - width);  // the value's bits, top bit first
+  std::uint64_t code = reversed << (width - 1);
+  if (level != 0 && !(x < 0.0f)) code |= std::uint64_t{1} << (2 * width - 1);
+  return code;
+}
+
+struct EliasLength {
+  __device__ std::uint64_t operator()(std::uint32_t level) const {
+    return static_cast<std::uint64_t>(elias_length(level));
+  }
+};
+
+__global__ void elias_total_kernel(const std::uint32_t* level, const std::uint64_t* offsets, std::size_t d,
+                                   std::uint64_t* bits) {
+  *bits = offsets[d - 1] + static_cast<std::uint64_t>(elias_length(level[d - 1]));
+}
+
+// One thread per 64-bit word of the stream: the codes that overlap it (found by a binary search
+// of the offsets), OR-ed in; no atomics, and the padding after the last code stays zero. Written
+// as two u32 halves (the stream sits 4-byte aligned in the message).
+__global__ void elias_words_kernel(const float* x, const std::uint32_t* level, const std::uint64_t* offsets,
+                                   std::size_t d, std::size_t words, std::uint32_t* out) {
+  for (std::size_t w = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < words;
+       w += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::uint64_t begin = 64 * static_cast<std::uint64_t>(w), end = begin + 64;
+    std::size_t lo = 0, hi = d;  // the last coordinate whose code starts at or before `begin`
+    while (hi - lo > 1) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (offsets[mid] <= begin) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    std::uint64_t word = 0;
+    for (std::size_t i = lo; i < d && offsets[i] < end; ++i) {
+      const std::uint64_t code = elias_code(level[i], x[i]);
+      const std::uint64_t at = offsets[i];
+      word |= at >= begin ? code << (at - begin) : code >> (begin - at);  // shifts < 64: a code is ≤ 34 bits
+    }
+    out[2 * w] = static_cast<std::uint32_t>(word);
+    out[2 * w + 1] = static_cast<std::uint32_t>(word >> 32);
+  }
+}
+
+std::size_t elias_scan_bytes(std::size_t d) {
+  std::size_t bytes = 0;
+  cub::DeviceScan::ExclusiveSum(
+      nullptr, bytes, thrust::make_transform_iterator(static_cast<const std::uint32_t*>(nullptr), EliasLength{}),
+      static_cast<std::uint64_t*>(nullptr), static_cast<std::int64_t>(d));
+  return bytes;
 }
 
 // ---- top-k ------------------------------------------------------------------------------------------
@@ -1031,6 +1118,47 @@ int ballot_codec_cuda_units(const std::uint8_t* wire_scales, std::size_t count, 
   if (count == 0) return 0;
   units_kernel<<<grid_for(count, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(wire_scales, count, divisor,
                                                                                            weight, unit);
+  return last_error();
+}
+
+std::size_t ballot_codec_cuda_elias_workspace(std::size_t d) {
+  return align_up(4 * d) + align_up(8 * d) + align_up(elias_scan_bytes(d));
+}
+
+int ballot_codec_cuda_elias_plan(const float* x, std::size_t d, const BallotCodecSegment* d_segments,
+                                 std::size_t num_segments, const float* inverse, float s, std::uint64_t seed,
+                                 std::uint64_t rng_stream, std::uint64_t first_block, void* workspace,
+                                 std::size_t workspace_bytes, std::uint64_t* d_bits, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
+  const auto stream = static_cast<cudaStream_t>(stream_handle);
+  if (d == 0) return static_cast<int>(cudaMemsetAsync(d_bits, 0, 8, stream));
+  if (workspace_bytes < ballot_codec_cuda_elias_workspace(d)) return static_cast<int>(cudaErrorInvalidValue);
+  auto* base = static_cast<std::uint8_t*>(workspace);
+  auto* level = reinterpret_cast<std::uint32_t*>(base);
+  auto* offsets = reinterpret_cast<std::uint64_t*>(base + align_up(4 * d));
+  void* temp = base + align_up(4 * d) + align_up(8 * d);
+  qsgd_levels_kernel<<<grid_for(16 * ((d + 127) / 128), 256), 256, 0, stream>>>(
+      x, d, d_segments, num_segments, inverse, s, seed, rng_stream, first_block, level);
+  if (const int error = last_error()) return error;
+  std::size_t temp_bytes = elias_scan_bytes(d);
+  if (const int error = static_cast<int>(cub::DeviceScan::ExclusiveSum(
+          temp, temp_bytes, thrust::make_transform_iterator(static_cast<const std::uint32_t*>(level), EliasLength{}),
+          offsets, static_cast<std::int64_t>(d), stream))) {
+    return error;
+  }
+  elias_total_kernel<<<1, 1, 0, stream>>>(level, offsets, d, d_bits);
+  return last_error();
+}
+
+int ballot_codec_cuda_elias_write(const float* x, std::size_t d, const void* workspace, std::size_t words,
+                                  std::uint8_t* out, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
+  if (words == 0) return 0;
+  const auto* base = static_cast<const std::uint8_t*>(workspace);
+  const auto* level = reinterpret_cast<const std::uint32_t*>(base);
+  const auto* offsets = reinterpret_cast<const std::uint64_t*>(base + align_up(4 * d));
+  elias_words_kernel<<<grid_for(words, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(
+      x, level, offsets, d, words, reinterpret_cast<std::uint32_t*>(out));
   return last_error();
 }
 

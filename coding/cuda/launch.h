@@ -38,6 +38,20 @@ int ballot_codec_cuda_quantize(int mode, const float* x, std::size_t d, const Ba
                                std::uint64_t rng_stream, std::uint64_t first_block, std::uint8_t* streams,
                                std::size_t stream_bytes, void* stream);
 
+// QSGD's Elias coding (elias=1), in two calls. The plan: the levels of x[0, d) (the fixed-width
+// pass's draws and levels), each coordinate's bit offset in the stream (an exclusive sum of the code
+// lengths) in the workspace, and the stream's length in bits into *d_bits (device memory; 0 for
+// d = 0). The write: the stream's `words` 64-bit words at `out` (4-byte aligned; little-endian u32
+// halves), every bit past the last code zero. workspace: ballot_codec_cuda_elias_workspace(d)
+// bytes, 16-byte aligned, untouched between the two calls.
+std::size_t ballot_codec_cuda_elias_workspace(std::size_t d);
+int ballot_codec_cuda_elias_plan(const float* x, std::size_t d, const BallotCodecSegment* d_segments,
+                                 std::size_t num_segments, const float* inverse, float s, std::uint64_t seed,
+                                 std::uint64_t rng_stream, std::uint64_t first_block, void* workspace,
+                                 std::size_t workspace_bytes, std::uint64_t* d_bits, void* stream);
+int ballot_codec_cuda_elias_write(const float* x, std::size_t d, const void* workspace, std::size_t words,
+                                  std::uint8_t* out, void* stream);
+
 // Top-k of one segment x[0, n) by magnitude (codec_logic.h's key; ties to the lowest index): the k
 // indices, increasing, into d_indices and their values into d_values (both 4-byte aligned).
 // workspace: at least ballot_codec_cuda_topk_workspace(n) bytes, 16-byte aligned.

@@ -131,12 +131,10 @@ class Codec:
         """Encodes a 1-D float32 gradient (numpy, CPU or CUDA torch); layout defaults to one segment.
 
         A CUDA tensor is encoded on its GPU, on torch's current stream, into the same bytes the CPU
-        would write: ``fp32``, ``fp16``, ``bf16``, ``sign``, ``scaled_sign``, ``onebit``,
-        ``qsgd`` (``elias=0``), ``terngrad``, ``topk``, ``randomk`` and ``threshold``, with or
-        without ``ef=1``, and ``signum``, ``dgc`` and ``gtopk`` (the codec's state, error feedback's
-        memory, Signum's momentum, DGC's momentum and accumulation or global top-k's residual, then
-        stays on the GPU until :attr:`memory` or :meth:`save_state` asks for it). ``qsgd`` with
-        ``elias=1`` takes CPU arrays (ValueError otherwise).
+        would write, for every codec but error feedback over ``qsgd`` with ``elias=1`` (CPU arrays
+        only; ValueError otherwise). The codec's state (error feedback's memory, Signum's momentum,
+        DGC's momentum and accumulation, global top-k's residual) then stays on the GPU until
+        :attr:`memory` or :meth:`save_state` asks for it.
         """
         layers = layout_of(_size(gradient) if layout is None else layout)
         return self._native.encode(gradient, layers, cuda_stream(gradient))

@@ -176,10 +176,8 @@ class NodeSession:
 
     @property
     def encodes_on_device(self) -> bool:
-        """Whether :meth:`submit_gradient` takes a CUDA tensor: the run's codec (``fp32``, ``fp16``,
-        ``bf16``, ``sign``, ``scaled_sign``, ``onebit``, ``qsgd`` with ``elias=0``, ``terngrad``, ``topk``,
-        ``randomk`` or ``threshold``, with or without ``ef``, or ``signum``, ``dgc`` or ``gtopk``) has a device
-        encoder in this build, and this node is
+        """Whether :meth:`submit_gradient` takes a CUDA tensor: the run's codec has a device encoder
+        in this build (every codec but error feedback over ``qsgd`` with ``elias=1``), and this node is
         honest (an attack acts on the gradient on the host)."""
         return bool(self._native.encodes_on_device)
 

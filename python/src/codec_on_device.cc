@@ -29,9 +29,8 @@ CodecOnDevice::~CodecOnDevice() = default;
 Error CodecOnDevice::unsupported(const coding::Codec& codec) {
   return make_error(ErrorCode::kInvalidArgument,
                     "codec " + codec.spec() +
-                        " has no CUDA encoder (fp32, fp16, bf16, sign, scaled_sign, onebit, qsgd with elias=0, "
-                        "terngrad, topk, randomk and threshold, with or without ef, and signum, dgc and gtopk have): "
-                        "pass a CPU array");
+                        " has no CUDA encoder (every codec has one but error feedback over qsgd with elias=1, "
+                        "whose own message has no device decoder): pass a CPU array");
 }
 
 #if BALLOT_HAVE_CUDA

@@ -26,9 +26,8 @@ class CodecOnDevice {
   CodecOnDevice(const CodecOnDevice&) = delete;
   CodecOnDevice& operator=(const CodecOnDevice&) = delete;
 
-  // Whether this build encodes `codec` on a GPU: fp32, fp16, bf16, sign, scaled_sign, onebit, qsgd
-  // with elias=0, terngrad, topk, randomk and threshold, with or without error feedback, and signum,
-  // dgc and gtopk; false in a build without CUDA.
+  // Whether this build encodes `codec` on a GPU: every codec but error feedback over qsgd with
+  // elias=1 (coding/cuda: on_device or state_on_device); false in a build without CUDA.
   static bool supports(const coding::Codec& codec) noexcept;
   // The error for a codec that !supports(): kInvalidArgument, naming the codecs that have an encoder.
   static Error unsupported(const coding::Codec& codec);

@@ -32,6 +32,10 @@ const char* const kSpecs[] = {
     "qsgd:ef=0,s=255,granularity=layer",
     "qsgd:ef=0,s=65535",
     "qsgd:ef=0,s=5,granularity=layer",
+    "qsgd:ef=0,elias=1,s=1",
+    "qsgd:ef=0,elias=1,s=16",
+    "qsgd:ef=0,elias=1,s=5,granularity=layer",
+    "qsgd:ef=0,elias=1,s=65535,granularity=layer",
     "terngrad:ef=0",
     "terngrad:ef=0,granularity=model",
     "terngrad:ef=0,clip=2.5",
@@ -130,6 +134,17 @@ void expect_same_as_cpu(const std::string& spec, const std::vector<float>& x, co
     std::size_t first = 0;
     while (encoded->bytes[first] == expected.bytes[first]) ++first;
     ADD_FAILURE() << "the device encoding differs from byte " << first << " of " << expected.bytes.size();
+    return;
+  }
+  const auto* qsgd = dynamic_cast<const QsgdCodec*>(gpu_codec.get());
+  if (qsgd != nullptr && qsgd->options().elias) {
+    // No device decoder for the Elias stream: refused, and nothing is added.
+    const std::vector<float> untouched(x.size(), 1.0f);
+    std::vector<float> sum = untouched;
+    const Status refused = decode_add_on_device(*gpu_codec, expected.view(), layout, sum, 0.5f);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(sum, untouched);
     return;
   }
   // Decoding: onto a non-zero accumulator (with −0 entries), weight 0.5.
@@ -397,6 +412,53 @@ TEST_F(CodecsCuda, DgcAndGlobalTopKFollowTheCpuCodecs) {
   }
 }
 
+// A gradient whose size changes restarts DGC's u and v at zero and keeps its round count (the
+// warm-up goes on), as on the CPU; a global set accepted twice, or after a state load, puts nothing
+// back the second time.
+TEST_F(CodecsCuda, DgcAndGlobalTopKAcrossSizeChangesAndRepeatedAccepts) {
+  for (const char* spec : {"dgc:ratio=0.01,warmup=6", "gtopk:ratio=0.02"}) {
+    SCOPED_TRACE(spec);
+    auto cpu = testing::codec(spec);
+    auto device = std::move(DeviceStatefulCodec::create(*cpu).value());
+    Rng cpu_rng(9, 1), gpu_rng(9, 1);
+    for (const std::size_t d : {6000, 6000, 9001, 9001, 6000}) {
+      const auto layout = GradientLayout::whole(d);
+      const auto g = gradient(d, Kind::kNormal, d + gpu_rng.position());
+      float* d_gradient = nullptr;
+      std::uint8_t* d_message = nullptr;
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_gradient), 4 * d), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_message), cpu->wire_size(layout)), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(d_gradient, g.data(), 4 * d, cudaMemcpyHostToDevice), cudaSuccess);
+      const auto expected = cpu->encode(g, layout, cpu_rng);
+      const auto written = device->encode(d_gradient, layout, gpu_rng, d_message, nullptr);
+      ASSERT_TRUE(written.ok()) << written.error().to_string();
+      std::vector<std::uint8_t> message(*written);
+      ASSERT_EQ(cudaMemcpy(message.data(), d_message, *written, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(message, expected.bytes) << "d = " << d;
+      EXPECT_EQ(device->size(), d);
+      if (auto* gtopk = dynamic_cast<GlobalTopKCodec*>(cpu.get())) {
+        const std::span<const std::uint8_t> one[] = {expected.view()};
+        GlobalTopKReduceOptions half{gtopk->options(), false};
+        half.budget.ratio = 0.01;  // the global set keeps half of what was sent
+        const auto global = global_topk_reduce(one, layout, half).value();
+        auto& twin = dynamic_cast<DeviceGlobalTopK&>(*device);
+        for (int repeat = 0; repeat < 2; ++repeat) {
+          ASSERT_TRUE(gtopk->accept_global(global.view(), layout).ok());
+          ASSERT_TRUE(twin.accept_global(global.view(), layout, nullptr).ok());
+        }
+      }
+      auto saved = device->save_state(nullptr);
+      ASSERT_TRUE(saved.ok());
+      EXPECT_EQ(*saved, cpu->save_state()) << "d = " << d;
+      cudaFree(d_gradient);
+      cudaFree(d_message);
+    }
+    if (const auto* dgc = dynamic_cast<const DgcCodec*>(cpu.get())) {
+      EXPECT_EQ(dynamic_cast<DeviceDgc&>(*device).rounds(), dgc->rounds());
+    }
+  }
+}
+
 // Signum on the device through the fused momentum pass: special values (−0 and NaN pack as 1), a
 // gradient whose size changes (the momentum restarts at zero, as on the CPU), the message through
 // encode_to_host, and its decode into a device accumulator adding the CPU decoder's floats.
@@ -504,11 +566,12 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
   EXPECT_FALSE(device_gtopk->accept_global(garbage, GradientLayout::whole(10), nullptr).ok());
 }
 
-// Needs no device: the codecs without a device encoder are refused before anything runs.
+// Needs no device: the codecs whose encoder is not encode()'s (error feedback, and the codecs that
+// keep state: DeviceStatefulCodec) are refused before anything runs.
 TEST(CodecsCudaArguments, CodecsWithoutADeviceEncoderAreRefused) {
   Workspace workspace;
   const auto layout = GradientLayout::whole(100);
-  for (const char* spec : {"qsgd:ef=0,elias=1", "topk:ef=1,ratio=0.1", "onebit", "signum", "dgc:ratio=0.05", "gtopk"}) {
+  for (const char* spec : {"topk:ef=1,ratio=0.1", "onebit", "signum", "dgc:ratio=0.05", "gtopk"}) {
     auto codec = testing::codec(spec);
     EXPECT_FALSE(on_device(*codec)) << spec;
     Rng rng(1, 1);
@@ -518,7 +581,7 @@ TEST(CodecsCudaArguments, CodecsWithoutADeviceEncoderAreRefused) {
     EXPECT_EQ(rng.position(), 0u) << spec;
   }
   for (const char* spec : {"qsgd:ef=0", "terngrad:ef=0", "topk:ef=0", "sign", "scaled_sign:ef=0", "randomk:ef=0",
-                           "threshold:tau=1,ef=0", "fp32", "fp16", "bf16", "onebit:ef=0"}) {
+                           "threshold:tau=1,ef=0", "fp32", "fp16", "bf16", "onebit:ef=0", "qsgd:ef=0,elias=1"}) {
     EXPECT_TRUE(on_device(*testing::codec(spec))) << spec;
   }
 }
