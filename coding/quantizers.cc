@@ -24,15 +24,49 @@ std::uint64_t max_elias_bits(std::uint32_t s) {
   return 2 * static_cast<std::uint64_t>(std::bit_width(std::uint64_t{s} + 1) - 1) + 2;
 }
 
+// The levels of an Elias-coded message (after its norms) as planes, validated: the bit count, the
+// padding, every code (γ of level + 1 ≤ s + 1, then the sign if the level is not 0) and the end.
+Status transcode_elias(ByteReader& reader, std::size_t d, std::uint32_t s, detail::QsgdPlanes& view) {
+  BALLOT_ASSIGN_OR_RETURN(const std::uint64_t bits, reader.read<std::uint64_t>("bit count"));
+  if (bits > static_cast<std::uint64_t>(d) * max_elias_bits(s)) {
+    return malformed("QSGD Elias stream of " + std::to_string(bits) + " bits is too long");
+  }
+  BALLOT_ASSIGN_OR_RETURN(const auto words, reader.take(BitVector::words_for(bits), 8, "Elias stream"));
+  BALLOT_TRY(reader.expect_end());
+  if (bits % 64 != 0 && (load_pod<std::uint64_t>(words.data() + words.size() - 8) >> (bits % 64)) != 0) {
+    return malformed("non-zero padding after the QSGD Elias stream");
+  }
+  const int max_width = std::bit_width(std::uint64_t{s} + 1);
+  const std::size_t stream_bytes = detail::sign_bytes(d);
+  view.transcoded.assign(stream_bytes * (1 + static_cast<std::size_t>(view.planes)), 0);
+  std::uint8_t* signs = view.transcoded.data();
+  detail::BitReader in(words.data(), bits);
+  for (std::size_t i = 0; i < d; ++i) {
+    std::uint64_t code = 0;
+    std::uint32_t sign = 1;  // level 0 has no sign bit: +
+    if (!in.get_gamma(code, max_width) || code - 1 > s) {
+      return malformed("bad QSGD Elias code at coordinate " + std::to_string(i));
+    }
+    if (code > 1 && !in.get(sign)) {
+      return malformed("QSGD Elias stream truncated at coordinate " + std::to_string(i));
+    }
+    const auto bit = static_cast<std::uint8_t>(1u << (i % 8));
+    if (sign) signs[i / 8] |= bit;
+    for (std::uint64_t level = code - 1, p = 0; level != 0; level >>= 1, ++p) {
+      if (level & 1u) signs[stream_bytes * (1 + p) + i / 8] |= bit;
+    }
+  }
+  if (in.position() != bits) return malformed("trailing bits after the QSGD Elias stream");
+  view.streams = view.transcoded;
+  return {};
+}
+
 }  // namespace
 
 namespace detail {
 
 Result<QsgdPlanes> read_qsgd_planes(std::span<const std::uint8_t> bytes, const GradientLayout& layout) {
   BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, CodecId::kQsgd, QsgdCodec::kEliasFlag, layout));
-  if (header.flags & QsgdCodec::kEliasFlag)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "an Elias-coded QSGD message has no level planes (decode it on the host)");
   QsgdPlanes view;
   view.segments = segments_of(layout, header.granularity);
   const std::size_t d = layout.total_size();
@@ -43,6 +77,10 @@ Result<QsgdPlanes> read_qsgd_planes(std::span<const std::uint8_t> bytes, const G
   BALLOT_ASSIGN_OR_RETURN(view.norms, reader.take(view.segments.size(), 4, "norms"));
   view.planes = level_bits(s);
   const int planes = view.planes;
+  if (header.flags & QsgdCodec::kEliasFlag) {
+    BALLOT_TRY(transcode_elias(reader, d, s, view));
+    return view;
+  }
   const std::size_t stream_bytes = sign_bytes(d);
   BALLOT_ASSIGN_OR_RETURN(view.streams,
                           reader.take(1 + static_cast<std::size_t>(planes), stream_bytes, "level planes"));
@@ -174,67 +212,15 @@ EncodedGradient QsgdCodec::encode(std::span<const float> gradient, const Gradien
 Status QsgdCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout,
                              std::span<float> accumulator, float weight) const {
   BALLOT_ENFORCE_EQ(accumulator.size(), layout.total_size());
-  BALLOT_ASSIGN_OR_RETURN(const WireHeader header, read_header(bytes, id(), kEliasFlag, layout));
-  const auto segments = segments_of(layout, header.granularity);
+  // Either coding decodes from planes (an Elias stream is transcoded into them, validated).
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_qsgd_planes(bytes, layout));
+  const auto& segments = view.segments;
   const std::size_t d = layout.total_size();
-  ByteReader reader(bytes, "encoded gradient", kHeaderBytes);
-  BALLOT_ASSIGN_OR_RETURN(const std::uint32_t s, reader.read<std::uint32_t>("levels"));
-  if (s < 1 || s > kMaxLevels) return malformed("QSGD level count " + std::to_string(s) + " out of range");
-  BALLOT_ASSIGN_OR_RETURN(const auto norm_bytes, reader.take(segments.size(), 4, "norms"));
   std::vector<float> unit(segments.size());  // weight · ‖v‖ / s per segment
   for (std::size_t k = 0; k < segments.size(); ++k) {
-    unit[k] = weight * (load_pod<float>(norm_bytes.data() + 4 * k) / static_cast<float>(s));
+    unit[k] = weight * (load_pod<float>(view.norms.data() + 4 * k) / static_cast<float>(view.s));
   }
   float* acc = accumulator.data();
-
-  if (header.flags & kEliasFlag) {
-    BALLOT_ASSIGN_OR_RETURN(const std::uint64_t bits, reader.read<std::uint64_t>("bit count"));
-    if (bits > static_cast<std::uint64_t>(d) * max_elias_bits(s)) {
-      return malformed("QSGD Elias stream of " + std::to_string(bits) + " bits is too long");
-    }
-    BALLOT_ASSIGN_OR_RETURN(const auto words, reader.take(BitVector::words_for(bits), 8, "Elias stream"));
-    BALLOT_TRY(reader.expect_end());
-    if (bits % 64 != 0 && (load_pod<std::uint64_t>(words.data() + words.size() - 8) >> (bits % 64)) != 0) {
-      return malformed("non-zero padding after the QSGD Elias stream");
-    }
-    const int max_width = std::bit_width(std::uint64_t{s} + 1);
-    // Pass 1 validates the whole stream, pass 2 applies it: the accumulator changes only if the
-    // message is valid.
-    for (int pass = 0; pass < 2; ++pass) {
-      detail::BitReader in(words.data(), bits);
-      std::size_t cursor = 0;
-      for (std::size_t begin = 0; begin < d; begin += detail::kBlock) {
-        const std::size_t end = std::min(d, begin + detail::kBlock);
-        std::size_t k_of_piece = 0;
-        Status status;
-        detail::for_each_piece(segments, begin, end, cursor, [&](std::size_t k, std::size_t lo, std::size_t hi) {
-          k_of_piece = k;
-          for (std::size_t i = lo; i < hi && status.ok(); ++i) {
-            std::uint64_t code = 0;
-            std::uint32_t sign = 1;
-            if (!in.get_gamma(code, max_width) || code - 1 > s) {
-              status = malformed("bad QSGD Elias code at coordinate " + std::to_string(i));
-              return;
-            }
-            if (code > 1 && !in.get(sign)) {
-              status = malformed("QSGD Elias stream truncated at coordinate " + std::to_string(i));
-              return;
-            }
-            if (pass == 1) {
-              const float magnitude = unit[k] * static_cast<float>(code - 1);
-              acc[i] += sign ? magnitude : -magnitude;
-            }
-          }
-        });
-        (void)k_of_piece;
-        BALLOT_TRY(status);
-      }
-      if (in.position() != bits) return malformed("trailing bits after the QSGD Elias stream");
-    }
-    return {};
-  }
-
-  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_qsgd_planes(bytes, layout));
   const int planes = view.planes;
   const std::size_t stream_bytes = detail::sign_bytes(d);
   const auto streams = view.streams;

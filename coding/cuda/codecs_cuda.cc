@@ -70,6 +70,22 @@ Status upload(void* d_destination, const void* host, std::size_t bytes, void* st
       cudaMemcpyAsync(d_destination, host, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)), "upload");
 }
 
+// Copies device bytes to the host and waits for them.
+Status download(void* host, const void* d_source, std::size_t bytes, void* stream) {
+  const auto cuda_stream = static_cast<cudaStream_t>(stream);
+  if (bytes > 0) {
+    BALLOT_TRY(cuda_status(cudaMemcpyAsync(host, d_source, bytes, cudaMemcpyDeviceToHost, cuda_stream), "download"));
+  }
+  return cuda_status(cudaStreamSynchronize(cuda_stream), "download");
+}
+
+Status copy_on_device(void* d_destination, const void* d_source, std::size_t bytes, void* stream) {
+  if (bytes == 0) return {};
+  return cuda_status(
+      cudaMemcpyAsync(d_destination, d_source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+      "device copy");
+}
+
 // The cast codecs' format as the kernels number them, which is FloatFormat's (0 fp32, 1 fp16, 2 bf16).
 static_assert(static_cast<int>(FloatFormat::kFp16) == 1 && static_cast<int>(FloatFormat::kBf16) == 2);
 int cast_format(const CastCodec& codec) { return static_cast<int>(codec.format()); }
@@ -359,6 +375,13 @@ Status decode_own(const Codec& codec, const std::uint8_t* d_message, std::size_t
                   const Rng& drawn_from, float* d_accumulator, float weight, Workspace& workspace, void* stream) {
   const std::size_t d = layout.total_size();
   if (d == 0) return {};
+  if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&codec); qsgd != nullptr && qsgd->options().elias) {
+    // The Elias stream is decoded through planes transcoded on the host: the message (a few bits a
+    // coordinate) goes down, its planes come back up.
+    std::vector<std::uint8_t> message(bytes);
+    BALLOT_TRY(download(message.data(), d_message, bytes, stream));
+    return decode_add(codec, message, layout, d_accumulator, weight, workspace, stream);
+  }
   if (const auto* cast = dynamic_cast<const CastCodec*>(&codec)) {
     return cuda_status(
         ballot_codec_cuda_cast_add(cast_format(*cast), d_message + kHeaderBytes, d, weight, d_accumulator, stream),
@@ -482,17 +505,8 @@ bool on_device(const Codec& codec) noexcept {
          dynamic_cast<const ThresholdCodec*>(&codec) != nullptr;
 }
 
-namespace {
-// Error feedback on the device decodes its own message there: every codec of on_device() but QSGD
-// with Elias coding, whose stream has no device decoder.
-bool feedback_on_device(const Codec& inner) noexcept {
-  const auto* qsgd = dynamic_cast<const QsgdCodec*>(&inner);
-  return on_device(inner) && (qsgd == nullptr || !qsgd->options().elias);
-}
-}  // namespace
-
 bool state_on_device(const Codec& codec) noexcept {
-  if (const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec)) return feedback_on_device(feedback->inner());
+  if (const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec)) return on_device(feedback->inner());
   return dynamic_cast<const SignumCodec*>(&codec) != nullptr || dynamic_cast<const DgcCodec*>(&codec) != nullptr ||
          dynamic_cast<const GlobalTopKCodec*>(&codec) != nullptr;
 }
@@ -580,26 +594,28 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
                            "cast decode kernel"));
     return cuda_status(cudaStreamSynchronize(cuda_stream), "decode");
   }
-  // Validate on the host (the CPU decoder's checks), then copy the message and the per-segment
-  // tables in one upload. mode: 0 QSGD, 1 TernGrad, 2 the sign codecs, −1 the sparse codecs.
+  // Validate on the host (the CPU decoder's checks), then copy the streams (or the sparse codecs'
+  // message) and the per-segment tables in one upload. mode: 0 QSGD, 1 TernGrad, 2 the sign
+  // codecs, −1 the sparse codecs.
   int mode = -1;
   int planes = 0;
   std::vector<Segment> segments;
   std::vector<float> unit;
-  std::size_t streams_at = 0;
+  std::span<const std::uint8_t> streams;
+  detail::QsgdPlanes qsgd;  // holds an Elias-coded message's levels, transcoded into planes
   // The sparse codecs: the (index, value) pairs per segment; random-k's indices come from its stream.
   std::vector<std::size_t> counts;
   std::size_t indices_at = 0, values_at = 0;
   std::vector<std::uint32_t> drawn;
   if (id == CodecId::kQsgd) {
-    BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_qsgd_planes(bytes, layout));
+    BALLOT_ASSIGN_OR_RETURN(qsgd, detail::read_qsgd_planes(bytes, layout));
     mode = 0;
-    planes = view.planes;
-    segments = view.segments;
+    planes = qsgd.planes;
+    segments = qsgd.segments;
     for (std::size_t k = 0; k < segments.size(); ++k) {
-      unit.push_back(weight * (load_pod<float>(view.norms.data() + 4 * k) / static_cast<float>(view.s)));
+      unit.push_back(weight * (load_pod<float>(qsgd.norms.data() + 4 * k) / static_cast<float>(qsgd.s)));
     }
-    streams_at = static_cast<std::size_t>(view.streams.data() - bytes.data());
+    streams = qsgd.streams;
   } else if (id == CodecId::kTernGrad) {
     BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_terngrad_streams(bytes, layout));
     mode = 1;
@@ -608,7 +624,7 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
     for (std::size_t k = 0; k < segments.size(); ++k) {
       unit.push_back(weight * load_pod<float>(view.scales.data() + 4 * k));
     }
-    streams_at = static_cast<std::size_t>(view.streams.data() - bytes.data());
+    streams = view.streams;
   } else if (id == CodecId::kSign || id == CodecId::kSignum || id == CodecId::kScaledSign || id == CodecId::kOneBit) {
     const std::size_t per_segment =
         id == CodecId::kSign || id == CodecId::kSignum ? 0 : (id == CodecId::kOneBit ? 2 : 1);
@@ -621,7 +637,7 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
     for (std::size_t j = 0; j < per_segment * segments.size(); ++j) {
       unit.push_back(weight * load_pod<float>(view.scales.data() + 4 * j));
     }
-    streams_at = static_cast<std::size_t>(view.signs.data() - bytes.data());
+    streams = view.signs;
   } else if (id == CodecId::kRandomK) {
     BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_random_k(bytes, layout));
     segments = view.segments;
@@ -640,11 +656,12 @@ Status decode_add(const Codec& codec, std::span<const std::uint8_t> bytes, const
   }
   if (d == 0) return {};
   const std::size_t S = segments.size();
-  // Layout of the upload: the message, padded to 8 bytes; then per-segment tables (and random-k's
-  // indices).
-  const std::size_t message_bytes = (bytes.size() + 7) / 8 * 8;
-  std::vector<std::uint8_t> host(message_bytes);
-  std::memcpy(host.data(), bytes.data(), bytes.size());
+  // Layout of the upload: the streams (the sparse codecs: the message), padded to 8 bytes; then
+  // per-segment tables (and random-k's indices).
+  const std::span<const std::uint8_t> payload = mode >= 0 ? streams : bytes;
+  std::vector<std::uint8_t> host((payload.size() + 7) / 8 * 8);
+  std::memcpy(host.data(), payload.data(), payload.size());
+  constexpr std::size_t streams_at = 0;
   if (mode >= 0) {
     std::size_t total_chunks = 0;
     const auto table = segment_table(segments, total_chunks);
@@ -724,10 +741,10 @@ Result<std::span<const std::uint8_t>> DeviceStatefulCodec::encode_to_host(const 
 
 Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const Codec& codec) {
   const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec);
-  if (feedback == nullptr || !feedback_on_device(feedback->inner())) {
+  if (feedback == nullptr || !on_device(feedback->inner())) {
     return make_error(ErrorCode::kInvalidArgument,
                       "device error feedback needs ef=1 over a codec with a device encoder (fp32, fp16, bf16, sign, "
-                      "scaled_sign, onebit, qsgd with elias=0, terngrad, topk, randomk, threshold); got " +
+                      "scaled_sign, onebit, qsgd, terngrad, topk, randomk, threshold); got " +
                           codec.spec());
   }
   // A copy of the inner codec from its options (its spec string rounds ratios and clips to six
@@ -898,22 +915,6 @@ void DeviceSignum::reset_state() {
 // ---- DGC's state on the device -----------------------------------------------------------------------
 
 namespace {
-
-// Copies device bytes to the host and waits for them.
-Status download(void* host, const void* d_source, std::size_t bytes, void* stream) {
-  const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (bytes > 0) {
-    BALLOT_TRY(cuda_status(cudaMemcpyAsync(host, d_source, bytes, cudaMemcpyDeviceToHost, cuda_stream), "download"));
-  }
-  return cuda_status(cudaStreamSynchronize(cuda_stream), "download");
-}
-
-Status copy_on_device(void* d_destination, const void* d_source, std::size_t bytes, void* stream) {
-  if (bytes == 0) return {};
-  return cuda_status(
-      cudaMemcpyAsync(d_destination, d_source, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
-      "device copy");
-}
 
 // A device buffer of `floats` floats, zeroed; null for none.
 Result<float*> zeroed_floats(std::size_t floats, void* stream) {

@@ -1,8 +1,8 @@
 // The codecs on a CUDA device, for a worker whose gradient is in GPU memory: every codec of the
 // registry encodes on the device (the fp32, fp16 and bf16 casts, sign, scaled sign, 1-bit SGD,
 // QSGD with either coding, TernGrad, top-k, random-k and threshold; Signum, DGC and global top-k
-// with their state kept there), the device decoders add a peer's message to a device accumulator
-// (all but QSGD's Elias stream), and error feedback over the plain codecs keeps its memory there.
+// with their state kept there), the device decoders add a peer's message to a device accumulator,
+// and error feedback over the plain codecs keeps its memory there.
 //
 // Bit-identical to the CPU codecs (coding/cast_codecs.h, coding/sign_codecs.h, coding/quantizers.h,
 // coding/sparse_codecs.h, coding/dgc.h, coding/global_topk.h): encode() writes exactly the bytes codec.encode() returns
@@ -48,12 +48,11 @@
 namespace ballot::coding::cuda {
 
 // Whether `codec` has a device encoder (encode()): fp32, fp16, bf16, sign, scaled_sign, onebit,
-// qsgd, terngrad, topk, randomk and threshold, the plain codecs. All of them but qsgd with elias=1
-// also decode on the device, and error feedback over those keeps its memory there
-// (DeviceErrorFeedback).
+// qsgd, terngrad, topk, randomk and threshold, the plain codecs. They decode on the device too, and
+// error feedback over them keeps its memory there (DeviceErrorFeedback).
 bool on_device(const Codec& codec) noexcept;
 // Whether DeviceStatefulCodec::create takes `codec`: error feedback over a codec of on_device()
-// other than qsgd with elias=1, signum, dgc and gtopk. decode_add() takes all of these too (their messages are their
+// signum, dgc and gtopk. decode_add() takes all of these too (their messages are their
 // inner codec's, sign's, or the sparse format).
 bool state_on_device(const Codec& codec) noexcept;
 
@@ -92,7 +91,7 @@ Result<std::span<const std::uint8_t>> encode_to_host(const Codec& codec, const f
                                                      void* stream);
 
 // codec.decode_add(bytes, layout, accumulator, weight) with the accumulator on the device, for the
-// codecs of on_device() (an Elias-coded QSGD message is refused: decode it on the host), signum
+// codecs of on_device() (an Elias-coded QSGD stream is transcoded into planes on the host), signum
 // (whose message is sign's), dgc and gtopk (top-k's format; gtopk's global message too). `bytes`
 // (host memory: a peer's message) are validated on the host by the CPU decoder's checks first; a
 // bad message is its Error and leaves the accumulator untouched. Then the message is copied to the

@@ -13,14 +13,19 @@
 
 namespace ballot::coding::detail {
 
+// An Elias-coded message's levels are transcoded into planes (held in `transcoded`, which `streams`
+// then views: move the object, never copy it). A coordinate of level 0 carries no sign in the Elias
+// stream and gets sign bit 1, so every decoder of planes, (unit · ±1) · level, adds exactly what
+// the Elias decoder's ±(unit · level) would: +unit · 0 for level 0.
 struct QsgdPlanes {
   std::vector<Segment> segments;
   std::uint32_t s = 0;
   int planes = 0;                         // bit_width(s)
   std::span<const std::uint8_t> norms;    // one f32 per segment
   std::span<const std::uint8_t> streams;  // the sign stream, then the level planes (sign_bytes(d) each)
+  std::vector<std::uint8_t> transcoded;   // the planes of an Elias-coded message
 };
-// kInvalidArgument for an Elias-coded message (it has no planes); kMalformed for a bad one.
+// Either coding; kMalformed for a bad message.
 Result<QsgdPlanes> read_qsgd_planes(std::span<const std::uint8_t> bytes, const GradientLayout& layout);
 
 struct TernGradStreams {

@@ -29,8 +29,8 @@ CodecOnDevice::~CodecOnDevice() = default;
 Error CodecOnDevice::unsupported(const coding::Codec& codec) {
   return make_error(ErrorCode::kInvalidArgument,
                     "codec " + codec.spec() +
-                        " has no CUDA encoder (every codec has one but error feedback over qsgd with elias=1, "
-                        "whose own message has no device decoder): pass a CPU array");
+                        " has no CUDA encoder (every codec has one but error feedback over signum, whose "
+                        "momentum is state of its own): pass a CPU array");
 }
 
 #if BALLOT_HAVE_CUDA
