@@ -304,6 +304,31 @@ void BM_Encode(benchmark::State& state, const std::string& spec) {
   state.counters["message_bytes"] = static_cast<double>(written);
 }
 
+// A codec whose state lives on the device (coding/cuda: DeviceStatefulCodec), model granularity,
+// the fraction again of one read of 4d bytes. DGC reads g, u and v and writes u and v (20d bytes: 5
+// reads' time at best), then selects; global top-k reads g and its residual and writes the
+// residual (12d: 3 reads) before the device top-k.
+void BM_EncodeWithState(benchmark::State& state, const std::string& spec) {
+  const auto d = static_cast<std::size_t>(state.range(0));
+  auto codec = ballot::coding::make_codec(spec);
+  if (!codec.ok()) check(ballot::Status(codec.error()));
+  auto device = ballot::coding::cuda::DeviceStatefulCodec::create(**codec);
+  if (!device.ok()) check(ballot::Status(device.error()));
+  const auto layout = ballot::GradientLayout::whole(d);
+  DeviceArray<float> gradient(d);
+  DeviceArray<std::uint8_t> out((*codec)->wire_size(layout));
+  fill_distinct(gradient, d, 13);
+  ballot::Rng rng(14, 0);
+  const std::string name = spec.substr(0, spec.find(':'));
+  std::size_t written = 0;
+  run(state, name + " encode d=" + pow2(state.range(0)) + " (of read)", 4.0 * d, g_device.read_bandwidth, [&] {
+    auto bytes = (*device)->encode(gradient.get(), layout, rng, out.get(), g_device.stream);
+    if (!bytes.ok()) check(ballot::Status(bytes.error()));
+    written = *bytes;
+  });
+  state.counters["message_bytes"] = static_cast<double>(written);
+}
+
 constexpr std::int64_t k24 = std::int64_t{1} << 24, k26 = std::int64_t{1} << 26, k28 = std::int64_t{1} << 28;
 
 BENCHMARK(BM_ReadBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -321,6 +346,12 @@ BENCHMARK(BM_Krum)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MomentumPack)->Arg(k26)->Arg(k28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Encode, qsgd, std::string("qsgd:ef=0,s=16"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+// QSGD with Elias coding: three reads of the gradient, and 12 bytes a coordinate of levels and code
+// offsets written and read back (a scan): about 9 reads' time at best.
+BENCHMARK_CAPTURE(BM_Encode, qsgd_elias, std::string("qsgd:ef=0,s=16,elias=1"))
     ->Arg(k26)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
@@ -350,6 +381,14 @@ BENCHMARK_CAPTURE(BM_Encode, threshold, std::string("threshold:ef=0,tau=0.58"))
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Encode, randomk, std::string("randomk:ef=0,ratio=0.01"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_EncodeWithState, dgc, std::string("dgc:ratio=0.001,granularity=model"))
+    ->Arg(k26)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_EncodeWithState, gtopk, std::string("gtopk:ratio=0.01"))
     ->Arg(k26)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
