@@ -86,6 +86,37 @@ Status copy_on_device(void* d_destination, const void* d_source, std::size_t byt
       "device copy");
 }
 
+// A device buffer of `floats` floats, zeroed; null for none.
+Result<float*> zeroed_floats(std::size_t floats, void* stream) {
+  if (floats == 0) return static_cast<float*>(nullptr);
+  void* memory = nullptr;
+  BALLOT_TRY(cuda_status(cudaMalloc(&memory, 4 * floats), "cudaMalloc"));
+  const Status zeroed =
+      cuda_status(cudaMemsetAsync(memory, 0, 4 * floats, static_cast<cudaStream_t>(stream)), "memset");
+  if (!zeroed.ok()) {
+    cudaFree(memory);
+    return zeroed.error();
+  }
+  return static_cast<float*>(memory);
+}
+
+// Frees `buffer` and gives it `floats` zeroed floats (null for none). A device twin's state restarts
+// so: its size is set only after this succeeds, so a failure leaves no state to encode from.
+Status renew_zeroed(float*& buffer, std::size_t floats, void* stream) {
+  if (buffer != nullptr) cudaFree(buffer);
+  buffer = nullptr;
+  BALLOT_ASSIGN_OR_RETURN(buffer, zeroed_floats(floats, stream));
+  return {};
+}
+
+// `codec` as the CPU codec a device twin mirrors, or kInvalidArgument naming the one it needs.
+template <class Cpu>
+Result<const Cpu*> twin_of(const Codec& codec, const char* needs) {
+  const auto* cpu = dynamic_cast<const Cpu*>(&codec);
+  if (cpu == nullptr) return make_error(ErrorCode::kInvalidArgument, std::string(needs) + "; got " + codec.spec());
+  return cpu;
+}
+
 // The cast codecs' format as the kernels number them, which is FloatFormat's (0 fp32, 1 fp16, 2 bf16).
 static_assert(static_cast<int>(FloatFormat::kFp16) == 1 && static_cast<int>(FloatFormat::kBf16) == 2);
 int cast_format(const CastCodec& codec) { return static_cast<int>(codec.format()); }
@@ -841,10 +872,7 @@ Status DeviceErrorFeedback::load_state(std::span<const std::uint8_t> state, cons
 // ---- Signum's momentum on the device ---------------------------------------------------------------
 
 Result<std::unique_ptr<DeviceSignum>> DeviceSignum::create(const Codec& codec) {
-  const auto* signum = dynamic_cast<const SignumCodec*>(&codec);
-  if (signum == nullptr) {
-    return make_error(ErrorCode::kInvalidArgument, "a device Signum needs the signum codec; got " + codec.spec());
-  }
+  BALLOT_ASSIGN_OR_RETURN(const auto* signum, twin_of<SignumCodec>(codec, "a device Signum needs the signum codec"));
   return std::unique_ptr<DeviceSignum>(new DeviceSignum(signum->options()));
 }
 
@@ -858,13 +886,9 @@ std::size_t DeviceSignum::wire_size(const GradientLayout& layout) const {
 
 Status DeviceSignum::resize(std::size_t d, void* stream) {
   if (d == size_ && (d == 0 || momentum_ != nullptr)) return {};
-  reset_state();
-  if (d == 0) return {};
-  void* memory = nullptr;
-  BALLOT_TRY(cuda_status(cudaMalloc(&memory, 4 * d), "cudaMalloc"));
-  momentum_ = static_cast<float*>(memory);
-  BALLOT_TRY(cuda_status(cudaMemsetAsync(momentum_, 0, 4 * d, static_cast<cudaStream_t>(stream)), "memset"));
-  size_ = d;  // only once the momentum is zero: a failure leaves no state to encode from
+  size_ = 0;
+  BALLOT_TRY(renew_zeroed(momentum_, d, stream));
+  size_ = d;
   return {};
 }
 
@@ -916,20 +940,6 @@ void DeviceSignum::reset_state() {
 
 namespace {
 
-// A device buffer of `floats` floats, zeroed; null for none.
-Result<float*> zeroed_floats(std::size_t floats, void* stream) {
-  if (floats == 0) return static_cast<float*>(nullptr);
-  void* memory = nullptr;
-  BALLOT_TRY(cuda_status(cudaMalloc(&memory, 4 * floats), "cudaMalloc"));
-  const Status zeroed =
-      cuda_status(cudaMemsetAsync(memory, 0, 4 * floats, static_cast<cudaStream_t>(stream)), "memset");
-  if (!zeroed.ok()) {
-    cudaFree(memory);
-    return zeroed.error();
-  }
-  return static_cast<float*>(memory);
-}
-
 // The message of a sparse codec whose counts are known only after the selection (DGC): the header
 // and counts from the host, then the indices and values gathered in the workspace. Returns its size.
 Result<std::size_t> write_sparse_message(CodecId id, Granularity granularity, const GradientLayout& layout,
@@ -949,9 +959,7 @@ Result<std::size_t> write_sparse_message(CodecId id, Granularity granularity, co
 }  // namespace
 
 Result<std::unique_ptr<DeviceDgc>> DeviceDgc::create(const Codec& codec) {
-  const auto* dgc = dynamic_cast<const DgcCodec*>(&codec);
-  if (dgc == nullptr)
-    return make_error(ErrorCode::kInvalidArgument, "a device DGC needs the dgc codec; got " + codec.spec());
+  BALLOT_ASSIGN_OR_RETURN(const auto* dgc, twin_of<DgcCodec>(codec, "a device DGC needs the dgc codec"));
   return std::unique_ptr<DeviceDgc>(new DeviceDgc(dgc->options()));
 }
 
@@ -962,11 +970,9 @@ DeviceDgc::~DeviceDgc() {
 Status DeviceDgc::resize(std::size_t d, void* stream) {
   if (d == size_ && (d == 0 || state_ != nullptr)) return {};
   // As the CPU: u and v restart at zero when the gradient's size changes; the round count goes on.
-  if (state_ != nullptr) cudaFree(state_);
-  state_ = nullptr;
   size_ = 0;
-  BALLOT_ASSIGN_OR_RETURN(state_, zeroed_floats(2 * d, stream));
-  size_ = d;  // only once u and v are zero: a failure leaves no state to encode from
+  BALLOT_TRY(renew_zeroed(state_, 2 * d, stream));
+  size_ = d;
   return {};
 }
 
@@ -1126,10 +1132,8 @@ void DeviceDgc::reset_state() {
 // ---- global top-k's residual on the device -------------------------------------------------------------
 
 Result<std::unique_ptr<DeviceGlobalTopK>> DeviceGlobalTopK::create(const Codec& codec) {
-  const auto* gtopk = dynamic_cast<const GlobalTopKCodec*>(&codec);
-  if (gtopk == nullptr) {
-    return make_error(ErrorCode::kInvalidArgument, "a device global top-k needs the gtopk codec; got " + codec.spec());
-  }
+  BALLOT_ASSIGN_OR_RETURN(const auto* gtopk,
+                          twin_of<GlobalTopKCodec>(codec, "a device global top-k needs the gtopk codec"));
   return std::unique_ptr<DeviceGlobalTopK>(new DeviceGlobalTopK(gtopk->options()));
 }
 
@@ -1140,10 +1144,8 @@ DeviceGlobalTopK::~DeviceGlobalTopK() {
 
 Status DeviceGlobalTopK::resize(std::size_t d, void* stream) {
   if (d == size_ && (d == 0 || residual_ != nullptr)) return {};
-  if (residual_ != nullptr) cudaFree(residual_);
-  residual_ = nullptr;
   size_ = 0;
-  BALLOT_ASSIGN_OR_RETURN(residual_, zeroed_floats(d, stream));
+  BALLOT_TRY(renew_zeroed(residual_, d, stream));
   size_ = d;
   return {};
 }
