@@ -450,7 +450,8 @@ Status decode_own(const Codec& codec, const std::uint8_t* d_message, std::size_t
   }
   const auto* sign = dynamic_cast<const SignCodec*>(&codec);
   const bool qsgd = codec.id() == CodecId::kQsgd;
-  const bool plain_sign = sign != nullptr && sign->kind() == SignKind::kSign;
+  // Signum's message is sign's.
+  const bool plain_sign = (sign != nullptr && sign->kind() == SignKind::kSign) || codec.id() == CodecId::kSignum;
   const auto segments = segments_of(layout, plain_sign ? Granularity::kModel : codec.granularity());
   const std::size_t S = segments.size();
   const std::uint32_t levels = qsgd ? dynamic_cast<const QsgdCodec&>(codec).options().s : 1;
@@ -537,7 +538,9 @@ bool on_device(const Codec& codec) noexcept {
 }
 
 bool state_on_device(const Codec& codec) noexcept {
-  if (const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec)) return on_device(feedback->inner());
+  if (const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec)) {
+    return on_device(feedback->inner()) || dynamic_cast<const SignumCodec*>(&feedback->inner()) != nullptr;
+  }
   return dynamic_cast<const SignumCodec*>(&codec) != nullptr || dynamic_cast<const DgcCodec*>(&codec) != nullptr ||
          dynamic_cast<const GlobalTopKCodec*>(&codec) != nullptr;
 }
@@ -772,15 +775,23 @@ Result<std::span<const std::uint8_t>> DeviceStatefulCodec::encode_to_host(const 
 
 Result<std::unique_ptr<DeviceErrorFeedback>> DeviceErrorFeedback::create(const Codec& codec) {
   const auto* feedback = dynamic_cast<const ErrorFeedback*>(&codec);
-  if (feedback == nullptr || !on_device(feedback->inner())) {
+  if (feedback == nullptr || !state_on_device(codec)) {
     return make_error(ErrorCode::kInvalidArgument,
                       "device error feedback needs ef=1 over a codec with a device encoder (fp32, fp16, bf16, sign, "
-                      "scaled_sign, onebit, qsgd, terngrad, topk, randomk, threshold); got " +
+                      "scaled_sign, onebit, signum, qsgd, terngrad, topk, randomk, threshold); got " +
                           codec.spec());
   }
   // A copy of the inner codec from its options (its spec string rounds ratios and clips to six
   // decimals, which would change the budget or the limit).
   std::unique_ptr<Codec> inner;
+  if (const auto* signum = dynamic_cast<const SignumCodec*>(&feedback->inner())) {
+    // Signum keeps its own momentum, on the device too.
+    inner = std::make_unique<SignumCodec>(signum->options());
+    BALLOT_ASSIGN_OR_RETURN(auto momentum, DeviceSignum::create(*inner));
+    auto twin = std::unique_ptr<DeviceErrorFeedback>(new DeviceErrorFeedback(std::move(inner)));
+    twin->inner_state_ = std::move(momentum);
+    return twin;
+  }
   if (const auto* qsgd = dynamic_cast<const QsgdCodec*>(&feedback->inner())) {
     inner = std::make_unique<QsgdCodec>(qsgd->options());
   } else if (const auto* terngrad = dynamic_cast<const TernGradCodec*>(&feedback->inner())) {
@@ -835,7 +846,8 @@ Result<std::size_t> DeviceErrorFeedback::encode(const float* d_gradient, const G
   BALLOT_TRY(cuda_status(ballot_codec_cuda_add(d_gradient, memory_, d, corrected_, stream), "add kernel"));
   const Rng drawn_from = rng;  // random-k's index stream, drawn again by decode_own
   BALLOT_ASSIGN_OR_RETURN(const std::size_t bytes,
-                          cuda::encode(*inner_, corrected_, layout, rng, d_out, workspace_, stream));
+                          inner_state_ ? inner_state_->encode(corrected_, layout, rng, d_out, stream)
+                                       : cuda::encode(*inner_, corrected_, layout, rng, d_out, workspace_, stream));
   // The new memory is built in corrected_ and swapped in only when complete: a failure leaves e.
   BALLOT_TRY(decode_own(*inner_, d_out, bytes, layout, drawn_from, corrected_, -1.0f, workspace_, stream));
   std::swap(memory_, corrected_);
@@ -847,6 +859,7 @@ void DeviceErrorFeedback::reset_state() {
   if (corrected_ != nullptr) cudaFree(corrected_);
   memory_ = corrected_ = nullptr;
   size_ = 0;
+  if (inner_state_) inner_state_->reset_state();
 }
 
 Result<std::vector<std::uint8_t>> DeviceErrorFeedback::save_state(void* stream) {
@@ -857,13 +870,18 @@ Result<std::vector<std::uint8_t>> DeviceErrorFeedback::save_state(void* stream) 
         "download"));
   }
   BALLOT_TRY(cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "save_state"));
+  if (inner_state_) {
+    BALLOT_ASSIGN_OR_RETURN(const auto inner, inner_state_->save_state(stream));
+    return write_state(inner_->id(), memory, inner);
+  }
   return write_state(inner_->id(), memory, inner_->save_state());
 }
 
 Status DeviceErrorFeedback::load_state(std::span<const std::uint8_t> state, const GradientLayout& layout,
                                        void* stream) {
   BALLOT_ASSIGN_OR_RETURN(StateView view, read_state(state, inner_->id(), layout));
-  BALLOT_TRY(inner_->load_state(view.inner, layout));
+  BALLOT_TRY(inner_->load_state(view.inner, layout));  // the CPU codec's own checks of its state
+  if (inner_state_) BALLOT_TRY(inner_state_->load_state(view.inner, layout, stream));
   BALLOT_TRY(resize(view.memory.size(), stream));
   BALLOT_TRY(upload(memory_, view.memory.data(), 4 * view.memory.size(), stream));
   return cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "load_state");

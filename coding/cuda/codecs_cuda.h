@@ -2,7 +2,7 @@
 // registry encodes on the device (the fp32, fp16 and bf16 casts, sign, scaled sign, 1-bit SGD,
 // QSGD with either coding, TernGrad, top-k, random-k and threshold; Signum, DGC and global top-k
 // with their state kept there), the device decoders add a peer's message to a device accumulator,
-// and error feedback over the plain codecs keeps its memory there.
+// and error feedback over them keeps its memory there.
 //
 // Bit-identical to the CPU codecs (coding/cast_codecs.h, coding/sign_codecs.h, coding/quantizers.h,
 // coding/sparse_codecs.h, coding/dgc.h, coding/global_topk.h): encode() writes exactly the bytes codec.encode() returns
@@ -51,9 +51,9 @@ namespace ballot::coding::cuda {
 // qsgd, terngrad, topk, randomk and threshold, the plain codecs. They decode on the device too, and
 // error feedback over them keeps its memory there (DeviceErrorFeedback).
 bool on_device(const Codec& codec) noexcept;
-// Whether DeviceStatefulCodec::create takes `codec`: error feedback over a codec of on_device()
-// signum, dgc and gtopk. decode_add() takes all of these too (their messages are their
-// inner codec's, sign's, or the sparse format).
+// Whether DeviceStatefulCodec::create takes `codec`: error feedback over a codec of on_device() or
+// over signum, signum, dgc and gtopk; with on_device(), every codec of the registry. decode_add()
+// takes all of these too (their messages are their inner codec's, sign's, or the sparse format).
 bool state_on_device(const Codec& codec) noexcept;
 
 // Device scratch the codecs reuse between calls (it grows to the largest call). One per stream;
@@ -141,8 +141,9 @@ class DeviceStatefulCodec {
 // e ← p − decode(Δ), all on the device.
 class DeviceErrorFeedback final : public DeviceStatefulCodec {
  public:
-  // `codec` must be error feedback over a codec with a device encoder (e.g. the registry's
-  // "topk:ratio=0.01,ef=1"); kInvalidArgument otherwise.
+  // `codec` must be error feedback over a codec with a device encoder, or over signum (whose
+  // momentum then lives on the device too), e.g. the registry's "topk:ratio=0.01,ef=1";
+  // kInvalidArgument otherwise.
   static Result<std::unique_ptr<DeviceErrorFeedback>> create(const Codec& codec);
   ~DeviceErrorFeedback() override;
 
@@ -162,6 +163,7 @@ class DeviceErrorFeedback final : public DeviceStatefulCodec {
   Status resize(std::size_t d, void* stream);
 
   std::unique_ptr<Codec> inner_;
+  std::unique_ptr<DeviceStatefulCodec> inner_state_;  // the inner codec's own state (signum's momentum)
   float* memory_ = nullptr;
   float* corrected_ = nullptr;
   std::size_t size_ = 0;

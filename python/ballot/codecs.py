@@ -131,8 +131,7 @@ class Codec:
         """Encodes a 1-D float32 gradient (numpy, CPU or CUDA torch); layout defaults to one segment.
 
         A CUDA tensor is encoded on its GPU, on torch's current stream, into the same bytes the CPU
-        would write, for every codec but error feedback over ``signum`` (CPU arrays only; ValueError
-        otherwise). The codec's state (error feedback's memory, Signum's momentum,
+        would write (every codec of the registry has a CUDA encoder in a build with CUDA). The codec's state (error feedback's memory, Signum's momentum,
         DGC's momentum and accumulation, global top-k's residual) then stays on the GPU until
         :attr:`memory` or :meth:`save_state` asks for it.
         """

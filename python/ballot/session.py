@@ -177,7 +177,7 @@ class NodeSession:
     @property
     def encodes_on_device(self) -> bool:
         """Whether :meth:`submit_gradient` takes a CUDA tensor: the run's codec has a device encoder
-        in this build (every codec but error feedback over ``signum``), and this node is
+        in this build (every codec has one in a build with CUDA), and this node is
         honest (an attack acts on the gradient on the host)."""
         return bool(self._native.encodes_on_device)
 

@@ -53,8 +53,8 @@ class NativeCodec {
   bool exact_wire_size() const { return codec_->exact_wire_size(); }
   std::size_t wire_size(const LayerSizes& layers) const { return codec_->wire_size(layout_of(layers)); }
 
-  // A CUDA gradient is encoded on the device (coding/cuda: every codec but ef=1 over signum; a
-  // codec's state then lives on the device until the host needs it), on the caller's
+  // A CUDA gradient is encoded on the device (coding/cuda: every codec of the registry; a codec's
+  // state then lives on the device until the host needs it), on the caller's
   // stream; the message comes back as bytes.
   nb::bytes encode(nb::handle gradient, const LayerSizes& layers, std::uintptr_t stream) {
     const GradientLayout layout = layout_of(layers);

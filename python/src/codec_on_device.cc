@@ -27,10 +27,7 @@ CodecOnDevice::CodecOnDevice(coding::Codec& codec) : codec_(&codec) {}
 CodecOnDevice::~CodecOnDevice() = default;
 
 Error CodecOnDevice::unsupported(const coding::Codec& codec) {
-  return make_error(ErrorCode::kInvalidArgument,
-                    "codec " + codec.spec() +
-                        " has no CUDA encoder (every codec has one but error feedback over signum, whose "
-                        "momentum is state of its own): pass a CPU array");
+  return make_error(ErrorCode::kInvalidArgument, "codec " + codec.spec() + " has no CUDA encoder: pass a CPU array");
 }
 
 #if BALLOT_HAVE_CUDA

@@ -26,8 +26,8 @@ class CodecOnDevice {
   CodecOnDevice(const CodecOnDevice&) = delete;
   CodecOnDevice& operator=(const CodecOnDevice&) = delete;
 
-  // Whether this build encodes `codec` on a GPU: every codec but error feedback over signum
-  // (coding/cuda: on_device or state_on_device); false in a build without CUDA.
+  // Whether this build encodes `codec` on a GPU: every codec of the registry (coding/cuda:
+  // on_device or state_on_device); false in a build without CUDA.
   static bool supports(const coding::Codec& codec) noexcept;
   // The error for a codec that !supports(): kInvalidArgument, naming the codecs that have an encoder.
   static Error unsupported(const coding::Codec& codec);

@@ -307,7 +307,7 @@ def test_signs_and_momentum_from_the_caller_are_checked(make_cluster):
                                                 ("randomk:ratio=0.5", True), ("fp32", True), ("fp16", True),
                                                 ("dgc:ratio=0.1", True), ("gtopk:ratio=0.1", True),
                                                 ("qsgd:s=16,elias=1", True), ("qsgd:s=16,elias=1,ef=1", True),
-                                                ("signum:ef=1", False)])
+                                                ("signum:ef=1", True)])
 def test_which_nodes_encode_a_cuda_gradient_on_its_gpu(make_cluster, codec, has_encoder):
     """encodes_on_device: the codecs with a device encoder, in a build with CUDA, at honest nodes
     only (an attack acts on the gradient, on the host)."""

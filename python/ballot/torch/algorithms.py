@@ -87,7 +87,7 @@ class RobustGradient:
       write; only they are copied to the host.
       The codec's state (error feedback's memory, Signum's momentum, DGC's accumulation, global
       top-k's residual) stays on the GPU and goes to the host when the node saves its state file.
-      The codec must have a device encoder: every codec but error feedback over ``signum``.
+      Every codec has a device encoder in a Ballot built with CUDA.
     - ``"host"``: the gradient is copied to the host (4 bytes a parameter) and the session encodes it.
     - ``"auto"`` (the default): ``"model"`` where the codec has a device encoder, else ``"host"``.
 

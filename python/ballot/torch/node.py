@@ -60,8 +60,8 @@ On the gradient path (:class:`RobustGradient`, ``work_on`` "auto" or "model") a 
 encoded on the GPU into the bytes the session's codec would write, and only they are copied to
 the host, where the session signs and sends them; the codec's state (error feedback's memory,
 Signum's momentum, DGC's accumulation, global top-k's residual) stays on the GPU until the node
-state file is saved. The one codec without a device encoder (error feedback over Signum), or a
-Byzantine node, has the gradient copied to the host (4d bytes) and encoded there. The decision is the fp32
+state file is saved. A Byzantine node (its attack acts on the gradient on the host), or a Ballot
+built without CUDA, has the gradient copied to the host (4d bytes) and encoded there. The decision is the fp32
 aggregate: the replica applies it and its parameters are copied back (4d bytes, as the decision).
 In a group of CUDA processes (``dist.init_process_group("nccl")``, one GPU each) the ranks
 all-reduce their gradients on their GPUs and rank 0 folds or copies the sum.
@@ -218,9 +218,8 @@ class Node:
             self._encode_on_model = gradient_path and on_gpu and work_on != "host" and native.encodes_on_device
             if gradient_path and on_gpu and work_on == "model" and not self._encode_on_model and not native.byzantine:
                 raise ValueError(f"{type(algorithm).__name__}(work_on='model'): the cluster's codec "
-                                 f"'{self.training['codec']}' has no CUDA encoder in this build (every codec "
-                                 "has one but error feedback over signum): "
-                                 "use work_on='auto' or 'host'")
+                                 f"'{self.training['codec']}' has no CUDA encoder in this build (a Ballot "
+                                 "built without CUDA): use work_on='auto' or 'host'")
         except Exception:
             self._session.close()
             raise

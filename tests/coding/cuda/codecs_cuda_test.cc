@@ -248,7 +248,8 @@ TEST_F(CodecsCuda, StateOnTheDeviceKeepsTheCpuState) {
          {"qsgd:s=4,ef=1", "qsgd:s=4,elias=1,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
           "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1", "scaled_sign:ef=1",
           "sign:ef=1", "randomk:ratio=0.05,ef=1,granularity=layer", "threshold:tau=0.5,ef=1", "fp16:ef=1", "bf16:ef=1",
-          "onebit", "onebit:granularity=model", "signum", "signum:beta=0.5", "signum:beta=0"}) {
+          "onebit", "onebit:granularity=model", "signum", "signum:beta=0.5", "signum:beta=0", "signum:ef=1",
+          "signum:beta=0.5,ef=1"}) {
       for (const auto& layout : {GradientLayout::whole(d), layered(d)}) {
         SCOPED_TRACE(std::string(spec) + ", d = " + std::to_string(d) + ", " + std::to_string(layout.num_layers()) +
                      " layers");
@@ -491,7 +492,7 @@ TEST_F(CodecsCuda, SignumOnTheDeviceFollowsTheCpuCodec) {
 // Needs no device: error feedback on the device takes ef=1 over a codec with a device encoder,
 // Signum takes signum, and a bad state blob is refused before anything is uploaded.
 TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCodec) {
-  for (const char* spec : {"qsgd:ef=0", "topk:ratio=0.1", "onebit:ef=0", "signum:ef=1"}) {
+  for (const char* spec : {"qsgd:ef=0", "topk:ratio=0.1", "onebit:ef=0", "signum"}) {
     const auto created = DeviceErrorFeedback::create(*testing::codec(spec));
     ASSERT_FALSE(created.ok()) << spec;
     EXPECT_EQ(created.error().code, ErrorCode::kInvalidArgument) << spec;
@@ -517,7 +518,7 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
   EXPECT_EQ((*created)->memory(), nullptr);
   // Signum, DGC and global top-k keep their state on the device; a stateless or host-only codec is
   // refused.
-  for (const char* spec : {"qsgd:ef=0", "signum:ef=1", "topk:ratio=0.1"}) {
+  for (const char* spec : {"qsgd:ef=0", "topk:ratio=0.1", "fp16"}) {
     EXPECT_FALSE(state_on_device(*testing::codec(spec))) << spec;
     const auto refused = DeviceStatefulCodec::create(*testing::codec(spec));
     ASSERT_FALSE(refused.ok()) << spec;
@@ -535,9 +536,14 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
   topk->encode(std::vector<float>(10, 1.0f), GradientLayout::whole(10), rng);
   EXPECT_FALSE((*signum)->load_state(topk->save_state(), GradientLayout::whole(10), nullptr).ok());
   EXPECT_EQ((*signum)->size(), 0u);
-  for (const char* spec : {"signum", "dgc:ratio=0.05", "gtopk", "topk:ratio=0.1,ef=1"}) {
+  for (const char* spec : {"signum", "dgc:ratio=0.05", "gtopk", "topk:ratio=0.1,ef=1", "signum:ef=1"}) {
     EXPECT_TRUE(state_on_device(*testing::codec(spec))) << spec;
   }
+  // Error feedback over signum keeps both states on the device; its blob nests Signum's.
+  auto feedback_over_signum = DeviceStatefulCodec::create(*testing::codec("signum:beta=0.5,ef=1"));
+  ASSERT_TRUE(feedback_over_signum.ok());
+  EXPECT_NE(dynamic_cast<DeviceErrorFeedback*>(feedback_over_signum->get()), nullptr);
+  EXPECT_FALSE((*feedback_over_signum)->load_state(garbage, GradientLayout::whole(10), nullptr).ok());
   auto dgc = DeviceStatefulCodec::create(*testing::codec("dgc:ratio=0.05"));
   ASSERT_TRUE(dgc.ok());
   EXPECT_NE(dynamic_cast<DeviceDgc*>(dgc->get()), nullptr);
