@@ -31,6 +31,12 @@ Status transcode_elias(ByteReader& reader, std::size_t d, std::uint32_t s, detai
   if (bits > static_cast<std::uint64_t>(d) * max_elias_bits(s)) {
     return malformed("QSGD Elias stream of " + std::to_string(bits) + " bits is too long");
   }
+  // Every code is at least one bit: checked before the planes are allocated, so a short message
+  // cannot make the decoder allocate for d coordinates.
+  if (bits < d) {
+    return malformed("QSGD Elias stream of " + std::to_string(bits) + " bits is too short for " + std::to_string(d) +
+                     " coordinates");
+  }
   BALLOT_ASSIGN_OR_RETURN(const auto words, reader.take(BitVector::words_for(bits), 8, "Elias stream"));
   BALLOT_TRY(reader.expect_end());
   if (bits % 64 != 0 && (load_pod<std::uint64_t>(words.data() + words.size() - 8) >> (bits % 64)) != 0) {

@@ -135,6 +135,27 @@ TEST(Qsgd, EliasCodingCarriesTheSameLevelsInFewerBits) {
   EXPECT_FALSE(elias.exact_wire_size());
 }
 
+// The Elias stream is transcoded into level planes for decoding; a stream with fewer bits than
+// coordinates (every code has at least one) is refused before the planes are allocated.
+TEST(Qsgd, AnEliasStreamShorterThanItsCoordinatesIsMalformed) {
+  const std::size_t d = 1000;
+  const auto layout = GradientLayout::whole(d);
+  QsgdCodec codec(QsgdOptions{.s = 4, .elias = true});
+  Rng rng(2);
+  const auto good = codec.encode(normal_values(d, 2), layout, rng).bytes;
+  // Header, s, one norm, then a bit count of 0 and no words.
+  std::vector<std::uint8_t> empty(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes + 8));
+  empty.resize(empty.size() + 8, 0);
+  std::vector<float> acc(d, 1.0f);
+  const Status status = codec.decode_add(empty, layout, acc);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().code, ErrorCode::kMalformed);
+  EXPECT_NE(status.error().message.find("too short for 1000 coordinates"), std::string::npos);
+  EXPECT_EQ(acc, std::vector<float>(d, 1.0f));
+  // The message it was cut from still decodes.
+  ASSERT_TRUE(codec.decode_add(good, layout, acc).ok());
+}
+
 TEST(Qsgd, LevelsAboveSAreMalformed) {
   // s = 5 needs 3 bit-planes, which can also spell 6 and 7: the decoder must refuse them.
   const auto layout = GradientLayout::whole(10);
