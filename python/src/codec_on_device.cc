@@ -66,9 +66,11 @@ Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float* d_gradi
     BALLOT_ASSIGN_OR_RETURN(gpu_->stateful, coding::cuda::DeviceStatefulCodec::create(*codec_));
   }
   if (!device_current_) {
-    // The state moves to the device; a state of another size restarts at zero, as on the CPU.
+    // The state moves to the device (a state of this size, or an empty one: the blob is valid for
+    // the layout); a state of another size restarts at zero, as on the CPU.
     const auto* dgc = dynamic_cast<const coding::DgcCodec*>(codec_);
-    if (host_state_size(*codec_) == layout.total_size()) {
+    const std::size_t held = host_state_size(*codec_);
+    if (held == layout.total_size() || held == 0) {
       BALLOT_TRY(gpu_->stateful->load_state(codec_->save_state(), layout, stream));
     } else if (dgc != nullptr) {  // u and v restart at zero, DGC's round count (its warm-up) goes on
       BALLOT_TRY(gpu_->stateful->load_state(coding::DgcCodec::state_blob({}, {}, dgc->rounds()), layout, stream));
@@ -77,6 +79,7 @@ Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float* d_gradi
     }
     device_current_ = true;
   }
+  state_size_ = layout.total_size();
   return gpu_->stateful->encode_to_host(d_gradient, layout, rng, stream);
 }
 
@@ -84,7 +87,8 @@ Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float* d_gradi
 Status CodecOnDevice::sync_host() {
   if (!device_current_) return {};
   BALLOT_ASSIGN_OR_RETURN(const auto state, gpu_->stateful->save_state(nullptr));
-  BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(gpu_->stateful->size())));
+  // Each part of the state is of the last gradient's size, or empty.
+  BALLOT_TRY(codec_->load_state(state, GradientLayout::whole(state_size_)));
   device_current_ = false;
   return {};
 }

@@ -8,6 +8,7 @@
 // calls.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -51,6 +52,7 @@ class CodecOnDevice {
   std::unique_ptr<OnGpu> gpu_;
   int home_device_ = -1;
   bool device_current_ = false;  // the codec's state lives on the device
+  std::size_t state_size_ = 0;   // the size of the last gradient encoded on the device
 };
 
 }  // namespace ballot::python
