@@ -100,12 +100,16 @@ Result<float*> zeroed_floats(std::size_t floats, void* stream) {
   return static_cast<float*>(memory);
 }
 
-// Frees `buffer` and gives it `floats` zeroed floats (null for none). A device twin's state restarts
-// so: its size is set only after this succeeds, so a failure leaves no state to encode from.
-Status renew_zeroed(float*& buffer, std::size_t floats, void* stream) {
+// A device twin's state of `size` coordinates (`per_coordinate` floats each in `buffer`) made
+// ready for d: kept when d is its size, else freed and restarted at zero. `size` is set only once
+// the new state is zero, so a failure leaves no state to encode from.
+Status fit_zeroed(float*& buffer, std::size_t& size, std::size_t d, std::size_t per_coordinate, void* stream) {
+  if (d == size && (d == 0 || buffer != nullptr)) return {};
   if (buffer != nullptr) cudaFree(buffer);
   buffer = nullptr;
-  BALLOT_ASSIGN_OR_RETURN(buffer, zeroed_floats(floats, stream));
+  size = 0;
+  BALLOT_ASSIGN_OR_RETURN(buffer, zeroed_floats(per_coordinate * d, stream));
+  size = d;
   return {};
 }
 
@@ -864,12 +868,7 @@ void DeviceErrorFeedback::reset_state() {
 
 Result<std::vector<std::uint8_t>> DeviceErrorFeedback::save_state(void* stream) {
   std::vector<float> memory(size_);
-  if (size_ > 0) {
-    BALLOT_TRY(cuda_status(
-        cudaMemcpyAsync(memory.data(), memory_, 4 * size_, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream)),
-        "download"));
-  }
-  BALLOT_TRY(cuda_status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "save_state"));
+  BALLOT_TRY(download(memory.data(), memory_, 4 * size_, stream));
   if (inner_state_) {
     BALLOT_ASSIGN_OR_RETURN(const auto inner, inner_state_->save_state(stream));
     return write_state(inner_->id(), memory, inner);
@@ -902,13 +901,7 @@ std::size_t DeviceSignum::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + detail::sign_bytes(layout.total_size());
 }
 
-Status DeviceSignum::resize(std::size_t d, void* stream) {
-  if (d == size_ && (d == 0 || momentum_ != nullptr)) return {};
-  size_ = 0;
-  BALLOT_TRY(renew_zeroed(momentum_, d, stream));
-  size_ = d;
-  return {};
-}
+Status DeviceSignum::resize(std::size_t d, void* stream) { return fit_zeroed(momentum_, size_, d, 1, stream); }
 
 Result<std::size_t> DeviceSignum::encode(const float* d_gradient, const GradientLayout& layout, Rng&,
                                          std::uint8_t* d_out, void* stream) {
@@ -931,12 +924,7 @@ Result<std::size_t> DeviceSignum::encode(const float* d_gradient, const Gradient
 
 Result<std::vector<std::uint8_t>> DeviceSignum::save_state(void* stream) {
   std::vector<float> momentum(size_);
-  const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (size_ > 0) {
-    BALLOT_TRY(cuda_status(cudaMemcpyAsync(momentum.data(), momentum_, 4 * size_, cudaMemcpyDeviceToHost, cuda_stream),
-                           "download"));
-  }
-  BALLOT_TRY(cuda_status(cudaStreamSynchronize(cuda_stream), "save_state"));
+  BALLOT_TRY(download(momentum.data(), momentum_, 4 * size_, stream));
   return write_state(CodecId::kSignum, momentum);
 }
 
@@ -986,12 +974,8 @@ DeviceDgc::~DeviceDgc() {
 }
 
 Status DeviceDgc::resize(std::size_t d, void* stream) {
-  if (d == size_ && (d == 0 || state_ != nullptr)) return {};
   // As the CPU: u and v restart at zero when the gradient's size changes; the round count goes on.
-  size_ = 0;
-  BALLOT_TRY(renew_zeroed(state_, 2 * d, stream));
-  size_ = d;
-  return {};
+  return fit_zeroed(state_, size_, d, 2, stream);
 }
 
 Result<std::size_t> DeviceDgc::encode(const float* d_gradient, const GradientLayout& layout, Rng& rng,
@@ -1160,13 +1144,7 @@ DeviceGlobalTopK::~DeviceGlobalTopK() {
   if (sent_ != nullptr) cudaFree(sent_);
 }
 
-Status DeviceGlobalTopK::resize(std::size_t d, void* stream) {
-  if (d == size_ && (d == 0 || residual_ != nullptr)) return {};
-  size_ = 0;
-  BALLOT_TRY(renew_zeroed(residual_, d, stream));
-  size_ = d;
-  return {};
-}
+Status DeviceGlobalTopK::resize(std::size_t d, void* stream) { return fit_zeroed(residual_, size_, d, 1, stream); }
 
 Result<std::size_t> DeviceGlobalTopK::encode(const float* d_gradient, const GradientLayout& layout, Rng&,
                                              std::uint8_t* d_out, void* stream) {
