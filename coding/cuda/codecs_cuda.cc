@@ -1116,7 +1116,6 @@ Status DeviceDgc::load_state(std::span<const std::uint8_t> state, const Gradient
   DgcCodec host(host_.options());  // the CPU codec's own checks of the blob
   BALLOT_TRY(host.load_state(state, layout));
   const std::size_t d = host.velocity().size();
-  if (d != size_) reset_state();
   BALLOT_TRY(resize(d, stream));
   BALLOT_TRY(upload(state_, host.momentum().data(), 4 * d, stream));
   BALLOT_TRY(upload(state_ + d, host.velocity().data(), 4 * d, stream));
@@ -1255,7 +1254,6 @@ Status DeviceGlobalTopK::load_state(std::span<const std::uint8_t> state, const G
   GlobalTopKCodec host(host_.options());  // the CPU codec's own checks of the blob
   BALLOT_TRY(host.load_state(state, layout));
   const std::size_t d = host.residual().size();
-  if (d != size_) reset_state();
   BALLOT_TRY(resize(d, stream));
   BALLOT_TRY(upload(residual_, host.residual().data(), 4 * d, stream));
   sent_counts_.clear();
