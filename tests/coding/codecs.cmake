@@ -22,6 +22,12 @@ ballot_add_executable(codec_corpus_gen ${CMAKE_CURRENT_LIST_DIR}/codec_corpus_ge
 target_link_libraries(codec_corpus_gen PRIVATE ballot::coding)
 add_test(NAME coding_codec_corpus_current
          COMMAND codec_corpus_gen --check ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/codec_decode)
+# An option where DIR goes is refused (`--help` prints the usage), never taken for a directory
+# to write the corpus into: run in the build tree, the test fails if a "--help" folder appears.
+add_test(NAME coding_codec_corpus_gen_help
+         COMMAND sh -c "$0 --help && ! $0 --bogus && test ! -e ./--help && test ! -e ./--bogus"
+                 $<TARGET_FILE:codec_corpus_gen>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 
 ballot_add_fuzz_target(codec_decode_fuzz
   SOURCE ${PROJECT_SOURCE_DIR}/tests/fuzz/codec_decode_fuzz.cc

@@ -22,9 +22,11 @@ struct CorpusSeed {
 
 inline int write_or_check_corpus(int argc, char** argv, const std::vector<CorpusSeed>& seeds) {
   const bool check = argc == 3 && std::strcmp(argv[1], "--check") == 0;
-  if (argc != 2 && !check) {
-    std::fprintf(stderr, "usage: %s [--check] DIR\n", argv[0]);
-    return 2;
+  // DIR is never an option: `GEN --help` prints the usage instead of writing a directory "--help".
+  if ((argc != 2 && !check) || argv[argc - 1][0] == '-') {
+    const bool help = argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
+    std::fprintf(help ? stdout : stderr, "usage: %s [--check] DIR\n", argv[0]);
+    return help ? 0 : 2;
   }
   const std::filesystem::path dir = argv[argc - 1];
   if (!check) std::filesystem::create_directories(dir);
