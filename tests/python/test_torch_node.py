@@ -536,3 +536,16 @@ def test_export_mode_writes_the_init_file_and_exits(tmp_path, monkeypatch):
     meta = json.loads((tmp_path / "m.init.json").read_text())
     assert meta["examples"] == EXAMPLES and meta["parameters"] == 6 * 8 + 8 + 8 * 3 + 3
     assert bt.read_init(target).layout_digest == meta["layout_digest"]
+
+
+def test_the_copy_check_compares_bits():
+    """The GPU copy of the parameters is checked bit for bit: the same NaN is equal (a NaN parameter
+    is not a mismatch every round), -0 and +0 differ."""
+    from ballot.torch.node import _same_bits
+
+    a = np.array([1.0, np.nan, -0.0, 2.5], np.float32)
+    assert _same_bits(a, a.copy())
+    assert not np.array_equal(a, a.copy())  # what a value comparison would say
+    assert not _same_bits(a, np.array([1.0, np.nan, 0.0, 2.5], np.float32))
+    assert not _same_bits(a, a[:3])
+    assert _same_bits(np.empty(0, np.float32), np.empty(0, np.float32))

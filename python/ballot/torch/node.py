@@ -100,6 +100,13 @@ def _shape(shape: Any) -> Tuple[int, ...]:
     return tuple(int(x) for x in shape)
 
 
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit-for-bit equality of two float32 arrays (the update's contract): a NaN equals the same
+    NaN, and -0 differs from +0."""
+    a, b = np.ascontiguousarray(a, np.float32), np.ascontiguousarray(b, np.float32)
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
 def _layout_digest(named: List[Tuple[str, torch.Tensor]]) -> str:
     return layout_digest([(name, tuple(p.shape)) for name, p in named])
 
@@ -484,11 +491,11 @@ class Node:
     def _check_copy(self) -> None:
         """The model's copy (and its rule's momentum buffer) against the replica's (4d bytes to
         the host each): equal, or reported and replaced by the replica's."""
-        same = self._model_flat is self._flat or np.array_equal(self._numpy(self._model_flat), self._flat.numpy())
+        same = self._model_flat is self._flat or _same_bits(self._numpy(self._model_flat), self._flat.numpy())
         if same and self._rule is not None:
             host = self._session._native.optimizer_state()
             mine = np.empty(0, np.float32) if self._buffer is None else self._numpy(self._buffer)
-            same = host["started"] == self._rule["started"] and np.array_equal(mine, host["buffer"])
+            same = host["started"] == self._rule["started"] and _same_bits(mine, host["buffer"])
         if same:
             return
         self.update_mismatches += 1
