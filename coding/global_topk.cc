@@ -142,4 +142,42 @@ Result<EncodedGradient> global_topk_reduce(std::span<const std::span<const std::
   return sparse_top_k(sum, layout, options.budget, GlobalTopKCodec::kGlobalFlag, nullptr);
 }
 
+void keep_global_top_k(std::span<float> aggregate, const GradientLayout& layout, const SparseOptions& budget) {
+  BALLOT_ENFORCE_EQ(aggregate.size(), layout.total_size());
+  const auto segments = segments_of(layout, budget.granularity);
+  const auto budgets = detail::sparse_budgets(segments, budget.k, budget.ratio);
+  std::vector<std::uint32_t> indices;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    indices.clear();
+    float* x = aggregate.data() + segments[s].offset;
+    detail::select_top_k(x, segments[s].size, budgets[s], indices);
+    // The selection is increasing: zero everything between consecutive selected indices.
+    std::size_t next = 0;
+    for (const std::uint32_t keep : indices) {
+      std::fill(x + next, x + keep, 0.0f);
+      next = std::size_t{keep} + 1;
+    }
+    std::fill(x + next, x + segments[s].size, 0.0f);
+  }
+}
+
+EncodedGradient global_set_of(std::span<const float> applied, const GradientLayout& layout, Granularity granularity) {
+  BALLOT_ENFORCE_EQ(applied.size(), layout.total_size());
+  const auto segments = segments_of(layout, granularity);
+  std::vector<std::size_t> counts(segments.size(), 0);
+  std::vector<std::uint32_t> indices;
+  std::vector<float> values;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    const float* x = applied.data() + segments[s].offset;
+    for (std::size_t i = 0; i < segments[s].size; ++i) {
+      if (x[i] == 0.0f) continue;  // ±0: not applied (NaN compares unequal, so it is)
+      indices.push_back(static_cast<std::uint32_t>(i));
+      values.push_back(x[i]);
+      ++counts[s];
+    }
+  }
+  return detail::write_sparse(CodecId::kGlobalTopK, granularity, GlobalTopKCodec::kGlobalFlag, layout, counts, indices,
+                              values);
+}
+
 }  // namespace ballot::coding

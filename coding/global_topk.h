@@ -60,6 +60,19 @@ struct GlobalTopKReduceOptions {
   bool average = false;  // send the mean over the messages instead of the sum
 };
 
+// The aggregator side over a dense aggregate (a robust rule's output, say, in a Ballot cluster):
+// keeps its k largest |value| per segment (the budget's k or ratio, and its granularity; ties to
+// the lowest index, NaN as +inf) and sets every other coordinate to +0. What remains is the
+// round's update.
+void keep_global_top_k(std::span<float> aggregate, const GradientLayout& layout, const SparseOptions& budget);
+
+// The global message (kGlobalFlag) of an update the workers applied: per segment of
+// `granularity`, every coordinate it changes (value not ±0; NaN included), with its value. A
+// worker passes it to accept_global(): what it sent for any other coordinate goes back into its
+// residual. For keep_global_top_k's output that is its global set, but for coordinates whose
+// aggregate was 0 (nothing was applied there, so nothing is lost).
+EncodedGradient global_set_of(std::span<const float> applied, const GradientLayout& layout, Granularity granularity);
+
 // The aggregator side: validates every worker message (gtopk format, for `layout`), sums them and
 // returns the global message. An invalid message is an error naming its position (the caller
 // decides whether to drop that worker and retry).

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "coding/codec_registry.h"
+#include "coding/global_topk.h"
 #include "robust/registry.h"
 #include "runtime/adversary.h"
 #include "runtime/detail/lockstep_network.h"
@@ -243,6 +244,14 @@ class Engine {
     }
     BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(attack_free));
     BALLOT_ASSIGN_OR_RETURN(auto reference, reference_aggregator_->aggregate(inputs));
+    if (const auto* gtopk = dynamic_cast<const coding::GlobalTopKCodec*>(reference_codec_.get())) {
+      // As the server and the nodes do: the update is the global set, which the twins then take.
+      coding::keep_global_top_k(reference.value, layout, gtopk->options());
+      const auto global = coding::global_set_of(reference.value, layout, gtopk->granularity());
+      for (auto& codec : shadow_codecs_) {
+        BALLOT_TRY(static_cast<coding::GlobalTopKCodec&>(*codec).accept_global(global.bytes, layout));
+      }
+    }
     return differing_signs(applied.direction, reference.value);
   }
 

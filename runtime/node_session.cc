@@ -7,6 +7,8 @@
 
 #include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
+#include "coding/global_topk.h"
+#include "core/enforce.h"
 #include "runtime/checkpoint.h"
 #include "runtime/detail/peer_failure.h"
 #include "runtime/messages.h"
@@ -87,6 +89,7 @@ struct NodeSession::State final : NodeAdversary::Link {
   Result<std::optional<NodeEvent>> take_piece(DecisionPiece piece);
   // Applies the decision of the node's round (whole, or put together from its pieces).
   std::optional<NodeEvent> apply_decided(std::span<const std::uint8_t> payload);
+  void take_global_set(std::span<const std::uint8_t> payload);
   // The decision of the node's round is due (a piece or the next round's start arrived): ask the
   // server for it whole when it is late, and give up on it (rejoin) when that did not help.
   Result<std::optional<NodeEvent>> check_decision_due();
@@ -119,7 +122,9 @@ struct NodeSession::State final : NodeAdversary::Link {
   std::shared_ptr<NodeAdversary> adversary;
   std::shared_ptr<SessionClock> clock;
   std::optional<SignedRecord> record;
-  std::unique_ptr<coding::Codec> codec;  // gradient path
+  std::unique_ptr<coding::Codec> codec;            // gradient path
+  coding::GlobalTopKCodec* global_topk = nullptr;  // codec, when it is gtopk
+  std::vector<std::uint8_t> global_set;            // its last decision's global set (global_set())
   NodeSessionStats stats;
 
   std::uint64_t round = 0;              // the next round the replica will apply
@@ -175,6 +180,7 @@ NodeSession::~NodeSession() = default;
 
 std::uint64_t NodeSession::round() const noexcept { return state_->round; }
 coding::Codec* NodeSession::codec() noexcept { return state_->codec.get(); }
+std::span<const std::uint8_t> NodeSession::global_set() const noexcept { return state_->global_set; }
 
 bool NodeSession::round_open() const noexcept {
   const State& s = *state_;
@@ -193,6 +199,7 @@ Status NodeSession::start() {
   s.record.emplace(std::move(record));
   if (!s.setup.sign_vote()) {
     BALLOT_ASSIGN_OR_RETURN(s.codec, coding::make_codec(s.setup.options.codec));
+    s.global_topk = dynamic_cast<coding::GlobalTopKCodec*>(s.codec.get());
   }
   s.rejoin_after = std::max(s.options.join_retry, std::chrono::milliseconds(2 * 3000));
   BALLOT_TRY(s.send_control(encode(Join{s.round, s.replica.state_digest()})));
@@ -423,6 +430,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_decision(const transport
 std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::uint8_t> payload) {
   pending.active = false;  // decided without this node's vote: it would come too late
   if (!replica.apply_decision(round, payload, setup.sign_vote()).ok()) return std::nullopt;
+  if (global_topk != nullptr) take_global_set(payload);
   computing.reset();
   piece_vote.reset();
   ++round;
@@ -430,6 +438,17 @@ std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::
   transport.set_round(round);
   forget_decision_wait();
   return NodeEvent{.kind = NodeEvent::Kind::kDecided, .round = round};
+}
+
+// Global top-k: the coordinates the decision changed are the round's global set. The codec's last
+// selection (when the session encoded it) takes it now: what it sent elsewhere goes back into its
+// residual. The replica validated the payload.
+void NodeSession::State::take_global_set(std::span<const std::uint8_t> payload) {
+  auto decision = decode_float_decision(payload, replica.dimension());
+  if (!decision.ok()) return;
+  global_set = coding::global_set_of(decision->direction, replica.model().layout(), global_topk->granularity()).bytes;
+  // A message of this session's own making, for this layout: it cannot be refused.
+  BALLOT_ENFORCE(global_topk->accept_global(global_set, replica.model().layout()).ok());
 }
 
 // ---- relayed decisions

@@ -184,6 +184,12 @@ class NodeSession {
   std::uint64_t round() const noexcept;  // the next round the replica will apply
   const NodeSessionStats& stats() const noexcept;
   coding::Codec* codec() noexcept;  // the gradient path's codec (its error-feedback memory); else null
+  // Global top-k (gtopk): the last decision's global set, the coordinates it changed, as the
+  // aggregator's global message (coding/global_topk.h global_set_of); empty before the first
+  // decision and for other codecs; valid until the next decision. codec()'s last selection took it
+  // when the decision was applied; a caller that wrote the round's message itself (submit_encoded)
+  // hands it to its own encoder's accept_global after kDecided.
+  std::span<const std::uint8_t> global_set() const noexcept;
 
  private:
   struct State;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "coding/codec_registry.h"
+#include "coding/global_topk.h"
 #include "robust/registry.h"
 #include "runtime/checkpoint.h"
 #include "runtime/detail/peer_failure.h"
@@ -89,6 +90,8 @@ struct ServerSession::State {
   // The gradient path's rule and the codec that validates and decodes what nodes send.
   std::unique_ptr<robust::Aggregator> aggregator;
   std::unique_ptr<coding::Codec> codec;
+  // Global top-k (gtopk): the update is the k largest of the rule's output (Shi et al.'s global set).
+  std::optional<coding::SparseOptions> global_budget;
   std::size_t max_codec_bytes = 0;
   std::uint64_t send_failures = 0;
   std::deque<transport::Message> held;  // arrived while waiting for the Joins: handled first
@@ -187,6 +190,9 @@ Status ServerSession::begin(std::uint64_t first_round) {
     BALLOT_ASSIGN_OR_RETURN(s.aggregator, robust::make_aggregator(s.setup.options.rule));
     BALLOT_ASSIGN_OR_RETURN(s.codec, coding::make_codec(s.setup.options.codec));
     s.max_codec_bytes = s.codec->wire_size(s.replica.model().layout());
+    if (const auto* gtopk = dynamic_cast<const coding::GlobalTopKCodec*>(s.codec.get())) {
+      s.global_budget = gtopk->options();
+    }
   }
   return {};
 }
@@ -425,6 +431,7 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
       }
     }
   }
+  if (s.global_budget) coding::keep_global_top_k(aggregated.value, s.replica.model().layout(), *s.global_budget);
   FloatDecision decision{s.round, s.replica.scale(s.round), s.replica.full_digest_after(s.round),
                          std::move(aggregated.value)};
   auto encoded = encode(decision);

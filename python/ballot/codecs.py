@@ -84,6 +84,23 @@ def _size(x: Any) -> int:
     return int(shape[0])
 
 
+def global_topk_reduce(messages: Sequence[Any], layout: Layout, spec: str, average: bool = False) -> bytes:
+    """Global top-k's aggregator (Shi et al., 2019): validates every worker message of the gtopk
+    codec ``spec`` (a bad one is a ValueError naming its position), sums them (or averages, with
+    ``average``) and returns the global message: the k largest ``|sum|`` by the spec's budget and
+    granularity. Every worker passes it to :meth:`Codec.accept_global`; decoding it gives the
+    update."""
+    return _native.global_topk_reduce([_bytes(m) for m in messages], layout_of(layout), spec, bool(average))
+
+
+def keep_global_top_k(aggregate: np.ndarray, layout: Layout, spec: str) -> bytes:
+    """Global top-k after a robust rule: keeps the k largest ``|aggregate|`` (the gtopk ``spec``'s
+    budget and granularity; ties to the lowest index, NaN as +inf) of a 1-D float32 numpy array and
+    sets the rest to 0, in place, as a Ballot cluster's server does with its rule's output. Returns
+    the global message of what remains (its non-zero coordinates) for :meth:`Codec.accept_global`."""
+    return _native.keep_global_top_k(aggregate, layout_of(layout), spec)
+
+
 class Codec:
     """One codec instance with its node state and random stream.
 
@@ -161,6 +178,14 @@ class Codec:
 
     def reset_state(self) -> None:
         self._native.reset_state()
+
+    def accept_global(self, global_message: Any, layout: Layout) -> None:
+        """Global top-k (``gtopk``): takes the aggregator's global message for the last
+        :meth:`encode` (from :func:`global_topk_reduce` or :func:`keep_global_top_k`). What that
+        encode sent for a coordinate outside the global set goes back into the residual, so nothing
+        is lost (Shi et al., 2019). After a CUDA encode this happens on the GPU. A bad message is a
+        ValueError and changes nothing; a codec other than gtopk is a ValueError."""
+        self._native.accept_global(_bytes(global_message), layout_of(layout))
 
     def __repr__(self) -> str:
         return f"Codec({self.spec!r})"

@@ -181,6 +181,14 @@ class NodeSession:
         honest (an attack acts on the gradient on the host)."""
         return bool(self._native.encodes_on_device)
 
+    @property
+    def global_set(self) -> bytes:
+        """Global top-k (codec ``gtopk``): the last decision's global set, the coordinates it
+        changed, as the aggregator's global message (:meth:`ballot.codecs.Codec.accept_global`
+        takes it); empty before the first decision and for other codecs. The run's codec took it
+        when the decision was applied, on the GPU too after a CUDA :meth:`submit_gradient`."""
+        return bytes(self._native.global_set)
+
     # ---- state
     @property
     def round(self) -> int:

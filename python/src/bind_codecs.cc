@@ -11,6 +11,7 @@
 
 #include "coding/codec_registry.h"
 #include "coding/error_feedback.h"
+#include "coding/global_topk.h"
 #include "core/config.h"
 #include "core/rng.h"
 #include "python/src/codec_on_device.h"
@@ -169,6 +170,19 @@ class NativeCodec {
     return nb::cast(to_numpy(std::move(copy)));
   }
 
+  // Global top-k: the aggregator's global message for the last encode (where the codec's state
+  // lives: the device after a CUDA encode). A bad message is a ValueError and changes nothing.
+  void accept_global(const nb::bytes& global, const LayerSizes& layers) {
+    const GradientLayout layout = layout_of(layers);
+    Status status;
+    {
+      nb::gil_scoped_release released;
+      const std::lock_guard lock(mutex_);
+      status = device_.accept_global(byte_view(global), layout);
+    }
+    unwrap(std::move(status));
+  }
+
   std::uint64_t rng_position() const {
     const std::lock_guard lock(mutex_);
     return rng_.position();
@@ -209,6 +223,44 @@ class NativeCodec {
   mutable std::mutex mutex_;
 };
 
+// The budget of a global top-k spec ("gtopk:ratio=0.01"); a ValueError for another codec.
+coding::SparseOptions global_budget(const std::string& spec) {
+  const auto codec = unwrap(coding::make_codec(spec));
+  const auto* gtopk = dynamic_cast<const coding::GlobalTopKCodec*>(codec.get());
+  if (gtopk == nullptr) throw nb::value_error(("spec: expected a gtopk codec, got '" + spec + "'").c_str());
+  return gtopk->options();
+}
+
+nb::bytes global_topk_reduce(const std::vector<nb::bytes>& messages, const LayerSizes& layers, const std::string& spec,
+                             bool average) {
+  const GradientLayout layout = layout_of(layers);
+  const coding::GlobalTopKReduceOptions options{global_budget(spec), average};
+  std::vector<std::span<const std::uint8_t>> views;
+  for (const nb::bytes& message : messages) views.push_back(byte_view(message));
+  Result<coding::EncodedGradient> reduced = make_error(ErrorCode::kInternal, "not run");
+  {
+    nb::gil_scoped_release released;
+    reduced = coding::global_topk_reduce(views, layout, options);
+  }
+  const coding::EncodedGradient global = unwrap(std::move(reduced));
+  return nb::bytes(global.bytes.data(), global.bytes.size());
+}
+
+nb::bytes keep_global_top_k(nb::handle aggregate, const LayerSizes& layers, const std::string& spec) {
+  const GradientLayout layout = layout_of(layers);
+  const coding::SparseOptions budget = global_budget(spec);
+  const auto [values, device] = floats_on_device(aggregate, "aggregate", /*writable=*/true);
+  if (device != Device::kCpu) throw nb::value_error("aggregate: expected a CPU array");
+  require_size(values.size(), layout, "aggregate");
+  coding::EncodedGradient global;
+  {
+    nb::gil_scoped_release released;
+    coding::keep_global_top_k(values, layout, budget);
+    global = coding::global_set_of(values, layout, budget.granularity);
+  }
+  return nb::bytes(global.bytes.data(), global.bytes.size());
+}
+
 }  // namespace
 
 void register_codecs(nb::module_& m) {
@@ -229,7 +281,11 @@ void register_codecs(nb::module_& m) {
            nb::arg("weight"), nb::arg("stream") = 0)
       .def("save_state", &NativeCodec::save_state)
       .def("load_state", &NativeCodec::load_state, nb::arg("state"), nb::arg("layers"))
-      .def("reset_state", &NativeCodec::reset_state);
+      .def("reset_state", &NativeCodec::reset_state)
+      .def("accept_global", &NativeCodec::accept_global, nb::arg("global_message"), nb::arg("layers"));
+  m.def("global_topk_reduce", &global_topk_reduce, nb::arg("messages"), nb::arg("layers"), nb::arg("spec"),
+        nb::arg("average"));
+  m.def("keep_global_top_k", &keep_global_top_k, nb::arg("aggregate"), nb::arg("layers"), nb::arg("spec"));
   m.def("codec_names", &coding::codec_names);
   // One valid spec per line of the codec table (coding/codec_registry.h), in table order.
   m.def("codec_examples", [] {

@@ -591,6 +591,10 @@ class Session {
     return *encodes_on_device_;
   }
 
+  nb::bytes global_set() const {
+    const auto set = session_->global_set();
+    return nb::bytes(set.data(), set.size());
+  }
   std::uint64_t round() const { return session_->round(); }
   std::size_t dimension() const { return replica_->dimension(); }
   std::size_t index() const { return node_.index; }
@@ -664,6 +668,13 @@ class Session {
 
   // What every event changes here: the node state file, the open round.
   void saw(const NodeEvent& event) {
+    // Global top-k encoded on the GPU: the decision's global set goes to the selection there
+    // before anything saves the codec's state (the session's codec took it when it encoded).
+    if (event.kind == NodeEvent::Kind::kDecided && codec_device_ && !session_->global_set().empty()) {
+      if (const Status taken = codec_device_->accept_global(session_->global_set(), replica_->model().layout());
+          !taken.ok())
+        throw std::runtime_error("the decision's global set on the GPU: " + taken.error().to_string());
+    }
     if (keeper_->saves(event)) {
       take_momentum();
       if (codec_device_) {  // the codec's state from the GPU (no GIL here: a C++ exception)
@@ -831,6 +842,7 @@ void register_session(nb::module_& m) {
       .def("stats", &Session::stats)
       .def("work", &Session::work)
       .def("close", &Session::close)
+      .def_prop_ro("global_set", &Session::global_set)
       .def_prop_ro("round", &Session::round)
       .def_prop_ro("dimension", &Session::dimension)
       .def_prop_ro("index", &Session::index)

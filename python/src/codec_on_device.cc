@@ -80,6 +80,7 @@ Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float* d_gradi
     device_current_ = true;
   }
   state_size_ = layout.total_size();
+  stream_ = stream;
   return gpu_->stateful->encode_to_host(d_gradient, layout, rng, stream);
 }
 
@@ -105,5 +106,20 @@ Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float*, int, c
 Status CodecOnDevice::sync_host() { return {}; }
 
 #endif
+
+Status CodecOnDevice::accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout) {
+  auto* host = dynamic_cast<coding::GlobalTopKCodec*>(codec_);
+  if (host == nullptr) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "accept_global is for gtopk (global top-k); this codec is " + codec_->spec());
+  }
+#if BALLOT_HAVE_CUDA
+  // After a device encode the selection and the residual are on the device (a gtopk codec's twin).
+  if (device_current_) {
+    return static_cast<coding::cuda::DeviceGlobalTopK&>(*gpu_->stateful).accept_global(global, layout, stream_);
+  }
+#endif
+  return host->accept_global(global, layout);
+}
 
 }  // namespace ballot::python

@@ -41,6 +41,10 @@ class CodecOnDevice {
   // encoder, another device, or a build without CUDA.
   Result<std::span<const std::uint8_t>> encode(const float* d_gradient, int device_id, const GradientLayout& layout,
                                                Rng& rng, void* stream);
+  // Global top-k: the aggregator's global message for the last encode (GlobalTopKCodec::accept_global),
+  // taken where the codec's state lives: on the device after a device encode (on that encode's stream,
+  // synchronised), else by the codec on the host. kInvalidArgument for another codec.
+  Status accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout);
   // The codec's state back into the codec, if the device holds a newer one.
   Status sync_host();
   // The codec's state changed on the host: the next device encode starts from it.
@@ -53,6 +57,7 @@ class CodecOnDevice {
   int home_device_ = -1;
   bool device_current_ = false;  // the codec's state lives on the device
   std::size_t state_size_ = 0;   // the size of the last gradient encoded on the device
+  void* stream_ = nullptr;       // the stream of the last encode on the device
 };
 
 }  // namespace ballot::python

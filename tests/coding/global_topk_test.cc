@@ -86,5 +86,69 @@ TEST(GlobalTopK, ReduceNamesTheBadMessage) {
   EXPECT_FALSE(worker.accept_global(good.bytes, layout).ok());
 }
 
+// The robust-rule side: the k largest |value| of each segment stay, everything else becomes +0;
+// ties go to the lowest index and NaN counts as +inf, as in the workers' selection.
+TEST(GlobalTopK, KeepGlobalTopKKeepsTheKLargestOfEachSegment) {
+  const auto layout = GradientLayout::from_sizes({{"a", 6}, {"b", 4}}).value();
+  const float nan = std::nanf("");
+  const std::vector<float> aggregate{0.5f, -3.0f, 2.0f, -2.0f, 0.1f, 1.0f, nan, 0.0f, -0.25f, 0.25f};
+  {  // whole model, k = 4: NaN, -3, then the tie 2 / -2 (both in), nothing else
+    std::vector<float> x = aggregate;
+    keep_global_top_k(x, layout, SparseOptions{.k = 4});
+    EXPECT_TRUE(std::isnan(x[6]));
+    const std::vector<float> rest{x[0], x[1], x[2], x[3], x[4], x[5], x[7], x[8], x[9]};
+    EXPECT_EQ(rest, (std::vector<float>{0.0f, -3.0f, 2.0f, -2.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}));
+    for (float v : rest) EXPECT_FALSE(std::signbit(v) && v == 0.0f);  // +0, never -0
+  }
+  {  // per layer, ratio 0.3: 2 of "a" (-3, then 2 before -2: the lower index), 2 of "b" (NaN, then
+     // -0.25 before 0.25)
+    std::vector<float> x = aggregate;
+    keep_global_top_k(x, layout, SparseOptions{.ratio = 0.3, .granularity = Granularity::kLayer});
+    EXPECT_EQ(std::vector<float>(x.begin(), x.begin() + 6), (std::vector<float>{0.0f, -3.0f, 2.0f, 0.0f, 0.0f, 0.0f}));
+    EXPECT_TRUE(std::isnan(x[6]));
+    EXPECT_EQ(std::vector<float>(x.begin() + 7, x.end()), (std::vector<float>{0.0f, -0.25f, 0.0f}));
+  }
+}
+
+// A decision's global set is every coordinate it changes: the worker gets back what it sent
+// anywhere else, including a selected coordinate whose aggregate was 0 (nothing applied there).
+TEST(GlobalTopK, GlobalSetOfADecisionReturnsWhatItDidNotApply) {
+  const auto layout = GradientLayout::from_sizes({{"a", 300}, {"b", 100}}).value();
+  constexpr int kWorkers = 5;
+  const SparseOptions budget{.ratio = 0.1, .granularity = Granularity::kLayer};
+  std::vector<GlobalTopKCodec> workers(kWorkers, GlobalTopKCodec(budget));
+  std::vector<std::vector<float>> sent;
+  std::vector<float> aggregate(400, 0.0f);  // a stand-in for a robust rule: the mean of the decoded
+  Rng rng(1);
+  for (int w = 0; w < kWorkers; ++w) {
+    const auto message = workers[w].encode(normal_values(400, 20 + w), layout, rng);
+    sent.push_back(workers[w].decode(message.bytes, layout).value());
+    for (std::size_t i = 0; i < 400; ++i) aggregate[i] += sent.back()[i] / kWorkers;
+  }
+  keep_global_top_k(aggregate, layout, budget);
+  // As if the rule had returned 0 at a coordinate of the global set: nothing is applied there.
+  *std::find_if(aggregate.begin(), aggregate.end(), [](float v) { return v != 0.0f; }) = 0.0f;
+  const auto global = global_set_of(aggregate, layout, Granularity::kLayer);
+  const auto decoded = workers[0].decode(global.bytes, layout).value();
+  EXPECT_EQ(decoded, aggregate);
+  std::size_t chosen = 0;
+  for (float v : aggregate) chosen += v != 0.0f;
+  EXPECT_EQ(global.size(), 24u + 2 * 4u + 8u * chosen);
+  EXPECT_LE(chosen, 40u);
+
+  for (int w = 0; w < kWorkers; ++w) {
+    const std::vector<float> before(workers[w].residual().begin(), workers[w].residual().end());
+    ASSERT_TRUE(workers[w].accept_global(global.bytes, layout).ok());
+    for (std::size_t i = 0; i < 400; ++i) {
+      const float back = aggregate[i] != 0.0f ? 0.0f : sent[w][i];
+      ASSERT_EQ(workers[w].residual()[i], before[i] + back) << "worker " << w << " i " << i;
+    }
+  }
+  // An empty decision (every coordinate 0) is a valid global set that takes nothing.
+  const auto none = global_set_of(std::vector<float>(400, 0.0f), layout, Granularity::kModel);
+  EXPECT_EQ(none.size(), 24u + 4u);
+  EXPECT_TRUE(workers[0].accept_global(none.bytes, layout).ok());
+}
+
 }  // namespace
 }  // namespace ballot::coding

@@ -131,3 +131,62 @@ def test_torch_gradients(rng):
     acc = torch.zeros(64)
     c.decode_add(c.encode(g), acc)
     assert torch.equal(acc, g)
+
+
+def test_global_top_k_round_trip(rng):
+    """gtopk's two sides from Python (Shi et al.): workers' local top-k, the aggregator's global
+    set, and the residual that gets back what the global set left out."""
+    d, spec = 500, "gtopk:k=25"
+    workers = [codecs.Codec(spec) for _ in range(4)]
+    gradients = [rng.standard_normal(d).astype(np.float32) for _ in workers]
+    messages = [w.encode(g) for w, g in zip(workers, gradients)]
+    sent = [w.decode(m, d) for w, m in zip(workers, messages)]
+    total = np.sum(sent, axis=0, dtype=np.float32)
+
+    global_message = codecs.global_topk_reduce(messages, d, spec)
+    update = workers[0].decode(global_message, d)
+    chosen = np.flatnonzero(update)
+    assert len(chosen) == 25
+    assert set(chosen) == set(np.argsort(-np.abs(total), kind="stable")[:25])
+    np.testing.assert_array_equal(update[chosen], total[chosen])
+    mean = workers[0].decode(codecs.global_topk_reduce(messages, d, spec, average=True), d)
+    np.testing.assert_allclose(mean[chosen], total[chosen] / 4, rtol=1e-6)
+
+    for worker, gradient, values in zip(workers, gradients, sent):
+        worker.accept_global(global_message, d)
+        # The residual (the state blob's last d floats, docs/codecs.md) is the gradient less what
+        # the global set applied of this worker's message.
+        state = worker.save_state()
+        residual = np.frombuffer(state, np.float32, count=d, offset=len(state) - 4 * d)
+        applied = np.where(update != 0, values, 0).astype(np.float32)
+        np.testing.assert_array_equal(residual + applied, gradient)
+
+    # After a robust rule: keep_global_top_k sparsifies its output in place and names what remains.
+    aggregate = np.median(np.stack(sent), axis=0).astype(np.float32)
+    before = aggregate.copy()
+    keep = codecs.keep_global_top_k(aggregate, d, spec)
+    assert np.count_nonzero(aggregate) <= 25
+    kept = np.flatnonzero(aggregate)
+    np.testing.assert_array_equal(aggregate[kept], before[kept])
+    assert np.all(np.abs(before[kept]).min() >= np.abs(np.delete(before, kept)).max())
+    np.testing.assert_array_equal(workers[1].decode(keep, d), aggregate)
+
+
+def test_global_top_k_bad_input_is_a_value_error(rng):
+    d = 100
+    worker = codecs.Codec("gtopk:k=5")
+    message = worker.encode(rng.standard_normal(d).astype(np.float32))
+    state = worker.save_state()
+    with pytest.raises(ValueError, match="worker message"):
+        worker.accept_global(message, d)  # a worker's message is not a global set
+    with pytest.raises(ValueError):
+        worker.accept_global(b"\x00" * 10, d)
+    assert worker.save_state() == state  # nothing changed
+    with pytest.raises(ValueError, match="message 1"):
+        codecs.global_topk_reduce([message, message[:-1]], d, "gtopk:k=5")
+    with pytest.raises(ValueError, match="gtopk"):
+        codecs.global_topk_reduce([message], d, "topk:k=5")
+    with pytest.raises(ValueError, match="gtopk"):
+        codecs.Codec("topk:k=5").accept_global(message, d)
+    with pytest.raises(ValueError, match="elements"):
+        codecs.keep_global_top_k(np.zeros(d + 1, np.float32), d, "gtopk:k=5")

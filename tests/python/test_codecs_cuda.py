@@ -70,3 +70,23 @@ def test_error_feedback_restarts_when_the_gradient_size_changes(rng):
         g = torch.from_numpy(rng.standard_normal(d).astype(np.float32))
         assert mixed.encode(g.cuda() if on_gpu else g) == reference.encode(g), f"d = {d}"
     np.testing.assert_array_equal(mixed.memory, reference.memory)
+
+
+@pytest.mark.parametrize("spec", ["gtopk:ratio=0.01", "gtopk:k=100,granularity=layer"])
+def test_global_top_k_takes_its_global_set_on_the_gpu(rng, spec):
+    """accept_global after a CUDA encode works on the residual there: the same messages and the
+    same residual as the CPU codec, round after round (and across a host encode in between)."""
+    torch = cuda_torch()
+    d = sum(size for _, size in LAYOUT)
+    workers = [codecs.Codec(spec) for _ in range(3)]
+    cpu, gpu = codecs.Codec(spec), codecs.Codec(spec)
+    for round in range(4):
+        others = [w.encode(rng.standard_normal(d).astype(np.float32), LAYOUT) for w in workers]
+        g = torch.from_numpy(rng.standard_normal(d).astype(np.float32))
+        message = cpu.encode(g, LAYOUT)
+        on_gpu = gpu.encode(g, LAYOUT) if round == 2 else gpu.encode(g.cuda(), LAYOUT)
+        assert on_gpu == message, f"round {round}"
+        global_message = codecs.global_topk_reduce(others + [message], LAYOUT, spec)
+        for codec in workers + [cpu, gpu]:
+            codec.accept_global(global_message, LAYOUT)
+        assert gpu.save_state() == cpu.save_state(), f"round {round}"

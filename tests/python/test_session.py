@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import ballot
+from ballot import codecs
 from ballot.session import NodeSession
 
 # `ballot train --rounds 30 --eval-every 1000` (tests/apps/pinned_digests_test.cc pins it); the
@@ -378,3 +379,37 @@ def test_a_python_node_is_a_cpp_node(make_cluster, training):
         assert cluster.server_digest() == expected == node.model_digest()
         assert node.stats["rounds"] == 8
     assert ticks[0] > 10, "the wait for the first round held the GIL"
+
+
+def test_global_top_k_changes_only_its_global_set(make_cluster):
+    """gtopk on the gradient path (Shi et al.): the server applies the k largest coordinates of its
+    rule's output, and every node's codec takes that global set back. With plain SGD a round moves
+    only the set's coordinates; a Python node is a C++ node here too."""
+    training = {"rule": "trimmed_mean:f=1", "attack": "none", "attackers": 0, "codec": "gtopk:ratio=0.01",
+                "update": "sgd:momentum=0,wd=0", "lr": "constant:lr=0.5", "rounds": 6}
+    reference = make_cluster(**training)
+    reference.start_server()
+    reference.start_nodes()
+    expected = reference.server_digest()
+
+    cluster = make_cluster(**training)
+    index = honest_index(cluster)
+    changes = []
+
+    def on_compute(node, work):
+        if work.round > 0:  # what the last decision moved, against the global set it named
+            layout = [(name, size) for name, _, _, size in node._native.tensors()]
+            update = codecs.Codec("gtopk:ratio=0.01").decode(node.global_set, layout)
+            moved = np.flatnonzero(node._native.parameters() != on_compute.before)
+            changes.append((set(moved), set(np.flatnonzero(update))))
+        on_compute.before = np.array(node._native.parameters())
+        node.submit(node.compute())
+
+    node, _ = drive(cluster, index, on_compute)
+    with node:
+        assert cluster.server_digest() == expected == node.model_digest()
+    assert len(changes) == 5
+    k = int(np.ceil(0.01 * node.dimension))
+    for moved, chosen in changes:
+        assert 0 < len(chosen) <= k
+        assert moved <= chosen and len(moved) > len(chosen) // 2

@@ -73,6 +73,26 @@ TEST(Experiment, SameModelAsTheSimulatorOnTheGradientPath) {
   EXPECT_EQ(lockstep_attacked->model_digest, simulated_attacked->server.model_digest);
 }
 
+// Global top-k: the server keeps the k largest of its rule's output, every node's codec takes the
+// decision's global set back, and the engine's attack-free twins do the same: the same model in
+// both engines, and no coordinate counted as changed without an attacker.
+TEST(Experiment, SameModelAsTheSimulatorWithGlobalTopK) {
+  auto options = small_run();
+  options.code = "identity";
+  options.rule = "trimmed_mean:f=1";
+  options.codec = "gtopk:ratio=0.1";
+  options.update = "sgd:momentum=0.9";
+  options.lr = "constant:lr=0.05";
+  auto setup = setup_for(options);
+  ASSERT_TRUE(setup.ok()) << setup.error().to_string();
+  auto lockstep = run_experiment(*setup);
+  auto simulated = simulate(*setup);
+  ASSERT_TRUE(lockstep.ok() && simulated.ok());
+  EXPECT_EQ(lockstep->model_digest, simulated->server.model_digest);
+  EXPECT_EQ(lockstep->rounds_changed, 0u);
+  EXPECT_GT(lockstep->test.accuracy, 0.8);
+}
+
 // An attack changes the same things in both engines: the attackers' messages are computed by the
 // same code (runtime/adversary.h) from the same honest view.
 TEST(Experiment, SameModelAsTheSimulatorUnderAttack) {

@@ -275,6 +275,7 @@ TEST(Simulator, CodecAndRobustRulePairsTrain) {
   const std::pair<const char*, const char*> pairs[] = {{"fp32", "mean"},
                                                        {"qsgd:s=16", "median"},
                                                        {"topk:ratio=0.25,ef=1", "trimmed_mean:f=1"},
+                                                       {"gtopk:ratio=0.25", "trimmed_mean:f=1"},
                                                        {"fp16", "nnm:f=1 > krum:f=1"}};
   for (const auto& [codec, rule] : pairs) {
     auto options = small_run();
