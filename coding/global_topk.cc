@@ -117,6 +117,11 @@ Status GlobalTopKCodec::load_state(std::span<const std::uint8_t> state, const Gr
   return {};
 }
 
+void GlobalTopKCodec::drop_selection() noexcept {
+  sent_indices_.clear();
+  sent_values_.clear();
+}
+
 void GlobalTopKCodec::reset_state() {
   residual_.clear();
   sent_indices_.clear();

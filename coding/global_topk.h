@@ -40,6 +40,9 @@ class GlobalTopKCodec final : public Codec {
   // Puts back into the residual the values of the last encode() whose index is not in the
   // aggregator's global message. Validates the message (it comes from the network).
   Status accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout);
+  // Forgets the last encode()'s selection, putting nothing back: its global set will not come (a
+  // state transfer moved the node past its round), and what that round applied is not known.
+  void drop_selection() noexcept;
 
   bool stateful() const noexcept override { return true; }
   std::vector<std::uint8_t> save_state() const override;

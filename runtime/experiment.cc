@@ -27,9 +27,12 @@ std::size_t differing_bits(const BitVector& a, const BitVector& b) {
   return count;
 }
 
+// Signs as −1, 0 or +1 (NaN as 0): a sparse aggregate (top-k, global top-k) differs from the
+// reference also where one of them is 0 and the other is not.
 std::size_t differing_signs(std::span<const float> a, std::span<const float> b) {
+  const auto sign = [](float x) { return (x > 0.0f) - (x < 0.0f); };
   std::size_t count = 0;
-  for (std::size_t k = 0; k < a.size(); ++k) count += (a[k] < 0) != (b[k] < 0);
+  for (std::size_t k = 0; k < a.size(); ++k) count += sign(a[k]) != sign(b[k]);
   return count;
 }
 

@@ -44,7 +44,8 @@ struct ExperimentRound {
   bool evaluated = false;     // test evaluation this round (options.eval_every, and the last)
   learning::Evaluation test;  // when evaluated
   // Sign path: coordinates where the applied decision differs from the attack-free one.
-  // Gradient path: coordinates whose sign differs between the aggregate and the attack-free one.
+  // Gradient path: coordinates whose sign (−, 0 or +) differs between the aggregate and the
+  // attack-free one.
   std::size_t changed_coordinates = 0;
   std::uint64_t rejected_messages = 0;  // dropped by the server this round (runtime/server_session.h)
   // Virtual time from the round's start to its decision: 0 when every vote came at once, the

@@ -362,6 +362,8 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   // sends one in answer to a stale Join, or to a vote on another model, and a second copy of a
   // vote it holds would count as a replay.
   vote_lost = voted(round) && (rewound || resumed);
+  // Global top-k: the round of the codec's last selection is passed; its global set never comes.
+  if (moved && global_topk != nullptr) global_topk->drop_selection();
   state_asked_round.reset();
   pending.active = false;
   computing.reset();

@@ -3,6 +3,7 @@ handing results back in the caller's array type and on its device."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -45,3 +46,12 @@ def cuda_stream(x: Any) -> int:
 
     return int(torch.cuda.current_stream(x.device).cuda_stream)
 
+
+
+def current_cuda_stream() -> int:
+    """The raw handle of torch's current stream on the current CUDA device, for a call that takes no
+    tensor; 0 (the default stream) when torch is not imported or has not initialised CUDA."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return 0
+    return int(torch.cuda.current_stream().cuda_stream)

@@ -24,7 +24,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ballot import _native
-from ballot._arrays import cuda_stream
+from ballot._arrays import cuda_stream, current_cuda_stream
 
 Layout = Union[int, Sequence[int], Sequence[Tuple[str, int]], dict, Any]
 
@@ -179,13 +179,15 @@ class Codec:
     def reset_state(self) -> None:
         self._native.reset_state()
 
-    def accept_global(self, global_message: Any, layout: Layout) -> None:
+    def accept_global(self, global_message: Any, layout: Layout, stream: Optional[int] = None) -> None:
         """Global top-k (``gtopk``): takes the aggregator's global message for the last
         :meth:`encode` (from :func:`global_topk_reduce` or :func:`keep_global_top_k`). What that
         encode sent for a coordinate outside the global set goes back into the residual, so nothing
-        is lost (Shi et al., 2019). After a CUDA encode this happens on the GPU. A bad message is a
-        ValueError and changes nothing; a codec other than gtopk is a ValueError."""
-        self._native.accept_global(_bytes(global_message), layout_of(layout))
+        is lost (Shi et al., 2019). After a CUDA encode this happens on the GPU, on ``stream`` (a raw
+        CUDA stream handle; default: torch's current stream). A bad message is a ValueError and
+        changes nothing; a codec other than gtopk is a ValueError."""
+        handle = current_cuda_stream() if stream is None else int(stream)
+        self._native.accept_global(_bytes(global_message), layout_of(layout), handle)
 
     def __repr__(self) -> str:
         return f"Codec({self.spec!r})"

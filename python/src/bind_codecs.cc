@@ -102,6 +102,7 @@ class NativeCodec {
       nb::gil_scoped_release released;
       const std::lock_guard lock(mutex_);
       const Status synced = device_.sync_host();
+      if (synced.ok()) device_.forget();  // the host's encode moves the state and makes the selection
       encoded = synced.ok() ? Result<coding::EncodedGradient>(codec_->encode(values, layout, rng_))
                             : Result<coding::EncodedGradient>(synced.error());
     }
@@ -172,13 +173,14 @@ class NativeCodec {
 
   // Global top-k: the aggregator's global message for the last encode (where the codec's state
   // lives: the device after a CUDA encode). A bad message is a ValueError and changes nothing.
-  void accept_global(const nb::bytes& global, const LayerSizes& layers) {
+  void accept_global(const nb::bytes& global, const LayerSizes& layers, std::uintptr_t stream) {
     const GradientLayout layout = layout_of(layers);
+    const auto bytes = byte_view(global);
     Status status;
     {
       nb::gil_scoped_release released;
       const std::lock_guard lock(mutex_);
-      status = device_.accept_global(byte_view(global), layout);
+      status = device_.accept_global(bytes, layout, reinterpret_cast<void*>(stream));
     }
     unwrap(std::move(status));
   }
@@ -282,7 +284,8 @@ void register_codecs(nb::module_& m) {
       .def("save_state", &NativeCodec::save_state)
       .def("load_state", &NativeCodec::load_state, nb::arg("state"), nb::arg("layers"))
       .def("reset_state", &NativeCodec::reset_state)
-      .def("accept_global", &NativeCodec::accept_global, nb::arg("global_message"), nb::arg("layers"));
+      .def("accept_global", &NativeCodec::accept_global, nb::arg("global_message"), nb::arg("layers"),
+           nb::arg("stream") = 0);
   m.def("global_topk_reduce", &global_topk_reduce, nb::arg("messages"), nb::arg("layers"), nb::arg("spec"),
         nb::arg("average"));
   m.def("keep_global_top_k", &keep_global_top_k, nb::arg("aggregate"), nb::arg("layers"), nb::arg("spec"));

@@ -549,7 +549,10 @@ class Session {
     if (device == Device::kCpu) {
       // The codec's state may be on the GPU (an earlier CUDA gradient's): the host encode goes on
       // from it, and a later CUDA gradient from the host's.
-      if (codec_device_) unwrap(codec_device_->sync_host());
+      if (codec_device_) {
+        unwrap(codec_device_->sync_host());
+        codec_device_->forget();  // the host's encode moves the state and makes the selection
+      }
       std::vector<float> gradient(values.begin(), values.end());
       send([&] { return session_->submit_gradient(loss, std::move(gradient)); });
       return;
@@ -572,8 +575,9 @@ class Session {
       nb::gil_scoped_release released;
       Rng rng = runtime::codec_rng(*node_.setup, work.round, node_.index);
       // The one copy of the message: from the encoder's pinned buffer into the vector that is sent.
-      const auto pinned = codec_device_->encode(values.data(), device_id, replica_->model().layout(), rng,
-                                                reinterpret_cast<void*>(stream));
+      encode_stream_ = reinterpret_cast<void*>(stream);
+      const auto pinned =
+          codec_device_->encode(values.data(), device_id, replica_->model().layout(), rng, encode_stream_);
       encoded = pinned.ok()
                     ? Result<std::vector<std::uint8_t>>(std::vector<std::uint8_t>(pinned->begin(), pinned->end()))
                     : Result<std::vector<std::uint8_t>>(pinned.error());
@@ -671,10 +675,13 @@ class Session {
     // Global top-k encoded on the GPU: the decision's global set goes to the selection there
     // before anything saves the codec's state (the session's codec took it when it encoded).
     if (event.kind == NodeEvent::Kind::kDecided && codec_device_ && !session_->global_set().empty()) {
-      if (const Status taken = codec_device_->accept_global(session_->global_set(), replica_->model().layout());
+      if (const Status taken =
+              codec_device_->accept_global(session_->global_set(), replica_->model().layout(), encode_stream_);
           !taken.ok())
         throw std::runtime_error("the decision's global set on the GPU: " + taken.error().to_string());
     }
+    // A state transfer past the round drops its selection there too (the session dropped the host's).
+    if (event.kind == NodeEvent::Kind::kStateInstalled && event.moved && codec_device_) codec_device_->drop_selection();
     if (keeper_->saves(event)) {
       take_momentum();
       if (codec_device_) {  // the codec's state from the GPU (no GIL here: a C++ exception)
@@ -788,7 +795,9 @@ class Session {
   std::uint32_t pieces_sent_ = 0;                       // of the open round's vote
   nb::object gradient_source_;                          // set_gradient_source
   nb::object momentum_source_;                          // set_momentum_source
-  std::unique_ptr<CodecOnDevice> codec_device_;         // the session codec's GPU side (CUDA gradients)
+  std::unique_ptr<CodecOnDevice> codec_device_;
+  void* encode_stream_ = nullptr;  // the caller's stream of the last device encode (its global set goes there) // the
+                                   // session codec's GPU side (CUDA gradients)
   mutable std::optional<bool> encodes_on_device_;
   struct AppliedVote {
     std::uint64_t round;

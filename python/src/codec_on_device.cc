@@ -80,8 +80,10 @@ Result<std::span<const std::uint8_t>> CodecOnDevice::encode(const float* d_gradi
     device_current_ = true;
   }
   state_size_ = layout.total_size();
-  stream_ = stream;
-  return gpu_->stateful->encode_to_host(d_gradient, layout, rng, stream);
+  auto encoded = gpu_->stateful->encode_to_host(d_gradient, layout, rng, stream);
+  // A new selection, or none after a failed encode (the twin forgets its last one first, as the CPU).
+  selection_on_device_ = encoded.ok() && dynamic_cast<const coding::GlobalTopKCodec*>(codec_) != nullptr;
+  return encoded;
 }
 
 // Each device encode synchronised its stream, so the memory is final; the copy needs no stream.
@@ -107,19 +109,29 @@ Status CodecOnDevice::sync_host() { return {}; }
 
 #endif
 
-Status CodecOnDevice::accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout) {
+Status CodecOnDevice::accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout,
+                                    [[maybe_unused]] void* stream) {
   auto* host = dynamic_cast<coding::GlobalTopKCodec*>(codec_);
   if (host == nullptr) {
     return make_error(ErrorCode::kInvalidArgument,
                       "accept_global is for gtopk (global top-k); this codec is " + codec_->spec());
   }
 #if BALLOT_HAVE_CUDA
-  // After a device encode the selection and the residual are on the device (a gtopk codec's twin).
-  if (device_current_) {
-    return static_cast<coding::cuda::DeviceGlobalTopK&>(*gpu_->stateful).accept_global(global, layout, stream_);
+  if (selection_on_device_) {
+    // The twin's residual is the newest state: either still current, or equal to what sync_host()
+    // copied to the host since (a change on the host would have called forget()).
+    BALLOT_TRY(static_cast<coding::cuda::DeviceGlobalTopK&>(*gpu_->stateful).accept_global(global, layout, stream));
+    selection_on_device_ = false;
+    device_current_ = true;
+    return {};
   }
 #endif
   return host->accept_global(global, layout);
+}
+
+void CodecOnDevice::drop_selection() noexcept {
+  selection_on_device_ = false;
+  if (auto* host = dynamic_cast<coding::GlobalTopKCodec*>(codec_)) host->drop_selection();
 }
 
 }  // namespace ballot::python

@@ -42,22 +42,30 @@ class CodecOnDevice {
   Result<std::span<const std::uint8_t>> encode(const float* d_gradient, int device_id, const GradientLayout& layout,
                                                Rng& rng, void* stream);
   // Global top-k: the aggregator's global message for the last encode (GlobalTopKCodec::accept_global),
-  // taken where the codec's state lives: on the device after a device encode (on that encode's stream,
-  // synchronised), else by the codec on the host. kInvalidArgument for another codec.
-  Status accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout);
+  // taken where that encode's selection is: on the device after a device encode (queued on `stream`,
+  // which is synchronised; a sync_host() in between does not move the selection, and the device
+  // holds the newer state afterwards), else by the codec on the host. kInvalidArgument for another codec.
+  Status accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout, void* stream);
+  // Global top-k: forgets the last encode's selection, on the device and on the host
+  // (GlobalTopKCodec::drop_selection). Nothing for other codecs.
+  void drop_selection() noexcept;
   // The codec's state back into the codec, if the device holds a newer one.
   Status sync_host();
-  // The codec's state changed on the host: the next device encode starts from it.
-  void forget() noexcept { device_current_ = false; }
+  // The codec's state changed on the host (a load, a reset, a host encode): the next device encode
+  // starts from it.
+  void forget() noexcept {
+    device_current_ = false;
+    selection_on_device_ = false;
+  }
 
  private:
   struct OnGpu;  // the encoder's workspace and the codec's state there (a build with CUDA)
   coding::Codec* codec_;
   std::unique_ptr<OnGpu> gpu_;
   int home_device_ = -1;
-  bool device_current_ = false;  // the codec's state lives on the device
-  std::size_t state_size_ = 0;   // the size of the last gradient encoded on the device
-  void* stream_ = nullptr;       // the stream of the last encode on the device
+  bool device_current_ = false;       // the codec's state lives on the device
+  std::size_t state_size_ = 0;        // the size of the last gradient encoded on the device
+  bool selection_on_device_ = false;  // global top-k: the last encode's selection waits on the device
 };
 
 }  // namespace ballot::python

@@ -25,7 +25,7 @@ add_test(NAME coding_codec_corpus_current
 # An option where DIR goes is refused (`--help` prints the usage), never taken for a directory
 # to write the corpus into: run in the build tree, the test fails if a "--help" folder appears.
 add_test(NAME coding_codec_corpus_gen_help
-         COMMAND sh -c "$0 --help && ! $0 --bogus && test ! -e ./--help && test ! -e ./--bogus"
+         COMMAND sh -c "\"$0\" --help && ! \"$0\" --bogus && test ! -e ./--help && test ! -e ./--bogus"
                  $<TARGET_FILE:codec_corpus_gen>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 

@@ -144,10 +144,21 @@ TEST(GlobalTopK, GlobalSetOfADecisionReturnsWhatItDidNotApply) {
       ASSERT_EQ(workers[w].residual()[i], before[i] + back) << "worker " << w << " i " << i;
     }
   }
-  // An empty decision (every coordinate 0) is a valid global set that takes nothing.
+  // An empty decision (every coordinate 0) is a valid global set that takes nothing: all that was
+  // sent goes back. A dropped selection puts nothing back.
   const auto none = global_set_of(std::vector<float>(400, 0.0f), layout, Granularity::kModel);
   EXPECT_EQ(none.size(), 24u + 4u);
-  EXPECT_TRUE(workers[0].accept_global(none.bytes, layout).ok());
+  for (int w : {0, 1}) {
+    const auto gradient = normal_values(400, 40 + w);
+    const auto message = workers[w].encode(gradient, layout, rng);
+    const auto values = workers[w].decode(message.bytes, layout).value();
+    const std::vector<float> before(workers[w].residual().begin(), workers[w].residual().end());
+    if (w == 1) workers[w].drop_selection();
+    ASSERT_TRUE(workers[w].accept_global(none.bytes, layout).ok());
+    for (std::size_t i = 0; i < 400; ++i) {
+      ASSERT_EQ(workers[w].residual()[i], before[i] + (w == 0 ? values[i] : 0.0f)) << "worker " << w << " i " << i;
+    }
+  }
 }
 
 }  // namespace
