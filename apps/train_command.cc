@@ -96,11 +96,12 @@ class Progress {
     const double ratio = report.bytes_per_vote ? static_cast<double>(report.fp32_bytes) / report.bytes_per_vote : 0;
     std::printf(
         "round %5llu/%llu  loss %.4f  test acc %s  votes %zu  missing %-6s  quarantined %-4s  up %s/node (fp32 %s, "
-        "%.1fx)  %.3f s/round\n",
+        "%.1fx)  down %s  %.3f s/round\n",
         static_cast<unsigned long long>(report.round + 1), static_cast<unsigned long long>(rounds_), report.mean_loss,
         accuracy.c_str(), report.votes, missing.c_str(), list(report.quarantined).c_str(),
         human_bytes(static_cast<double>(report.bytes_per_vote)).c_str(),
-        human_bytes(static_cast<double>(report.fp32_bytes)).c_str(), ratio, report.seconds);
+        human_bytes(static_cast<double>(report.fp32_bytes)).c_str(), ratio,
+        human_bytes(static_cast<double>(report.bytes_per_decision)).c_str(), report.seconds);
     std::fflush(stdout);
   }
 

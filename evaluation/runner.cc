@@ -110,9 +110,7 @@ MessageBytes message_bytes(const runtime::TrainingSetup& setup, const GradientLa
     out.upload = runtime::encode(vote).size();
     out.upload_exact = (*codec)->exact_wire_size();
   }
-  runtime::FloatDecision decision;
-  decision.direction.resize(d);
-  out.download = runtime::encode(decision).size();
+  out.download = runtime::decision_bytes(d, false);  // the dense form, the largest
   return out;
 }
 
@@ -150,7 +148,7 @@ CellResult run_cell(const Grid& grid, const Cell& cell, const std::shared_ptr<co
   out.byzantine_nodes = setup->byzantine;
   out.dimension = dimension;
   out.upload_bytes = bytes.upload;
-  out.download_bytes = bytes.download;
+  if (out.download_bytes == 0) out.download_bytes = bytes.download;  // no round measured
   out.upload_exact = bytes.upload_exact;
   out.redundancy = setup->sign_vote() ? setup->code.redundancy() : 1.0;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -181,8 +179,16 @@ CellResult summarise(const runtime::ExperimentResult& result, double target_accu
   out.rounds = result.rounds.size();
   out.rounds_changed = result.rounds_changed;
   out.seconds = result.seconds;
-  for (const auto& round : result.rounds) out.changed_coordinates += static_cast<double>(round.changed_coordinates);
-  if (!result.rounds.empty()) out.changed_coordinates /= static_cast<double>(result.rounds.size());
+  std::uint64_t decision_bytes = 0;
+  for (const auto& round : result.rounds) {
+    out.changed_coordinates += static_cast<double>(round.changed_coordinates);
+    decision_bytes += round.decision_bytes;
+  }
+  if (!result.rounds.empty()) {
+    out.changed_coordinates /= static_cast<double>(result.rounds.size());
+    // The mean of the decisions sent: a sparse FloatDecision's size depends on the round.
+    out.download_bytes = static_cast<std::size_t>((decision_bytes + result.rounds.size() - 1) / result.rounds.size());
+  }
   for (const auto& round : result.rounds) {
     if (!round.evaluated) continue;
     out.curve.push_back({round.round + 1, round.test.accuracy});

@@ -77,8 +77,9 @@ struct CellResult {
   std::size_t dimension = 0;                      // model parameters d
   // Message bytes per round (runtime/messages.h encodings, without envelope and TLS): what one
   // node sends the server (a packed vote, or its codec's output) and what the server sends each
-  // node (the packed decision, or the fp32 direction). Upload is an upper bound when the codec's
-  // size depends on the data (upload_exact false).
+  // node (the packed decision, or the fp32 direction: the mean over the rounds run, as a sparse
+  // direction is smaller). Upload is an upper bound when the codec's size depends on the data
+  // (upload_exact false).
   std::size_t upload_bytes = 0;
   std::size_t download_bytes = 0;
   bool upload_exact = true;

@@ -149,6 +149,7 @@ std::string metrics_json_line(const RoundReport& report) {
       {"vote_wait_seconds", report.vote_wait_seconds},
       {"bytes_per_vote", report.bytes_per_vote},
       {"fp32_bytes", report.fp32_bytes},
+      {"bytes_per_decision", report.bytes_per_decision},
       {"rejected_messages", report.rejected_messages},
       {"late_votes", report.late_votes},
       {"send_failures", report.send_failures},

@@ -129,6 +129,7 @@ class Engine {
     report.votes = server_report.votes;
     report.mean_loss = server_report.mean_loss;
     report.rejected_messages = server_report.rejected_messages;
+    report.decision_bytes = server_report.bytes_per_decision;
     report.seconds = server_report.vote_wait_seconds;  // on the session clock: virtual
     defences_.rejected_messages += server_report.rejected_messages;
     defences_.out_of_sync_votes += server_report.out_of_sync.size();

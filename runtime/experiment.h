@@ -48,6 +48,7 @@ struct ExperimentRound {
   // attack-free one.
   std::size_t changed_coordinates = 0;
   std::uint64_t rejected_messages = 0;  // dropped by the server this round (runtime/server_session.h)
+  std::uint64_t decision_bytes = 0;     // payload bytes of the round's decision (RoundReport)
   // Virtual time from the round's start to its decision: 0 when every vote came at once, the
   // deadline (or more) when the server waited for a vote that did not come.
   double seconds = 0.0;

@@ -1,6 +1,7 @@
 #include "runtime/messages.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -52,6 +53,25 @@ Result<BitVector> read_signs(ByteReader& reader, std::size_t dimension) {
   BALLOT_ASSIGN_OR_RETURN(const auto bytes,
                           reader.take(BitVector::words_for(dimension), sizeof(std::uint64_t), "signs"));
   return BitVector::from_bytes(dimension, bytes);
+}
+
+// A FloatDecision's two forms (messages.h): the form byte, and the sparse form's test. Absent
+// coordinates of the sparse form are +0 (bits 0); -0, NaN and every other value are entries.
+constexpr std::uint8_t kDenseForm = 0;
+constexpr std::uint8_t kSparseForm = 1;
+
+bool is_positive_zero(float value) { return std::bit_cast<std::uint32_t>(value) == 0; }
+
+std::size_t sparse_entries(std::span<const float> direction) {
+  return static_cast<std::size_t>(
+      std::count_if(direction.begin(), direction.end(), [](float v) { return !is_positive_zero(v); }));
+}
+
+// The encoder's choice, which the decoder checks (one encoding per direction): sparse iff its
+// body (count u64, then 8 bytes an entry) is smaller than the dense one (4 bytes a coordinate)
+// and every index fits a u32.
+bool sparse_is_smaller(std::size_t dimension, std::size_t entries) {
+  return dimension <= (std::uint64_t{1} << 32) && 8 + 8 * std::uint64_t{entries} < 4 * std::uint64_t{dimension};
 }
 
 // The head every decision shares after its round: η, λ and the full-digest flag.
@@ -114,8 +134,24 @@ std::vector<std::uint8_t> encode(const EncodedVote& message) {
 
 std::vector<std::uint8_t> encode(const FloatDecision& message) {
   ByteWriter writer;
-  put_step(writer.put(message.round), message.scale, message.full_digest).put<std::uint64_t>(message.direction.size());
-  return writer.put_array(std::span<const float>(message.direction)).take();
+  const std::span<const float> direction(message.direction);
+  put_step(writer.put(message.round), message.scale, message.full_digest).put<std::uint64_t>(direction.size());
+  const std::size_t entries = sparse_entries(direction);
+  if (!sparse_is_smaller(direction.size(), entries)) {
+    return writer.put<std::uint8_t>(kDenseForm).put_array(direction).take();
+  }
+  std::vector<std::uint32_t> indices;
+  std::vector<float> values;
+  indices.reserve(entries);
+  values.reserve(entries);
+  for (std::size_t i = 0; i < direction.size(); ++i) {
+    if (!is_positive_zero(direction[i])) {
+      indices.push_back(static_cast<std::uint32_t>(i));
+      values.push_back(direction[i]);
+    }
+  }
+  writer.put<std::uint8_t>(kSparseForm).put<std::uint64_t>(entries);
+  return writer.put_array(std::span<const std::uint32_t>(indices)).put_array(std::span<const float>(values)).take();
 }
 
 std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32_t count) {
@@ -127,7 +163,8 @@ std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32
 
 std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote) {
   const std::uint64_t head = 8 + 4 + 4 + 1 + 8;  // round, η, λ, full digest, dimension
-  return head + (sign_vote ? 8 * BitVector::words_for(dimension) : 4 * std::uint64_t{dimension});
+  // A FloatDecision's largest form is the dense one (the form byte, d floats).
+  return head + (sign_vote ? 8 * BitVector::words_for(dimension) : 1 + 4 * std::uint64_t{dimension});
 }
 
 transport::FrameLimits round_frame_limits(std::size_t dimension, std::size_t codec_bytes, bool sign_vote,
@@ -353,12 +390,46 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
   if (size != dimension) {
     return reader.malformed(std::to_string(size) + " coordinates, the model has " + std::to_string(dimension));
   }
-  BALLOT_ASSIGN_OR_RETURN(message.direction, reader.read_array<float>(dimension, "direction"));
+  BALLOT_ASSIGN_OR_RETURN(const auto form, reader.read<std::uint8_t>("form"));
+  if (form == kDenseForm) {
+    BALLOT_ASSIGN_OR_RETURN(message.direction, reader.read_array<float>(dimension, "direction"));
+    if (sparse_is_smaller(dimension, sparse_entries(message.direction))) {
+      return reader.malformed("a dense direction whose sparse form is smaller");
+    }
+    BALLOT_TRY(reader.expect_end());
+    return message;
+  }
+  if (form != kSparseForm) return reader.malformed("form " + std::to_string(form) + ", not 0 (dense) or 1 (sparse)");
+  BALLOT_ASSIGN_OR_RETURN(const auto entries, reader.read<std::uint64_t>("entries"));
+  if (entries > dimension || !sparse_is_smaller(dimension, static_cast<std::size_t>(entries))) {
+    return reader.malformed(std::to_string(entries) + " sparse entries of " + std::to_string(dimension) +
+                            " coordinates, not fewer than the dense form holds");
+  }
+  const auto count = static_cast<std::size_t>(entries);
+  BALLOT_ASSIGN_OR_RETURN(const auto indices, reader.take(count, sizeof(std::uint32_t), "indices"));
+  BALLOT_ASSIGN_OR_RETURN(const auto values, reader.take(count, sizeof(float), "values"));
   BALLOT_TRY(reader.expect_end());
+  message.direction.assign(dimension, 0.0f);
+  std::uint64_t next = 0;  // the smallest index the next entry may have
+  for (std::size_t k = 0; k < count; ++k) {
+    std::uint32_t index = 0;
+    float value = 0.0f;
+    std::memcpy(&index, indices.data() + 4 * k, 4);
+    std::memcpy(&value, values.data() + 4 * k, 4);
+    if (index < next || index >= dimension) {
+      return reader.malformed("sparse index " + std::to_string(index) + " at entry " + std::to_string(k) +
+                              ": indices rise strictly below " + std::to_string(dimension));
+    }
+    if (is_positive_zero(value)) {
+      return reader.malformed("sparse entry " + std::to_string(k) + " holds +0, which the sparse form leaves out");
+    }
+    message.direction[index] = value;
+    next = std::uint64_t{index} + 1;
+  }
   return message;
 }
 
-Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes, std::uint64_t total,
+Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes, std::uint64_t max_total,
                                             std::size_t max_count) {
   ByteReader reader(bytes, "decision piece");
   DecisionPiece message;
@@ -372,10 +443,11 @@ Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes,
   if (message.index >= message.count) {
     return reader.malformed("piece " + std::to_string(message.index) + " of " + std::to_string(message.count));
   }
-  if (message.total != total) {
-    return reader.malformed("a decision of " + std::to_string(message.total) + " bytes, the model's has " +
-                            std::to_string(total));
+  if (message.total > max_total) {
+    return reader.malformed("a decision of " + std::to_string(message.total) + " bytes, the model's has at most " +
+                            std::to_string(max_total));
   }
+  const std::uint64_t total = message.total;
   const std::uint64_t length =
       piece_offset(total, message.index + 1, message.count) - piece_offset(total, message.index, message.count);
   if (reader.remaining() != length) {

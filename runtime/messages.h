@@ -101,7 +101,13 @@ struct Decision {
 // aggregates with a robust rule and sends back the fp32 direction every replica applies.
 //   EncodedVote   (node → server, kVote)    round u64 | loss f64 | model digest [32] | length u64 | codec bytes
 //   FloatDecision (server → nodes, kDecision) round u64 | η f32 | λ f32 | full digest u8 | dimension u64 |
-//                                             d little-endian floats
+//                                             form u8 | body
+//     form 0, dense:  d little-endian floats
+//     form 1, sparse: count u64 | count × index u32, strictly rising | count × value f32; the
+//                     other coordinates are +0 (bits 0), so no value is +0 (-0 is an entry)
+//     The encoder takes the sparse form iff its body is smaller (8 + 8·count < 4·d, d ≤ 2^32),
+//     and the decoder refuses the other choice: one encoding per direction. A global top-k
+//     decision (k of d nonzero) or a mean of sparse codecs' messages costs 8 bytes an entry.
 struct EncodedVote {
   std::uint64_t round = 0;
   double loss = 0.0;
@@ -127,7 +133,8 @@ struct DecisionPiece {
 };
 // Where piece `index` of `count` starts in a payload of `total` bytes (index == count: the end).
 std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32_t count);
-// The size in bytes of a decision payload (Decision when `sign_vote`, else FloatDecision).
+// The size in bytes of a decision payload (Decision when `sign_vote`), or the largest a
+// FloatDecision's can be (the dense form).
 std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote);
 // The payload limits the transport of a run needs (checked before a frame is allocated): the
 // defaults of transport/frame.h, raised for the types whose payloads grow with the model to what
@@ -246,9 +253,9 @@ Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_
 // `max_bytes` bounds the codec payload (the codec's wire size for the model) before copying.
 Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std::size_t max_bytes);
 Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
-// A piece of a decision of exactly `total` bytes in at most `max_count` pieces: index < count,
-// and the bytes exactly the piece's range.
-Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes, std::uint64_t total,
+// A piece of a decision of at most `max_total` bytes (decision_bytes()) in at most `max_count`
+// pieces: index < count, and the bytes exactly the piece's range of its `total`.
+Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes, std::uint64_t max_total,
                                             std::size_t max_count);
 // A piece of a vote over `dimension` coordinates: 1 ≤ count ≤ max(1, ⌈dimension/64⌉), index <
 // count, and exactly the piece's words. Whether the vote's padding bits are clear is VoteAssembly's

@@ -418,6 +418,7 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
                       runtime::decide(counted, s.replica.dimension())};
     auto encoded = encode(decision);
     s.pending_signs = std::move(decision);
+    report.bytes_per_decision = encoded.size();
     return encoded;
   }
   BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
@@ -436,6 +437,7 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
                          std::move(aggregated.value)};
   auto encoded = encode(decision);
   s.pending_direction = std::move(decision);
+  report.bytes_per_decision = encoded.size();
   return encoded;
 }
 

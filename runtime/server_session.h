@@ -44,6 +44,7 @@ struct RoundReport {
   double vote_wait_seconds = 0.0;        // of which waiting for votes (compute + transport)
   std::uint64_t bytes_per_vote = 0;      // payload bytes of one vote
   std::uint64_t fp32_bytes = 0;          // what an fp32 gradient would have been
+  std::uint64_t bytes_per_decision = 0;  // payload bytes of the decision (sparse when it is smaller)
   std::uint64_t rejected_messages = 0;   // dropped this round (malformed, wrong round, wrong model)
   std::uint64_t late_votes = 0;          // votes for a round already decided (ignored, no blame)
   std::vector<std::size_t> out_of_sync;  // nodes whose vote was on another model (sent the state)

@@ -187,6 +187,7 @@ def run_ballot(args, name, work, n, d, path, rounds):
         "server_cpu_steady": server_steady, "node_cpu_steady": statistics.mean(node_steady),
         "cpu_floor": (server_steady + sum(node_steady)) / os.cpu_count(),
         "bytes_per_vote": lines[-1].get("bytes_per_vote"),
+        "bytes_per_decision": lines[-1].get("bytes_per_decision"),
     }
 
 

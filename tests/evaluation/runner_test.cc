@@ -15,6 +15,7 @@ TEST(Summarise, CurveTargetAndChangedRounds) {
     x.evaluated = round % 3 == 2 || round == 9;
     x.test.accuracy = 0.1 * static_cast<double>(round);
     x.changed_coordinates = round < 4 ? 5 : 0;
+    x.decision_bytes = round < 5 ? 100 : 41;  // sparse decisions vary by round
     r.rounds.push_back(x);
   }
   r.rounds_changed = 4;
@@ -26,6 +27,7 @@ TEST(Summarise, CurveTargetAndChangedRounds) {
   EXPECT_DOUBLE_EQ(c.changed_fraction(), 0.4);
   EXPECT_DOUBLE_EQ(c.final_accuracy, 0.93);
   EXPECT_DOUBLE_EQ(c.changed_coordinates, 2.0);  // 4 rounds × 5 over 10 rounds
+  EXPECT_EQ(c.download_bytes, 71u);              // (5 × 100 + 5 × 41) / 10, rounded up
   ASSERT_EQ(c.curve.size(), 4u);                 // after rounds 3, 6, 9 and the last (10)
   EXPECT_EQ(c.curve[0].round, 3u);
   EXPECT_EQ(c.curve[3].round, 10u);
@@ -90,7 +92,8 @@ TEST(RunGrid, NotApplicableSharedBaselinesAndMetrics) {
     EXPECT_EQ(r.rounds, 10u);
     ASSERT_EQ(r.curve.size(), 3u);  // the initial model, then rounds 5 and 10
     EXPECT_EQ(r.curve[0].round, 0u);
-    EXPECT_EQ(r.dimension, 8u * 4u + 4u);  // logreg: weights and biases
+    EXPECT_EQ(r.dimension, 8u * 4u + 4u);   // logreg: weights and biases
+    EXPECT_EQ(r.download_bytes, 25u + 8u);  // round, η, λ, flag, dimension; one word of signs
     if (cell.baseline()) {
       EXPECT_EQ(r.rounds_changed, 0u);  // nothing to change without an attacker
       EXPECT_TRUE(r.byzantine_nodes.empty());

@@ -1,4 +1,5 @@
 // Fuzz target: the round-protocol payloads a server and a node receive from peers.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -35,17 +36,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto vote = ballot::runtime::decode_encoded_vote(bytes, 4096); vote.ok()) {
     if (vote->bytes.size() > 4096 || ballot::runtime::encode(*vote).size() != size) __builtin_trap();
   }
-  if (auto decision = ballot::runtime::decode_float_decision(bytes, 3); decision.ok()) {
-    if (decision->direction.size() != 3) __builtin_trap();
+  // One encoding per direction: what decodes encodes to the same bytes (dense or sparse form).
+  for (std::size_t dimension : {3u, 100u}) {
+    if (auto decision = ballot::runtime::decode_float_decision(bytes, dimension); decision.ok()) {
+      if (decision->direction.size() != dimension) __builtin_trap();
+      const auto again = ballot::runtime::encode(*decision);
+      if (again.size() != size || !std::equal(again.begin(), again.end(), bytes.begin())) __builtin_trap();
+    }
   }
-  // Pieces of decisions of 64 and 100 bytes, in at most 7 pieces.
+  // Pieces of decisions of at most 64 and 100 bytes, in at most 7 pieces.
   for (std::uint64_t total : {64u, 100u}) {
     if (auto piece = ballot::runtime::decode_decision_piece(bytes, total, 7); piece.ok()) {
-      if (piece->count == 0 || piece->count > 7 || piece->index >= piece->count || piece->total != total) {
+      if (piece->count == 0 || piece->count > 7 || piece->index >= piece->count || piece->total > total) {
         __builtin_trap();
       }
-      const auto length = ballot::runtime::piece_offset(total, piece->index + 1, piece->count) -
-                          ballot::runtime::piece_offset(total, piece->index, piece->count);
+      const auto length = ballot::runtime::piece_offset(piece->total, piece->index + 1, piece->count) -
+                          ballot::runtime::piece_offset(piece->total, piece->index, piece->count);
       if (piece->bytes.size() != length || ballot::runtime::encode(*piece).size() != size) __builtin_trap();
     }
   }

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
+
+#include "core/byte_io.h"
 
 namespace ballot::runtime {
 namespace {
@@ -141,6 +145,88 @@ TEST(Messages, GradientPathPayloads) {
   EXPECT_FALSE(decode_float_decision(encode(decision), 4).ok());
 }
 
+std::uint32_t float_bits(float value) { return std::bit_cast<std::uint32_t>(value); }
+
+// A direction of few nonzero coordinates goes in the sparse form, 8 bytes an entry; -0 and NaN
+// are entries like any value, and what it leaves out comes back as +0, bit for bit.
+TEST(Messages, SparseDirectionsTravelAsTheirEntries) {
+  const std::size_t d = 100;
+  FloatDecision sparse{7, {0.1f, 0.001f}, true, std::vector<float>(d, 0.0f)};
+  sparse.direction[3] = 1.5f;
+  sparse.direction[40] = -0.0f;
+  sparse.direction[99] = std::numeric_limits<float>::quiet_NaN();
+  const auto bytes = encode(sparse);
+  const std::size_t head = 8 + 4 + 4 + 1 + 8 + 1;  // round, η, λ, full digest, dimension, form
+  EXPECT_EQ(bytes.size(), head + 8 + 3 * 8);
+  EXPECT_LT(bytes.size(), decision_bytes(d, false));
+  auto decoded = decode_float_decision(bytes, d);
+  ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+  ASSERT_EQ(decoded->direction.size(), d);
+  for (std::size_t i = 0; i < d; ++i)
+    EXPECT_EQ(float_bits(decoded->direction[i]), float_bits(sparse.direction[i])) << i;
+  EXPECT_EQ(decoded->round, 7u);
+  EXPECT_TRUE(decoded->full_digest);
+  EXPECT_EQ(encode(*decoded), bytes);
+
+  // The form flips where the sparse body stops being smaller: 8 + 8·count < 4·d.
+  for (std::size_t entries : {std::size_t{48}, std::size_t{49}}) {
+    FloatDecision at{1, {0.1f, 0.0f}, false, std::vector<float>(d, 0.0f)};
+    for (std::size_t i = 0; i < entries; ++i) at.direction[2 * i] = 1.0f;
+    const auto encoded = encode(at);
+    EXPECT_EQ(encoded.size(), entries == 48 ? head + 8 + 8 * entries : decision_bytes(d, false)) << entries;
+    auto back = decode_float_decision(encoded, d);
+    ASSERT_TRUE(back.ok()) << back.error().to_string();
+    EXPECT_EQ(back->direction, at.direction);
+  }
+  // An all-zero direction is the sparse form with no entry; d = 0 and d = 2 stay dense.
+  EXPECT_EQ(encode(FloatDecision{1, {0.1f, 0.0f}, false, std::vector<float>(d, 0.0f)}).size(), head + 8);
+  EXPECT_EQ(encode(FloatDecision{1, {0.1f, 0.0f}, false, {}}).size(), decision_bytes(0, false));
+  EXPECT_EQ(encode(FloatDecision{1, {0.1f, 0.0f}, false, {0.0f, 0.0f}}).size(), decision_bytes(2, false));
+}
+
+// Sparse forms a server never sends: each is malformed, and every cut of a valid one too.
+TEST(Messages, MalformedSparseDirectionsAreRefused) {
+  const std::size_t d = 100;
+  FloatDecision sparse{7, {0.1f, 0.0f}, false, std::vector<float>(d, 0.0f)};
+  sparse.direction[10] = 2.0f;
+  sparse.direction[20] = -3.0f;
+  const auto bytes = encode(sparse);
+  const std::size_t form = 8 + 4 + 4 + 1 + 8, count = form + 1, indices = count + 8, values = indices + 8;
+  ASSERT_EQ(bytes[form], 1);
+  ASSERT_EQ(bytes.size(), values + 8);
+  const auto refused = [&](auto change, const char* what) {
+    auto changed = bytes;
+    change(changed);
+    auto decoded = decode_float_decision(changed, d);
+    ASSERT_FALSE(decoded.ok()) << what;
+    EXPECT_EQ(decoded.error().code, ErrorCode::kMalformed) << what;
+  };
+  const auto put32 = [](std::vector<std::uint8_t>& b, std::size_t at, std::uint32_t v) { std::memcpy(&b[at], &v, 4); };
+  refused([&](auto& b) { b[form] = 2; }, "an unknown form");
+  refused([&](auto& b) { put32(b, indices, 20); }, "indices not rising (20, 20)");
+  refused([&](auto& b) { put32(b, indices + 4, 5); }, "indices falling (10, 5)");
+  refused([&](auto& b) { put32(b, indices + 4, 100); }, "an index past the dimension");
+  refused([&](auto& b) { put32(b, values, 0); }, "a +0 entry");
+  refused([&](auto& b) { b[count] = 3; }, "a count past the entries");
+  refused([&](auto& b) { b[count + 7] = 0x80; }, "a huge count");
+  refused([&](auto& b) { b.push_back(0); }, "a byte after the values");
+  for (std::size_t length = 0; length < bytes.size(); ++length) {
+    EXPECT_FALSE(decode_float_decision(std::span(bytes).first(length), d).ok()) << length;
+  }
+  // The dense form of a direction the sparse form holds in fewer bytes: not the encoder's choice.
+  ByteWriter dense;
+  dense.put_bytes(std::span(bytes).first(form))
+      .put<std::uint8_t>(0)
+      .put_array(std::span<const float>(sparse.direction));
+  EXPECT_FALSE(decode_float_decision(dense.bytes(), d).ok());
+  // Neither is a sparse form as large as the dense one: 49 entries of 100 coordinates.
+  ByteWriter large;
+  large.put_bytes(std::span(bytes).first(form)).put<std::uint8_t>(1).put<std::uint64_t>(49);
+  for (std::uint32_t i = 0; i < 49; ++i) large.put<std::uint32_t>(i);
+  for (std::uint32_t i = 0; i < 49; ++i) large.put<float>(1.0f);
+  EXPECT_FALSE(decode_float_decision(large.bytes(), d).ok());
+}
+
 // Exchange placement: the vote with the signed envelopes of the inputs it counted.
 AuditedVote audited(std::size_t d) {
   AuditedVote vote{{3, 0.75, {}, pattern(d)}, {}};
@@ -270,9 +356,11 @@ TEST(Messages, DecisionPiecesRoundTripAndMalformedOnesAreRejected) {
   EXPECT_EQ(decoded->index, 1u);
   EXPECT_EQ(decoded->count, 3u);
   EXPECT_EQ(decoded->bytes, bytes);
-  // Another model's decision size, more pieces than nodes, an index past the count, a byte more
-  // or less than the piece's range: each is malformed.
-  EXPECT_FALSE(decode_decision_piece(encode(piece), total + 1, 3).ok());
+  // A decision larger than the model's largest, more pieces than nodes, an index past the count,
+  // a byte more or less than the piece's range: each is malformed. A smaller decision (a sparse
+  // direction) is a piece like any other.
+  EXPECT_FALSE(decode_decision_piece(encode(piece), total - 1, 3).ok());
+  EXPECT_TRUE(decode_decision_piece(encode(piece), total + 1, 3).ok());
   EXPECT_FALSE(decode_decision_piece(encode(piece), total, 2).ok());
   EXPECT_FALSE(decode_decision_piece(encode(DecisionPiece{12, 3, 3, total, bytes}), total, 3).ok());
   EXPECT_FALSE(decode_decision_piece(encode(DecisionPiece{12, 0, 0, total, {}}), total, 3).ok());

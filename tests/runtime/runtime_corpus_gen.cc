@@ -74,6 +74,9 @@ std::vector<CorpusSeed> message_seeds(const transport::SigningKey& key) {
   out.push_back({"decision_130", encode(Decision{13, {0.5f, 0.0f}, false, signs(130)})});
   out.push_back({"encoded_vote", encode(EncodedVote{12, 0.25, digest(11), ramp(18, 7)})});
   out.push_back({"float_decision_3", encode(FloatDecision{12, {0.05f, 0.0f}, false, {0.5f, -1.25f, 3.0f}})});
+  std::vector<float> sparse(100, 0.0f);
+  sparse[4] = 0.25f, sparse[50] = -0.0f, sparse[99] = -2.0f;
+  out.push_back({"float_decision_100_sparse", encode(FloatDecision{12, {0.05f, 0.0f}, true, sparse})});
   out.push_back({"decision_piece", encode(DecisionPiece{12, 1, 3, 100, ramp(33, 5)})});
   // Piece 1 of 2 of a vote of 130 coordinates (3 words): its words [1, 3), the last one partial.
   out.push_back({"vote_piece_130", encode(VotePiece{12, 0.5, digest(13), 130, 1, 2, {0x0123456789abcdefULL, 3}})});

@@ -153,11 +153,13 @@ TEST(Simulator, ServerResumesFromItsCheckpointAndItsDecisionLog) {
 // bit for bit, in both paths. An omitting node keeps the pieces it should relay: the others then
 // ask for the decision whole; where the same votes were counted in each round as without relays
 // (a deadline can close a round before a vote that waited for the decision arrives, on a loaded
-// machine), the run ends with the same model too.
+// machine), the run ends with the same model too. Global top-k's decisions are sparse, smaller
+// than the model's largest: their pieces are relayed the same way.
 TEST(Simulator, RelayedDecisionsGiveTheModelOfAnUnrelayedRun) {
-  for (const bool gradient_path : {false, true}) {
+  for (const std::string path : {"vote", "fp32", "gtopk:ratio=0.1"}) {
+    const bool gradient_path = path != "vote";
     for (const char* attack : {"none", "omission:p=0.5"}) {
-      SCOPED_TRACE(std::string(gradient_path ? "gradient path, " : "vote path, ") + attack);
+      SCOPED_TRACE(path + ", " + attack);
       const bool omission = std::string(attack) != "none";
       auto options = small_run();
       options.rounds = 12;
@@ -166,7 +168,7 @@ TEST(Simulator, RelayedDecisionsGiveTheModelOfAnUnrelayedRun) {
       if (gradient_path) {
         options.code = "identity";
         options.rule = "trimmed_mean:f=1";
-        options.codec = "fp32";
+        options.codec = path;
         options.update = "sgd";
         options.lr = "constant:lr=0.05";
       }
@@ -182,10 +184,18 @@ TEST(Simulator, RelayedDecisionsGiveTheModelOfAnUnrelayedRun) {
       ASSERT_TRUE(sent.ok()) << sent.error().to_string();
       SimulationOptions relayed = direct;
       relayed.server.relay_decisions = true;
-      relayed.server.on_round = [&](const RoundReport& report) { missing_relayed.push_back(report.missing); };
+      std::vector<std::uint64_t> decision_bytes;
+      relayed.server.on_round = [&](const RoundReport& report) {
+        missing_relayed.push_back(report.missing);
+        // A dense direction is d floats and a head; global top-k's k of d entries take less.
+        if (path == "fp32") EXPECT_GT(report.bytes_per_decision, report.fp32_bytes);
+        if (path.starts_with("gtopk")) EXPECT_LT(report.bytes_per_decision, report.fp32_bytes / 2);
+        decision_bytes.push_back(report.bytes_per_decision);
+      };
       auto result = simulate(*setup, relayed);
       ASSERT_TRUE(result.ok()) << result.error().to_string();
       EXPECT_EQ(result->server.rounds, 12u);
+      EXPECT_EQ(decision_bytes.size(), 12u);
       if (!omission || missing_relayed == missing_direct) {
         EXPECT_EQ(result->server.model_digest, sent->server.model_digest);
       }
