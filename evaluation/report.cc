@@ -498,15 +498,25 @@ std::string defences_table(const Grid& grid, std::span<const Aggregate> aggregat
 struct DefenceSetup {
   const runtime::TrainingOptions* options = nullptr;  // of the defence's first cell
   const CellResult* measured = nullptr;               // a cell that ran (bytes), if any
+  std::size_t download_bytes = 0;  // per round, over the rounds of every cell that ran (sparse decisions vary)
 };
 
 DefenceSetup setup_of(const GridResult& result, std::size_t defence) {
   DefenceSetup out;
+  double download = 0.0, rounds = 0.0;
   for (const auto& cell : result.cells) {
     if (cell.defence != defence) continue;
     if (out.options == nullptr) out.options = &cell.options;
     const CellResult& r = result.results[cell.index];
     if (out.measured == nullptr && r.upload_bytes > 0) out.measured = &r;
+    if (r.upload_bytes > 0 && r.rounds > 0) {
+      download += static_cast<double>(r.download_bytes) * static_cast<double>(r.rounds);
+      rounds += static_cast<double>(r.rounds);
+    }
+  }
+  if (out.measured != nullptr) {
+    out.download_bytes =
+        rounds > 0 ? static_cast<std::size_t>(std::ceil(download / rounds)) : out.measured->download_bytes;
   }
   return out;
 }
@@ -579,7 +589,7 @@ std::string defence_setup(const GridResult& result) {
         vote && o.worker_momentum > 0.0 ? fixed(o.worker_momentum, 2) + " (per partition)" : "none",
         server_momentum(update),
         setup.measured ? (setup.measured->upload_exact ? "" : "≤ ") + bytes_text(setup.measured->upload_bytes) : "-",
-        setup.measured ? bytes_text(setup.measured->download_bytes) : "-"};
+        setup.measured ? bytes_text(setup.download_bytes) : "-"};
     text += table_row(row);
   }
   return text + "\n";

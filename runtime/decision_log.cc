@@ -46,7 +46,12 @@ Result<DecisionLogContents> decode_decision_log(std::span<const std::uint8_t> by
   if (bytes.size() < kHeaderBytes) return reader.malformed("truncated header");
   if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) return reader.malformed("bad magic");
   BALLOT_ASSIGN_OR_RETURN(const auto version, reader.read<std::uint32_t>("version"));
-  if (version != kDecisionLogVersion) return reader.malformed("unsupported version " + std::to_string(version));
+  if (version != kDecisionLogVersion) {
+    return reader.malformed("version " + std::to_string(version) + ", this build reads version " +
+                            std::to_string(kDecisionLogVersion) +
+                            " (finish the run with the build that wrote it; without the log the server resumes "
+                            "from its checkpoint, as after a lost log end)");
+  }
   DecisionLogContents contents;
   BALLOT_ASSIGN_OR_RETURN(contents.first_round, reader.read<std::uint64_t>("first round"));
   while (reader.remaining() > 0) {

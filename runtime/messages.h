@@ -150,7 +150,7 @@ std::vector<DecisionPiece> cut_decision(std::uint64_t round, std::span<const std
                                         std::uint32_t count);
 // A node's side: the pieces of one decision as they arrive, in any order. add() returns the whole
 // payload once every piece is in (and starts afresh); a repeated piece, or one of another count
-// than the first (another server process's cut), changes nothing.
+// or total than the first (another server process's cut), changes nothing.
 class DecisionAssembly {
  public:
   std::optional<std::vector<std::uint8_t>> add(const DecisionPiece& piece);

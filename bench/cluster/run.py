@@ -19,6 +19,9 @@ one pass over d floats per gradient, so that communication and the CPU work arou
   exchange  the same with the exchange placement (nodes relay signed signs along G's columns)
   fp32      Ballot's gradient path with codec fp32 and rule mean (float gradients up, float
             direction down, same security)
+  gtopk     the gradient path with codec gtopk:ratio=0.01 and rule mean: each node sends its
+            top 1 % (index and value), the server keeps the top 1 % of the mean and sends it
+            down in the decision's sparse form (8 bytes an entry each way)
   gloo      torch.distributed all_reduce of the d floats over gloo between hosts 1..n: no TLS,
             no signatures (the baseline users run today, like DDP's gradient allreduce)
 
@@ -40,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 VCLUSTER = os.path.join(ROOT, "scripts", "vcluster.sh")
 PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives here
+GTOPK_RATIO = 0.01
 
 
 def sh(*args, check=True, capture=False):
@@ -106,9 +110,9 @@ def ballot_config(work, n, d, rounds, path, deadline_ms):
     server = {"host": addr(0), "port": 29500}
     if path == "vote2":
         server["io_threads"] = 2
-    if path == "fp32":
+    if path in ("fp32", "gtopk"):
         training["rule"] = "mean"
-        training["codec"] = "fp32"
+        training["codec"] = "fp32" if path == "fp32" else f"gtopk:ratio={GTOPK_RATIO}"
     config = {
         "server": server,
         "nodes": [{"host": addr(i + 1), "port": 29600} for i in range(n)],
@@ -230,6 +234,8 @@ def model_bytes(path, n, d):
         return n * d / 8  # server link: n votes in, n decisions out (relay: one decision out)
     if path == "fp32":
         return n * 4 * d
+    if path == "gtopk":
+        return n * 8 * GTOPK_RATIO * d  # n top-k messages in, n sparse decisions out
     return 2 * (n - 1) / n * 4 * d  # ring allreduce, per node
 
 
@@ -294,7 +300,8 @@ def main():
     return 0
 
 
-COLOURS = {"vote": "#1b9e77", "vote2": "#a6d854", "relay": "#e7298a", "exchange": "#66a61e", "fp32": "#d95f02", "gloo": "#7570b3"}
+COLOURS = {"vote": "#1b9e77", "vote2": "#a6d854", "relay": "#e7298a", "exchange": "#66a61e", "fp32": "#d95f02",
+           "gtopk": "#e6ab02", "gloo": "#7570b3"}
 
 
 def plot(results, file):

@@ -270,7 +270,8 @@ TEST(MarkdownReport, PerDefenceSetupAndTheAttackFreeCheck) {
       result.results[cell.index] = cell.attack == "none" ? done(0.40, 0, std::nullopt, 1.0) : CellResult{};
       if (cell.attack != "none") result.results[cell.index].status = CellStatus::kNotApplicable;
       result.results[cell.index].upload_bytes = 4136;
-      result.results[cell.index].download_bytes = 4016;
+      // A sparse decision's bytes vary by run: the table shows the mean over the rounds of the cells.
+      result.results[cell.index].download_bytes = cell.seed == 1 ? 4016 : 4020;
     }
   }
   const auto aggregates = aggregate(result);
@@ -287,7 +288,7 @@ TEST(MarkdownReport, PerDefenceSetupAndTheAttackFreeCheck) {
       << md;
   EXPECT_NE(md.find("| median/fp32 | gradient | – | `median` | `fp32` | `sgd:momentum=0.9"), std::string::npos) << md;
   EXPECT_NE(md.find("`constant:lr=0.1 > cosine:rounds=100,min=0.05` | the update rule's default | none | 0.90 | 4136 B "
-                    "| 4016 B |"),
+                    "| 4018 B |"),
             std::string::npos)
       << md;
   // Attack-free accuracy: bernoulli is best (85.0), signSGD-MV 3 points and median 45 behind.

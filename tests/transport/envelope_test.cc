@@ -64,7 +64,7 @@ TEST_F(EnvelopeTest, SignatureInputLayout) {
   h.payload_digest.fill(0xee);
   const auto input = signature_input(h);
   ASSERT_EQ(input.size(), kEnvelopeDomain.size() + 1 + kSignedFieldsSize);
-  EXPECT_EQ(std::string(input.begin(), input.begin() + kEnvelopeDomain.size()), "ballot.envelope.v3");
+  EXPECT_EQ(std::string(input.begin(), input.begin() + kEnvelopeDomain.size()), "ballot.envelope.v4");
   const std::uint8_t* f = input.data() + kEnvelopeDomain.size() + 1;
   EXPECT_EQ(input[kEnvelopeDomain.size()], 0);
   EXPECT_EQ(f[0], 0x08);  // job, little-endian
@@ -84,7 +84,7 @@ TEST_F(EnvelopeTest, SignatureInputLayout) {
 }
 
 // Version 1 signed "ballot.envelope.v1" over a plain SHA-256 of the payload. Such an envelope
-// (e.g. replayed from an old deployment) fails under version 3: other label, other digest.
+// (e.g. replayed from an old deployment) fails under version 4: other label, other digest.
 TEST_F(EnvelopeTest, VersionOneEnvelopeDoesNotVerify) {
   const auto payload = payload_of(3 * kPayloadLeafSize + 5);
   SignedEnvelope old = signer_->envelope_for(MessageType::kVote, 3, *payload);
@@ -97,17 +97,19 @@ TEST_F(EnvelopeTest, VersionOneEnvelopeDoesNotVerify) {
   EXPECT_NE(old.header.payload_digest, payload_digest(*payload));
 }
 
-// Version 2 signed "ballot.envelope.v2" over the same tree digest; its decisions had no η and λ.
-// A version-2 envelope replayed into a version-3 cluster fails at its label.
-TEST_F(EnvelopeTest, VersionTwoEnvelopeDoesNotVerify) {
+// Versions 2 and 3 signed "ballot.envelope.v2" and "…v3" over the same tree digest: version 2's
+// decisions had no η and λ, version 3's fp32 decisions no form byte. Replayed into a version-4
+// cluster, such an envelope fails at its label.
+TEST_F(EnvelopeTest, VersionTwoAndThreeEnvelopesDoNotVerify) {
   const auto payload = payload_of(kPayloadLeafSize + 9);
-  SignedEnvelope old = signer_->envelope_for(MessageType::kDecision, 4, *payload);
-  std::vector<std::uint8_t> input = signature_input(old.header);
-  const std::string_view v2 = "ballot.envelope.v2";
-  std::memcpy(input.data(), v2.data(), v2.size());
-  old.signature = key_.sign(input);
-  EXPECT_FALSE(verify_envelope_signature(old, key_.verify_key()));
-  EXPECT_EQ(old.header.payload_digest, payload_digest(*payload));
+  for (const std::string_view label : {"ballot.envelope.v2", "ballot.envelope.v3"}) {
+    SignedEnvelope old = signer_->envelope_for(MessageType::kDecision, 4, *payload);
+    std::vector<std::uint8_t> input = signature_input(old.header);
+    std::memcpy(input.data(), label.data(), label.size());
+    old.signature = key_.sign(input);
+    EXPECT_FALSE(verify_envelope_signature(old, key_.verify_key())) << label;
+    EXPECT_EQ(old.header.payload_digest, payload_digest(*payload));
+  }
 }
 
 TEST_F(EnvelopeTest, EveryFieldIsCovered) {
