@@ -89,7 +89,7 @@ struct NodeSession::State final : NodeAdversary::Link {
   Result<std::optional<NodeEvent>> take_piece(DecisionPiece piece);
   // Applies the decision of the node's round (whole, or put together from its pieces).
   std::optional<NodeEvent> apply_decided(std::span<const std::uint8_t> payload);
-  void take_global_set(std::span<const std::uint8_t> payload);
+  void take_global_set(std::span<const float> direction);
   // The decision of the node's round is due (a piece or the next round's start arrived): ask the
   // server for it whole when it is late, and give up on it (rejoin) when that did not help.
   Result<std::optional<NodeEvent>> check_decision_due();
@@ -431,8 +431,11 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_decision(const transport
 
 std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::uint8_t> payload) {
   pending.active = false;  // decided without this node's vote: it would come too late
-  if (!replica.apply_decision(round, payload, setup.sign_vote()).ok()) return std::nullopt;
-  if (global_topk != nullptr) take_global_set(payload);
+  std::vector<float> direction;
+  if (!replica.apply_decision(round, payload, setup.sign_vote(), global_topk != nullptr ? &direction : nullptr).ok()) {
+    return std::nullopt;
+  }
+  if (global_topk != nullptr) take_global_set(direction);
   computing.reset();
   piece_vote.reset();
   ++round;
@@ -444,11 +447,9 @@ std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::
 
 // Global top-k: the coordinates the decision changed are the round's global set. The codec's last
 // selection (when the session encoded it) takes it now: what it sent elsewhere goes back into its
-// residual. The replica validated the payload.
-void NodeSession::State::take_global_set(std::span<const std::uint8_t> payload) {
-  auto decision = decode_float_decision(payload, replica.dimension());
-  if (!decision.ok()) return;
-  global_set = coding::global_set_of(decision->direction, replica.model().layout(), global_topk->granularity()).bytes;
+// residual. `direction` is the decision the replica applied.
+void NodeSession::State::take_global_set(std::span<const float> direction) {
+  global_set = coding::global_set_of(direction, replica.model().layout(), global_topk->granularity()).bytes;
   // A message of this session's own making, for this layout: it cannot be refused.
   BALLOT_ENFORCE(global_topk->accept_global(global_set, replica.model().layout()).ok());
 }

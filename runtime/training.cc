@@ -266,7 +266,8 @@ void Replica::apply(std::uint64_t round, std::span<const float> direction, learn
                        {reinterpret_cast<const std::uint8_t*>(direction.data()), direction.size_bytes()});
 }
 
-Status Replica::apply_decision(std::uint64_t round, std::span<const std::uint8_t> payload, bool sign_vote) {
+Status Replica::apply_decision(std::uint64_t round, std::span<const std::uint8_t> payload, bool sign_vote,
+                               std::vector<float>* direction) {
   const auto wrong_round = [&](std::uint64_t got) {
     return make_error(ErrorCode::kMalformed,
                       "decision of round " + std::to_string(got) + " given for round " + std::to_string(round));
@@ -280,6 +281,7 @@ Status Replica::apply_decision(std::uint64_t round, std::span<const std::uint8_t
   BALLOT_ASSIGN_OR_RETURN(auto decision, decode_float_decision(payload, dimension()));
   if (decision.round != round) return wrong_round(decision.round);
   apply(round, std::span<const float>(decision.direction), decision.scale, decision.full_digest);
+  if (direction != nullptr) *direction = std::move(decision.direction);
   return {};
 }
 

@@ -167,7 +167,9 @@ class Replica {
   // Round `round`'s decision as it travels (runtime/messages.h: a Decision when `sign_vote`, else
   // a FloatDecision), decoded and applied with its own scale and digest flag. kMalformed, the
   // replica unchanged, when the bytes are not a decision of that round for this dimension.
-  Status apply_decision(std::uint64_t round, std::span<const std::uint8_t> payload, bool sign_vote);
+  // `direction`, when not null, receives a FloatDecision's direction once applied.
+  Status apply_decision(std::uint64_t round, std::span<const std::uint8_t> payload, bool sign_vote,
+                        std::vector<float>* direction = nullptr);
   // SHA-256 of the parameters: equal digests mean bit-identical models. O(d).
   transport::Digest digest() const;
   // The digest RoundStart and votes carry, O(1) (apply() maintains it). After a decision flagged
