@@ -1,5 +1,8 @@
 #include "coding/codec.h"
 
+#include <bit>
+#include <cstdint>
+
 #include "coding/codec_registry.h"
 
 namespace ballot::coding {
@@ -16,6 +19,17 @@ const char* codec_id_name(CodecId id) noexcept {
 Result<std::vector<float>> Codec::decode(std::span<const std::uint8_t> bytes, const GradientLayout& layout) const {
   std::vector<float> out(layout.total_size(), 0.0f);
   BALLOT_TRY(decode_add(bytes, layout, out, 1.0f));
+  return out;
+}
+
+Result<SparseGradient> Codec::decode_entries(std::span<const std::uint8_t> bytes, const GradientLayout& layout) const {
+  BALLOT_ASSIGN_OR_RETURN(const auto dense, decode(bytes, layout));
+  SparseGradient out;
+  for (std::size_t i = 0; i < dense.size(); ++i) {
+    if (std::bit_cast<std::uint32_t>(dense[i]) == 0) continue;  // +0
+    out.indices.push_back(i);
+    out.values.push_back(dense[i]);
+  }
   return out;
 }
 

@@ -18,6 +18,10 @@
 //   momentum and accumulation) expose
 //   their node state through save_state()/load_state() for checkpoints.
 //
+// - decode_entries() is decode() as a list of entries. A sparsifying codec (sparse_decode() true:
+//   top-k, threshold, random-k, global top-k, DGC) reads them straight from the message, in
+//   O(entries), without writing d floats; the others decode and list what is not +0.
+//
 // Thread-safety: decode*() and wire_size() are const and may run concurrently; encode() and the
 // state functions mutate the codec and need external synchronisation.
 #pragma once
@@ -68,6 +72,14 @@ struct EncodedGradient {
   std::span<const std::uint8_t> view() const noexcept { return bytes; }
 };
 
+// A decoded gradient as its entries: indices strictly rising and below d, every coordinate not
+// listed +0. Written out, it is decode()'s vector bit for bit (so a −0 on the wire is +0 here, as
+// 0 + −0 is). It may list coordinates whose value is +0.
+struct SparseGradient {
+  std::vector<std::uint64_t> indices;
+  std::vector<float> values;
+};
+
 class Codec {
  public:
   virtual ~Codec() = default;
@@ -87,6 +99,11 @@ class Codec {
 
   // The decoded gradient (zeros, then decode_add).
   Result<std::vector<float>> decode(std::span<const std::uint8_t> bytes, const GradientLayout& layout) const;
+
+  // The decoded gradient as its entries; the same checks and errors as decode().
+  virtual bool sparse_decode() const noexcept { return false; }
+  virtual Result<SparseGradient> decode_entries(std::span<const std::uint8_t> bytes,
+                                                const GradientLayout& layout) const;
 
   // Bytes of encode()'s output for `layout`: exact when exact_wire_size(), otherwise the largest
   // possible size (data-dependent codecs: threshold sparsification, Elias-coded QSGD).

@@ -109,6 +109,12 @@ Status DgcCodec::decode_add(std::span<const std::uint8_t> bytes, const GradientL
   return {};
 }
 
+Result<SparseGradient> DgcCodec::decode_entries(std::span<const std::uint8_t> bytes,
+                                                const GradientLayout& layout) const {
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id(), 0, layout));
+  return detail::entries_of(view);
+}
+
 std::vector<std::uint8_t> DgcCodec::state_blob(std::span<const float> momentum, std::span<const float> velocity,
                                                std::uint64_t rounds) {
   std::uint8_t count[8];

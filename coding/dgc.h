@@ -59,6 +59,9 @@ class DgcCodec final : public Codec {
   EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
   Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
                     float weight = 1.0f) const override;
+  bool sparse_decode() const noexcept override { return true; }
+  Result<SparseGradient> decode_entries(std::span<const std::uint8_t> bytes,
+                                        const GradientLayout& layout) const override;
   // Upper bound: every segment at its largest budget of the schedule.
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;

@@ -28,6 +28,11 @@ class ErrorFeedback final : public Codec {
                     float weight = 1.0f) const override {
     return inner_->decode_add(bytes, layout, accumulator, weight);
   }
+  bool sparse_decode() const noexcept override { return inner_->sparse_decode(); }
+  Result<SparseGradient> decode_entries(std::span<const std::uint8_t> bytes,
+                                        const GradientLayout& layout) const override {
+    return inner_->decode_entries(bytes, layout);
+  }
   std::size_t wire_size(const GradientLayout& layout) const override { return inner_->wire_size(layout); }
   using Codec::wire_size;
   bool exact_wire_size() const noexcept override { return inner_->exact_wire_size(); }

@@ -74,6 +74,12 @@ Status GlobalTopKCodec::decode_add(std::span<const std::uint8_t> bytes, const Gr
   return {};
 }
 
+Result<SparseGradient> GlobalTopKCodec::decode_entries(std::span<const std::uint8_t> bytes,
+                                                       const GradientLayout& layout) const {
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id(), kGlobalFlag, layout));
+  return detail::entries_of(view);
+}
+
 Status GlobalTopKCodec::accept_global(std::span<const std::uint8_t> global, const GradientLayout& layout) {
   BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(global, id(), kGlobalFlag, layout));
   if (!(view.header.flags & kGlobalFlag)) {

@@ -34,6 +34,9 @@ class GlobalTopKCodec final : public Codec {
   // Decodes a worker message or the aggregator's global message.
   Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
                     float weight = 1.0f) const override;
+  bool sparse_decode() const noexcept override { return true; }
+  Result<SparseGradient> decode_entries(std::span<const std::uint8_t> bytes,
+                                        const GradientLayout& layout) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 

@@ -89,6 +89,12 @@ Status TopKCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
   return {};
 }
 
+Result<SparseGradient> TopKCodec::decode_entries(std::span<const std::uint8_t> bytes,
+                                                 const GradientLayout& layout) const {
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id(), 0, layout));
+  return detail::entries_of(view);
+}
+
 // ---- threshold ------------------------------------------------------------------------------
 
 std::string ThresholdCodec::spec() const { return "threshold:tau=" + std::to_string(options_.tau); }
@@ -113,6 +119,12 @@ Status ThresholdCodec::decode_add(std::span<const std::uint8_t> bytes, const Gra
   BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id(), 0, layout));
   detail::add_sparse(view, accumulator, weight);
   return {};
+}
+
+Result<SparseGradient> ThresholdCodec::decode_entries(std::span<const std::uint8_t> bytes,
+                                                      const GradientLayout& layout) const {
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_sparse(bytes, id(), 0, layout));
+  return detail::entries_of(view);
 }
 
 // ---- random-k -------------------------------------------------------------------------------
@@ -167,6 +179,30 @@ Status RandomKCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradi
     for (std::uint32_t i : indices) base[i] += weight * load_pod<float>(view.values.data() + 4 * j++);
   }
   return {};
+}
+
+Result<SparseGradient> RandomKCodec::decode_entries(std::span<const std::uint8_t> bytes,
+                                                    const GradientLayout& layout) const {
+  BALLOT_ASSIGN_OR_RETURN(const auto view, detail::read_random_k(bytes, layout));
+  Rng rng(view.seed, view.stream);
+  rng.seek(view.position);
+  SparseGradient out;
+  std::vector<std::uint32_t> indices;
+  std::vector<std::pair<std::uint32_t, float>> segment;
+  std::size_t j = 0;
+  for (std::size_t s = 0; s < view.segments.size(); ++s) {
+    indices.clear();
+    random_subset(rng, view.segments[s].size, view.counts[s], indices);
+    // Distinct indices in draw order: sorted within the segment (the segments are in order).
+    segment.clear();
+    for (const std::uint32_t i : indices) segment.emplace_back(i, 0.0f + load_pod<float>(view.values.data() + 4 * j++));
+    std::sort(segment.begin(), segment.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [i, v] : segment) {
+      out.indices.push_back(view.segments[s].offset + i);
+      out.values.push_back(v);
+    }
+  }
+  return out;
 }
 
 }  // namespace ballot::coding

@@ -36,6 +36,9 @@ class TopKCodec final : public Codec {
   EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
   Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
                     float weight = 1.0f) const override;
+  bool sparse_decode() const noexcept override { return true; }
+  Result<SparseGradient> decode_entries(std::span<const std::uint8_t> bytes,
+                                        const GradientLayout& layout) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 
@@ -54,6 +57,9 @@ class RandomKCodec final : public Codec {
   EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
   Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
                     float weight = 1.0f) const override;
+  bool sparse_decode() const noexcept override { return true; }
+  Result<SparseGradient> decode_entries(std::span<const std::uint8_t> bytes,
+                                        const GradientLayout& layout) const override;
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;
 
@@ -76,6 +82,9 @@ class ThresholdCodec final : public Codec {
   EncodedGradient encode(std::span<const float> gradient, const GradientLayout& layout, Rng& rng) override;
   Status decode_add(std::span<const std::uint8_t> bytes, const GradientLayout& layout, std::span<float> accumulator,
                     float weight = 1.0f) const override;
+  bool sparse_decode() const noexcept override { return true; }
+  Result<SparseGradient> decode_entries(std::span<const std::uint8_t> bytes,
+                                        const GradientLayout& layout) const override;
   // Upper bound (every coordinate kept): 24 + 4 + 8d.
   std::size_t wire_size(const GradientLayout& layout) const override;
   using Codec::wire_size;

@@ -86,6 +86,10 @@ class Aggregator {
   virtual Status check(std::size_t n) const = 0;
   // Aggregates n ≥ 1 inputs of d ≥ 0 floats: check(n) first, then the rule.
   virtual Result<AggregationResult> aggregate(const InputMatrix& inputs) = 0;
+  // True when output coordinate j is a function of input column j alone, the same for every j
+  // (given which rows are non-finite): the rule may then run on a subset of the columns
+  // (robust/sparse_inputs.h).
+  virtual bool coordinate_wise() const noexcept { return false; }
 
   Result<AggregationResult> aggregate(std::span<const std::span<const float>> rows);
 };

@@ -38,6 +38,7 @@ class Mean final : public Aggregator {
   Status check(std::size_t n) const override { return check(n, 0); }
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;
   using Aggregator::aggregate;
+  bool coordinate_wise() const noexcept override { return true; }
   // The mean of the rows (float)(scales[i] · x_i), bit for bit what aggregate() returns for a
   // matrix holding those products, read straight from the inputs (a clipping stage's output that
   // was never written). scales: n floats in [−1, 1] (so that no product of a finite input
@@ -64,6 +65,7 @@ class CoordinateMedian final : public Aggregator {
   Status check(std::size_t n) const override { return check(n, options_.f); }
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;
   using Aggregator::aggregate;
+  bool coordinate_wise() const noexcept override { return true; }
 
  private:
   Options options_;
@@ -85,6 +87,7 @@ class TrimmedMean final : public Aggregator {
   Status check(std::size_t n) const override { return check(n, options_.f); }
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;
   using Aggregator::aggregate;
+  bool coordinate_wise() const noexcept override { return true; }
 
  private:
   Options options_;
@@ -106,6 +109,7 @@ class MeanAroundMedian final : public Aggregator {
   Status check(std::size_t n) const override { return check(n, options_.f); }
   Result<AggregationResult> aggregate(const InputMatrix& inputs) override;
   using Aggregator::aggregate;
+  bool coordinate_wise() const noexcept override { return true; }
 
  private:
   Options options_;

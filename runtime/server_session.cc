@@ -9,6 +9,7 @@
 #include "coding/codec_registry.h"
 #include "coding/global_topk.h"
 #include "robust/registry.h"
+#include "robust/sparse_inputs.h"
 #include "runtime/checkpoint.h"
 #include "runtime/detail/peer_failure.h"
 #include "runtime/messages.h"
@@ -26,8 +27,9 @@ using detail::tolerate_peer_failure;
 struct ServerSession::State {
   struct Received {  // what the server holds from node i in a round
     double loss = 0;
-    BitVector signs;              // sign path
-    std::vector<float> gradient;  // gradient path, decoded
+    BitVector signs;                 // sign path
+    std::vector<float> gradient;     // gradient path, decoded
+    coding::SparseGradient entries;  // gradient path, a sparsifying codec: the decoded entries
   };
 
   State(const TrainingSetup& s, transport::Transport& t, Replica& r, ServerSessionOptions o)
@@ -93,6 +95,8 @@ struct ServerSession::State {
   // Global top-k (gtopk): the update is the k largest of the rule's output (Shi et al.'s global set).
   std::optional<coding::SparseOptions> global_budget;
   std::size_t max_codec_bytes = 0;
+  // Votes kept as their entries (robust/sparse_inputs.h) rather than decoded into d floats.
+  bool by_entries() const { return codec->sparse_decode() && aggregator->coordinate_wise(); }
   std::uint64_t send_failures = 0;
   std::deque<transport::Message> held;  // arrived while waiting for the Joins: handled first
   // The last decision sent, for nodes that ask for it whole (once per node).
@@ -329,7 +333,15 @@ Status ServerSession::State::on_vote(transport::Message& message) {
       accepted = Received{vote->loss, std::move(vote->signs), {}};
     }
   } else if (auto vote = decode_encoded_vote(message.payload, max_codec_bytes); vote.ok() && vote->round == round) {
-    if (auto gradient = codec->decode(vote->bytes, replica.model().layout()); gradient.ok()) {
+    // For a coordinate-wise rule, a sparsifying codec's message stays a list of entries: no d
+    // floats per node.
+    const auto& layout = replica.model().layout();
+    if (by_entries()) {
+      if (auto entries = codec->decode_entries(vote->bytes, layout); entries.ok()) {
+        vote_digest = vote->model_digest;
+        accepted = Received{vote->loss, {}, {}, std::move(*entries)};
+      }
+    } else if (auto gradient = codec->decode(vote->bytes, layout); gradient.ok()) {
       vote_digest = vote->model_digest;
       accepted = Received{vote->loss, {}, std::move(*gradient)};
     }
@@ -395,11 +407,13 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
   report.vote_wait_seconds = std::chrono::duration<double>(s.clock->now() - s.started).count();
   std::vector<const BitVector*> counted;
   std::vector<std::span<const float>> gradients;
+  std::vector<robust::SparseRow> entries;
   double loss = 0;
   for (std::size_t i = 0; i < s.n; ++i) {
     if (s.votes[i]) {
       counted.push_back(&s.votes[i]->signs);
       gradients.emplace_back(s.votes[i]->gradient);
+      entries.push_back({s.votes[i]->entries.indices, s.votes[i]->entries.values});
       loss += s.votes[i]->loss;
     } else {
       report.missing.push_back(i);
@@ -421,9 +435,14 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
     report.bytes_per_decision = encoded.size();
     return encoded;
   }
-  BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
-  // check() passed for n − b and n inputs at setup, so this fails only on a bug of ours.
-  BALLOT_ASSIGN_OR_RETURN(auto aggregated, s.aggregator->aggregate(inputs));
+  // check() passed for n − b and n inputs at setup, so this fails only on a bug of ours. Entries
+  // aggregate to what their dense vectors would, bit for bit (robust/sparse_inputs.h).
+  auto aggregate = [&]() -> Result<robust::AggregationResult> {
+    if (s.by_entries()) return robust::aggregate_sparse(*s.aggregator, entries, s.replica.dimension());
+    BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
+    return s.aggregator->aggregate(inputs);
+  };
+  BALLOT_ASSIGN_OR_RETURN(auto aggregated, aggregate());
   if (s.options.quarantine) {
     for (auto row : aggregated.report.non_finite) {
       std::size_t seen = 0;  // map the row back to its node index

@@ -323,4 +323,20 @@ void add_sparse(const SparseView& view, std::span<float> accumulator, float weig
   }
 }
 
+SparseGradient entries_of(const SparseView& view) {
+  SparseGradient out;
+  std::size_t total = 0;
+  for (const std::uint32_t count : view.counts) total += count;
+  out.indices.reserve(total);
+  out.values.reserve(total);
+  std::size_t j = 0;
+  for (std::size_t s = 0; s < view.segments.size(); ++s) {
+    for (std::uint32_t c = 0; c < view.counts[s]; ++c, ++j) {
+      out.indices.push_back(view.segments[s].offset + load_pod<std::uint32_t>(view.indices.data() + 4 * j));
+      out.values.push_back(0.0f + load_pod<float>(view.values.data() + 4 * j));
+    }
+  }
+  return out;
+}
+
 }  // namespace ballot::coding::detail

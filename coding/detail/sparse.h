@@ -90,5 +90,7 @@ struct RandomKView {
 Result<RandomKView> read_random_k(std::span<const std::uint8_t> bytes, const GradientLayout& layout);
 // accumulator[offset + index] += weight * value for a validated view.
 void add_sparse(const SparseView& view, std::span<float> accumulator, float weight);
+// A validated view's entries as decode() writes them (0 + value: −0 becomes +0).
+SparseGradient entries_of(const SparseView& view);
 
 }  // namespace ballot::coding::detail

@@ -191,6 +191,42 @@ TEST_P(EveryCodec, NonFiniteInputNeverCrashes) {
   EXPECT_TRUE(decoded.ok()) << GetParam();
 }
 
+// decode_entries() is decode() as entries: strictly rising indices, and written out, the decoded
+// vector bit for bit (a −0 and a NaN on the wire included). The sparsifying codecs read the entries
+// from the message, so they list at most what it carries (4 bytes or more each); every truncation
+// is an error, as for decode().
+TEST_P(EveryCodec, EntriesAreTheDecodedVector) {
+  auto c = codec(GetParam());
+  const CodecId id = c->id();
+  const bool sparse = id == CodecId::kTopK || id == CodecId::kRandomK || id == CodecId::kThreshold ||
+                      id == CodecId::kGlobalTopK || id == CodecId::kDgc;
+  EXPECT_EQ(c->sparse_decode(), sparse) << GetParam();
+  for (const auto& layout : layouts()) {
+    auto g = normal_values(layout.total_size(), 12);
+    for (std::size_t i = 0; i < g.size(); i += 7) g[i] = i % 2 ? -0.0f : 0.0f;
+    if (g.size() > 20) g[20] = -std::numeric_limits<float>::quiet_NaN();
+    Rng rng(3, 9);
+    const EncodedGradient encoded = c->encode(g, layout, rng);
+    const auto decoded = c->decode(encoded.bytes, layout);
+    const auto entries = c->decode_entries(encoded.bytes, layout);
+    ASSERT_TRUE(decoded.ok() && entries.ok()) << GetParam();
+    ASSERT_EQ(entries->indices.size(), entries->values.size());
+    std::vector<float> written(g.size(), 0.0f);
+    for (std::size_t j = 0; j < entries->indices.size(); ++j) {
+      ASSERT_LT(entries->indices[j], g.size()) << GetParam();
+      if (j > 0) ASSERT_GT(entries->indices[j], entries->indices[j - 1]) << GetParam();
+      written[entries->indices[j]] = entries->values[j];
+    }
+    EXPECT_EQ(std::memcmp(written.data(), decoded->data(), g.size() * sizeof(float)), 0)
+        << GetParam() << " d=" << g.size();
+    if (sparse) EXPECT_LE(4 * entries->indices.size(), encoded.size()) << GetParam();
+    for (std::size_t cut = 0; cut < encoded.size(); cut += std::max<std::size_t>(1, encoded.size() / 13)) {
+      const std::span<const std::uint8_t> truncated(encoded.bytes.data(), cut);
+      EXPECT_FALSE(c->decode_entries(truncated, layout).ok()) << GetParam() << " cut " << cut;
+    }
+  }
+}
+
 // Every line of the codec table at its example, with and without error feedback (where it may
 // take it), then more variants: a new table line is covered without editing this file.
 std::vector<std::string> every_spec() {

@@ -1,7 +1,8 @@
 // Fuzz target: every codec's decoder (and state loader) on hostile bytes. Input format in
 // tests/coding/codec_fuzz_support.h. Whatever the bytes, decoding must return a Result — never
 // crash, never read or write out of bounds — and a rejected message must leave the accumulator
-// untouched; an accepted one must decode to exactly what decode_add adds.
+// untouched; an accepted one must decode to exactly what decode_add adds, and decode_entries()
+// must accept exactly what decode() accepts and list exactly its vector.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -33,10 +34,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (float v : acc) {
       if (v != 0.5f) std::abort();  // untouched
     }
+    if (codec->decode_entries(bytes, layout).ok()) std::abort();
     return 0;
   }
   const auto decoded = codec->decode(bytes, layout);
   if (!decoded.ok() || decoded->size() != acc.size()) std::abort();
+  const auto entries = codec->decode_entries(bytes, layout);
+  if (!entries.ok() || entries->indices.size() != entries->values.size()) std::abort();
+  std::vector<float> written(decoded->size(), 0.0f);
+  for (std::size_t j = 0; j < entries->indices.size(); ++j) {
+    if (entries->indices[j] >= written.size() || (j > 0 && entries->indices[j] <= entries->indices[j - 1]))
+      std::abort();
+    written[entries->indices[j]] = entries->values[j];
+  }
+  if (std::memcmp(written.data(), decoded->data(), written.size() * sizeof(float)) != 0) std::abort();
   if (auto* gtopk = dynamic_cast<GlobalTopKCodec*>(codec.get())) (void)gtopk->accept_global(bytes, layout);
   return 0;
 }

@@ -6,12 +6,14 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "robust/registry.h"
+#include "robust/sparse_inputs.h"
 #include "robust_test_util.h"
 
 namespace ballot::robust {
@@ -255,6 +257,35 @@ TEST_P(EveryRule, RandomAdversarialInputsNeverCrash) {
         EXPECT_TRUE(std::binary_search(result->report.excluded.begin(), result->report.excluded.end(), i)) << spec();
     }
   }
+}
+
+// Sparse inputs (a sparsifying codec's messages, one of them non-finite) aggregate to what the
+// rows written out densely give, bit for bit.
+TEST_P(EveryRule, SparseInputsGiveTheDenseResult) {
+  Rng rng(Rng::stream_id({static_cast<std::uint64_t>(spec().size()), 78}));
+  const std::size_t d = 700;
+  std::vector<std::vector<std::uint64_t>> indices(kN);
+  std::vector<std::vector<float>> values(kN);
+  std::vector<float> dense(kN * d, 0.0f);
+  for (std::size_t i = 0; i < kN; ++i) {
+    for (std::size_t c = 0; c < d; ++c) {
+      if (!rng.bernoulli(0.05)) continue;
+      indices[i].push_back(c);
+      values[i].push_back(i == 6 && indices[i].size() == 3 ? std::numeric_limits<float>::quiet_NaN()
+                                                           : static_cast<float>(1.0 + rng.normal()));
+      dense[i * d + c] = values[i].back();
+    }
+  }
+  std::vector<SparseRow> rows;
+  for (std::size_t i = 0; i < kN; ++i) rows.push_back({indices[i], values[i]});
+  auto sparse = aggregate_sparse(*make(spec()), rows, d);
+  auto reference = make(spec())->aggregate(InputMatrix(dense.data(), kN, d));
+  ASSERT_TRUE(sparse.ok() && reference.ok()) << spec();
+  ASSERT_EQ(sparse->value.size(), d);
+  EXPECT_EQ(std::memcmp(sparse->value.data(), reference->value.data(), d * sizeof(float)), 0) << spec();
+  EXPECT_EQ(sparse->report.non_finite, reference->report.non_finite) << spec();
+  EXPECT_EQ(sparse->report.selected, reference->report.selected) << spec();
+  EXPECT_EQ(sparse->report.excluded, reference->report.excluded) << spec();
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryRule, ::testing::ValuesIn(every_spec()), [](const auto& info) {
