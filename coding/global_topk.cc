@@ -5,6 +5,7 @@
 #include "coding/detail/sparse.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
+#include "core/float_entries.h"
 
 namespace ballot::coding {
 namespace {
@@ -179,13 +180,17 @@ EncodedGradient global_set_of(std::span<const float> applied, const GradientLayo
   std::vector<std::uint32_t> indices;
   std::vector<float> values;
   for (std::size_t s = 0; s < segments.size(); ++s) {
-    const float* x = applied.data() + segments[s].offset;
-    for (std::size_t i = 0; i < segments[s].size; ++i) {
-      if (x[i] == 0.0f) continue;  // ±0: not applied (NaN compares unequal, so it is)
-      indices.push_back(static_cast<std::uint32_t>(i));
-      values.push_back(x[i]);
-      ++counts[s];
+    const auto x = applied.subspan(segments[s].offset, segments[s].size);
+    const std::size_t first = indices.size();
+    append_entries(x, indices);  // every value but +0, relative to the segment
+    std::size_t kept = first;
+    for (std::size_t j = first; j < indices.size(); ++j) {
+      if (x[indices[j]] == 0.0f) continue;  // −0: not applied either (NaN compares unequal, so it is)
+      indices[kept++] = indices[j];
+      values.push_back(x[indices[j]]);
     }
+    indices.resize(kept);
+    counts[s] = kept - first;
   }
   return detail::write_sparse(CodecId::kGlobalTopK, granularity, GlobalTopKCodec::kGlobalFlag, layout, counts, indices,
                               values);

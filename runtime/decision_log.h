@@ -29,9 +29,10 @@
 
 namespace ballot::runtime {
 
-// 2: its decisions are protocol version 4's (a FloatDecision has a form byte). A log of another
-// version is refused: the server does not start over it (runtime/roles.cc).
-inline constexpr std::uint32_t kDecisionLogVersion = 2;
+// 3: its decisions are protocol version 5's (2: version 4's, whose state chain hashed a sparse
+// direction's d floats). A log of another version is refused: the server does not start over it
+// (runtime/roles.cc).
+inline constexpr std::uint32_t kDecisionLogVersion = 3;
 
 struct LoggedDecision {
   std::uint64_t round = 0;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/byte_io.h"
+#include "core/float_entries.h"
 
 namespace ballot::runtime {
 namespace {
@@ -62,16 +63,25 @@ constexpr std::uint8_t kSparseForm = 1;
 
 bool is_positive_zero(float value) { return std::bit_cast<std::uint32_t>(value) == 0; }
 
-std::size_t sparse_entries(std::span<const float> direction) {
-  return static_cast<std::size_t>(
-      std::count_if(direction.begin(), direction.end(), [](float v) { return !is_positive_zero(v); }));
-}
+std::size_t sparse_entries(std::span<const float> direction) { return count_entries(direction); }
 
 // The encoder's choice, which the decoder checks (one encoding per direction): sparse iff its
 // body (count u64, then 8 bytes an entry) is smaller than the dense one (4 bytes a coordinate)
 // and every index fits a u32.
 bool sparse_is_smaller(std::size_t dimension, std::size_t entries) {
   return dimension <= (std::uint64_t{1} << 32) && 8 + 8 * std::uint64_t{entries} < 4 * std::uint64_t{dimension};
+}
+
+// The sparse form's body: count u64, the entries' indices (u32, rising), their values.
+ByteWriter& put_sparse_body(ByteWriter& writer, std::span<const float> direction, std::size_t entries) {
+  std::vector<std::uint32_t> indices;
+  indices.reserve(entries);
+  append_entries(direction, indices);
+  std::vector<float> values;
+  values.reserve(entries);
+  for (const std::uint32_t i : indices) values.push_back(direction[i]);
+  writer.put<std::uint64_t>(entries);
+  return writer.put_array(std::span<const std::uint32_t>(indices)).put_array(std::span<const float>(values));
 }
 
 // The head every decision shares after its round: η, λ and the full-digest flag.
@@ -140,18 +150,16 @@ std::vector<std::uint8_t> encode(const FloatDecision& message) {
   if (!sparse_is_smaller(direction.size(), entries)) {
     return writer.put<std::uint8_t>(kDenseForm).put_array(direction).take();
   }
-  std::vector<std::uint32_t> indices;
-  std::vector<float> values;
-  indices.reserve(entries);
-  values.reserve(entries);
-  for (std::size_t i = 0; i < direction.size(); ++i) {
-    if (!is_positive_zero(direction[i])) {
-      indices.push_back(static_cast<std::uint32_t>(i));
-      values.push_back(direction[i]);
-    }
+  return put_sparse_body(writer.put<std::uint8_t>(kSparseForm), direction, entries).take();
+}
+
+transport::Digest direction_digest(std::span<const float> direction) {
+  const std::size_t entries = sparse_entries(direction);
+  if (!sparse_is_smaller(direction.size(), entries)) {
+    return transport::payload_digest({reinterpret_cast<const std::uint8_t*>(direction.data()), direction.size_bytes()});
   }
-  writer.put<std::uint8_t>(kSparseForm).put<std::uint64_t>(entries);
-  return writer.put_array(std::span<const std::uint32_t>(indices)).put_array(std::span<const float>(values)).take();
+  ByteWriter body;
+  return transport::payload_digest(put_sparse_body(body, direction, entries).bytes());
 }
 
 std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32_t count) {

@@ -253,6 +253,11 @@ Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_
 // `max_bytes` bounds the codec payload (the codec's wire size for the model) before copying.
 Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std::size_t max_bytes);
 Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
+// What a replica's state chain takes of a FloatDecision's direction (runtime/training.h):
+// transport::payload_digest of its body in the wire form, after the form byte — the d floats when
+// dense, count ‖ indices ‖ values when sparse. For one d the two bodies never have the same length,
+// so the digest names the direction, and a sparse direction costs its entries to hash, not 4d bytes.
+transport::Digest direction_digest(std::span<const float> direction);
 // A piece of a decision of at most `max_total` bytes (decision_bytes()) in at most `max_count`
 // pieces: index < count, and the bytes exactly the piece's range of its `total`.
 Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes, std::uint64_t max_total,

@@ -236,7 +236,7 @@ Replica::Replica(std::unique_ptr<learning::Model> model, std::unique_ptr<learnin
       state_digest_(parameters_digest(model_->parameters())) {}
 
 void Replica::advance_state_digest(std::uint64_t round, learning::StepScale scale, bool full_digest,
-                                   std::span<const std::uint8_t> decision) {
+                                   const std::function<transport::Digest()>& decision_digest) {
   if (full_digest) {
     state_digest_ = parameters_digest(model_->parameters());
     return;
@@ -247,23 +247,23 @@ void Replica::advance_state_digest(std::uint64_t round, learning::StepScale scal
   chain.put<std::uint64_t>(round);
   chain.put<std::uint32_t>(std::bit_cast<std::uint32_t>(scale.lr));
   chain.put<std::uint32_t>(std::bit_cast<std::uint32_t>(scale.weight_decay));
-  chain.put_bytes(transport::payload_digest(decision));
+  chain.put_bytes(decision_digest());
   state_digest_ = transport::sha256(chain.bytes());
 }
 
 void Replica::apply(std::uint64_t round, const BitVector& decision, learning::StepScale scale, bool full_digest) {
   optimizer_->step_vote(model_->parameters(), decision, scale);
-  const auto words = decision.words();
-  advance_state_digest(round, scale, full_digest,
-                       {reinterpret_cast<const std::uint8_t*>(words.data()), words.size_bytes()});
+  advance_state_digest(round, scale, full_digest, [&] {
+    const auto words = decision.words();
+    return transport::payload_digest({reinterpret_cast<const std::uint8_t*>(words.data()), words.size_bytes()});
+  });
   if (vote_observer_) vote_observer_(round, decision, scale, full_digest);
 }
 
 void Replica::apply(std::uint64_t round, std::span<const float> direction, learning::StepScale scale,
                     bool full_digest) {
   optimizer_->step(model_->parameters(), direction, scale);
-  advance_state_digest(round, scale, full_digest,
-                       {reinterpret_cast<const std::uint8_t*>(direction.data()), direction.size_bytes()});
+  advance_state_digest(round, scale, full_digest, [&] { return direction_digest(direction); });
 }
 
 Status Replica::apply_decision(std::uint64_t round, std::span<const std::uint8_t> payload, bool sign_vote,

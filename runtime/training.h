@@ -176,7 +176,8 @@ class Replica {
   // full_digest (the server's rounds that are multiples of options.digest_every), and after create
   // or a restore without one, it is payload_digest(parameters) (transport/crypto.h: every
   // parameter byte); in between it chains
-  //   SHA-256("ballot.state.v1" ‖ previous ‖ round u64 ‖ η bits u32 ‖ λ bits u32 ‖ payload_digest(decision))
+  //   SHA-256("ballot.state.v1" ‖ previous ‖ round u64 ‖ η bits u32 ‖ λ bits u32 ‖ D)
+  // with D = payload_digest(packed signs) or direction_digest(direction) (runtime/messages.h)
   // so replicas that applied the same decisions from the same state agree without hashing 4d bytes
   // a round, and a replica whose parameters diverged is caught at the next multiple.
   const transport::Digest& state_digest() const noexcept { return state_digest_; }
@@ -199,8 +200,9 @@ class Replica {
  private:
   Replica(std::unique_ptr<learning::Model> model, std::unique_ptr<learning::Optimizer> optimizer,
           learning::LrSchedule schedule, std::uint64_t digest_every);
+  // The chain's step; `decision_digest` is called only when the step is not a full digest.
   void advance_state_digest(std::uint64_t round, learning::StepScale scale, bool full_digest,
-                            std::span<const std::uint8_t> decision);
+                            const std::function<transport::Digest()>& decision_digest);
   std::unique_ptr<learning::Model> model_;
   std::unique_ptr<learning::Optimizer> optimizer_;
   learning::LrSchedule schedule_;

@@ -8,7 +8,7 @@
 //   72 signature [64]
 // payload_digest is the SHA-256 tree over 16 KiB leaves of transport/crypto.h (protocol version
 // 2; version 1 signed one plain SHA-256 of the payload). The signature input is the domain label
-// "ballot.envelope.v4" plus one zero byte, followed by the first 72 bytes above: label ‖ job ‖
+// "ballot.envelope.v5" plus one zero byte, followed by the first 72 bytes above: label ‖ job ‖
 // sender ‖ role ‖ type ‖ round ‖ sequence ‖ payload length ‖ payload digest. Fixed width, so no two different headers
 // share a signature input, and the label keeps these signatures from being valid in any other protocol (TLS included).
 //
@@ -32,7 +32,7 @@ namespace ballot::transport {
 
 class SignatureCache;  // transport/signature_cache.h
 
-inline constexpr std::string_view kEnvelopeDomain = "ballot.envelope.v4";
+inline constexpr std::string_view kEnvelopeDomain = "ballot.envelope.v5";
 inline constexpr std::size_t kSignedFieldsSize = 72;
 
 struct EnvelopeHeader {

@@ -38,7 +38,8 @@ enum class MessageType : std::uint8_t {
 inline constexpr std::size_t kMessageTypeCount = 10;  // indexable by the numeric value
 
 inline constexpr std::uint32_t kFrameMagic = 0x544C4142u;
-inline constexpr std::uint8_t kProtocolVersion = 4;  // 4: sparse fp32 decisions; 3: η and λ, state digests
+inline constexpr std::uint8_t kProtocolVersion =
+    5;  // 5: sparse directions chain their entries; 4: sparse fp32 decisions
 inline constexpr std::size_t kFrameHeaderSize = 24;
 inline constexpr std::uint16_t kFrameFlagSigned = 1;
 inline constexpr std::size_t kEnvelopeMetaSize = 136;  // see transport/envelope.h

@@ -146,11 +146,14 @@ TEST_F(DecisionLogTest, ForeignOrMissingFilesAreErrorsNamingThePath) {
   EXPECT_NE(foreign.error().message.find(path_.string()), std::string::npos);
   EXPECT_NE(foreign.error().message.find("bad magic"), std::string::npos);
   auto header = encode_decision_log_header(0);
-  header[8] = 1;  // version 1: protocol version 3's decisions
-  write_bytes(header);
-  auto old = read_decision_log(path_);
-  ASSERT_FALSE(old.ok());
-  EXPECT_NE(old.error().message.find("version 1, this build reads version 2"), std::string::npos);
+  for (const std::uint8_t version : {1, 2}) {  // protocol version 3's and 4's decisions
+    header[8] = version;
+    write_bytes(header);
+    auto old = read_decision_log(path_);
+    ASSERT_FALSE(old.ok());
+    EXPECT_NE(old.error().message.find("version " + std::to_string(version) + ", this build reads version 3"),
+              std::string::npos);
+  }
   write_bytes({'B', 'A'});
   EXPECT_FALSE(read_decision_log(path_).ok());
 }

@@ -184,6 +184,41 @@ TEST(Messages, SparseDirectionsTravelAsTheirEntries) {
   EXPECT_EQ(encode(FloatDecision{1, {0.1f, 0.0f}, false, {0.0f, 0.0f}}).size(), decision_bytes(2, false));
 }
 
+// The state chain's digest of a direction is the payload digest of its body on the wire (after
+// the form byte): the entries when sparse, the d floats when dense. One digest per direction.
+TEST(Messages, DirectionDigestIsThatOfTheBodyOnTheWire) {
+  const std::size_t head = 8 + 4 + 4 + 1 + 8 + 1;  // round, η, λ, full digest, dimension, form
+  auto body_digest = [&](const std::vector<float>& direction) {
+    const auto bytes = encode(FloatDecision{3, {0.1f, 0.0f}, false, direction});
+    return transport::payload_digest(std::span<const std::uint8_t>(bytes).subspan(head));
+  };
+  std::vector<float> sparse(100, 0.0f);
+  sparse[3] = 1.5f;
+  sparse[40] = -0.0f;
+  sparse[99] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(direction_digest(sparse), body_digest(sparse));
+  std::vector<float> dense(100, 0.25f);
+  EXPECT_EQ(direction_digest(dense), body_digest(dense));
+  EXPECT_EQ(direction_digest(dense),
+            transport::payload_digest({reinterpret_cast<const std::uint8_t*>(dense.data()), 4 * dense.size()}));
+  EXPECT_EQ(direction_digest({}), body_digest({}));
+
+  // Every change of one coordinate changes it: a value, −0 against +0, and across the form's
+  // threshold (48 entries sparse, 49 dense at d = 100).
+  auto other = sparse;
+  other[40] = 0.0f;
+  EXPECT_NE(direction_digest(other), direction_digest(sparse));
+  other = sparse;
+  other[3] = std::nextafter(1.5f, 2.0f);
+  EXPECT_NE(direction_digest(other), direction_digest(sparse));
+  std::vector<float> at(100, 0.0f);
+  for (std::size_t i = 0; i < 48; ++i) at[2 * i] = 1.0f;
+  const auto sparse_form = direction_digest(at);
+  at[97] = 1.0f;
+  EXPECT_EQ(direction_digest(at), body_digest(at));
+  EXPECT_NE(direction_digest(at), sparse_form);
+}
+
 // Sparse forms a server never sends: each is malformed, and every cut of a valid one too.
 TEST(Messages, MalformedSparseDirectionsAreRefused) {
   const std::size_t d = 100;

@@ -64,7 +64,7 @@ TEST_F(EnvelopeTest, SignatureInputLayout) {
   h.payload_digest.fill(0xee);
   const auto input = signature_input(h);
   ASSERT_EQ(input.size(), kEnvelopeDomain.size() + 1 + kSignedFieldsSize);
-  EXPECT_EQ(std::string(input.begin(), input.begin() + kEnvelopeDomain.size()), "ballot.envelope.v4");
+  EXPECT_EQ(std::string(input.begin(), input.begin() + kEnvelopeDomain.size()), "ballot.envelope.v5");
   const std::uint8_t* f = input.data() + kEnvelopeDomain.size() + 1;
   EXPECT_EQ(input[kEnvelopeDomain.size()], 0);
   EXPECT_EQ(f[0], 0x08);  // job, little-endian
@@ -84,7 +84,7 @@ TEST_F(EnvelopeTest, SignatureInputLayout) {
 }
 
 // Version 1 signed "ballot.envelope.v1" over a plain SHA-256 of the payload. Such an envelope
-// (e.g. replayed from an old deployment) fails under version 4: other label, other digest.
+// (e.g. replayed from an old deployment) fails under version 5: other label, other digest.
 TEST_F(EnvelopeTest, VersionOneEnvelopeDoesNotVerify) {
   const auto payload = payload_of(3 * kPayloadLeafSize + 5);
   SignedEnvelope old = signer_->envelope_for(MessageType::kVote, 3, *payload);
@@ -97,12 +97,13 @@ TEST_F(EnvelopeTest, VersionOneEnvelopeDoesNotVerify) {
   EXPECT_NE(old.header.payload_digest, payload_digest(*payload));
 }
 
-// Versions 2 and 3 signed "ballot.envelope.v2" and "…v3" over the same tree digest: version 2's
-// decisions had no η and λ, version 3's fp32 decisions no form byte. Replayed into a version-4
-// cluster, such an envelope fails at its label.
-TEST_F(EnvelopeTest, VersionTwoAndThreeEnvelopesDoNotVerify) {
+// Versions 2 to 4 signed "ballot.envelope.v2" to "…v4" over the same tree digest: version 2's
+// decisions had no η and λ, version 3's fp32 decisions no form byte, version 4 chained the state
+// digest over a sparse direction's d floats. Replayed into a version-5 cluster, such an envelope
+// fails at its label.
+TEST_F(EnvelopeTest, VersionTwoToFourEnvelopesDoNotVerify) {
   const auto payload = payload_of(kPayloadLeafSize + 9);
-  for (const std::string_view label : {"ballot.envelope.v2", "ballot.envelope.v3"}) {
+  for (const std::string_view label : {"ballot.envelope.v2", "ballot.envelope.v3", "ballot.envelope.v4"}) {
     SignedEnvelope old = signer_->envelope_for(MessageType::kDecision, 4, *payload);
     std::vector<std::uint8_t> input = signature_input(old.header);
     std::memcpy(input.data(), label.data(), label.size());
