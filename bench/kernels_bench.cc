@@ -2,7 +2,10 @@
 //   (a) read bandwidth of one core over a buffer far larger than the last-level cache,
 //   (b) sign pack at d = 2^24 and 2^26, also as a fraction of (a),
 //   (c) majority vote of n in {3, 15, 63} inputs of d = 2^26 coordinates, against the reference
-//       that unpacks to integers, sums and repacks (what the signSGD-MV reference code does).
+//       that unpacks to integers, sums and repacks (what the signSGD-MV reference code does),
+//   (d) the entries of a 1 %-dense float vector at d = 11.2 M (kernels/float_entries.h: what a
+//       sparse decision's encoder and the state digest scan), counted and listed, per ISA level,
+//       as a fraction of (a).
 // A summary table with the targets is printed at the end. Single-threaded throughout.
 #include <benchmark/benchmark.h>
 
@@ -17,6 +20,7 @@
 #include "bench/read_probe.h"
 #include "core/aligned_allocator.h"
 #include "core/rng.h"
+#include "kernels/float_entries.h"
 #include "kernels/isa.h"
 #include "kernels/majority_vote.h"
 #include "kernels/sign_kernels.h"
@@ -122,6 +126,37 @@ constexpr std::int64_t kPackSizes[] = {std::int64_t{1} << 24, std::int64_t{1} <<
 constexpr std::int64_t kVoteD = std::int64_t{1} << 26;
 constexpr std::int64_t kVoteInputs[] = {3, 15, 63};
 
+// 1 % of d coordinates nonzero, spread uniformly.
+const AlignedVector<float>& sparse_floats(std::size_t d) {
+  static AlignedVector<float> values;
+  if (values.size() != d) {
+    ballot::Rng rng(3);
+    values.assign(d, 0.0f);
+    for (auto& v : values)
+      if (rng.bernoulli(0.01)) v = rng.uniform_float() - 0.5f;
+  }
+  return values;
+}
+
+void BM_Entries(benchmark::State& state) {
+  const auto isa = static_cast<Isa>(state.range(2));
+  if (!ballot::kernels::isa_supported(isa)) return state.SkipWithError("ISA not supported");
+  ballot::kernels::set_isa_limit(isa);
+  const auto& values = sparse_floats(static_cast<std::size_t>(state.range(0)));
+  std::vector<std::uint32_t> out;
+  for (auto _ : state) {
+    if (state.range(1) == 0) {
+      benchmark::DoNotOptimize(ballot::kernels::count_entries(values));
+    } else {
+      out.clear();
+      ballot::kernels::append_entries(values, out);
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  set_rates(state, values.size() * sizeof(float));
+  state.SetLabel(std::string(state.range(1) == 0 ? "count " : "list ") + std::string(ballot::kernels::isa_name(isa)));
+}
+
 void register_benchmarks() {
   benchmark::RegisterBenchmark("read_bandwidth/1GiB", BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
   for (auto isa : ballot::kernels::supported_isas()) {
@@ -144,6 +179,14 @@ void register_benchmarks() {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()
         ->Iterations(1);
+  }
+  for (std::int64_t list : {0, 1}) {
+    for (auto isa : ballot::kernels::supported_isas()) {
+      benchmark::RegisterBenchmark("entries", BM_Entries)
+          ->Args({11'200'000, list, static_cast<std::int64_t>(isa)})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
   }
 }
 

@@ -5,7 +5,7 @@
 #include "coding/detail/sparse.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
-#include "core/float_entries.h"
+#include "kernels/float_entries.h"
 
 namespace ballot::coding {
 namespace {
@@ -182,7 +182,7 @@ EncodedGradient global_set_of(std::span<const float> applied, const GradientLayo
   for (std::size_t s = 0; s < segments.size(); ++s) {
     const auto x = applied.subspan(segments[s].offset, segments[s].size);
     const std::size_t first = indices.size();
-    append_entries(x, indices);  // every value but +0, relative to the segment
+    kernels::append_entries(x, indices);  // every value but +0, relative to the segment
     std::size_t kept = first;
     for (std::size_t j = first; j < indices.size(); ++j) {
       if (x[indices[j]] == 0.0f) continue;  // −0: not applied either (NaN compares unequal, so it is)

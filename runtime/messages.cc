@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/byte_io.h"
-#include "core/float_entries.h"
+#include "kernels/float_entries.h"
 
 namespace ballot::runtime {
 namespace {
@@ -63,7 +63,7 @@ constexpr std::uint8_t kSparseForm = 1;
 
 bool is_positive_zero(float value) { return std::bit_cast<std::uint32_t>(value) == 0; }
 
-std::size_t sparse_entries(std::span<const float> direction) { return count_entries(direction); }
+std::size_t sparse_entries(std::span<const float> direction) { return kernels::count_entries(direction); }
 
 // The encoder's choice, which the decoder checks (one encoding per direction): sparse iff its
 // body (count u64, then 8 bytes an entry) is smaller than the dense one (4 bytes a coordinate)
@@ -76,7 +76,7 @@ bool sparse_is_smaller(std::size_t dimension, std::size_t entries) {
 ByteWriter& put_sparse_body(ByteWriter& writer, std::span<const float> direction, std::size_t entries) {
   std::vector<std::uint32_t> indices;
   indices.reserve(entries);
-  append_entries(direction, indices);
+  kernels::append_entries(direction, indices);
   std::vector<float> values;
   values.reserve(entries);
   for (const std::uint32_t i : indices) values.push_back(direction[i]);

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "coding/codec.h"
 #include "runtime/checkpoint.h"
@@ -276,7 +277,8 @@ Result<NodeSummary> Node::run() {
           BALLOT_TRY(session.submit_vote(loss, signs));
         } else {
           const double loss = worker.gradient(replica, work.round, gradient);
-          BALLOT_TRY(session.submit_gradient(loss, gradient));
+          // Handed over, not copied (d floats a round); the next round's gradient refills it.
+          BALLOT_TRY(session.submit_gradient(loss, std::move(gradient)));
         }
         break;
       }

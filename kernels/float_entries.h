@@ -1,9 +1,10 @@
 // The entries of a float vector: the indices whose bits are not +0 (so −0, NaN and every nonzero
 // value are entries). What a sparse encoding of a mostly-zero vector lists.
 //
-// One read of x at the vector unit's speed: blocks of 16 floats are tested at once, and only the
-// blocks that hold an entry are looked at one by one (compiled for AVX-512, AVX2 and plain x86-64,
-// chosen at load time).
+// One read of x. AVX-512: 16 floats tested a step and the entries' indices packed in order
+// (vptestmd, vpcompressd into a register, one whole store), whatever the density; the other levels test
+// blocks of 16 at once and look one by one only inside blocks that hold an entry. Every level
+// gives the same output.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 #include <span>
 #include <vector>
 
-namespace ballot {
+namespace ballot::kernels {
 
 // Appends the indices of x's entries, rising, to `out`. x.size() ≤ 2^32 (the indices are u32).
 void append_entries(std::span<const float> x, std::vector<std::uint32_t>& out);
@@ -19,4 +20,4 @@ void append_entries(std::span<const float> x, std::vector<std::uint32_t>& out);
 // How many entries x has.
 std::size_t count_entries(std::span<const float> x);
 
-}  // namespace ballot
+}  // namespace ballot::kernels

@@ -1,4 +1,4 @@
-#include "core/float_entries.h"
+#include "kernels/float_entries.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "isa_test_util.h"
 
-namespace ballot {
+namespace ballot::kernels {
 namespace {
+
+using FloatEntries = PerIsaTest;
 
 std::vector<std::uint32_t> reference(const std::vector<float>& x) {
   std::vector<std::uint32_t> out;
@@ -19,7 +22,7 @@ std::vector<std::uint32_t> reference(const std::vector<float>& x) {
   return out;
 }
 
-TEST(FloatEntries, EveryValueButPositiveZeroIsAnEntry) {
+TEST_P(FloatEntries, EveryValueButPositiveZeroIsAnEntry) {
   const std::vector<float> x = {0.0f,
                                 -0.0f,
                                 std::numeric_limits<float>::quiet_NaN(),
@@ -33,9 +36,9 @@ TEST(FloatEntries, EveryValueButPositiveZeroIsAnEntry) {
   EXPECT_EQ(count_entries(x), 5u);
 }
 
-TEST(FloatEntries, MatchesAPlainLoopAtEverySizeAndDensity) {
+TEST_P(FloatEntries, MatchesAPlainLoopAtEverySizeAndDensity) {
   Rng rng(5);
-  for (std::size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 100, 1000, 4099}) {
+  for (std::size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 100, 1000, 8191, 8192, 8193, 20000}) {
     for (double density : {0.0, 0.01, 0.3, 1.0}) {
       std::vector<float> x(n, 0.0f);
       for (auto& v : x) {
@@ -60,5 +63,7 @@ TEST(FloatEntries, MatchesAPlainLoopAtEverySizeAndDensity) {
   }
 }
 
+BALLOT_INSTANTIATE_PER_ISA(FloatEntries);
+
 }  // namespace
-}  // namespace ballot
+}  // namespace ballot::kernels
