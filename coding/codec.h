@@ -19,8 +19,9 @@
 //   their node state through save_state()/load_state() for checkpoints.
 //
 // - decode_entries() is decode() as a list of entries. A sparsifying codec (sparse_decode() true:
-//   top-k, threshold, random-k, global top-k, DGC) reads them straight from the message, in
-//   O(entries), without writing d floats; the others decode and list what is not +0.
+//   top-k, threshold, random-k, global top-k, DGC) reads them from the message without writing d
+//   floats: O(entries) (random-k: O(n_s/64 + k log k), its indices regenerated and sorted); the
+//   others decode and list what is not +0.
 //
 // Thread-safety: decode*() and wire_size() are const and may run concurrently; encode() and the
 // state functions mutate the codec and need external synchronisation.

@@ -60,7 +60,14 @@ std::size_t agree_avx2(const std::uint64_t* a, const std::uint64_t* b, std::size
   return equal + kScalarKernels.agree(a + full, b + full, bits % 64);
 }
 
-const CpuKernels kAvx2{Isa::kAvx2, &pack_avx2, &unpack_avx2, &vote_avx2, &agree_avx2};
+// The entry scans: the scalar unit's.
+const CpuKernels kAvx2{Isa::kAvx2,
+                       &pack_avx2,
+                       &unpack_avx2,
+                       &vote_avx2,
+                       &agree_avx2,
+                       kScalarKernels.entries,
+                       kScalarKernels.count_entries};
 
 }  // namespace
 

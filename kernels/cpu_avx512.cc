@@ -73,7 +73,36 @@ std::size_t agree_avx512(const std::uint64_t* a, const std::uint64_t* b, std::si
   return equal + kScalarKernels.agree(a + full, b + full, bits % 64);
 }
 
-const CpuKernels kAvx512{Isa::kAvx512, &pack_avx512, &unpack_avx512, &vote_avx512, &agree_avx512};
+// 16 floats tested a step (vptestmd) and the entries' indices packed in order (vpcompressd) into a
+// register, then stored whole (dst has room: count ≤ i − begin). The compressing store to memory is
+// microcoded on AMD Zen 4 (kernels_bench, 1 % dense, d = 11.2 M, Zen 4: 12.9 ms with it, 1.4 ms
+// this way).
+std::size_t entries_avx512(const float* x, std::size_t begin, std::size_t end, std::uint32_t* dst) {
+  const __m512i step = _mm512_set1_epi32(16);
+  __m512i index = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(begin)),
+                                   _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  std::size_t count = 0, i = begin;
+  for (; i + 16 <= end; i += 16) {
+    const __m512i v = _mm512_loadu_si512(x + i);
+    const __mmask16 entry = _mm512_test_epi32_mask(v, v);
+    _mm512_storeu_si512(dst + count, _mm512_maskz_compress_epi32(entry, index));
+    count += static_cast<std::size_t>(_mm_popcnt_u32(entry));
+    index = _mm512_add_epi32(index, step);
+  }
+  return count + kScalarKernels.entries(x, i, end, dst + count);
+}
+
+std::size_t count_entries_avx512(const float* x, std::size_t n) {
+  std::size_t count = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i v = _mm512_loadu_si512(x + i);
+    count += static_cast<std::size_t>(_mm_popcnt_u32(_mm512_test_epi32_mask(v, v)));
+  }
+  return count + kScalarKernels.count_entries(x + i, n - i);
+}
+
+const CpuKernels kAvx512{Isa::kAvx512,  &pack_avx512,    &unpack_avx512,       &vote_avx512,
+                         &agree_avx512, &entries_avx512, &count_entries_avx512};
 
 }  // namespace
 

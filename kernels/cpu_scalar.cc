@@ -1,5 +1,6 @@
 // The scalar reference kernels: every other ISA level must match these bit for bit.
 #include <bit>
+#include <cstring>
 
 #include "kernels/detail/bitsliced_vote.h"
 #include "kernels/detail/cpu_kernels.h"
@@ -45,9 +46,42 @@ std::size_t agree_scalar(const std::uint64_t* a, const std::uint64_t* b, std::si
   return equal;
 }
 
+inline std::uint32_t bits_of(const float* x) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, x, 4);
+  return bits;
+}
+
+// Blocks of 16 are tested at once (their words OR-ed); only a block holding an entry is looked at
+// one by one.
+std::size_t entries_scalar(const float* x, std::size_t begin, std::size_t end, std::uint32_t* dst) {
+  constexpr std::size_t kBlock = 16;
+  std::size_t count = 0, i = begin;
+  for (; i + kBlock <= end; i += kBlock) {
+    std::uint32_t any = 0;
+    for (std::size_t j = 0; j < kBlock; ++j) any |= bits_of(x + i + j);
+    if (any == 0) continue;
+    for (std::size_t j = i; j < i + kBlock; ++j) {
+      dst[count] = static_cast<std::uint32_t>(j);
+      count += bits_of(x + j) != 0;
+    }
+  }
+  for (; i < end; ++i) {
+    dst[count] = static_cast<std::uint32_t>(i);
+    count += bits_of(x + i) != 0;
+  }
+  return count;
+}
+
+std::size_t count_entries_scalar(const float* x, std::size_t n) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < n; ++i) count += bits_of(x + i) != 0;
+  return count;
+}
+
 }  // namespace
 
-const CpuKernels kScalarKernels{Isa::kScalar, &pack_scalar, &unpack_scalar, &bitsliced_vote<std::uint64_t>,
-                                &agree_scalar};
+const CpuKernels kScalarKernels{Isa::kScalar,  &pack_scalar,    &unpack_scalar,       &bitsliced_vote<std::uint64_t>,
+                                &agree_scalar, &entries_scalar, &count_entries_scalar};
 
 }  // namespace ballot::kernels::detail

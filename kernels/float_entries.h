@@ -1,10 +1,10 @@
 // The entries of a float vector: the indices whose bits are not +0 (so −0, NaN and every nonzero
 // value are entries). What a sparse encoding of a mostly-zero vector lists.
 //
-// One read of x. AVX-512: 16 floats tested a step and the entries' indices packed in order
-// (vptestmd, vpcompressd into a register, one whole store), whatever the density; the other levels test
-// blocks of 16 at once and look one by one only inside blocks that hold an entry. Every level
-// gives the same output.
+// One read of x, through the kernels' per-level table (kernels/detail/cpu_kernels.h). AVX-512:
+// 16 floats tested a step and the entries' indices packed in order in a register, whatever the
+// density; the other levels test blocks of 16 at once and look one by one only inside blocks that
+// hold an entry. Every level gives the same output.
 #pragma once
 
 #include <cstddef>

@@ -12,7 +12,7 @@
 // killed process cannot lose; a power loss can. What is lost then is liveness, never safety: the
 // server resumes further back and the nodes re-send their recorded votes or abstain.
 //
-// File (little-endian): "BALLOTDL" | version u32 (2) | first round u64, then per decision:
+// File (little-endian): "BALLOTDL" | version u32 (kDecisionLogVersion) | first round u64, then per decision:
 // round u64 | payload length u64 | payload | SHA-256 of (round ‖ length ‖ payload).
 // Read back it is untrusted: a record that is cut short, fails its digest or is not the next
 // round ends the log there (a write the server never finished was never sent).

@@ -95,8 +95,9 @@ struct ServerSession::State {
   // Global top-k (gtopk): the update is the k largest of the rule's output (Shi et al.'s global set).
   std::optional<coding::SparseOptions> global_budget;
   std::size_t max_codec_bytes = 0;
-  // Votes kept as their entries (robust/sparse_inputs.h) rather than decoded into d floats.
-  bool by_entries() const { return codec->sparse_decode() && aggregator->coordinate_wise(); }
+  // Votes kept as their entries (robust/sparse_inputs.h) rather than decoded into d floats: set
+  // at start().
+  bool keep_entries = false;
   std::uint64_t send_failures = 0;
   std::deque<transport::Message> held;  // arrived while waiting for the Joins: handled first
   // The last decision sent, for nodes that ask for it whole (once per node).
@@ -194,6 +195,11 @@ Status ServerSession::begin(std::uint64_t first_round) {
     BALLOT_ASSIGN_OR_RETURN(s.aggregator, robust::make_aggregator(s.setup.options.rule));
     BALLOT_ASSIGN_OR_RETURN(s.codec, coding::make_codec(s.setup.options.codec));
     s.max_codec_bytes = s.codec->wire_size(s.replica.model().layout());
+    // A sparsifying codec's votes stay entries under a coordinate-wise rule, unless a message may
+    // list so many that its entries (12 bytes each, at least 4 bytes of message each) would take
+    // more memory than its d floats: a threshold codec's message may list every coordinate.
+    s.keep_entries = s.codec->sparse_decode() && s.aggregator->coordinate_wise() &&
+                     3 * std::uint64_t{s.max_codec_bytes} <= 4 * std::uint64_t{s.replica.dimension()};
     if (const auto* gtopk = dynamic_cast<const coding::GlobalTopKCodec*>(s.codec.get())) {
       s.global_budget = gtopk->options();
     }
@@ -336,7 +342,7 @@ Status ServerSession::State::on_vote(transport::Message& message) {
     // For a coordinate-wise rule, a sparsifying codec's message stays a list of entries: no d
     // floats per node.
     const auto& layout = replica.model().layout();
-    if (by_entries()) {
+    if (keep_entries) {
       if (auto entries = codec->decode_entries(vote->bytes, layout); entries.ok()) {
         vote_digest = vote->model_digest;
         accepted = Received{vote->loss, {}, {}, std::move(*entries)};
@@ -438,7 +444,7 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
   // check() passed for n − b and n inputs at setup, so this fails only on a bug of ours. Entries
   // aggregate to what their dense vectors would, bit for bit (robust/sparse_inputs.h).
   auto aggregate = [&]() -> Result<robust::AggregationResult> {
-    if (s.by_entries()) return robust::aggregate_sparse(*s.aggregator, entries, s.replica.dimension());
+    if (s.keep_entries) return robust::aggregate_sparse(*s.aggregator, entries, s.replica.dimension());
     BALLOT_ASSIGN_OR_RETURN(auto inputs, robust::InputMatrix::from_rows(gradients));
     return s.aggregator->aggregate(inputs);
   };

@@ -24,6 +24,11 @@ struct CpuKernels {
                std::size_t word_begin, std::size_t word_end, std::uint64_t threshold, int planes, std::uint64_t* out);
   // Number of equal bits among the first `bits` bits.
   std::size_t (*agree)(const std::uint64_t* a, const std::uint64_t* b, std::size_t bits);
+  // The indices i in [begin, end) whose float bits are not +0, rising, into dst (room for
+  // end − begin); returns how many (kernels/float_entries.h).
+  std::size_t (*entries)(const float* x, std::size_t begin, std::size_t end, std::uint32_t* dst);
+  // How many of x[0, count) are not +0.
+  std::size_t (*count_entries)(const float* x, std::size_t count);
 };
 
 extern const CpuKernels kScalarKernels;

@@ -214,12 +214,16 @@ TEST_P(EveryCodec, EntriesAreTheDecodedVector) {
     std::vector<float> written(g.size(), 0.0f);
     for (std::size_t j = 0; j < entries->indices.size(); ++j) {
       ASSERT_LT(entries->indices[j], g.size()) << GetParam();
-      if (j > 0) ASSERT_GT(entries->indices[j], entries->indices[j - 1]) << GetParam();
+      if (j > 0) {
+        ASSERT_GT(entries->indices[j], entries->indices[j - 1]) << GetParam();
+      }
       written[entries->indices[j]] = entries->values[j];
     }
     EXPECT_EQ(std::memcmp(written.data(), decoded->data(), g.size() * sizeof(float)), 0)
         << GetParam() << " d=" << g.size();
-    if (sparse) EXPECT_LE(4 * entries->indices.size(), encoded.size()) << GetParam();
+    if (sparse) {
+      EXPECT_LE(4 * entries->indices.size(), encoded.size()) << GetParam();
+    }
     for (std::size_t cut = 0; cut < encoded.size(); cut += std::max<std::size_t>(1, encoded.size() / 13)) {
       const std::span<const std::uint8_t> truncated(encoded.bytes.data(), cut);
       EXPECT_FALSE(c->decode_entries(truncated, layout).ok()) << GetParam() << " cut " << cut;

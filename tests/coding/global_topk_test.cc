@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "codec_test_util.h"
@@ -144,6 +145,26 @@ TEST(GlobalTopK, GlobalSetOfADecisionReturnsWhatItDidNotApply) {
       ASSERT_EQ(workers[w].residual()[i], before[i] + back) << "worker " << w << " i " << i;
     }
   }
+  // −0 is not applied (it is skipped like +0) and NaN is, in every segment.
+  std::vector<float> signed_zeros(400, 0.0f);
+  signed_zeros[3] = -0.0f;
+  signed_zeros[5] = 2.0f;
+  signed_zeros[299] = std::numeric_limits<float>::quiet_NaN();
+  signed_zeros[300] = -0.0f;
+  signed_zeros[399] = -1.0f;
+  const auto set = global_set_of(signed_zeros, layout, Granularity::kLayer);
+  EXPECT_EQ(set.size(), 24u + 2 * 4u + 8u * 3);
+  const auto back = workers[0].decode(set.bytes, layout).value();
+  for (std::size_t i = 0; i < 400; ++i) {
+    if (i == 299) {
+      EXPECT_TRUE(std::isnan(back[i]));
+    } else {
+      EXPECT_EQ(back[i], signed_zeros[i]) << i;
+    }
+  }
+  const auto whole = global_set_of(signed_zeros, layout, Granularity::kModel);
+  EXPECT_EQ(whole.size(), 24u + 4u + 8u * 3);
+
   // An empty decision (every coordinate 0) is a valid global set that takes nothing: all that was
   // sent goes back. A dropped selection puts nothing back.
   const auto none = global_set_of(std::vector<float>(400, 0.0f), layout, Granularity::kModel);

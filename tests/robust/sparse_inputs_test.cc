@@ -106,6 +106,17 @@ TEST(SparseInputs, CoordinateRulesGiveTheDenseResultBitForBit) {
   }
 }
 
+// Wide enough that the dense rules run whole column blocks (their fused path) and several
+// blocks per thread.
+TEST(SparseInputs, WideInputsGiveTheDenseResult) {
+  const auto in = random_inputs(9, 20000, 0.02, 77);
+  for (const char* spec : {"mean", "median:f=2", "trimmed_mean:f=2,threads=2", "meamed:f=2"}) {
+    auto sparse_rule = make(spec);
+    auto dense_rule = make(spec);
+    expect_dense_result(*sparse_rule, *dense_rule, in, spec);
+  }
+}
+
 TEST(SparseInputs, NonFiniteRowsAreExcludedAsInTheDenseMatrix) {
   auto in = random_inputs(11, 500, 0.05, 7);
   in.values[3].back() = std::numeric_limits<float>::quiet_NaN();

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
+#include "coding/codec_registry.h"
+#include "robust/registry.h"
 #include "runtime/checkpoint.h"
 #include "runtime/messages.h"
 #include "transport/memory_transport.h"
@@ -20,8 +24,8 @@ struct ServerHarness {
   std::vector<std::unique_ptr<transport::MemoryTransport>> endpoints;  // 0: the server
   Replica replica;
 
-  explicit ServerHarness(std::string model = "mlp:hidden=4")
-      : setup(make(std::move(model))), replica(Replica::create(setup).value()) {
+  explicit ServerHarness(std::string model = "mlp:hidden=4", const std::function<void(TrainingOptions&)>& tweak = {})
+      : setup(make(std::move(model), tweak)), replica(Replica::create(setup).value()) {
     transport::Registry registry;
     std::vector<transport::LocalIdentity> identities;
     for (transport::NodeId id = 0; id <= setup.options.nodes; ++id) {
@@ -35,7 +39,7 @@ struct ServerHarness {
     for (auto& identity : identities) endpoints.push_back(network->attach(identity, registry, options).value());
   }
 
-  static TrainingSetup make(std::string model) {
+  static TrainingSetup make(std::string model, const std::function<void(TrainingOptions&)>& tweak) {
     TrainingOptions options;
     options.nodes = 3;
     options.byzantine = 1;
@@ -45,6 +49,7 @@ struct ServerHarness {
     options.rounds = 5;
     options.eval_every = 0;
     options.partition_size = 4;
+    if (tweak) tweak(options);
     auto data = load_training_data(options).value();
     return make_training_setup(options, std::make_shared<const learning::TrainTestSplit>(std::move(data))).value();
   }
@@ -121,6 +126,51 @@ TEST(ServerSessionTest, DecidesTheMajorityOfTheVotes) {
 // A vote that arrives in pieces (in any order) counts once whole, as the same vote sent whole;
 // pieces that contradict the ones held are dropped against the sender, and a vote whose pieces do
 // not all arrive is missing.
+// The gradient path with a sparsifying codec: the server keeps each message as its entries and
+// decides what its rule gives over the decoded vectors, byte for byte; a message cut short is
+// dropped against its sender.
+TEST(ServerSessionTest, SparseMessagesAreDecidedAsTheirDecodedVectors) {
+  for (const std::string rule : {"mean", "median"}) {
+    ServerHarness h("mlp:hidden=64", [&](TrainingOptions& o) {
+      o.rule = rule;
+      o.codec = "topk:ratio=0.1";
+      o.update = "sgd";
+    });
+    ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options(300ms));
+    ASSERT_TRUE(session.begin(0).ok());
+    ASSERT_TRUE(session.open_round(0).ok());
+    const auto& layout = h.replica.model().layout();
+    auto codec = coding::make_codec("topk:ratio=0.1").value();
+    std::vector<std::vector<float>> decoded;
+    for (std::size_t i = 0; i < 3; ++i) {
+      Rng rng(i + 1);
+      std::vector<float> gradient(h.replica.dimension());
+      for (auto& v : gradient) v = static_cast<float>(rng.normal());
+      gradient[i] = -0.0f;  // a −0 that a node may send
+      auto bytes = codec->encode(gradient, layout, rng).bytes;
+      if (i == 2) {
+        bytes.pop_back();
+      } else {
+        decoded.push_back(codec->decode(bytes, layout).value());
+      }
+      ASSERT_TRUE(h.node(i)
+                      .send(kServerId, MessageType::kVote, 0,
+                            encode(EncodedVote{0, 0.5, h.replica.state_digest(), std::move(bytes)}))
+                      .ok());
+    }
+    ASSERT_TRUE(session.collect().ok());
+    auto payload = session.decide();
+    ASSERT_TRUE(payload.ok()) << payload.error().to_string();
+    auto reference = robust::make_aggregator(rule).value()->aggregate(robust::InputMatrix::from_rows(decoded).value());
+    ASSERT_TRUE(reference.ok());
+    EXPECT_EQ(*payload,
+              encode(FloatDecision{0, h.replica.scale(0), h.replica.full_digest_after(0), std::move(reference->value)}))
+        << rule;
+    EXPECT_EQ(session.report().votes, 2u);
+    EXPECT_EQ(session.report().rejected_messages, 1u);
+  }
+}
+
 TEST(ServerSessionTest, AVoteInPiecesCountsOnceWholeAndContradictionsAreRejected) {
   ServerHarness h("mlp:hidden=40");  // d = 442: 7 words
   const std::size_t d = h.replica.dimension();

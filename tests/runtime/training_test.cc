@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <map>
 
 #include "coding/codec_registry.h"
 #include "coding/election_encoder.h"
+#include "core/byte_io.h"
 #include "kernels/sign_kernels.h"
 #include "runtime/messages.h"
 #include "runtime_test_util.h"
@@ -333,6 +335,36 @@ TEST(Replica, TheStateDigestIsTheParametersEveryKRoundsAndAChainInBetween) {
   f.apply(2, up, f.scale(2), f.full_digest_after(2));
   g.apply(2, up, g.scale(2), g.full_digest_after(2));
   EXPECT_NE(f.state_digest(), g.state_digest());  // round 3: the parameters
+}
+
+// On the gradient path the chain takes direction_digest(direction): the digest of the direction's
+// body on the wire, its entries when it is sparse. A full-digest round takes the parameters.
+TEST(Replica, TheChainTakesTheDirectionsDigest) {
+  auto setup = make(small());
+  auto a = Replica::create(setup).value();
+  std::vector<float> direction(a.dimension(), 0.0f);
+  direction[1] = 0.5f;
+  direction[7] = -0.0f;
+  const transport::Digest before = a.state_digest();
+  const learning::StepScale scale{0.01f, 1e-4f};
+  a.apply(0, std::span<const float>(direction), scale, false);
+  ByteWriter chain;
+  const std::string_view label = "ballot.state.v1";
+  chain.put_bytes({reinterpret_cast<const std::uint8_t*>(label.data()), label.size()});
+  chain.put_bytes(before);
+  chain.put<std::uint64_t>(0);
+  chain.put<std::uint32_t>(std::bit_cast<std::uint32_t>(scale.lr));
+  chain.put<std::uint32_t>(std::bit_cast<std::uint32_t>(scale.weight_decay));
+  chain.put_bytes(direction_digest(direction));
+  EXPECT_EQ(a.state_digest(), transport::sha256(chain.bytes()));
+  // −0 is an entry: the same direction with +0 there chains to another digest.
+  auto b = Replica::create(setup).value();
+  direction[7] = 0.0f;
+  b.apply(0, std::span<const float>(direction), scale, false);
+  EXPECT_NE(b.state_digest(), a.state_digest());
+  EXPECT_EQ(b.digest(), a.digest());  // the parameters moved the same (−0 and +0 step alike)
+  b.apply(1, std::span<const float>(direction), scale, true);
+  EXPECT_EQ(b.state_digest(), parameters_digest(b));
 }
 
 TEST(Replica, TheDecisionsScaleIsWhatMovesTheParameters) {

@@ -61,9 +61,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Corruption{"magic", 0, {'X'}, ErrorCode::kMalformed}, Corruption{"version_1", 4, {1}, ErrorCode::kMalformed},
         Corruption{"version_2", 4, {2}, ErrorCode::kMalformed},  // older versions
-        Corruption{"version_4", 4, {4}, ErrorCode::kMalformed}, Corruption{"version_6", 4, {6}, ErrorCode::kMalformed},
-        Corruption{"type0", 5, {0}, ErrorCode::kMalformed}, Corruption{"type_high", 5, {200}, ErrorCode::kMalformed},
-        Corruption{"flags", 6, {3}, ErrorCode::kMalformed}, Corruption{"meta_length", 8, {135}, ErrorCode::kMalformed},
+        Corruption{"version_3", 4, {3}, ErrorCode::kMalformed}, Corruption{"version_4", 4, {4}, ErrorCode::kMalformed},
+        Corruption{"version_6", 4, {6}, ErrorCode::kMalformed}, Corruption{"type0", 5, {0}, ErrorCode::kMalformed},
+        Corruption{"type_high", 5, {200}, ErrorCode::kMalformed}, Corruption{"flags", 6, {3}, ErrorCode::kMalformed},
+        Corruption{"meta_length", 8, {135}, ErrorCode::kMalformed},
         Corruption{"meta_length_huge", 8, {0xff, 0xff, 0xff, 0xff}, ErrorCode::kMalformed},
         Corruption{"reserved", 12, {1}, ErrorCode::kMalformed},
         Corruption{"payload_2_64", 16, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ErrorCode::kLimitExceeded},
