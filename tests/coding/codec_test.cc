@@ -219,7 +219,8 @@ TEST_P(EveryCodec, EntriesAreTheDecodedVector) {
       }
       written[entries->indices[j]] = entries->values[j];
     }
-    EXPECT_EQ(std::memcmp(written.data(), decoded->data(), g.size() * sizeof(float)), 0)
+    // Bit for bit (memcmp, not ==: −0 and NaN), and never on the null data of an empty vector.
+    EXPECT_TRUE(g.empty() || std::memcmp(written.data(), decoded->data(), g.size() * sizeof(float)) == 0)
         << GetParam() << " d=" << g.size();
     if (sparse) {
       EXPECT_LE(4 * entries->indices.size(), encoded.size()) << GetParam();
