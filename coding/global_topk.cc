@@ -1,6 +1,7 @@
 #include "coding/global_topk.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "coding/detail/sparse.h"
 #include "coding/wire_format.h"
@@ -191,6 +192,31 @@ EncodedGradient global_set_of(std::span<const float> applied, const GradientLayo
     }
     indices.resize(kept);
     counts[s] = kept - first;
+  }
+  return detail::write_sparse(CodecId::kGlobalTopK, granularity, GlobalTopKCodec::kGlobalFlag, layout, counts, indices,
+                              values);
+}
+
+EncodedGradient global_set_of(const SparseGradient& applied, const GradientLayout& layout, Granularity granularity) {
+  const auto& listed = applied.indices;
+  BALLOT_ENFORCE_EQ(listed.size(), applied.values.size());
+  BALLOT_ENFORCE(std::adjacent_find(listed.begin(), listed.end(), std::greater_equal<>()) == listed.end() &&
+                 (listed.empty() || listed.back() < layout.total_size()));
+  const auto segments = segments_of(layout, granularity);
+  std::vector<std::size_t> counts(segments.size(), 0);
+  std::vector<std::uint32_t> indices;
+  std::vector<float> values;
+  std::size_t k = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    const std::size_t offset = segments[s].offset, end = offset + segments[s].size;
+    const std::size_t first = indices.size();
+    for (; k < listed.size() && listed[k] < end; ++k) {
+      const float value = applied.values[k];
+      if (value == 0.0f) continue;  // ±0: not applied (NaN compares unequal, so it is)
+      indices.push_back(static_cast<std::uint32_t>(listed[k] - offset));
+      values.push_back(value);
+    }
+    counts[s] = indices.size() - first;
   }
   return detail::write_sparse(CodecId::kGlobalTopK, granularity, GlobalTopKCodec::kGlobalFlag, layout, counts, indices,
                               values);

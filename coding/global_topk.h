@@ -78,6 +78,9 @@ void keep_global_top_k(std::span<float> aggregate, const GradientLayout& layout,
 // residual. For keep_global_top_k's output that is its global set, but for coordinates whose
 // aggregate was 0 (nothing was applied there, so nothing is lost).
 EncodedGradient global_set_of(std::span<const float> applied, const GradientLayout& layout, Granularity granularity);
+// The same for an update given as its entries (a sparse decision's: indices strictly rising and
+// below d, every other coordinate +0), in O(entries).
+EncodedGradient global_set_of(const SparseGradient& applied, const GradientLayout& layout, Granularity granularity);
 
 // The aggregator side: validates every worker message (gtopk format, for `layout`), sums them and
 // returns the global message. An invalid message is an error naming its position (the caller

@@ -218,9 +218,8 @@ class Engine {
       return session.submit_vote(view.losses[i], view.honest_votes[i]);
     }
     if (node.own_worker) {
-      std::vector<float> gradient;
-      const double loss = node.own_worker->gradient(*node.replica, work.round, gradient);
-      return session.submit_gradient(loss, std::move(gradient));
+      const double loss = node.own_worker->gradient(*node.replica, work.round);
+      return session.submit_gradient(loss, node.replica->model().gradients());
     }
     return session.submit_gradient(view.losses[i], view.gradients[i]);
   }

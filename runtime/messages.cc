@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/byte_io.h"
+#include "core/enforce.h"
 #include "kernels/float_entries.h"
 
 namespace ballot::runtime {
@@ -60,6 +61,9 @@ Result<BitVector> read_signs(ByteReader& reader, std::size_t dimension) {
 // coordinates of the sparse form are +0 (bits 0); -0, NaN and every other value are entries.
 constexpr std::uint8_t kDenseForm = 0;
 constexpr std::uint8_t kSparseForm = 1;
+// What both decisions hold before their signs' words or form byte: round u64, η f32, λ f32, full
+// digest u8, dimension u64.
+constexpr std::size_t kDecisionHead = 8 + 4 + 4 + 1 + 8;
 
 bool is_positive_zero(float value) { return std::bit_cast<std::uint32_t>(value) == 0; }
 
@@ -153,6 +157,12 @@ std::vector<std::uint8_t> encode(const FloatDecision& message) {
   return put_sparse_body(writer.put<std::uint8_t>(kSparseForm), direction, entries).take();
 }
 
+transport::Digest direction_digest_of_decision(std::span<const std::uint8_t> float_decision) {
+  BALLOT_ENFORCE_GE(float_decision.size(), kDecisionHead + 1);
+  BALLOT_ENFORCE_LE(float_decision[kDecisionHead], kSparseForm);  // a FloatDecision's form byte
+  return transport::payload_digest(float_decision.subspan(kDecisionHead + 1));
+}
+
 transport::Digest direction_digest(std::span<const float> direction) {
   const std::size_t entries = sparse_entries(direction);
   if (!sparse_is_smaller(direction.size(), entries)) {
@@ -170,9 +180,8 @@ std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32
 }
 
 std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote) {
-  const std::uint64_t head = 8 + 4 + 4 + 1 + 8;  // round, η, λ, full digest, dimension
   // A FloatDecision's largest form is the dense one (the form byte, d floats).
-  return head + (sign_vote ? 8 * BitVector::words_for(dimension) : 1 + 4 * std::uint64_t{dimension});
+  return kDecisionHead + (sign_vote ? 8 * BitVector::words_for(dimension) : 1 + 4 * std::uint64_t{dimension});
 }
 
 transport::FrameLimits round_frame_limits(std::size_t dimension, std::size_t codec_bytes, bool sign_vote,
@@ -389,9 +398,12 @@ Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std
   return message;
 }
 
-Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension) {
+Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension,
+                                            std::optional<coding::SparseGradient>* listed, std::vector<float> storage) {
   ByteReader reader(bytes, "decision");
+  if (listed != nullptr) listed->reset();
   FloatDecision message;
+  message.direction = std::move(storage);
   BALLOT_ASSIGN_OR_RETURN(message.round, reader.read<std::uint64_t>("round"));
   BALLOT_TRY(read_step(reader, message.scale, message.full_digest));
   BALLOT_ASSIGN_OR_RETURN(const auto size, reader.read<std::uint64_t>("dimension"));
@@ -400,7 +412,9 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
   }
   BALLOT_ASSIGN_OR_RETURN(const auto form, reader.read<std::uint8_t>("form"));
   if (form == kDenseForm) {
-    BALLOT_ASSIGN_OR_RETURN(message.direction, reader.read_array<float>(dimension, "direction"));
+    BALLOT_ASSIGN_OR_RETURN(const auto floats, reader.take(dimension, sizeof(float), "direction"));
+    message.direction.resize(dimension);
+    if (dimension != 0) std::memcpy(message.direction.data(), floats.data(), floats.size());
     if (sparse_is_smaller(dimension, sparse_entries(message.direction))) {
       return reader.malformed("a dense direction whose sparse form is smaller");
     }
@@ -433,6 +447,17 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
     }
     message.direction[index] = value;
     next = std::uint64_t{index} + 1;
+  }
+  if (listed != nullptr) {
+    auto& entries = listed->emplace();
+    entries.indices.resize(count);
+    entries.values.resize(count);
+    for (std::size_t k = 0; k < count; ++k) {
+      std::uint32_t index = 0;
+      std::memcpy(&index, indices.data() + 4 * k, 4);
+      entries.indices[k] = index;
+    }
+    if (count > 0) std::memcpy(entries.values.data(), values.data(), 4 * count);
   }
   return message;
 }

@@ -50,6 +50,7 @@
 #include <variant>
 #include <vector>
 
+#include "coding/codec.h"
 #include "core/bit_vector.h"
 #include "core/result.h"
 #include "learning/optimizer.h"
@@ -252,12 +253,22 @@ Result<AuditedVote> decode_audited_vote(std::span<const std::uint8_t> bytes, std
 Result<Decision> decode_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
 // `max_bytes` bounds the codec payload (the codec's wire size for the model) before copying.
 Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std::size_t max_bytes);
-Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension);
+// `listed`, when not null, receives the sparse form's entries as listed (indices rising, values
+// never +0: −0 and NaN are entries); it is nullopt for the dense form and for refused bytes. The
+// direction may take the memory of `storage` (whatever it holds is overwritten), so that a caller
+// decoding a decision a round reuses one allocation.
+Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension,
+                                            std::optional<coding::SparseGradient>* listed = nullptr,
+                                            std::vector<float> storage = {});
 // What a replica's state chain takes of a FloatDecision's direction (runtime/training.h):
 // transport::payload_digest of its body in the wire form, after the form byte — the d floats when
 // dense, count ‖ indices ‖ values when sparse. For one d the two bodies never have the same length,
 // so the digest names the direction, and a sparse direction costs its entries to hash, not 4d bytes.
 transport::Digest direction_digest(std::span<const float> direction);
+// The same digest read off an encoded FloatDecision (bytes encode() wrote or decode_float_decision()
+// accepted; never a sign Decision's): the payload digest of the bytes after its form byte, the body
+// as it travels, so the entries are not counted and listed again.
+transport::Digest direction_digest_of_decision(std::span<const std::uint8_t> float_decision);
 // A piece of a decision of at most `max_total` bytes (decision_bytes()) in at most `max_count`
 // pieces: index < count, and the bytes exactly the piece's range of its `total`.
 Result<DecisionPiece> decode_decision_piece(std::span<const std::uint8_t> bytes, std::uint64_t max_total,

@@ -89,7 +89,7 @@ struct NodeSession::State final : NodeAdversary::Link {
   Result<std::optional<NodeEvent>> take_piece(DecisionPiece piece);
   // Applies the decision of the node's round (whole, or put together from its pieces).
   std::optional<NodeEvent> apply_decided(std::span<const std::uint8_t> payload);
-  void take_global_set(std::span<const float> direction);
+  void take_global_set(const Replica::AppliedDirection& applied);
   // The decision of the node's round is due (a piece or the next round's start arrived): ask the
   // server for it whole when it is late, and give up on it (rejoin) when that did not help.
   Result<std::optional<NodeEvent>> check_decision_due();
@@ -125,6 +125,7 @@ struct NodeSession::State final : NodeAdversary::Link {
   std::unique_ptr<coding::Codec> codec;            // gradient path
   coding::GlobalTopKCodec* global_topk = nullptr;  // codec, when it is gtopk
   std::vector<std::uint8_t> global_set;            // its last decision's global set (global_set())
+  Replica::AppliedDirection applied;               // the last FloatDecision (global top-k), its memory reused
   NodeSessionStats stats;
 
   std::uint64_t round = 0;              // the next round the replica will apply
@@ -431,11 +432,10 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_decision(const transport
 
 std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::uint8_t> payload) {
   pending.active = false;  // decided without this node's vote: it would come too late
-  std::vector<float> direction;
-  if (!replica.apply_decision(round, payload, setup.sign_vote(), global_topk != nullptr ? &direction : nullptr).ok()) {
+  if (!replica.apply_decision(round, payload, setup.sign_vote(), global_topk != nullptr ? &applied : nullptr).ok()) {
     return std::nullopt;
   }
-  if (global_topk != nullptr) take_global_set(direction);
+  if (global_topk != nullptr) take_global_set(applied);
   computing.reset();
   piece_vote.reset();
   ++round;
@@ -447,9 +447,13 @@ std::optional<NodeEvent> NodeSession::State::apply_decided(std::span<const std::
 
 // Global top-k: the coordinates the decision changed are the round's global set. The codec's last
 // selection (when the session encoded it) takes it now: what it sent elsewhere goes back into its
-// residual. `direction` is the decision the replica applied.
-void NodeSession::State::take_global_set(std::span<const float> direction) {
-  global_set = coding::global_set_of(direction, replica.model().layout(), global_topk->granularity()).bytes;
+// residual. `applied` is the decision the replica applied; a sparse one is read at its entries only.
+void NodeSession::State::take_global_set(const Replica::AppliedDirection& applied) {
+  const auto& layout = replica.model().layout();
+  const auto granularity = global_topk->granularity();
+  global_set = (applied.listed ? coding::global_set_of(*applied.listed, layout, granularity)
+                               : coding::global_set_of(applied.direction, layout, granularity))
+                   .bytes;
   // A message of this session's own making, for this layout: it cannot be refused.
   BALLOT_ENFORCE(global_topk->accept_global(global_set, replica.model().layout()).ok());
 }
@@ -608,13 +612,18 @@ Status NodeSession::submit_vote_piece(double loss, std::uint32_t index, std::uin
   return {};
 }
 
-Status NodeSession::submit_gradient(double loss, std::vector<float> gradient) {
+Status NodeSession::submit_gradient(double loss, std::span<const float> gradient) {
   State& s = *state_;
   if (!round_open()) return {};
   const RoundStart start = *std::exchange(s.computing, std::nullopt);
   if (!s.codec) return make_error(ErrorCode::kInvalidArgument, "this round takes no gradient");
   EncodedVote vote{.round = start.round, .loss = loss, .model_digest = start.model_digest};
-  s.adversary->replace(MessageType::kVote, {start.round, nullptr, nullptr, &gradient});
+  std::vector<float> replaced;  // what an adversary sends instead
+  if (s.options.adversary) {
+    replaced.assign(gradient.begin(), gradient.end());
+    s.adversary->replace(MessageType::kVote, {start.round, nullptr, nullptr, &replaced});
+    gradient = replaced;
+  }
   Rng rng = codec_rng(s.setup, start.round, s.index);
   vote.bytes = s.codec->encode(gradient, s.replica.model().layout(), rng).bytes;
   // The digest it claims is the last thing the adversary may change (after the codec's draw).

@@ -162,7 +162,9 @@ class NodeSession {
   // The computed message of the round of the last kCompute event, of that work's kind (another
   // kind: kInvalidArgument). A round overtaken meanwhile (decided, state transferred) sends nothing.
   Status submit_vote(double loss, BitVector signs);
-  Status submit_gradient(double loss, std::vector<float> gradient);
+  // The gradient is read during the call only: encoded in place, or first copied for an adversary
+  // to replace (its view of the round may compute on the buffer the span points into).
+  Status submit_gradient(double loss, std::span<const float> gradient);
   Status submit_partition_signs(double loss, BitVector signs);
   // The gradient path's message as the caller encoded it: codec()'s bytes for the model's layout,
   // written from codec()'s state with the random stream codec_rng(setup, round, index) (ballot.torch

@@ -260,7 +260,6 @@ Result<NodeSummary> Node::run() {
 
   BALLOT_TRY(session.start());
   BitVector signs;
-  std::vector<float> gradient;
   while (true) {
     BALLOT_ASSIGN_OR_RETURN(auto event, session.poll());
     node_state.observe(event, worker, session, replica);
@@ -276,9 +275,9 @@ Result<NodeSummary> Node::run() {
           const double loss = worker.vote(replica, work.round, signs);
           BALLOT_TRY(session.submit_vote(loss, signs));
         } else {
-          const double loss = worker.gradient(replica, work.round, gradient);
-          // Handed over, not copied (d floats a round); the next round's gradient refills it.
-          BALLOT_TRY(session.submit_gradient(loss, std::move(gradient)));
+          // Encoded where the model left it, not copied (d floats a round).
+          const double loss = worker.gradient(replica, work.round);
+          BALLOT_TRY(session.submit_gradient(loss, replica.model().gradients()));
         }
         break;
       }

@@ -114,8 +114,13 @@ struct ServerSession::State {
       pending_signs.reset();
     }
     if (pending_direction) {
-      replica.apply(pending_direction->round, std::span<const float>(pending_direction->direction),
-                    pending_direction->scale, pending_direction->full_digest);
+      const FloatDecision& d = *pending_direction;
+      if (decided_round == d.round) {
+        // Sent: the chain reads the direction's digest off the bytes that went out.
+        replica.apply(d.round, std::span<const float>(d.direction), d.scale, d.full_digest, decided);
+      } else {
+        replica.apply(d.round, std::span<const float>(d.direction), d.scale, d.full_digest);
+      }
       pending_direction.reset();
     }
   }

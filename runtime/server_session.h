@@ -89,8 +89,8 @@ class ServerSession {
   // Applies the last decision to the replica (once; a no-op when applied). open_round() and
   // finish() apply it if the caller did not.
   void apply_decision();
-  // To every node, or in pieces through the counted voters (relay_decisions). The decision stays
-  // held until the next one, for nodes that ask for it.
+  // decide()'s payload to every node, or in pieces through the counted voters (relay_decisions).
+  // The decision stays held until the next one, for nodes that ask for it.
   Status send_decision(std::vector<std::uint8_t> decision);
   // Finish{rounds} to every node (best effort: a node that is gone does not matter any more).
   void finish(std::uint64_t rounds);

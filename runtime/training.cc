@@ -266,8 +266,14 @@ void Replica::apply(std::uint64_t round, std::span<const float> direction, learn
   advance_state_digest(round, scale, full_digest, [&] { return direction_digest(direction); });
 }
 
+void Replica::apply(std::uint64_t round, std::span<const float> direction, learning::StepScale scale, bool full_digest,
+                    std::span<const std::uint8_t> float_decision) {
+  optimizer_->step(model_->parameters(), direction, scale);
+  advance_state_digest(round, scale, full_digest, [&] { return direction_digest_of_decision(float_decision); });
+}
+
 Status Replica::apply_decision(std::uint64_t round, std::span<const std::uint8_t> payload, bool sign_vote,
-                               std::vector<float>* direction) {
+                               AppliedDirection* applied) {
   const auto wrong_round = [&](std::uint64_t got) {
     return make_error(ErrorCode::kMalformed,
                       "decision of round " + std::to_string(got) + " given for round " + std::to_string(round));
@@ -278,10 +284,24 @@ Status Replica::apply_decision(std::uint64_t round, std::span<const std::uint8_t
     apply(round, decision.signs, decision.scale, decision.full_digest);
     return {};
   }
-  BALLOT_ASSIGN_OR_RETURN(auto decision, decode_float_decision(payload, dimension()));
-  if (decision.round != round) return wrong_round(decision.round);
-  apply(round, std::span<const float>(decision.direction), decision.scale, decision.full_digest);
-  if (direction != nullptr) *direction = std::move(decision.direction);
+  std::optional<coding::SparseGradient> listed;
+  std::vector<float> storage;
+  if (applied != nullptr) {
+    storage = std::move(applied->direction);
+    *applied = {};  // nothing, unless applied
+  }
+  BALLOT_ASSIGN_OR_RETURN(
+      auto decision,
+      decode_float_decision(payload, dimension(), applied != nullptr ? &listed : nullptr, std::move(storage)));
+  if (decision.round != round) {
+    if (applied != nullptr) applied->direction = std::move(decision.direction);  // its memory, for the next one
+    return wrong_round(decision.round);
+  }
+  apply(round, std::span<const float>(decision.direction), decision.scale, decision.full_digest, payload);
+  if (applied != nullptr) {
+    applied->direction = std::move(decision.direction);
+    applied->listed = std::move(listed);
+  }
   return {};
 }
 
@@ -512,8 +532,8 @@ Status NodeWorker::set_momentum(std::uint32_t partition, std::span<const float> 
   return {};
 }
 
-double NodeWorker::gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient) {
-  return partition_gradient(replica, round, static_cast<std::uint32_t>(node_), gradient);
+double NodeWorker::gradient(Replica& replica, std::uint64_t round) {
+  return compute_gradient(replica, round, static_cast<std::uint32_t>(node_));
 }
 
 double NodeWorker::partition_gradient(Replica& replica, std::uint64_t round, std::uint32_t partition,

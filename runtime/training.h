@@ -26,11 +26,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attacks/attack_spec.h"
 #include "coding/allocation_matrix.h"
+#include "coding/codec.h"
 #include "core/bit_vector.h"
 #include "core/registry.h"
 #include "core/result.h"
@@ -150,6 +152,11 @@ class Replica {
   void apply(std::uint64_t round, const BitVector& decision, learning::StepScale scale, bool full_digest);
   // The same for the gradient path: the update rule on the aggregated fp32 direction.
   void apply(std::uint64_t round, std::span<const float> direction, learning::StepScale scale, bool full_digest);
+  // The same for a direction that came in `float_decision`, the FloatDecision's bytes: when the chain
+  // takes the direction's digest, it is read off them (direction_digest_of_decision), with no pass
+  // over the direction.
+  void apply(std::uint64_t round, std::span<const float> direction, learning::StepScale scale, bool full_digest,
+             std::span<const std::uint8_t> float_decision);
   // With the replica's own scale(round) and full_digest_after(round) (one process: the lockstep
   // engine, tests).
   void apply(std::uint64_t round, const BitVector& decision) {
@@ -167,9 +174,16 @@ class Replica {
   // Round `round`'s decision as it travels (runtime/messages.h: a Decision when `sign_vote`, else
   // a FloatDecision), decoded and applied with its own scale and digest flag. kMalformed, the
   // replica unchanged, when the bytes are not a decision of that round for this dimension.
-  // `direction`, when not null, receives a FloatDecision's direction once applied.
+  // `applied`, when not null, receives a FloatDecision's direction once applied, and its entries
+  // when it came in the sparse form (decode_float_decision); the direction reuses the memory of
+  // the one it held, so a caller that keeps it allocates d floats once. After an error it holds
+  // no entries, and the direction is not one to read.
+  struct AppliedDirection {
+    std::vector<float> direction;
+    std::optional<coding::SparseGradient> listed;
+  };
   Status apply_decision(std::uint64_t round, std::span<const std::uint8_t> payload, bool sign_vote,
-                        std::vector<float>* direction = nullptr);
+                        AppliedDirection* applied = nullptr);
   // SHA-256 of the parameters: equal digests mean bit-identical models. O(d).
   transport::Digest digest() const;
   // The digest RoundStart and votes carry, O(1) (apply() maintains it). After a decision flagged
@@ -264,9 +278,10 @@ class NodeWorker {
   // so the node state file keeps what such a driver computed.
   const learning::WorkerMomentum* momentum(std::uint32_t partition) const;
   Status set_momentum(std::uint32_t partition, std::span<const float> values, std::size_t dimension);
-  // Gradient path: the gradient of partition `partition` (default: the node's own) of round
-  // `round`. Returns the batch loss.
-  double gradient(Replica& replica, std::uint64_t round, std::vector<float>& gradient);
+  // Gradient path: the node's own gradient of round `round`, left in replica.model().gradients()
+  // until the next computation on that replica (an adversary's view of the round computes too).
+  // Returns the batch loss. partition_gradient: partition `partition`'s, copied into `gradient`.
+  double gradient(Replica& replica, std::uint64_t round);
   double partition_gradient(Replica& replica, std::uint64_t round, std::uint32_t partition,
                             std::vector<float>& gradient);
 

@@ -171,7 +171,8 @@ class NodeSession:
         """The gradient path: the float32 gradient, encoded with the run's codec. A CUDA tensor is
         encoded on its GPU, on torch's current stream, into the bytes the host would write (only
         they are copied to the host): an honest node's, with a codec that has a device encoder
-        (:attr:`encodes_on_device`); a CPU array otherwise."""
+        (:attr:`encodes_on_device`); a CPU array otherwise, read in place during the call (do not
+        write it from another thread meanwhile)."""
         self._native.submit_gradient(float(loss), gradient, cuda_stream(gradient))
 
     @property

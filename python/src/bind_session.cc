@@ -189,7 +189,9 @@ class Session {
       } else if (work.kind == RoundWork::Kind::kVote) {
         loss = worker_->vote(*replica_, work.round, signs);
       } else {
-        loss = worker_->gradient(*replica_, work.round, gradient);
+        loss = worker_->gradient(*replica_, work.round);
+        const auto computed = replica_->model().gradients();
+        gradient.assign(computed.begin(), computed.end());
       }
     }
     computed_round_ = work.round;
@@ -553,8 +555,9 @@ class Session {
         unwrap(codec_device_->sync_host());
         codec_device_->forget();  // the host's encode moves the state and makes the selection
       }
-      std::vector<float> gradient(values.begin(), values.end());
-      send([&] { return session_->submit_gradient(loss, std::move(gradient)); });
+      // Read in place while the GIL is released: `array` holds the caller's memory (never a
+      // converted copy) until the call returns.
+      send([&] { return session_->submit_gradient(loss, values); });
       return;
     }
     if (!encodes_on_device()) {

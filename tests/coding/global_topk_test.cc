@@ -182,5 +182,34 @@ TEST(GlobalTopK, GlobalSetOfADecisionReturnsWhatItDidNotApply) {
   }
 }
 
+// From the update's entries (a sparse decision's list) the global set is the one the scan over d
+// finds: −0 and +0 left out, NaN kept, every segment of both granularities.
+TEST(GlobalTopK, GlobalSetOfListedEntriesIsTheScansSet) {
+  const auto layout = GradientLayout::from_sizes({{"a", 70}, {"b", 1}, {"c", 200}, {"d", 129}}).value();
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    Rng rng(seed);
+    std::vector<float> applied(400, 0.0f);
+    SparseGradient listed;
+    for (std::uint32_t i = 0; i < 400; ++i) {
+      const std::uint32_t pick = rng.next_u32() % 8;
+      if (pick > 3) continue;
+      // Listed: a value, −0, NaN, or +0 (entries may list coordinates whose value is +0).
+      applied[i] = pick == 0   ? -0.0f
+                   : pick == 1 ? std::numeric_limits<float>::quiet_NaN()
+                   : pick == 2 ? 0.0f
+                               : rng.uniform_float() - 0.5f;
+      listed.indices.push_back(i);
+      listed.values.push_back(applied[i]);
+    }
+    for (const auto granularity : {Granularity::kModel, Granularity::kLayer}) {
+      EXPECT_EQ(global_set_of(listed, layout, granularity).bytes, global_set_of(applied, layout, granularity).bytes)
+          << "seed " << seed;
+    }
+  }
+  const std::vector<float> zeros(400, 0.0f);
+  EXPECT_EQ(global_set_of(SparseGradient{}, layout, Granularity::kLayer).bytes,
+            global_set_of(zeros, layout, Granularity::kLayer).bytes);
+}
+
 }  // namespace
 }  // namespace ballot::coding

@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <optional>
+#include <vector>
 
 #include "runtime/messages.h"
 
@@ -36,12 +39,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto vote = ballot::runtime::decode_encoded_vote(bytes, 4096); vote.ok()) {
     if (vote->bytes.size() > 4096 || ballot::runtime::encode(*vote).size() != size) __builtin_trap();
   }
-  // One encoding per direction: what decodes encodes to the same bytes (dense or sparse form).
-  for (std::size_t dimension : {3u, 100u}) {
-    if (auto decision = ballot::runtime::decode_float_decision(bytes, dimension); decision.ok()) {
-      if (decision->direction.size() != dimension) __builtin_trap();
+  // One encoding per direction: what decodes encodes to the same bytes (dense or sparse form). A
+  // sparse decision's listed entries are exactly the direction's (not +0, rising), whatever memory
+  // it was decoded into, and the digest read off the bytes is the direction's.
+  for (std::size_t dimension : {0u, 3u, 100u}) {
+    std::optional<ballot::coding::SparseGradient> listed;
+    if (auto decision = ballot::runtime::decode_float_decision(bytes, dimension, &listed, std::vector<float>(7, 1.0f));
+        decision.ok()) {
+      const auto& direction = decision->direction;
+      if (direction.size() != dimension) __builtin_trap();
       const auto again = ballot::runtime::encode(*decision);
       if (again.size() != size || !std::equal(again.begin(), again.end(), bytes.begin())) __builtin_trap();
+      if (ballot::runtime::direction_digest_of_decision(bytes) != ballot::runtime::direction_digest(direction)) {
+        __builtin_trap();
+      }
+      if (listed.has_value() != (bytes[8 + 4 + 4 + 1 + 8] == 1)) __builtin_trap();  // only the sparse form lists
+      if (listed) {
+        std::size_t k = 0;
+        for (std::size_t i = 0; i < dimension; ++i) {
+          std::uint32_t bits = 0;
+          std::memcpy(&bits, &direction[i], 4);
+          if (bits == 0) continue;
+          std::uint32_t listed_bits = 0;
+          if (k < listed->values.size()) std::memcpy(&listed_bits, &listed->values[k], 4);
+          if (k >= listed->indices.size() || listed->indices[k] != i || listed_bits != bits) __builtin_trap();
+          ++k;
+        }
+        if (k != listed->indices.size() || k != listed->values.size()) __builtin_trap();
+      }
+    } else if (listed) {
+      __builtin_trap();
     }
   }
   // Pieces of decisions of at most 64 and 100 bytes, in at most 7 pieces.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "core/byte_io.h"
 
@@ -217,6 +218,47 @@ TEST(Messages, DirectionDigestIsThatOfTheBodyOnTheWire) {
   at[97] = 1.0f;
   EXPECT_EQ(direction_digest(at), body_digest(at));
   EXPECT_NE(direction_digest(at), sparse_form);
+}
+
+// The digest read off an encoded decision is the one computed from its direction, in both forms,
+// and the decoder lists a sparse decision's indices (nothing for a dense one).
+TEST(Messages, DirectionDigestOfADecisionIsItsDirectionsDigest) {
+  std::vector<float> sparse(100, 0.0f);
+  sparse[3] = 1.5f;
+  sparse[40] = -0.0f;
+  sparse[99] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> dense(100, 0.25f);
+  const std::vector<std::vector<float>> directions{sparse, dense, std::vector<float>(100, 0.0f)};
+  for (const auto& direction : directions) {
+    const auto bytes = encode(FloatDecision{3, {0.1f, 0.0f}, true, direction});
+    EXPECT_EQ(direction_digest_of_decision(bytes), direction_digest(direction));
+    std::optional<coding::SparseGradient> listed;
+    // The direction may take a vector's memory whatever it held.
+    const auto decoded = decode_float_decision(bytes, 100, &listed, std::vector<float>(300, 7.0f));
+    ASSERT_TRUE(decoded.ok()) << decoded.error().message;
+    EXPECT_EQ(std::memcmp(decoded->direction.data(), direction.data(), 400), 0);
+    EXPECT_EQ(decoded->direction.size(), 100u);
+    if (direction == dense) {
+      EXPECT_FALSE(listed.has_value());
+      continue;
+    }
+    ASSERT_TRUE(listed.has_value());
+    std::vector<std::uint64_t> expected;
+    for (std::uint32_t i = 0; i < 100; ++i) {
+      if (std::bit_cast<std::uint32_t>(direction[i]) != 0) expected.push_back(i);
+    }
+    EXPECT_EQ(listed->indices, expected);
+    ASSERT_EQ(listed->values.size(), expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(listed->values[k]), std::bit_cast<std::uint32_t>(direction[expected[k]]));
+    }
+  }
+  // A refused decision lists nothing.
+  auto cut = encode(FloatDecision{3, {0.1f, 0.0f}, false, sparse});
+  cut.pop_back();
+  std::optional<coding::SparseGradient> listed = coding::SparseGradient{{1}, {1.0f}};
+  EXPECT_FALSE(decode_float_decision(cut, 100, &listed).ok());
+  EXPECT_FALSE(listed.has_value());
 }
 
 // Sparse forms a server never sends: each is malformed, and every cut of a valid one too.

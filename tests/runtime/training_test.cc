@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <cstring>
 #include <map>
 
 #include "coding/codec_registry.h"
@@ -365,6 +367,49 @@ TEST(Replica, TheChainTakesTheDirectionsDigest) {
   EXPECT_EQ(b.digest(), a.digest());  // the parameters moved the same (−0 and +0 step alike)
   b.apply(1, std::span<const float>(direction), scale, true);
   EXPECT_EQ(b.state_digest(), parameters_digest(b));
+
+  // A decision as it travels gives the same replica, its digest read off the bytes; the caller
+  // that asks gets the direction, and a sparse one's list.
+  auto c = Replica::create(setup).value();
+  direction[7] = -0.0f;
+  const auto sparse = encode(FloatDecision{0, scale, false, direction});
+  Replica::AppliedDirection applied;
+  ASSERT_TRUE(c.apply_decision(0, sparse, false, &applied).ok());
+  EXPECT_EQ(c.state_digest(), a.state_digest());
+  EXPECT_EQ(c.digest(), a.digest());
+  ASSERT_EQ(applied.direction.size(), direction.size());
+  EXPECT_EQ(std::memcmp(applied.direction.data(), direction.data(), 4 * direction.size()), 0);  // −0 too
+  ASSERT_TRUE(applied.listed.has_value());
+  EXPECT_EQ(applied.listed->indices, (std::vector<std::uint64_t>{1, 7}));
+  EXPECT_EQ(applied.listed->values[0], 0.5f);
+  EXPECT_TRUE(std::signbit(applied.listed->values[1]));
+  // The next decision reuses the direction's memory, and a dense one lists nothing.
+  const float* memory = applied.direction.data();
+  const std::vector<float> everywhere(c.dimension(), 0.125f);
+  ASSERT_TRUE(c.apply_decision(1, encode(FloatDecision{1, scale, false, everywhere}), false, &applied).ok());
+  EXPECT_EQ(applied.direction.data(), memory);
+  EXPECT_EQ(applied.direction, everywhere);
+  EXPECT_FALSE(applied.listed.has_value());
+  a.apply(1, std::span<const float>(everywhere), scale, false);
+  EXPECT_EQ(c.state_digest(), a.state_digest());
+
+  // A decision of another round, or cut short, changes nothing and leaves no entries to read; the
+  // memory stays for the next one when the bytes decoded.
+  const auto digest = c.digest();
+  const auto state = c.state_digest();
+  EXPECT_FALSE(c.apply_decision(2, sparse, false, &applied).ok());
+  EXPECT_FALSE(applied.listed.has_value());
+  EXPECT_EQ(applied.direction.data(), memory);
+  auto cut = encode(FloatDecision{2, scale, false, direction});
+  cut.pop_back();
+  applied.listed = coding::SparseGradient{};
+  EXPECT_FALSE(c.apply_decision(2, cut, false, &applied).ok());
+  EXPECT_FALSE(applied.listed.has_value());
+  EXPECT_EQ(c.digest(), digest);
+  EXPECT_EQ(c.state_digest(), state);
+  // A full-digest round takes the parameters, whatever the direction's bytes.
+  ASSERT_TRUE(c.apply_decision(2, encode(FloatDecision{2, scale, true, direction}), false, &applied).ok());
+  EXPECT_EQ(c.state_digest(), parameters_digest(c));
 }
 
 TEST(Replica, TheDecisionsScaleIsWhatMovesTheParameters) {
