@@ -10,6 +10,8 @@ Two local clusters of the same size run the same number of rounds in this one sc
 Both vote signs through the identity code with Signum (the worker momentum), so the server, the
 protocol and the C++ fold are the same; the difference is what the Python node adds per round:
 zeroing the flat gradient, torch's backward bookkeeping, the NaN/Inf check, and the Python calls.
+With `--rule R --codec C` both take the gradient path instead (the node's gradient through codec C,
+the server's rule R; ballot.torch's RobustGradient, the cluster's default there).
 Reported: the median seconds per round of each (from the metrics files, rounds 3..end), their
 difference, the part of it that is the torch model's own forward/backward over the C++ model's
 one pass (measured here), and what is left, the node's overhead, in passes over the D floats at
@@ -17,7 +19,8 @@ numpy's read bandwidth on this machine (the physical unit: one pass over 4·D by
 node (`--nodes 1`, the default) nothing else shares the cores.
 
     PYTHONPATH=build/default/python build/venv/bin/python bench/python/torch_node_overhead.py \\
-        [--ballot build/release/apps/ballot] [--d 11000000] [--nodes 3] [--rounds 25]
+        [--ballot build/release/apps/ballot] [--d 11000000] [--nodes 3] [--rounds 25] \\
+        [--rule mean --codec gtopk:ratio=0.01]
 """
 
 import argparse
@@ -80,9 +83,12 @@ def main():
     parser.add_argument("--d", type=int, default=11_000_000)
     parser.add_argument("--nodes", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument("--rule", default="vote", help="vote (the sign path) or a robust rule (the gradient path)")
+    parser.add_argument("--codec", default="fp32", help="the gradient path's codec")
     args = parser.parse_args()
     common = ["--nodes", str(args.nodes), "--byzantine", "0", "--code", "identity", "--rounds", str(args.rounds),
-              "--attackers", "0", "--deadline-ms", "60000", "--checkpoint-every", "100000", "--eval-every", "0"]
+              "--attackers", "0", "--deadline-ms", "60000", "--checkpoint-every", "100000", "--eval-every", "0",
+              "--rule", args.rule, "--codec", args.codec]
     with tempfile.TemporaryDirectory() as work:
         cpp = os.path.join(work, "cpp")
         subprocess.run([args.ballot, "train", *common, "--model", f"synthetic:d={args.d}",
@@ -99,7 +105,8 @@ def main():
         b = seconds_per_round(os.path.join(torch_dir, "metrics.jsonl"))
     one_pass = pass_seconds(args.d)
     step = torch_step_seconds(args.d)
-    print(f"d = {args.d}, {args.nodes} nodes on this machine, {args.rounds} rounds (median of rounds 3..)")
+    path = "the sign vote" if args.rule == "vote" else f"rule {args.rule}, codec {args.codec}"
+    print(f"d = {args.d}, {args.nodes} nodes on this machine, {path}, {args.rounds} rounds (median of rounds 3..)")
     print(f"C++ nodes:   {a * 1e3:8.1f} ms/round")
     print(f"torch nodes: {b * 1e3:8.1f} ms/round  ({b / a:.2f}x, difference {(b - a) * 1e3:.1f} ms)")
     print(f"beside it: the torch model's own forward/backward {step * 1e3:.1f} ms per partition; the C++ synthetic "

@@ -102,6 +102,33 @@ void finish_top_k(const float* x, const std::vector<std::uint32_t>& candidates, 
   BALLOT_ENFORCE_EQ(out, at + k);
 }
 
+// The top k when no threshold above 0 is known (a short x, or a sample whose rank-th key is 0: a
+// mostly-zero x, such as the mean of a few sparse messages). The coordinates whose key is above 0
+// are the candidates. When there are fewer than k of them, they all belong to the top k, and the
+// rest of it is the lowest-index zeros (±0). Either way no selection runs over the zeros.
+void top_k_above_zero(const float* x, std::size_t n, std::size_t k, std::vector<std::uint32_t>& candidates,
+                      std::vector<std::uint32_t>& indices) {
+  candidates.clear();
+  filter(x, n, std::numeric_limits<float>::denorm_min(), candidates);  // !(|x| < the least positive): not ±0
+  if (candidates.size() >= k) {
+    finish_top_k(x, candidates, k, indices);
+    return;
+  }
+  std::size_t zeros = k - candidates.size();
+  indices.reserve(indices.size() + k);
+  std::size_t j = 0;
+  for (std::uint32_t i = 0; zeros > 0; ++i) {  // zeros ≤ n − candidates: it ends below n
+    if (j < candidates.size() && candidates[j] == i) {
+      indices.push_back(i);
+      ++j;
+    } else {
+      indices.push_back(i);
+      --zeros;
+    }
+  }
+  indices.insert(indices.end(), candidates.begin() + static_cast<std::ptrdiff_t>(j), candidates.end());
+}
+
 }  // namespace
 
 void select_above(const float* x, std::size_t n, float threshold, std::vector<std::uint32_t>& indices) {
@@ -133,6 +160,7 @@ void select_top_k(const float* x, std::size_t n, std::size_t k, std::vector<std:
       if (rank >= kSample) break;
       std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(rank), sample.end(),
                        std::greater<float>());
+      if (!(sample[rank] > 0.0f)) break;  // a threshold of 0 would pass every coordinate
       candidates.clear();
       filter(x, n, sample[rank], candidates);
       if (candidates.size() >= k) {
@@ -143,8 +171,8 @@ void select_top_k(const float* x, std::size_t n, std::size_t k, std::vector<std:
     }
   }
   if (!have_candidates) {
-    candidates.clear();
-    filter(x, n, 0.0f, candidates);  // everything (|x| >= 0 or NaN)
+    top_k_above_zero(x, n, k, candidates, indices);
+    return;
   }
   finish_top_k(x, candidates, k, indices);
 }

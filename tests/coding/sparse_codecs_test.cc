@@ -84,6 +84,29 @@ TEST(TopK, EveryIsaLevelSelectsTheSameEntries) {
   }
 }
 
+// Mostly-zero vectors (the mean of a few sparse messages): fewer nonzeros than k, as many, a few
+// more, and enough that the sample's threshold is above 0; −0 and NaN among them; short and long.
+TEST(TopK, MostlyZeroVectorsTakeTheNonzerosThenTheLowestIndexZeros) {
+  for (const std::size_t n : {std::size_t{1000}, std::size_t{300000}}) {
+    const std::size_t k = n / 100;
+    for (const std::size_t nonzeros : {std::size_t{0}, k / 2, k, k + 7, 3 * k, 20 * k}) {
+      std::vector<float> x(n, 0.0f);
+      Rng rng(n + nonzeros);
+      for (std::size_t j = 0; j < nonzeros; ++j) x[rng.uniform_int(n)] = rng.uniform_float() - 0.5f;
+      x[rng.uniform_int(n)] = -0.0f;
+      if (nonzeros > 0) x[rng.uniform_int(n)] = std::numeric_limits<float>::quiet_NaN();
+      for (auto isa : kernels::supported_isas()) {
+        kernels::ScopedIsaLimit cap(isa);
+        std::vector<std::uint32_t> got{5u};  // appends after what is there
+        detail::select_top_k(x.data(), n, k, got);
+        auto expected = reference_top_k(x, k);
+        expected.insert(expected.begin(), 5u);
+        ASSERT_EQ(got, expected) << kernels::isa_name(isa) << " n=" << n << " nonzeros=" << nonzeros;
+      }
+    }
+  }
+}
+
 TEST(TopK, AllEqualMagnitudesTakeTheLowestIndices) {
   std::vector<float> x(500000, 1.0f);
   for (std::size_t i = 0; i < x.size(); i += 2) x[i] = -1.0f;
