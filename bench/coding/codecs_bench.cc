@@ -10,6 +10,10 @@
 //       coordinate), generated as the encoders do and folded, nothing else. With the norm (max)
 //       pass, which must read the whole input before any coordinate is rounded, it gives their
 //       floor: one read plus the stream.
+//   (e) the aggregator side of global top-k: keep_global_top_k (ratio 0.01) over an aggregate with
+//       1 %, 2 % or all of its coordinates nonzero (the mean of one message, or of identical
+//       ones; of two disjoint ones; a dense rule output). Its floor is one read of the aggregate
+//       and one write of its zeros: two passes, 50 % of the read bandwidth.
 // A summary with the targets is printed at the end. Single-threaded throughout.
 #include <benchmark/benchmark.h>
 
@@ -25,6 +29,7 @@
 #include "bench/read_probe.h"
 #include "coding/codec_registry.h"
 #include "coding/detail/rounding.h"
+#include "coding/global_topk.h"
 #include "core/aligned_allocator.h"
 #include "core/rng.h"
 
@@ -148,6 +153,26 @@ void BM_Decode(benchmark::State& state, const Case& c) {
   set_rates(state);  // decoded floats written per second, same unit as encode
 }
 
+void BM_KeepGlobalTopK(benchmark::State& state, double nonzero) {
+  std::vector<float> aggregate(gradient().begin(), gradient().end());
+  if (nonzero < 1.0) {
+    Rng rng(5);
+    for (auto& v : aggregate) {
+      if (rng.uniform_float() >= nonzero) v = 0.0f;
+    }
+  }
+  std::vector<float> x(kD);
+  const ballot::coding::SparseOptions budget{.ratio = 0.01};
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::copy(aggregate.begin(), aggregate.end(), x.begin());
+    state.ResumeTiming();
+    ballot::coding::keep_global_top_k(x, whole(), budget);
+    benchmark::DoNotOptimize(x.data());
+  }
+  set_rates(state);  // aggregate floats per second
+}
+
 void BM_RoundingStream(benchmark::State& state) {
   const ballot::coding::detail::RoundingStream random(3, 0, 0);
   for (auto _ : state) benchmark::DoNotOptimize(ballot::coding::detail::fold_rounding_blocks(random, kD));
@@ -269,6 +294,14 @@ int main(int argc, char** argv) {
         ->UseRealTime()
         ->MinTime(0.5);
     benchmark::RegisterBenchmark(("decode/" + c.spec).c_str(), BM_Decode, c)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->MinTime(0.5);
+  }
+  for (const double nonzero : {0.01, 0.02, 1.0}) {
+    benchmark::RegisterBenchmark(
+        ("keep_global_top_k/nonzero=" + std::to_string(static_cast<int>(100 * nonzero)) + "%").c_str(),
+        BM_KeepGlobalTopK, nonzero)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()
         ->MinTime(0.5);
