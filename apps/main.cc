@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "kernels/isa.h"
 #include "robust/registry.h"
+#include "runtime/cluster.h"
 
 namespace ballot::apps {
 
@@ -144,12 +145,13 @@ namespace {
 // blocks that large from fresh mappings, or trims the heap under them once they are free, so every
 // round paid a page fault and a zeroed page per 4 KiB of them: 18 % of the server's CPU in the
 // cluster benchmark (bench/cluster, n = 8, d = 11.2 M: 0.045–0.049 → 0.037–0.039 s a round).
-// Kept in the heap, the next round reuses them. Only this program sets it, never the library.
+// Kept in the heap, the next round reuses them. Only this program sets it, never the library (its
+// node commands get the same through their environment: runtime/cluster.h).
 void keep_round_buffers() {
 #if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  mallopt(M_TOP_PAD, 64 << 20);
+  mallopt(M_MMAP_THRESHOLD, ballot::runtime::kRoundBufferMmapThreshold);
+  mallopt(M_TRIM_THRESHOLD, ballot::runtime::kRoundBufferTrimThreshold);
+  mallopt(M_TOP_PAD, ballot::runtime::kRoundBufferTopPad);
 #endif
 }
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -273,9 +274,14 @@ Status LocalCluster::start_node(std::size_t index) {
         nodes_[index],
         spawn({program_.string(), "node", "--cluster", cluster_file_.string(), "--index", std::to_string(index)}, log));
   } else {
-    BALLOT_ASSIGN_OR_RETURN(nodes_[index], spawn(node_command_, log,
-                                                 {std::string(kClusterFileVariable) + "=" + cluster_file_.string(),
-                                                  std::string(kNodeIndexVariable) + "=" + std::to_string(index)}));
+    std::vector<std::string> environment{std::string(kClusterFileVariable) + "=" + cluster_file_.string(),
+                                         std::string(kNodeIndexVariable) + "=" + std::to_string(index)};
+    for (const auto& [name, value] : {std::pair{"MALLOC_MMAP_THRESHOLD_", kRoundBufferMmapThreshold},
+                                      std::pair{"MALLOC_TRIM_THRESHOLD_", kRoundBufferTrimThreshold},
+                                      std::pair{"MALLOC_TOP_PAD_", kRoundBufferTopPad}}) {
+      if (std::getenv(name) == nullptr) environment.push_back(std::string(name) + "=" + std::to_string(value));
+    }
+    BALLOT_ASSIGN_OR_RETURN(nodes_[index], spawn(node_command_, log, environment));
   }
   return {};
 }

@@ -49,6 +49,15 @@ std::string metrics_json_line(const RoundReport& report);
 inline constexpr const char* kClusterFileVariable = "BALLOT_CLUSTER";
 inline constexpr const char* kNodeIndexVariable = "BALLOT_NODE_INDEX";
 
+// glibc malloc settings under which a round's buffers of megabytes (votes, decisions, frames) stay
+// in the heap from one round to the next, instead of being mapped, faulted in and zeroed again
+// every round. The `ballot` program sets them for itself (mallopt); a node command that
+// LocalCluster starts gets them as glibc's variables (MALLOC_MMAP_THRESHOLD_, ...) unless its
+// environment already names them. The library never changes them in a caller's process.
+inline constexpr int kRoundBufferMmapThreshold = 64 << 20;
+inline constexpr int kRoundBufferTrimThreshold = 256 << 20;
+inline constexpr int kRoundBufferTopPad = 64 << 20;
+
 class LocalCluster {
  public:
   // Makes `work_dir` (created if missing) hold ca/ (the CA, which no process reads), keys/,

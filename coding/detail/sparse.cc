@@ -115,14 +115,12 @@ void top_k_above_zero(const float* x, std::size_t n, std::size_t k, std::vector<
     return;
   }
   std::size_t zeros = k - candidates.size();
-  indices.reserve(indices.size() + k);
   std::size_t j = 0;
   for (std::uint32_t i = 0; zeros > 0; ++i) {  // zeros ≤ n − candidates: it ends below n
+    indices.push_back(i);
     if (j < candidates.size() && candidates[j] == i) {
-      indices.push_back(i);
       ++j;
     } else {
-      indices.push_back(i);
       --zeros;
     }
   }
@@ -229,7 +227,9 @@ SampledSelection select_by_sampled_threshold(const float* x, std::size_t n, std:
     select_above(x, n, threshold, candidates);
     return candidates.size();
   });
-  if (result.exact) {
+  if (result.exact && !(result.threshold > 0.0f)) {
+    select_top_k(x, n, k, indices);  // every coordinate passed: the same top k, without a selection over zeros
+  } else if (result.exact) {
     finish_top_k(x, candidates, k, indices);
   } else {
     indices.insert(indices.end(), candidates.begin(), candidates.end());

@@ -84,24 +84,40 @@ TEST(TopK, EveryIsaLevelSelectsTheSameEntries) {
   }
 }
 
-// Mostly-zero vectors (the mean of a few sparse messages): fewer nonzeros than k, as many, a few
-// more, and enough that the sample's threshold is above 0; −0 and NaN among them; short and long.
+// Mostly-zero vectors (the mean of a few sparse messages), with exactly m entries that are not ±0:
+// fewer than k, k, a few more, k + k/10 (whose sample still puts its threshold at 0 at n = 300000),
+// and enough that the sample's threshold is above 0; among them NaN, ±inf, the least subnormal
+// (exactly the filter's threshold) and another subnormal; −0 among the zeros; short and long.
 TEST(TopK, MostlyZeroVectorsTakeTheNonzerosThenTheLowestIndexZeros) {
   for (const std::size_t n : {std::size_t{1000}, std::size_t{300000}}) {
     const std::size_t k = n / 100;
-    for (const std::size_t nonzeros : {std::size_t{0}, k / 2, k, k + 7, 3 * k, 20 * k}) {
+    for (const std::size_t m : {std::size_t{0}, k / 2, k - 1, k, k + 7, k + k / 10, 3 * k, 20 * k}) {
+      std::vector<std::uint32_t> positions(n);
+      std::iota(positions.begin(), positions.end(), 0u);
+      Rng rng(n + m);
+      for (std::size_t j = 0; j + 1 < n; ++j) std::swap(positions[j], positions[j + rng.uniform_int(n - j)]);
       std::vector<float> x(n, 0.0f);
-      Rng rng(n + nonzeros);
-      for (std::size_t j = 0; j < nonzeros; ++j) x[rng.uniform_int(n)] = rng.uniform_float() - 0.5f;
-      x[rng.uniform_int(n)] = -0.0f;
-      if (nonzeros > 0) x[rng.uniform_int(n)] = std::numeric_limits<float>::quiet_NaN();
+      const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(),
+                                -1e-40f};
+      for (std::size_t j = 0; j < m; ++j) {
+        x[positions[j]] =
+            j < std::size(specials) ? specials[j] : (j % 2 == 0 ? 1.0f : -1.0f) * (rng.uniform_float() + 0.25f);
+      }
+      x[positions[m]] = -0.0f;
       for (auto isa : kernels::supported_isas()) {
         kernels::ScopedIsaLimit cap(isa);
         std::vector<std::uint32_t> got{5u};  // appends after what is there
         detail::select_top_k(x.data(), n, k, got);
         auto expected = reference_top_k(x, k);
         expected.insert(expected.begin(), 5u);
-        ASSERT_EQ(got, expected) << kernels::isa_name(isa) << " n=" << n << " nonzeros=" << nonzeros;
+        ASSERT_EQ(got, expected) << kernels::isa_name(isa) << " n=" << n << " m=" << m;
+        // DGC's sampled selection: when it ends exact (its threshold may be 0 here), the same top k.
+        std::vector<std::uint32_t> sampled;
+        Rng draw(m);
+        if (detail::select_by_sampled_threshold(x.data(), n, k, n / 100, draw, sampled).exact) {
+          ASSERT_EQ(sampled, reference_top_k(x, k)) << kernels::isa_name(isa) << " n=" << n << " m=" << m;
+        }
       }
     }
   }

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -129,6 +131,32 @@ class ProcessCluster : public ::testing::Test {
 
 // The acceptance criterion: the simulator and the process cluster give bit-identical models for
 // a fixed seed and no faults.
+// A node command runs with its cluster file and index, and with glibc's malloc settings that keep a
+// round's buffers in the heap (as `ballot` sets for itself), unless its environment names them.
+TEST_F(ProcessCluster, ANodeCommandGetsItsClusterAndTheRoundBufferSettings) {
+  const auto file = dir_ / "environment";
+  auto config = small_cluster(1);
+  config.checkpoint = dir_ / "server.ckpt";
+  ASSERT_EQ(::setenv("MALLOC_TOP_PAD_", "4096", 1), 0);
+  auto cluster = LocalCluster::prepare(std::move(config), BALLOT_PROGRAM, dir_,
+                                       {"/bin/sh", "-c", "env > \"$0.part\" && mv \"$0.part\" \"$0\"", file.string()});
+  ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
+  ASSERT_TRUE(cluster->start_node(1).ok());
+  for (int waited = 0; waited < 20000 && !std::filesystem::exists(file); waited += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::unsetenv("MALLOC_TOP_PAD_");
+  std::ifstream in(file);
+  std::multiset<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.insert(line);
+  EXPECT_EQ(lines.count("BALLOT_NODE_INDEX=1"), 1u);
+  EXPECT_EQ(lines.count("BALLOT_CLUSTER=" + cluster->cluster_file().string()), 1u);
+  EXPECT_EQ(lines.count("MALLOC_MMAP_THRESHOLD_=" + std::to_string(kRoundBufferMmapThreshold)), 1u);
+  EXPECT_EQ(lines.count("MALLOC_TRIM_THRESHOLD_=" + std::to_string(kRoundBufferTrimThreshold)), 1u);
+  EXPECT_EQ(lines.count("MALLOC_TOP_PAD_=4096"), 1u);  // the caller's, alone
+  for (const auto& line : lines) EXPECT_NE(line, "MALLOC_TOP_PAD_=" + std::to_string(kRoundBufferTopPad));
+}
+
 TEST_F(ProcessCluster, MatchesTheSimulatorBitForBit) {
   auto cluster = prepare(small_cluster(30));
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
