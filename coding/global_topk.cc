@@ -176,25 +176,18 @@ void keep_global_top_k(std::span<float> aggregate, const GradientLayout& layout,
 
 EncodedGradient global_set_of(std::span<const float> applied, const GradientLayout& layout, Granularity granularity) {
   BALLOT_ENFORCE_EQ(applied.size(), layout.total_size());
-  const auto segments = segments_of(layout, granularity);
-  std::vector<std::size_t> counts(segments.size(), 0);
-  std::vector<std::uint32_t> indices;
-  std::vector<float> values;
-  for (std::size_t s = 0; s < segments.size(); ++s) {
-    const auto x = applied.subspan(segments[s].offset, segments[s].size);
-    const std::size_t first = indices.size();
-    kernels::append_entries(x, indices);  // every value but +0, relative to the segment
-    std::size_t kept = first;
-    for (std::size_t j = first; j < indices.size(); ++j) {
-      if (x[indices[j]] == 0.0f) continue;  // −0: not applied either (NaN compares unequal, so it is)
-      indices[kept++] = indices[j];
-      values.push_back(x[indices[j]]);
+  // The entries (every value but +0), scanned a segment at a time (u32 indices within each).
+  SparseGradient entries;
+  std::vector<std::uint32_t> in_segment;
+  for (const auto& segment : segments_of(layout, granularity)) {
+    in_segment.clear();
+    kernels::append_entries(applied.subspan(segment.offset, segment.size), in_segment);
+    for (const std::uint32_t i : in_segment) {
+      entries.indices.push_back(segment.offset + i);
+      entries.values.push_back(applied[segment.offset + i]);
     }
-    indices.resize(kept);
-    counts[s] = kept - first;
   }
-  return detail::write_sparse(CodecId::kGlobalTopK, granularity, GlobalTopKCodec::kGlobalFlag, layout, counts, indices,
-                              values);
+  return global_set_of(entries, layout, granularity);
 }
 
 EncodedGradient global_set_of(const SparseGradient& applied, const GradientLayout& layout, Granularity granularity) {

@@ -432,6 +432,12 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
   BALLOT_ASSIGN_OR_RETURN(const auto values, reader.take(count, sizeof(float), "values"));
   BALLOT_TRY(reader.expect_end());
   message.direction.assign(dimension, 0.0f);
+  coding::SparseGradient as_listed;  // for `listed`
+  if (listed != nullptr) {
+    as_listed.indices.reserve(count);
+    as_listed.values.resize(count);
+    if (count > 0) std::memcpy(as_listed.values.data(), values.data(), 4 * count);
+  }
   std::uint64_t next = 0;  // the smallest index the next entry may have
   for (std::size_t k = 0; k < count; ++k) {
     std::uint32_t index = 0;
@@ -446,19 +452,10 @@ Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes,
       return reader.malformed("sparse entry " + std::to_string(k) + " holds +0, which the sparse form leaves out");
     }
     message.direction[index] = value;
+    if (listed != nullptr) as_listed.indices.push_back(index);
     next = std::uint64_t{index} + 1;
   }
-  if (listed != nullptr) {
-    auto& entries = listed->emplace();
-    entries.indices.resize(count);
-    entries.values.resize(count);
-    for (std::size_t k = 0; k < count; ++k) {
-      std::uint32_t index = 0;
-      std::memcpy(&index, indices.data() + 4 * k, 4);
-      entries.indices[k] = index;
-    }
-    if (count > 0) std::memcpy(entries.values.data(), values.data(), 4 * count);
-  }
+  if (listed != nullptr) *listed = std::move(as_listed);
   return message;
 }
 
