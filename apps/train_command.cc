@@ -139,8 +139,11 @@ void print_defences(const runtime::DefenceReport& d) {
       "quarantined {%s}, %zu equivocation proofs\n",
       static_cast<unsigned long long>(d.rejected_messages), static_cast<unsigned long long>(d.out_of_sync_votes),
       events.c_str(), quarantined.c_str(), d.equivocation_proofs);
-  std::printf("lateness (counted, never quarantined): {%s}; second sessions refused for a live node id: {%s}\n",
-              per_node(d.late).c_str(), per_node(d.duplicate_sessions).c_str());
+  std::printf(
+      "lateness (counted, never quarantined): {%s}; second sessions refused for a live node id: {%s}; connections "
+      "refused before authentication: %llu\n",
+      per_node(d.late).c_str(), per_node(d.duplicate_sessions).c_str(),
+      static_cast<unsigned long long>(d.unauthenticated));
 }
 
 void print_summary(const runtime::TrainingSummary& summary) {

@@ -30,7 +30,11 @@ std::uint64_t value_of(const std::map<transport::NodeId, std::uint64_t>& counts,
 
 void Quarantine::on_misbehaviour(const transport::MisbehaviourReport& report) {
   // An unauthenticated connection has no node to blame.
-  if (!report.peer) return;
+  if (!report.peer) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++unauthenticated_;
+    return;
+  }
   if (report.kind == transport::Misbehaviour::kDuplicateSession) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++duplicates_[*report.peer];
@@ -89,6 +93,11 @@ std::uint64_t Quarantine::late(transport::NodeId node) const {
 std::uint64_t Quarantine::duplicate_sessions(transport::NodeId node) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return value_of(duplicates_, node);
+}
+
+std::uint64_t Quarantine::unauthenticated() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return unauthenticated_;
 }
 
 std::vector<transport::EquivocationProof> Quarantine::proofs() const {

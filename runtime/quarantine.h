@@ -16,8 +16,9 @@
 //    a late node costs at most the round deadline, as a crashed one does (the fault budget b),
 //    and its votes count again as soon as they arrive in time.
 // Security events that blame nobody are counted apart: a second session refused for a live id
-// (duplicate_sessions(): either process may be the honest one) and failures before
-// authentication (no node to blame).
+// (duplicate_sessions(): either process may be the honest one) and connections that failed before
+// authentication (unauthenticated(): no node to blame; a certificate whose key is not the pinned
+// one is such a failure, whatever id it names).
 // A quarantined node's votes are dropped unread; it still counts against the fault budget b like
 // a crashed node, so the run goes on as long as at most b nodes are missing or quarantined.
 // Thread-safety: observer callbacks arrive on I/O threads; every member is safe to call
@@ -59,6 +60,7 @@ class Quarantine final : public transport::MisbehaviourObserver {
   std::uint64_t events(transport::NodeId node) const;  // evidence (a proof weighs `threshold`)
   std::uint64_t late(transport::NodeId node) const;
   std::uint64_t duplicate_sessions(transport::NodeId node) const;
+  std::uint64_t unauthenticated() const;  // reports that name no node
   std::vector<transport::EquivocationProof> proofs() const;
 
  private:
@@ -68,6 +70,7 @@ class Quarantine final : public transport::MisbehaviourObserver {
   std::map<transport::NodeId, std::uint64_t> events_;
   std::map<transport::NodeId, std::uint64_t> late_;
   std::map<transport::NodeId, std::uint64_t> duplicates_;
+  std::uint64_t unauthenticated_ = 0;
   std::set<transport::NodeId> quarantined_;
   std::vector<transport::EquivocationProof> proofs_;
 };

@@ -151,6 +151,7 @@ void add_quarantine_report(const Quarantine& quarantine, std::size_t nodes, Defe
     if (const auto duplicates = quarantine.duplicate_sessions(node_id(i)); duplicates > 0)
       report.duplicate_sessions.emplace_back(i, duplicates);
   }
+  report.unauthenticated = quarantine.unauthenticated();
   report.equivocation_proofs = quarantine.proofs().size();
 }
 

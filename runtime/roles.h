@@ -61,12 +61,14 @@ struct DefenceReport {
   std::vector<std::pair<std::size_t, std::uint64_t>> late;          // node index, lateness events (> 0 only)
   // node index, second sessions refused while its session was live (> 0 only; runtime/quarantine.h)
   std::vector<std::pair<std::size_t, std::uint64_t>> duplicate_sessions;
+  std::uint64_t unauthenticated = 0;  // connections that failed before authentication (no node blamed)
   std::size_t equivocation_proofs = 0;
   std::uint64_t out_of_sync_votes = 0;  // votes on another model (answered with the state)
 };
 
 // The quarantine's part of a DefenceReport over nodes 0..n−1: who is quarantined, the evidence,
-// lateness and duplicate-session events per node, and the equivocation proofs.
+// lateness and duplicate-session events per node, the failures before authentication, and the
+// equivocation proofs.
 void add_quarantine_report(const Quarantine& quarantine, std::size_t nodes, DefenceReport& report);
 
 struct TrainingSummary {

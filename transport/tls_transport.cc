@@ -297,7 +297,9 @@ class Session final : public SessionBase {
 
   // The peer certificate (already verified against the CA by OpenSSL) must name a registered
   // participant with the registered role and the pinned key; a dialler also checks it reached
-  // the peer it dialled.
+  // the peer it dialled. The certificate's id is the peer's identity, and blamed, only once its key
+  // is the pinned one: a second certificate the CA issued for an id (leaked, mis-issued or
+  // superseded) must not get that id's node counted.
   bool check_certificate() {
     X509* cert = SSL_get0_peer_certificate(stream_.native_handle());
     if (cert == nullptr) {
@@ -309,13 +311,11 @@ class Session final : public SessionBase {
       fail(Misbehaviour::kHandshakeFailed, identity.error());
       return false;
     }
-    cert_peer_ = identity->node;
     const RegistryEntry* entry = impl_.core_.verifier().registry().find(identity->node);
     if (entry == nullptr || entry->role != identity->role) {
-      fail(Misbehaviour::kUnknownSender, make_error(ErrorCode::kAuthentication,
-                                                    "certificate for " + std::string(role_name(identity->role)) + " " +
-                                                        std::to_string(identity->node) + " is not in the registry",
-                                                    identity->node));
+      fail(Misbehaviour::kUnknownSender,
+           make_error(ErrorCode::kAuthentication, "certificate for " + std::string(role_name(identity->role)) + " " +
+                                                      std::to_string(identity->node) + " is not in the registry"));
       return false;
     }
     PublicKeyBytes key{};
@@ -325,10 +325,12 @@ class Session final : public SessionBase {
       ERR_clear_error();
       fail(Misbehaviour::kIdentityMismatch,
            make_error(ErrorCode::kAuthentication,
-                      "certificate key of node " + std::to_string(identity->node) + " differs from the pinned key",
-                      identity->node));
+                      "certificate key of node " + std::to_string(identity->node) +
+                          " differs from the pinned key (a second certificate for that id; node " +
+                          std::to_string(identity->node) + " is not blamed)"));
       return false;
     }
+    cert_peer_ = identity->node;
     if (dialled_ && identity->node != dialled_->peer) {
       fail(Misbehaviour::kIdentityMismatch,
            make_error(ErrorCode::kAuthentication,
@@ -616,7 +618,7 @@ class Session final : public SessionBase {
   std::optional<tcp::resolver> resolver_;
   const std::shared_ptr<Link> dialled_;  // set for the dialling side
   std::shared_ptr<Link> link_;           // set once authenticated
-  std::optional<NodeId> cert_peer_;      // identity in the verified certificate
+  std::optional<NodeId> cert_peer_;      // the certificate's id, once its key is the pinned one
   std::optional<NodeId> peer_;           // set once authenticated
   bool authenticated_ = false;
   bool heard_any_ = false;  // a frame of this session was accepted

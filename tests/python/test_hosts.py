@@ -6,8 +6,9 @@ cluster (scripts/vcluster.sh: network namespaces on one bridge, addresses 198.18
 - A node host's cable is pulled mid-run: the server goes on with n - b votes, and when the cable
   is back the node votes again and ends with the server's model.
 - Impostors on a host of their own are refused and the run goes on without them: one presents
-  another host's certificate and key (node 3's, while node 3 runs), one a certificate of its own
-  id that the CA issued again with another key (not the pinned one).
+  another host's certificate and key (node 3's, while node 3 runs), one a certificate of node 5's
+  id that the CA issued again with another key (not the pinned one); node 5 is not blamed for it
+  and votes once its own process runs.
 
 Needs root with CAP_NET_ADMIN and CAP_SYS_ADMIN (network namespaces); skipped otherwise, and
 without the `ballot` program. Traffic stays inside the namespaces each test makes and 127.0.0.1;
@@ -36,6 +37,7 @@ NODE_DIGEST = re.compile(r"^node (\d+): model digest: ([0-9a-f]{64})$", re.M)
 NODE_SUMMARY = re.compile(r"^node (\d+): (\d+) rounds, (\d+) votes, (\d+) state transfers", re.M)
 REFUSED = re.compile(r"second sessions refused for a live node id: \{([^}]*)\}")
 MISBEHAVIOUR = re.compile(r"misbehaviour events \{([^}]*)\}, quarantined \{([^}]*)\}")
+UNAUTHENTICATED = re.compile(r"connections refused before authentication: (\d+)")
 PORT = 29500
 NODES = 5
 TRAINING = {
@@ -281,40 +283,53 @@ def test_impostors_on_another_host_are_refused_and_the_run_goes_on(hosts, tmp_pa
     for suffix in ("crt", "key"):
         (forged / f"node-5.{suffix}").unlink()
     ballot("keys", "issue", 5, "--dir", forged, "--ca-dir", ca)
-    # Rounds of a few ms (as in the cut test), enough of them for the impostors to knock a few times.
-    options = dict(rounds=100, model="synthetic:d=250000")
+    options = dict(rounds=60, model="synthetic:d=250000")
     rounds = options["rounds"]
-    file, metrics = cluster_file(tmp_path, "run", keys, 400, **options)
-    impostor_file, _ = cluster_file(tmp_path, "impostor", forged, 400, **options)
+    deadline_ms = 400
+    file, metrics = cluster_file(tmp_path, "run", keys, deadline_ms, **options)
+    impostor_file, _ = cluster_file(tmp_path, "impostor", forged, deadline_ms, **options)
 
-    honest = range(NODES - 1)  # node 4 (id 5) is the forged one: its honest process never runs
+    # Node 4 (id 5), whose id the forged certificate names, starts late: until then every round
+    # waits the deadline for it while the impostors knock.
+    honest = range(NODES - 1)
     server = cluster.start(0, ["server", "--cluster", file], "run-server")
     nodes = {i: cluster.start(i + 1, ["node", "--cluster", file, "--index", i], f"run-node-{i}") for i in honest}
     wait_for("a round with node 2 (id 3) live", lambda: len(metric_rows(metrics)) >= 1, 60, [server, *nodes.values()])
     started_at = len(metric_rows(metrics))
     stolen = cluster.start(NODES + 1, ["node", "--cluster", impostor_file, "--index", 2], "stolen")
     forged_node = cluster.start(NODES + 1, ["node", "--cluster", impostor_file, "--index", 4], "forged")
+    # About 10 s of knocking (a knock every ~1.3 s was measured): a blame on the id a certificate
+    # names would have quarantined node 4 after 3 of them.
+    joins_at = started_at + 25
+    wait_for(f"round {joins_at}", lambda: len(metric_rows(metrics)) >= joins_at, 60, [server, *nodes.values()])
+    nodes[4] = cluster.start(NODES, ["node", "--cluster", file, "--index", 4], "run-node-4")
 
     digest, server_log, logs = finish(server, nodes, timeout=90)
     rows = metric_rows(metrics)
     assert [row["round"] for row in rows] == list(range(rounds))
-    # Node 4 never voted, node 2 (whose key the impostor holds) voted in every round.
-    assert all(row["missing"] == [4] and row["votes"] == NODES - 1 for row in rows), rows
-    # Once node 4 is quarantined no round waits for it, nor for room in its send queue (each of
-    # the server's sends to it once waited the cluster's send timeout, 200 ms, when it filled).
-    late = sorted(row["seconds"] for row in rows[rounds // 2:])
-    assert late[len(late) // 2] < 0.18, [row["seconds"] for row in rows]
+    # Node 2 (whose key the impostor holds) voted in every round; node 4 was missing until its own
+    # process came, never quarantined, and then voted: the forged certificate got it counted
+    # nowhere.
+    assert all(row["missing"] in ([], [4]) and row["votes"] == NODES - len(row["missing"]) for row in rows), rows
+    assert not any(row["quarantined"] for row in rows), rows
+    assert rows[-1]["missing"] == [], rows
+    # A round without node 4 waits the deadline for it, and not longer (the server's sends to a node
+    # without a session once also waited the send timeout, 200 ms, when its queue filled).
+    waiting = sorted(row["seconds"] for row in rows if row["missing"])
+    assert waiting[len(waiting) // 2] < deadline_ms / 1000 + 0.1, [row["seconds"] for row in rows]
     assert {node_digest(log) for log in logs.values()} == {digest}
-    # The server's summary names nodes by index: the stolen identity is node 2's, the forged node 4's.
+    # The server's summary names nodes by index: the stolen identity is node 2's; the forged
+    # certificate's connections failed before authentication and blame no node.
     refused = REFUSED.search(server_log)
     assert refused and re.search(r"\bnode 2: [1-9]", refused.group(1)), server_log[-3000:]
     misbehaviour = MISBEHAVIOUR.search(server_log)
-    assert misbehaviour and re.search(r"\bnode 4: [1-9]", misbehaviour.group(1)), server_log[-3000:]
-    assert misbehaviour.group(2) in ("", "4"), server_log[-3000:]  # only the forged identity, if any
+    assert misbehaviour and misbehaviour.group(1) == "" and misbehaviour.group(2) == "", server_log[-3000:]
+    unauthenticated = UNAUTHENTICATED.search(server_log)
+    assert unauthenticated and int(unauthenticated.group(1)) >= 3, server_log[-3000:]
     # Neither took part in a round. (Once the server has said Finish and node 2 has gone, the
     # stolen identity is free: the impostor may then get in, hear Finish and end with 0 rounds.)
     for impostor in (stolen, forged_node):
         text = impostor.log.read_text()
         assert all(applied == "0" and votes == "0" for _, applied, votes, _ in NODE_SUMMARY.findall(text)), text
-    print(f"impostors started after round {started_at} of {rounds}; {refused.group(0)}; misbehaviour events "
-          f"{{{misbehaviour.group(1)}}}, quarantined {{{misbehaviour.group(2)}}}")
+    print(f"impostors started after round {started_at} of {rounds}, node 4 after round {joins_at}; "
+          f"{refused.group(0)}; {unauthenticated.group(0)}")

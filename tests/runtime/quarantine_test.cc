@@ -21,10 +21,19 @@ TEST(Quarantine, ThresholdOfEvents) {
   EXPECT_FALSE(quarantine.is_quarantined(5));
 }
 
-TEST(Quarantine, UnauthenticatedEventsBlameNobody) {
+TEST(Quarantine, UnauthenticatedEventsBlameNobodyAndAreCounted) {
   Quarantine quarantine(QuarantineOptions{1});
+  EXPECT_EQ(quarantine.unauthenticated(), 0u);
   quarantine.on_misbehaviour(event(std::nullopt, transport::Misbehaviour::kHandshakeFailed));
+  // Evidence kinds too: a certificate of id 2 whose key is not the pinned one names no node.
+  quarantine.on_misbehaviour(event(std::nullopt, transport::Misbehaviour::kIdentityMismatch));
+  quarantine.on_misbehaviour(event(std::nullopt, transport::Misbehaviour::kUnknownSender));
   EXPECT_TRUE(quarantine.quarantined().empty());
+  EXPECT_EQ(quarantine.unauthenticated(), 3u);
+  for (transport::NodeId node = 0; node < 8; ++node) EXPECT_EQ(quarantine.events(node), 0u);
+  quarantine.on_misbehaviour(event(2, transport::Misbehaviour::kIdentityMismatch));
+  EXPECT_EQ(quarantine.unauthenticated(), 3u);
+  EXPECT_TRUE(quarantine.is_quarantined(2));
 }
 
 TEST(Quarantine, EquivocationProofQuarantinesAtOnce) {

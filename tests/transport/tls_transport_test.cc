@@ -86,6 +86,46 @@ TEST_F(TlsTransportTest, NodeThreeClaimingNodeFourIsRefused) {
   expect_honest_round_trip();
 }
 
+// A certificate the same CA issued again for an id (leaked, mis-issued or superseded), with another
+// key than the pinned one, is refused, and its id is not blamed: whoever holds it must not get that
+// node counted. The node with the pinned key still gets in.
+TEST_F(TlsTransportTest, SecondCertificateForAnIdIsRefusedAndBlamesNobody) {
+  const std::filesystem::path forged = pki_.tmp.path() / "forged";
+  std::filesystem::copy(pki_.dir, forged, std::filesystem::copy_options::recursive);
+  for (const char* file : {"node-3.crt", "node-3.key", "node-4.crt", "node-4.key"})
+    std::filesystem::remove(forged / file);
+  ASSERT_TRUE(issue_node(forged, 3, Role::kNode).ok());
+  ASSERT_TRUE(issue_node(forged, 4, Role::kServer).ok());  // id 4 is a node in the registry
+  struct Case {
+    NodeId id;
+    Misbehaviour kind;
+    const char* message;
+  };
+  for (const Case& c : {Case{3, Misbehaviour::kIdentityMismatch, "differs from the pinned key"},
+                        Case{4, Misbehaviour::kUnknownSender, "is not in the registry"}}) {
+    SCOPED_TRACE(c.id);
+    const Credentials second = load_credentials(forged, c.id).value();
+    RawTlsClient client(cluster_->tls_server().port(), &second, second.ca_certificate_der);
+    (void)client.connect();  // TLS 1.3: the client may finish before the server rejects it
+    std::vector<std::uint8_t> bytes;
+    EXPECT_TRUE(client.read(kFrameHeaderSize, &bytes)) << "the server must close the connection";
+    auto report = cluster_->observer().wait_for(c.kind);
+    ASSERT_TRUE(report.has_value());
+    EXPECT_FALSE(report->peer.has_value()) << "blamed on node " << *report->peer;
+    EXPECT_FALSE(report->error.peer.has_value());
+    EXPECT_NE(report->error.message.find(c.message), std::string::npos) << report->error.to_string();
+    EXPECT_FALSE(cluster_->tls_server().connected(c.id));
+  }
+  // Node 3 with its pinned key connects, and the honest pair still talks.
+  const Credentials node3 = pki_.credentials(3);
+  RawTlsClient real(cluster_->tls_server().port(), &node3, node3.ca_certificate_der);
+  ASSERT_FALSE(real.connect());
+  Signer signer(node3.key, kJob, 3, Role::kNode);
+  ASSERT_FALSE(real.exchange_hello(signer, 3));
+  EXPECT_TRUE(cluster_->tls_server().wait_connected(3, 2000ms).ok());
+  expect_honest_round_trip();
+}
+
 TEST_F(TlsTransportTest, PeerStallingMidFrameHitsTheDeadline) {
   const Credentials node3 = pki_.credentials(3);
   Signer signer(node3.key, kJob, 3, Role::kNode);
