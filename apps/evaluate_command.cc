@@ -172,10 +172,11 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
 
 // What the paper preset's report says about its setup (docs/evaluation_paper_preset.md).
 std::string paper_preamble(const evaluation::Grid& grid) {
-  return "The election-coding paper's setups (Sohn et al., NeurIPS 2020; ALGORITHMS.md §3): the reverse attack by b "
+  return "The election-coding paper's setups (Sohn et al., NeurIPS 2020; docs/election_coding.md): the reverse attack "
+         "by b "
          "Byzantine nodes drawn uniformly from the seed, on Fashion-MNIST, comparing signSGD with majority vote "
          "(G = I), random Bernoulli codes with nominal r = 2 and 3 (redrawn until no row is empty, so the realised r "
-         "in the `r` column is higher) and the deterministic code of ALGORITHMS.md §3 built for each b. The update is "
+         "in the `r` column is higher) and the paper's deterministic code built for each b. The update is "
          "`ballot train`'s default — Signum with majority vote (a momentum of " +
          std::to_string(grid.base.worker_momentum).substr(0, 4) +
          " per partition at the nodes, x ← x − η·v at every replica) — rather than the paper's server-side heavy "
@@ -261,6 +262,7 @@ int run_evaluate(const EvaluateCommand& command) {
   }
   std::fflush(stdout);
 
+  if (auto status = evaluation::prepare_report_dir(command.out); !status.ok()) return fail(status.error());
   auto data = runtime::load_training_data(grid->base);
   if (!data.ok()) return fail(data.error());
   const auto shared = std::make_shared<const learning::TrainTestSplit>(std::move(*data));

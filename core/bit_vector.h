@@ -28,7 +28,8 @@ class BitVector {
   // any alignment), copied once.
   static Result<BitVector> from_bytes(std::size_t size, std::span<const std::uint8_t> bytes);
 
-  static constexpr std::size_t words_for(std::size_t bits) noexcept { return (bits + 63) / 64; }
+  // Without overflow for every size_t (bits + 63 would wrap near the top).
+  static constexpr std::size_t words_for(std::size_t bits) noexcept { return bits / 64 + (bits % 64 != 0 ? 1 : 0); }
 
   std::size_t size() const noexcept { return size_; }
   std::size_t num_words() const noexcept { return words_.size(); }

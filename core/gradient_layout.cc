@@ -17,8 +17,9 @@ Result<GradientLayout> GradientLayout::from_sizes(const std::vector<std::pair<st
     if (layout.find(name)) {
       return make_error(ErrorCode::kInvalidArgument, "duplicate layer name '" + name + "'");
     }
-    if (size > SIZE_MAX - layout.total_size_) {
-      return make_error(ErrorCode::kInvalidArgument, "layer sizes overflow");
+    if (size > kMaxSize - layout.total_size_) {
+      return make_error(ErrorCode::kInvalidArgument, "layer sizes total more than 2^56 coordinates (layer '" + name +
+                                                         "': " + std::to_string(size) + ")");
     }
     layout.add_layer(name, size);
   }
@@ -28,7 +29,7 @@ Result<GradientLayout> GradientLayout::from_sizes(const std::vector<std::pair<st
 std::size_t GradientLayout::add_layer(std::string name, std::size_t size) {
   BALLOT_ENFORCE(!name.empty(), "layer name is empty");
   BALLOT_ENFORCE(!find(name).has_value(), "duplicate layer name " + name);
-  BALLOT_ENFORCE_LE(size, SIZE_MAX - total_size_);
+  BALLOT_ENFORCE_LE(size, kMaxSize - total_size_);
   layers_.push_back(LayerSegment{std::move(name), total_size_, size});
   total_size_ += size;
   return layers_.size() - 1;

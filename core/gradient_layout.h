@@ -27,14 +27,19 @@ class GradientLayout {
  public:
   GradientLayout() = default;
 
+  // The most coordinates a layout holds: any byte size computed from it (at most 16 bytes per
+  // coordinate) fits in size_t.
+  static constexpr std::size_t kMaxSize = std::size_t{1} << 56;
+
   // A single segment named `name` covering `size` coordinates.
   static GradientLayout whole(std::size_t size, std::string name = "model");
 
-  // Builds a layout from (name, size) pairs; names must be non-empty and unique.
+  // Builds a layout from (name, size) pairs; names must be non-empty and unique, the sizes'
+  // total at most kMaxSize.
   static Result<GradientLayout> from_sizes(const std::vector<std::pair<std::string, std::size_t>>& layers);
 
   // Appends a layer after the last one and returns its index. The name must be non-empty and new
-  // (a duplicate is a caller bug: BALLOT_ENFORCE).
+  // (a duplicate or a total past kMaxSize is a caller bug: BALLOT_ENFORCE).
   std::size_t add_layer(std::string name, std::size_t size);
 
   std::span<const LayerSegment> layers() const noexcept { return layers_; }

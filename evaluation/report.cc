@@ -903,10 +903,20 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
   return md_text;
 }
 
-Status write_report(const GridResult& result, const std::filesystem::path& dir, const ReportOptions& options) {
+Status prepare_report_dir(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir / "figures", ec);
   if (ec) return make_error(ErrorCode::kIo, "cannot create '" + (dir / "figures").string() + "': " + ec.message());
+  const std::filesystem::path probe = dir / "figures" / ".ballot-write-probe";
+  std::ofstream(probe, std::ios::binary | std::ios::trunc) << 'x';
+  const bool written = std::filesystem::file_size(probe, ec) == 1 && !ec;
+  std::filesystem::remove(probe, ec);
+  if (!written) return make_error(ErrorCode::kIo, "cannot write in '" + (dir / "figures").string() + "'");
+  return {};
+}
+
+Status write_report(const GridResult& result, const std::filesystem::path& dir, const ReportOptions& options) {
+  BALLOT_TRY(prepare_report_dir(dir));
   const auto aggregates = aggregate(result);
   const auto figures = make_figures(result, aggregates);
   const auto write = [](const std::filesystem::path& path, const std::string& text) -> Status {

@@ -93,4 +93,8 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
 // Errors: kIo naming the file.
 Status write_report(const GridResult& result, const std::filesystem::path& dir, const ReportOptions& options = {});
 
+// Creates dir/figures/ and checks that a file can be written there: called before a grid runs, so
+// that an unwritable report directory is an error at once, not after hours of cells. kIo.
+Status prepare_report_dir(const std::filesystem::path& dir);
+
 }  // namespace ballot::evaluation

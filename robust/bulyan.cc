@@ -7,7 +7,7 @@
 namespace ballot::robust {
 
 Status Bulyan::check(std::size_t n, std::size_t f) {
-  if (n < 4 * f + 3) return detail::precondition_error("bulyan", "n >= 4f + 3", n, f);
+  if (!detail::at_least(n, 4, f, 3)) return detail::precondition_error("bulyan", "n >= 4f + 3", n, f);
   return {};
 }
 

@@ -11,7 +11,7 @@ namespace ballot::robust {
 
 Status CenteredClipping::check(std::size_t n, std::size_t f) {
   if (n == 0) return make_error(ErrorCode::kPrecondition, "centered_clipping needs at least one input");
-  if (n < 2 * f + 1) return detail::precondition_error("centered_clipping", "n >= 2f + 1", n, f);
+  if (!detail::at_least(n, 2, f, 1)) return detail::precondition_error("centered_clipping", "n >= 2f + 1", n, f);
   return {};
 }
 

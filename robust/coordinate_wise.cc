@@ -33,7 +33,7 @@ Result<AggregationResult> run(const InputMatrix& inputs, std::size_t threads, Co
 
 Status check_honest_majority(const char* rule, std::size_t n, std::size_t f) {
   if (n == 0) return make_error(ErrorCode::kPrecondition, std::string(rule) + " needs at least one input");
-  if (n < 2 * f + 1) return detail::precondition_error(rule, "n >= 2f + 1", n, f);
+  if (!detail::at_least(n, 2, f, 1)) return detail::precondition_error(rule, "n >= 2f + 1", n, f);
   return {};
 }
 

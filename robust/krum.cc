@@ -27,7 +27,7 @@ AggregationResult selection_result(const InputMatrix& inputs, AggregationReport 
 }  // namespace
 
 Status Krum::check(std::size_t n, std::size_t f) {
-  if (n < 2 * f + 3) return detail::precondition_error("krum", "n >= 2f + 3", n, f);
+  if (!detail::at_least(n, 2, f, 3)) return detail::precondition_error("krum", "n >= 2f + 3", n, f);
   return {};
 }
 std::string Krum::spec() const {
@@ -41,7 +41,7 @@ Result<AggregationResult> Krum::aggregate(const InputMatrix& inputs) {
 }
 
 Status MultiKrum::check(std::size_t n, std::size_t f, std::size_t m) {
-  if (n < 2 * f + 3) return detail::precondition_error("multi_krum", "n >= 2f + 3", n, f);
+  if (!detail::at_least(n, 2, f, 3)) return detail::precondition_error("multi_krum", "n >= 2f + 3", n, f);
   if (m > n)
     return make_error(ErrorCode::kPrecondition,
                       "multi_krum: m = " + std::to_string(m) + " exceeds n = " + std::to_string(n));

@@ -14,7 +14,7 @@ namespace ballot::robust {
 
 Status NearestNeighborMixing::check(std::size_t n, std::size_t f) {
   if (n == 0) return make_error(ErrorCode::kPrecondition, "nnm needs at least one input");
-  if (n < 2 * f + 1) return detail::precondition_error("nnm", "n >= 2f + 1", n, f);
+  if (!detail::at_least(n, 2, f, 1)) return detail::precondition_error("nnm", "n >= 2f + 1", n, f);
   return {};
 }
 
@@ -111,7 +111,7 @@ Result<PreAggregation> Bucketing::apply(const InputMatrix& inputs) {
   std::iota(perm.begin(), perm.end(), 0);
   Rng rng(options_.seed, calls_++);
   if (options_.shuffle) rng.shuffle(std::span<std::size_t>(perm));
-  const std::size_t buckets = (n + s - 1) / s;
+  const std::size_t buckets = n / s + (n % s != 0 ? 1 : 0);
 
   PreAggregation out;
   out.output.n = buckets;

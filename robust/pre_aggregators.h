@@ -57,7 +57,9 @@ class Bucketing final : public PreAggregator {
   explicit Bucketing(Options options) : options_(options) {}
   std::string spec() const override;
   Status check(std::size_t n) const override;
-  std::size_t outputs(std::size_t n) const override { return options_.s == 0 ? n : (n + options_.s - 1) / options_.s; }
+  std::size_t outputs(std::size_t n) const override {
+    return options_.s == 0 ? n : n / options_.s + (n % options_.s != 0 ? 1 : 0);
+  }
   Result<PreAggregation> apply(const InputMatrix& inputs) override;
   // The call counter that selects the permutation's random stream (call k uses stream k).
   std::uint64_t calls() const noexcept { return calls_; }

@@ -53,7 +53,7 @@ bool next_subset(std::vector<std::size_t>& subset, std::size_t m) {
 
 Status Smea::check(std::size_t n, std::size_t f) {
   if (n == 0) return make_error(ErrorCode::kPrecondition, "smea needs at least one input");
-  if (n < 2 * f + 1) return detail::precondition_error("smea", "n >= 2f + 1", n, f);
+  if (!detail::at_least(n, 2, f, 1)) return detail::precondition_error("smea", "n >= 2f + 1", n, f);
   return {};
 }
 

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "core/bit_vector.h"
+
 namespace ballot::robust {
 namespace {
 
@@ -46,7 +48,7 @@ Result<AggregationResult> aggregate_sparse(Aggregator& rule, std::span<const Spa
   }
   // The listed columns: a bitmap of d bits, and per 64-bit word the number of listed columns
   // before it, so that column c of the data is column rank(c) of the gathered matrix.
-  const std::size_t words = (d + 63) / 64;
+  const std::size_t words = BitVector::words_for(d);
   std::vector<std::uint64_t> listed(words, 0);
   for (const SparseRow& row : rows) {
     for (const std::uint64_t c : row.indices) listed[c / 64] |= std::uint64_t{1} << (c % 64);

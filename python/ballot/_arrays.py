@@ -3,6 +3,7 @@ handing results back in the caller's array type and on its device."""
 
 from __future__ import annotations
 
+import operator
 import sys
 from typing import Any
 
@@ -12,6 +13,36 @@ import numpy as np
 def is_torch(x: Any) -> bool:
     """True for a torch.Tensor (checked by type, so torch is never imported here)."""
     return type(x).__module__.startswith("torch") and hasattr(x, "device") and hasattr(x, "dtype")
+
+
+def shape_of(x: Any, what: str) -> tuple:
+    """x's shape as ints; TypeError naming the argument when x is not an array or tensor."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        raise TypeError(f"{what}: expected an array or tensor (numpy, torch or any DLPack exporter), got "
+                        f"{type(x).__name__}")
+    return tuple(int(s) for s in shape)
+
+
+def vector_size(x: Any, what: str) -> int:
+    """The length of the 1-D array x: TypeError for a non-array, ValueError for another shape, each
+    naming the argument."""
+    shape = shape_of(x, what)
+    if len(shape) != 1:
+        raise ValueError(f"{what}: expected a 1-D array, got {len(shape)} dimensions")
+    return shape[0]
+
+
+def count(x: Any, what: str) -> int:
+    """A size, count or seed from the caller: a non-negative integer (numpy integers too), else
+    TypeError or ValueError naming the argument (never a silent truncation of 2.5 to 2)."""
+    try:
+        value = operator.index(x)
+    except TypeError:
+        raise TypeError(f"{what}: expected a non-negative integer, got {type(x).__name__}") from None
+    if value < 0:
+        raise ValueError(f"{what}: must be non-negative, got {value}")
+    return value
 
 
 def first_of(vectors: Any) -> Any:

@@ -1,6 +1,6 @@
 """Gradient attacks (C++ ``ballot::attacks``): what a Byzantine worker sends instead of its
 honest gradient, crafted from the honest vectors of the round (an omniscient attacker, as in
-the evaluation engine). ALGORITHMS.md section 6 gives the formulas.
+the evaluation engine). docs/attacks.md gives the formulas.
 
 Each attack is a callable object in the style of ByzFL's attack classes:
 ``attack(honest_vectors) -> vector``, where honest_vectors is a list of 1-D float32 arrays or
@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from ballot import _native
-from ballot._arrays import first_of, like
+from ballot._arrays import count, first_of, like, shape_of
 
 
 def _count(vectors: Any) -> int:
-    return len(vectors) if isinstance(vectors, (list, tuple)) else int(vectors.shape[0])
+    return len(vectors) if isinstance(vectors, (list, tuple)) else shape_of(vectors, "honest_vectors")[0]
 
 
 def craft(spec: str, honest_vectors: Any, *, m: int = 1, n: Optional[int] = None, own: Any = None,
@@ -26,8 +26,12 @@ def craft(spec: str, honest_vectors: Any, *, m: int = 1, n: Optional[int] = None
     ``"gaussian:sigma=200"``, ``"scaled:factor=-10"``, ``"sign_flip"``, ``"zero"``,
     ``"mimic:target=0"``). ``own``: the attacker's own honest gradient (sign_flip and scaled
     use it; without it they use the honest mean). Gaussian draws from Philox ``(seed, stream)``."""
-    total = _count(honest_vectors) + m if n is None else n
-    value = _native.craft_gradient(spec, honest_vectors, own, int(total), int(m), int(seed), int(stream))
+    honest, m = _count(honest_vectors), count(m, "m")
+    total = honest + m if n is None else count(n, "n")
+    if m >= total or honest + m > total:
+        raise ValueError(f"craft: need m < n and n >= honest vectors + m, got n={total}, m={m} and {honest} "
+                         "honest vectors")
+    value = _native.craft_gradient(spec, honest_vectors, own, total, m, count(seed, "seed"), count(stream, "stream"))
     return like(value, first_of(honest_vectors) if _count(honest_vectors) else own)
 
 
@@ -44,7 +48,10 @@ def attack_examples(domain: Optional[str] = None) -> List[str]:
 
 def alie_z(n: int, m: int) -> float:
     """z of "a little is enough" for n workers of which m attack (Baruch et al., 2019)."""
-    return float(_native.alie_z(int(n), int(m)))
+    n, m = count(n, "n"), count(m, "m")
+    if m >= n:
+        raise ValueError(f"alie_z: need m < n, got n={n}, m={m}")
+    return float(_native.alie_z(n, m))
 
 
 class GradientAttack:

@@ -1,7 +1,7 @@
 """Gradient compression codecs (C++ ``ballot::coding``): what a gradient becomes on the wire.
 
 Codecs are named by the registry strings of the C++ library (``"topk:ratio=0.01"``,
-``"qsgd:s=16"``, ``"terngrad"``, ``"onebit"``, ``"scaled_sign,ef=1"``, ...; :func:`codec_names`
+``"qsgd:s=16"``, ``"terngrad"``, ``"onebit"``, ``"scaled_sign:ef=1"``, ...; :func:`codec_names`
 lists them, docs/codecs.md specifies each encoding byte for byte). ``ef=1`` wraps a codec in
 error feedback (Karimireddy et al., 2019); its memory is node state, readable through
 :attr:`Codec.memory` and saved and restored with :meth:`Codec.save_state` /
@@ -24,7 +24,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ballot import _native
-from ballot._arrays import cuda_stream, current_cuda_stream
+from ballot._arrays import count, cuda_stream, current_cuda_stream, vector_size
 
 Layout = Union[int, Sequence[int], Sequence[Tuple[str, int]], dict, Any]
 
@@ -77,11 +77,6 @@ def _bytes(data: Any) -> bytes:
     raise TypeError(f"data: expected bytes, bytearray, memoryview or a uint8 array, got {type(data).__name__}")
 
 
-def _size(x: Any) -> int:
-    shape = getattr(x, "shape", None)
-    if shape is None or len(shape) != 1:
-        raise ValueError("expected a 1-D array")
-    return int(shape[0])
 
 
 def global_topk_reduce(messages: Sequence[Any], layout: Layout, spec: str, average: bool = False) -> bytes:
@@ -109,7 +104,7 @@ class Codec:
     """
 
     def __init__(self, spec: str, seed: int = 0, stream: int = 0) -> None:
-        self._native = _native.Codec(spec, seed, stream)
+        self._native = _native.Codec(spec, count(seed, "seed"), count(stream, "stream"))
 
     @property
     def spec(self) -> str:
@@ -152,7 +147,7 @@ class Codec:
         DGC's momentum and accumulation, global top-k's residual) then stays on the GPU until
         :attr:`memory` or :meth:`save_state` asks for it.
         """
-        layers = layout_of(_size(gradient) if layout is None else layout)
+        layers = layout_of(vector_size(gradient, "gradient") if layout is None else layout)
         return self._native.encode(gradient, layers, cuda_stream(gradient))
 
     def decode(self, data: Any, layout: Layout) -> np.ndarray:
@@ -165,7 +160,7 @@ class Codec:
         A CUDA accumulator is added to on its GPU (the bytes are checked on the host first), for the
         codecs that encode on a GPU (see :meth:`encode`).
         """
-        layers = layout_of(_size(accumulator) if layout is None else layout)
+        layers = layout_of(vector_size(accumulator, "accumulator") if layout is None else layout)
         self._native.decode_add(_bytes(data), accumulator, layers, float(weight), cuda_stream(accumulator))
 
     def save_state(self) -> bytes:

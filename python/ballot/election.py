@@ -20,6 +20,7 @@ from typing import Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from ballot import _native
+from ballot._arrays import count
 
 #: Largest n the exhaustive certificates accept.
 MAX_CERTIFIED_NODES: int = int(_native.max_certified_nodes)
@@ -129,7 +130,7 @@ class Code:
 
     def certify(self, b: int, model: str = "votes_only") -> Certificate:
         """Does the code tolerate every coalition of at most b Byzantine nodes? (exhaustive)"""
-        c = _native.certify(self._native, int(b), model)
+        c = _native.certify(self._native, count(b, "b"), model)
         return Certificate(c["model"], c["n"], c["b"], c["tolerant"], _example(c["counter_example"]), c["patterns_checked"])
 
     def max_tolerated_b(self, model: str = "votes_only") -> ToleranceProfile:
@@ -144,7 +145,7 @@ class Code:
                     trials: int = 1 << 16, seed: int = 1) -> MonteCarloEstimate:
         """P(final vote wrong) when each partition sign is right with probability q and b random
         nodes attack (``reverse``, ``directional``, ``random`` or ``opposite``)."""
-        return MonteCarloEstimate(**_native.monte_carlo(self._native, int(b), float(q), attack, ties, int(trials), int(seed)))
+        return MonteCarloEstimate(**_native.monte_carlo(self._native, count(b, "b"), float(q), attack, ties, count(trials, "trials"), count(seed, "seed")))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Code) and self._native == other._native
@@ -172,14 +173,14 @@ class SearchResult:
 def find_minimum_redundancy_code(n: int, b: int, max_visits: int = 0) -> SearchResult:
     """The b-tolerant code with the fewest ones for n <= MAX_SEARCH_NODES, proven minimal unless
     ``max_visits`` stopped the search first."""
-    r = _native.find_minimum_redundancy_code(int(n), int(b), int(max_visits))
+    r = _native.find_minimum_redundancy_code(count(n, "n"), count(b, "b"), count(max_visits, "max_visits"))
     return SearchResult(Code.from_rows(r["rows"], n), r["ones"], r["proven_optimal"], r["visits"], r["construction_ones"])
 
 
 def monte_carlo_bernoulli(n: int, r: float, b: int, q: float = 0.9, attack: str = "reverse",
                           ties: str = "plus_one", trials: int = 1 << 16, seed: int = 1) -> MonteCarloEstimate:
     """Monte Carlo over the Bernoulli(r) ensemble (a fresh code every 64 trials), as the paper plots."""
-    return MonteCarloEstimate(**_native.monte_carlo_bernoulli(int(n), float(r), int(b), float(q), attack, ties, int(trials), int(seed)))
+    return MonteCarloEstimate(**_native.monte_carlo_bernoulli(count(n, "n"), float(r), count(b, "b"), float(q), attack, ties, count(trials, "trials"), count(seed, "seed")))
 
 
 def monte_carlo_table(n: int, bs: Sequence[int], codes: Sequence[str], q: float = 0.9, attack: str = "reverse",

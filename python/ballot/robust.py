@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, List, NamedTuple, Optional, Tuple
 
 from ballot import _native
-from ballot._arrays import cuda_stream, first_of, is_cuda, like
+from ballot._arrays import count, cuda_stream, first_of, is_cuda, like
 
 
 class AggregationReport(NamedTuple):
@@ -67,8 +67,9 @@ def pre_aggregator_names() -> List[str]:
 def _with_threads(spec: str, threads: Optional[int]) -> str:
     if threads is None:
         return spec
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+    if isinstance(threads, bool) or count(threads, "threads") < 1:
         raise ValueError(f"threads: must be a positive integer, got {threads!r}")
+    threads = int(threads)
     stages = []
     for stage in spec.split(">"):
         stage = stage.strip()
@@ -107,7 +108,7 @@ class Aggregator:
 
     def check(self, n: int) -> None:
         """Raises ValueError if the rule's precondition does not hold for n inputs."""
-        self._native.check(n)
+        self._native.check(count(n, "n"))
 
     def set_center(self, center: Any) -> None:
         """Centered clipping only: the centre v₀ the next calls start from (a 1-D float32 CPU
@@ -156,7 +157,7 @@ class PreAggregator:
 
     def check(self, n: int) -> None:
         """Raises ValueError if the precondition does not hold for n inputs."""
-        self._native.check(n)
+        self._native.check(count(n, "n"))
 
     def outputs(self, n: int) -> int:
         """The number of output vectors for n inputs (bucketing: ceil(n / s))."""

@@ -151,7 +151,12 @@ class NodeSession:
                         d=int(raw["d"]) if "d" in raw else None, gradient=raw.get("gradient"))
 
     def submit(self, computed: Computed) -> None:
-        """Submits what :meth:`compute` returned, by its kind."""
+        """Submits what :meth:`compute` returned, by its kind. ValueError when it was computed for
+        another round than the open one (a stale vote would be signed with this round's state)."""
+        work = self.work  # None: no round is open, which the submit below reports
+        if work is not None and work.round != computed.round:
+            raise ValueError(f"submit: this Computed is of round {computed.round} and the open round is "
+                             f"{work.round}; compute the open round's work again")
         if computed.kind == "vote":
             self.submit_vote(computed.loss, computed.signs, computed.d)
         elif computed.kind == "partition_signs":

@@ -17,17 +17,18 @@ replica stays bit-identical to a CPU one.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from ballot import _native
-from ballot._arrays import cuda_stream, first_of, is_cuda, is_torch
+from ballot._arrays import count, cuda_stream, first_of, is_cuda, is_torch, vector_size
 
 
 def words_for(d: int) -> int:
     """Number of 64-bit words that hold d signs."""
-    return (int(d) + 63) // 64
+    return (count(d, "d") + 63) // 64
 
 
 def _words_like(reference: Any, count: int) -> Any:
@@ -48,9 +49,7 @@ def _floats_like(reference: Any, count: int) -> Any:
 
 def pack(values: Any) -> Any:
     """Packs a 1-D float32 array into sign words (same array type and device)."""
-    d = int(values.shape[0]) if len(values.shape) == 1 else -1
-    if d < 0:
-        raise ValueError("values: expected a 1-D array")
+    d = vector_size(values, "values")
     out = _words_like(values, words_for(d))
     _native.pack_signs(values, out, cuda_stream(values))
     return out
@@ -58,15 +57,29 @@ def pack(values: Any) -> Any:
 
 def unpack(signs: Any, d: int, scale: float = 1.0) -> Any:
     """The float32 vector ``+scale`` / ``-scale`` of d packed signs (same array type and device)."""
-    out = _floats_like(signs, int(d))
-    _native.unpack_signs(signs, int(d), out, float(scale), cuda_stream(signs))
+    out = _floats_like(signs, count(d, "d"))
+    _native.unpack_signs(signs, count(d, "d"), out, float(scale), cuda_stream(signs))
     return out
+
+
+def _weight(x: Any) -> int:
+    """A voter's weight: a non-negative integer (0.6 is not truncated to 0)."""
+    try:
+        w = operator.index(x)
+    except TypeError:
+        raise TypeError(f"weights: expected non-negative integers, got {x!r}") from None
+    if w < 0:
+        raise ValueError("weights: must be non-negative")
+    return w
 
 
 def majority_vote(inputs: Any, d: int, weights: Optional[Sequence[int]] = None) -> Any:
     """Coordinate-wise majority of packed sign vectors: bit 1 iff the (weighted) count of ones is
     at least half the total weight (ties and an empty vote give +1). ``inputs`` is a list of word
     arrays or one 2-D array (rows = voters); weights are non-negative integers, total < 2**32."""
+    w = None if weights is None else [_weight(x) for x in weights]
+    if w is not None and sum(w) >= 2**32:
+        raise ValueError(f"weights: the total must be below 2**32, got {sum(w)}")
     reference = first_of(inputs)
     out = _words_like(reference, words_for(d))
     device_weights = None
@@ -76,12 +89,9 @@ def majority_vote(inputs: Any, d: int, weights: Optional[Sequence[int]] = None) 
         if isinstance(inputs, (list, tuple)):
             inputs = torch.stack(list(inputs))
         inputs = inputs.contiguous()
-        if weights is not None:
-            device_weights = torch.tensor(list(weights), dtype=torch.int32, device=reference.device)
-    w = None if weights is None else [int(x) for x in weights]
-    if w is not None and any(x < 0 for x in w):
-        raise ValueError("weights: must be non-negative")
-    _native.majority_vote(inputs, int(d), w, device_weights, out, cuda_stream(reference))
+        if w is not None:
+            device_weights = torch.tensor(w, dtype=torch.int32, device=reference.device)
+    _native.majority_vote(inputs, count(d, "d"), w, device_weights, out, cuda_stream(reference))
     return out
 
 
@@ -89,9 +99,8 @@ def momentum_pack(momentum: Any, gradient: Any, beta: float = 0.9) -> Any:
     """Signum's worker momentum and its signs in one pass: ``momentum`` (float32, updated in place)
     becomes ``beta * momentum + (1 - beta) * gradient`` and the packed signs of the new momentum
     are returned (same array type and device)."""
-    if len(momentum.shape) != 1:
-        raise ValueError("momentum: expected a 1-D array")
-    out = _words_like(momentum, words_for(int(momentum.shape[0])))
+    out = _words_like(momentum, words_for(vector_size(momentum, "momentum")))
+    vector_size(gradient, "gradient")
     _native.momentum_pack(momentum, gradient, float(beta), out, cuda_stream(momentum))
     return out
 
@@ -141,7 +150,7 @@ def agreement(a: Any, b: Any, d: int) -> int:
         a = a.cpu()
     if is_cuda(b):
         b = b.cpu()
-    return int(_native.agreement(a, b, int(d)))
+    return int(_native.agreement(a, b, count(d, "d")))
 
 
 def cuda_device_count() -> int:

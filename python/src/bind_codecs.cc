@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -123,6 +124,7 @@ class NativeCodec {
   // A CUDA accumulator is added to on the device (the bytes are checked on the host first).
   void decode_add(const nb::bytes& data, nb::handle accumulator, const LayerSizes& layers, float weight,
                   std::uintptr_t stream) const {
+    if (!std::isfinite(weight)) throw nb::value_error("weight: must be finite as float32");
     const GradientLayout layout = layout_of(layers);
     const auto [out, device] = floats_on_device(accumulator, "accumulator", /*writable=*/true);
     require_size(out.size(), layout, "accumulator");

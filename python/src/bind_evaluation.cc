@@ -15,6 +15,7 @@ namespace {
 std::string run(const evaluation::Grid& grid, std::size_t jobs, bool progress, const std::string& report_dir) {
   if (jobs == 0) throw nb::value_error("jobs: must be at least 1");
   unwrap(grid.validate());
+  if (!report_dir.empty()) unwrap(evaluation::prepare_report_dir(report_dir));  // before hours of cells
   Result<evaluation::GridResult> result = make_error(ErrorCode::kInternal, "not run");
   std::string json;
   {

@@ -55,8 +55,12 @@ void write(const std::string& path, const std::vector<std::pair<std::string, std
   for (const auto& [name, shape] : tensors) file.tensors.push_back({name, shape});
   const auto floats = cpu_floats(values, "values");
   file.values.assign(floats.begin(), floats.end());
-  nb::gil_scoped_release released;
-  unwrap(learning::write_parameter_file(path, file));
+  Status written;
+  {
+    nb::gil_scoped_release released;
+    written = learning::write_parameter_file(path, file);
+  }
+  unwrap(std::move(written));  // raises with the GIL held
 }
 
 }  // namespace

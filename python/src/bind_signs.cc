@@ -239,7 +239,9 @@ void apply_update(nb::handle params, nb::handle vote_words, nb::handle direction
                   std::uintptr_t stream) {
   if (!(momentum >= 0.0 && momentum < 1.0)) throw nb::value_error("momentum: must be in [0, 1)");
   if (!(dampening >= 0.0 && dampening < 1.0)) throw nb::value_error("dampening: must be in [0, 1)");
-  if (!std::isfinite(lr) || !std::isfinite(weight_decay)) throw nb::value_error("lr and weight_decay: must be finite");
+  // Finite as the float32 values the update uses (1e39 is a finite double but +inf as a float).
+  if (!std::isfinite(static_cast<float>(lr)) || !std::isfinite(static_cast<float>(weight_decay)))
+    throw nb::value_error("lr and weight_decay: must be finite as float32");
   const kernels::SgdFactors factors{static_cast<float>(lr), static_cast<float>(weight_decay),
                                     static_cast<float>(momentum), static_cast<float>(1.0 - dampening), nesterov};
   const auto [x, device] = floats_on_device(params, "params", /*writable=*/true);

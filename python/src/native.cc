@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include <memory>
+#include <type_traits>
 
 #include "core/config.h"
 #if BALLOT_HAVE_CUDA
@@ -80,8 +81,42 @@ Device device_of(const Array& array, const char* what) {
                             .c_str());
 }
 
+// The torch.Tensor type once torch is imported (null before: then no argument is a tensor). A
+// reference kept for the life of the process.
+PyObject* torch_tensor_type() {
+  static PyObject* type = nullptr;
+  if (type == nullptr) {
+    PyObject* modules = PyImport_GetModuleDict();  // borrowed
+    PyObject* torch = PyDict_GetItemString(modules, "torch");
+    if (torch == nullptr) return nullptr;
+    type = PyObject_GetAttrString(torch, "Tensor");
+    if (type == nullptr) PyErr_Clear();
+  }
+  return type;
+}
+
+// What torch's own DLPack export refuses and nanobind's fallback for older torch
+// (torch.utils.dlpack.to_dlpack) lets through: a tensor with a lazy negation or conjugation bit
+// would be read without it (the wrong values), and a write into a tensor that requires grad would
+// bypass autograd's check of in-place changes. Null when `object` is no tensor or can be viewed.
+const char* torch_refusal(nb::handle object, bool writable) {
+  PyObject* tensor_type = torch_tensor_type();
+  if (tensor_type == nullptr) return nullptr;
+  const int is_tensor = PyObject_IsInstance(object.ptr(), tensor_type);
+  if (is_tensor < 0) throw nb::python_error();
+  if (is_tensor == 0) return nullptr;
+  if (nb::cast<bool>(object.attr("is_neg")()) || nb::cast<bool>(object.attr("is_conj")()))
+    return "the tensor is a lazily negated or conjugated view; pass t.resolve_neg() or t.resolve_conj()";
+  if (writable && nb::cast<bool>(object.attr("requires_grad")))
+    return "the tensor requires grad and Ballot writes into it, which autograd would not see; pass t.detach() (and "
+           "run under torch.no_grad())";
+  return nullptr;
+}
+
 template <typename Array>
 Array cast_array(nb::handle object, const char* what) {
+  if (const char* why = torch_refusal(object, std::is_same_v<Array, nb::ndarray<>>))
+    throw nb::value_error(named(what, why).c_str());
   Array array;
   if (!nb::try_cast(object, array, /*convert=*/false)) {
     AnyArray read_only;
@@ -187,8 +222,9 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
     // without building the element's name; the slow path names it in the error.
     AnyArray row;
     const nb::handle item = list[i];
-    const bool fast = nb::try_cast(item, row, /*convert=*/false) && row.dtype() == nb::dtype<float>() &&
-                      row.ndim() == 1 && (row.shape(0) <= 1 || row.stride(0) == 1) &&
+    const bool fast = torch_refusal(item, false) == nullptr && nb::try_cast(item, row, /*convert=*/false) &&
+                      row.dtype() == nb::dtype<float>() && row.ndim() == 1 &&
+                      (row.shape(0) <= 1 || row.stride(0) == 1) &&
                       (row.device_type() == nb::device::cpu::value || row.device_type() == nb::device::cuda::value);
     if (!fast) {
       const std::string name = std::string(what) + "[" + std::to_string(i) + "]";

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -18,14 +19,33 @@ void parallel_for(std::size_t count, std::size_t threads, const std::function<vo
   if (count == 0) return;
   threads = std::max<std::size_t>(1, std::min(threads, count));
   const std::size_t chunk = (count + threads - 1) / threads;
+  const std::size_t chunks = (count + chunk - 1) / chunk;
+  // Chunk t is [t·chunk, (t+1)·chunk). An exception in any chunk is rethrown here once every thread
+  // has joined; a thread that cannot start (a limit on threads or memory) leaves its chunk, and the
+  // chunks after it, to this thread.
+  std::vector<std::exception_ptr> errors(chunks);
+  const auto run = [&](std::size_t t) {
+    try {
+      fn(t * chunk, std::min(count, (t + 1) * chunk));
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
   std::vector<std::thread> workers;
-  for (std::size_t t = 1; t < threads; ++t) {
-    const std::size_t begin = t * chunk;
-    if (begin >= count) break;
-    workers.emplace_back([&fn, begin, end = std::min(count, begin + chunk)] { fn(begin, end); });
+  workers.reserve(chunks);
+  std::size_t started = 1;
+  for (; started < chunks; ++started) {
+    try {
+      workers.emplace_back(run, started);
+    } catch (...) {
+      break;
+    }
   }
-  fn(0, std::min(count, chunk));
+  run(0);
+  for (std::size_t t = started; t < chunks; ++t) run(t);
   for (auto& worker : workers) worker.join();
+  for (const auto& error : errors)
+    if (error) std::rethrow_exception(error);
 }
 
 std::vector<std::size_t> non_finite_rows(const InputMatrix& inputs, std::size_t threads) {

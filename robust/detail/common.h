@@ -17,7 +17,9 @@
 namespace ballot::robust::detail {
 
 // Runs fn(begin, end) over [0, count) split into at most `threads` contiguous chunks (the calling
-// thread takes the first). Results must not depend on the split (each index is independent).
+// thread takes the first). Results must not depend on the split (each index is independent). A
+// thread that cannot start leaves its chunks to the calling thread; an exception from fn is
+// rethrown once every chunk has run.
 void parallel_for(std::size_t count, std::size_t threads, const std::function<void(std::size_t, std::size_t)>& fn);
 
 // Indices of the rows holding a NaN or ±Inf, ascending. One read of the input.
@@ -125,6 +127,10 @@ double binomial(std::size_t n, std::size_t k);
 
 // Shared error text.
 Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n, std::size_t f);
+// n >= k·f + c, without overflow for any f (an option read from a spec may be huge).
+constexpr bool at_least(std::size_t n, std::size_t k, std::size_t f, std::size_t c) {
+  return n >= c && (n - c) / k >= f;
+}
 Status check_not_empty(const InputMatrix& inputs);
 
 }  // namespace ballot::robust::detail

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/enforce.h"
@@ -76,6 +77,12 @@ TEST(BitVector, FromWordsValidatesPeerInput) {
   EXPECT_EQ(BitVector::from_bytes(200, std::span<const std::uint8_t>(bytes).subspan(1)).error().code,
             ErrorCode::kMalformed);  // too few
   EXPECT_TRUE(BitVector::from_bytes(0, {}).ok());
+  // A size near the top of size_t needs about 2^58 words, not 0 (bits + 63 would wrap).
+  constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
+  static_assert(BitVector::words_for(kMax) == kMax / 64 + 1 && BitVector::words_for(kMax - 62) == kMax / 64 + 1);
+  static_assert(BitVector::words_for(kMax - kMax % 64) == kMax / 64 && BitVector::words_for(64) == 1);
+  EXPECT_EQ(BitVector::from_words(kMax, {}).error().code, ErrorCode::kMalformed);
+  EXPECT_EQ(BitVector::from_bytes(kMax - 40, {}).error().code, ErrorCode::kMalformed);
 
   words[1] = 3;  // bit 65 is padding for a 65-coordinate vector
   auto padding = BitVector::from_words(65, words);

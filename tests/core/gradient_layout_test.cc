@@ -47,6 +47,12 @@ TEST(GradientLayout, FromSizesReportsBadInput) {
   EXPECT_NE(duplicate.error().message.find("'a'"), std::string::npos);
   EXPECT_FALSE(GradientLayout::from_sizes({{"", 3}}).ok());
   EXPECT_FALSE(GradientLayout::from_sizes({{"a", SIZE_MAX}, {"b", 2}}).ok());
+  // At most 2^56 coordinates, so that a codec's byte size of the layout cannot wrap.
+  EXPECT_TRUE(GradientLayout::from_sizes({{"a", GradientLayout::kMaxSize - 1}, {"b", 1}}).ok());
+  const auto too_large = GradientLayout::from_sizes({{"a", GradientLayout::kMaxSize}, {"b", 1}});
+  ASSERT_FALSE(too_large.ok());
+  EXPECT_NE(too_large.error().message.find("'b'"), std::string::npos) << too_large.error().to_string();
+  EXPECT_FALSE(GradientLayout::from_sizes({{"a", std::size_t{1} << 63}}).ok());
 }
 
 TEST(GradientLayout, MisuseIsACallerBug) {

@@ -381,6 +381,22 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 // A small grid run end to end on synthetic data: files, JSON, tables and well-formed SVG.
+// The report directory is checked before a grid runs: created with figures/, and an unwritable
+// one (here under a regular file) is a kIo error at once. Nothing is left behind by the check.
+TEST(WriteReport, PrepareReportDirCreatesItOrSaysWhyNot) {
+  const auto root = std::filesystem::temp_directory_path() / ("ballot_prepare_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  ASSERT_TRUE(prepare_report_dir(root / "report").ok());
+  EXPECT_TRUE(std::filesystem::is_directory(root / "report" / "figures"));
+  EXPECT_TRUE(std::filesystem::is_empty(root / "report" / "figures"));
+  std::ofstream(root / "a-file") << "not a directory";
+  const auto blocked = prepare_report_dir(root / "a-file" / "report");
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_EQ(blocked.error().code, ErrorCode::kIo);
+  EXPECT_NE(blocked.error().message.find("a-file"), std::string::npos) << blocked.error().message;
+  std::filesystem::remove_all(root);
+}
+
 TEST(WriteReport, EndToEndOnSyntheticData) {
   auto grid = parse_grid(R"({
     "base": {"data": "synthetic:examples=256,features=8,classes=4,separation=3", "model": "logreg",

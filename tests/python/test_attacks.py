@@ -44,6 +44,14 @@ def test_errors(rng):
         attacks.craft("nope", honest(rng))
     with pytest.raises(ValueError, match="m < n"):
         attacks.craft("alie", honest(rng, n=2), m=3, n=3)
+    with pytest.raises(ValueError, match="honest vectors"):
+        attacks.craft("alie", honest(rng, n=10), m=1, n=3)  # 10 honest of 3 workers
+    with pytest.raises(TypeError, match="honest_vectors: expected an array"):
+        attacks.craft("alie", 5)
+    with pytest.raises(ValueError, match="m < n"):
+        attacks.alie_z(3, 5)
+    with pytest.raises(ValueError, match="non-negative"):
+        attacks.alie_z(3, -1)
 
 
 def test_torch(rng):

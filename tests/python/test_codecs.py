@@ -122,6 +122,20 @@ def test_bad_specs_and_inputs():
         ro = np.zeros(4, np.float32)
         ro.setflags(write=False)
         c.decode_add(c.encode(np.ones(4, np.float32)), ro)
+    with pytest.raises(TypeError, match="gradient: expected an array"):
+        c.encode([1.0, 2.0])
+    with pytest.raises(ValueError, match="gradient: expected a 1-D array"):
+        c.encode(np.zeros((2, 2), np.float32))
+    with pytest.raises(ValueError, match="seed: must be non-negative"):
+        codecs.Codec("sign", seed=-1)
+    # A layout whose byte size would wrap is refused, not sized at 20 bytes.
+    with pytest.raises(ValueError, match="2\\^56"):
+        codecs.Codec("fp32").wire_size([2**63 - 1])
+    acc = np.zeros(4, np.float32)
+    for weight in (1e39, float("nan"), float("inf")):  # 1e39 is +inf as a float32
+        with pytest.raises(ValueError, match="weight"):
+            codecs.Codec("fp32").decode_add(codecs.Codec("fp32").encode(np.ones(4, np.float32)), acc, weight=weight)
+    assert not acc.any()
 
 
 def test_torch_gradients(rng):

@@ -1,4 +1,5 @@
 import os
+import time
 
 import pytest
 
@@ -31,3 +32,14 @@ def test_bad_grids_are_value_errors():
         evaluate.run("{not json")
     with pytest.raises(FileNotFoundError):
         evaluate.run("/no/such/grid.json")
+
+
+def test_an_unwritable_report_dir_is_an_error_before_any_cell_runs(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    grid = {"base": {"model": "logreg", "rounds": 20000}, "attacks": ["reverse"], "defences": ["signSGD-MV"],
+            "settings": [{"n": 5, "b": 1}], "seeds": [1]}
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="cannot create"):
+        evaluate.run(grid, report_dir=blocker / "report")
+    assert time.monotonic() - started < 5  # 20000 rounds were not run first

@@ -138,6 +138,12 @@ def test_float64_parameters_are_a_type_error(tmp_path):
     assert not os.path.exists(tmp_path / "f64.ballot")
 
 
+def test_a_write_that_fails_is_an_error_not_a_crash(tmp_path):
+    (tmp_path / "a-file").write_text("not a directory")
+    with pytest.raises(RuntimeError, match="a-file"):
+        _native.write_parameter_file(str(tmp_path / "a-file" / "x.ballot"), [("a", [2])], np.ones(2, np.float32))
+
+
 def test_cpp_writer_refuses_invalid_tensors(tmp_path):
     with pytest.raises(ValueError, match="duplicate name"):
         _native.write_parameter_file(str(tmp_path / "x"), [("a", [1]), ("a", [1])], np.zeros(2, np.float32))

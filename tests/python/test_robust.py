@@ -129,6 +129,26 @@ def test_threads_argument_is_checked():
         robust.Aggregator("mean", threads=0)
     with pytest.raises(ValueError, match="both"):
         robust.Aggregator("median:threads=2", threads=2)
+    with pytest.raises(TypeError, match="threads"):
+        robust.Aggregator("mean", threads=2.5)
+    assert robust.Aggregator("mean", threads=np.int64(2)).spec == "mean:threads=2"
+
+
+def test_many_threads_give_the_same_bits(rng):
+    # (A thread that cannot start runs its chunk on the calling thread: tests/robust, ParallelFor.)
+    x = vectors(rng, 5, 3000)
+    np.testing.assert_array_equal(robust.Aggregator("median", threads=500)(x), robust.Aggregator("median")(x))
+
+
+def test_huge_counts_are_refused_not_wrapped():
+    # f = 2**63 - 1 made 2f + 3 wrap to 1, and 7 inputs "passed" krum's precondition.
+    with pytest.raises(ValueError, match=r"2f \+ 3"):
+        robust.Aggregator("krum:f=9223372036854775807").check(7)
+    with pytest.raises(ValueError, match=r"4f \+ 3"):
+        robust.Aggregator(f"bulyan:f={2**62}").check(7)
+    assert robust.PreAggregator("bucketing:s=2").outputs(2**64 - 1) == 2**63
+    with pytest.raises(ValueError, match="non-negative"):
+        robust.Aggregator("mean").check(-1)
 
 
 def test_read_only_inputs_are_accepted(rng):

@@ -226,7 +226,7 @@ def test_a_node_driven_without_blocking_reaches_the_pinned_digest(make_cluster):
 def test_bad_input_is_an_error_and_the_round_stays_open(make_cluster):
     cluster = make_cluster()
     index = honest_index(cluster)
-    checked = []
+    checked, stale = [], []
 
     def careful(node, work):
         if not checked:
@@ -246,12 +246,20 @@ def test_bad_input_is_an_error_and_the_round_stays_open(make_cluster):
             with pytest.raises(RuntimeError, match="no round is open"):
                 node.submit(out)
             checked.append(work.round)
+            stale.append(out)
+        elif len(checked) == 1:
+            # What was computed for round 0 is refused in round 1: it would be signed with this
+            # round's state. The round stays open.
+            with pytest.raises(ValueError, match="of round 0 and the open round is 1"):
+                node.submit(stale[0])
+            checked.append(work.round)
+            node.submit(node.compute())
         else:
             node.submit(node.compute())
 
     node, _ = drive(cluster, index, careful)
     with node:
-        assert checked == [0]
+        assert checked == [0, 1]
         assert cluster.server_digest() == PINNED_30 == node.model_digest()
 
 

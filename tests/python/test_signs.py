@@ -171,3 +171,43 @@ def test_cuda_hot_path_matches_the_cpu(rng):
                 signs.apply_update(cpu_x, direction=g[offset:offset + d], lr=0.01, weight_decay=1e-3)
                 signs.apply_update(gpu_x, direction=g.cuda()[offset:offset + d], lr=0.01, weight_decay=1e-3)
             assert torch.equal(gpu_x.cpu(), cpu_x) and torch.equal(gpu_b.cpu(), cpu_b), (d, offset)
+
+
+def test_sizes_weights_and_factors_from_the_caller_are_checked():
+    words = np.zeros(0, np.uint64)
+    # A d whose word count would wrap (bits + 63 past 2**64) is a ValueError, not a crash.
+    with pytest.raises(ValueError, match="words"):
+        signs.agreement(words, words, 2**64 - 1)
+    with pytest.raises(ValueError, match="non-negative"):
+        signs.agreement(words, words, -1)
+    voters = [np.zeros(1, np.uint64)] * 2
+    with pytest.raises(TypeError, match="integers"):
+        signs.majority_vote(voters, 10, weights=[0.6, 0.4])  # not truncated to an empty vote
+    with pytest.raises(ValueError, match="below 2"):
+        signs.majority_vote(voters, 10, weights=[2**32, 0])
+    np.testing.assert_array_equal(signs.majority_vote(voters, 10, weights=[np.int64(3), 2]), voters[0])
+    x = np.zeros(3, np.float32)
+    with pytest.raises(ValueError, match="float32"):
+        signs.apply_update(x, lr=1e39, direction=np.ones(3, np.float32))  # finite as a double only
+    assert not x.any()
+    with pytest.raises(TypeError, match="values: expected an array"):
+        signs.pack([1.0, -1.0])
+    with pytest.raises(TypeError, match="momentum: expected an array"):
+        signs.momentum_pack([0.0], np.zeros(1, np.float32))
+
+
+def test_torch_tensors_that_torch_would_not_export_are_refused():
+    torch = torch_or_skip()
+    g = torch.randn(70)
+    negated = g._neg_view()  # reads as -g only through torch
+    with pytest.raises(ValueError, match="resolve_neg"):
+        signs.pack(negated)
+    np.testing.assert_array_equal(signs.pack(negated.resolve_neg()).numpy(), signs.pack(-g).numpy())
+    # A write into a tensor that requires grad would not bump autograd's version counter.
+    w = torch.ones(3, requires_grad=True)
+    with pytest.raises(ValueError, match="requires grad"):
+        signs.apply_update(w, lr=1.0, direction=torch.ones(3))
+    assert w.detach().eq(1).all()
+    with torch.no_grad():
+        signs.apply_update(w.detach(), lr=1.0, direction=torch.ones(3))
+    assert w.detach().eq(0).all()

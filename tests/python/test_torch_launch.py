@@ -448,3 +448,16 @@ def test_rank_zero_is_the_server_and_a_group_ignores_rank(monkeypatch, tmp_path)
     monkeypatch.setenv("SLURM_PROCID", "2")  # Slurm's rank comes first, as in `ballot launch`
     with pytest.raises(FileNotFoundError):  # node 1 of a cluster file that does not exist
         bt.Node(Tiny())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--work-dir=", "train.py"], "--work-dir= needs a value"),
+    (["--rounds=", "--nodes", "3", "train.py"], "--rounds= needs a value"),
+    (["--ballot=", "train.py"], "--ballot needs a path"),
+    (["--rounds"], "--rounds needs a value"),
+])
+def test_launcher_options_without_values_are_errors(argv, message):
+    from ballot.torch import run
+
+    with pytest.raises(SystemExit, match=message):
+        run.main(argv)

@@ -1,17 +1,23 @@
 #include "robust/aggregator.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "robust/detail/common.h"
 #include "robust/registry.h"
 #include "robust/sparse_inputs.h"
 #include "robust_test_util.h"
@@ -44,6 +50,53 @@ constexpr bool kAddressSanitizer = false;
 #else
 constexpr bool kAddressSanitizer = false;
 #endif
+
+bool every_index_once(const std::vector<std::atomic<int>>& hits) {
+  return std::all_of(hits.begin(), hits.end(), [](const std::atomic<int>& h) { return h.load() == 1; });
+}
+
+// The rules' threads: every index runs once, and an exception from a chunk on any thread reaches
+// the caller once all have joined (not std::terminate).
+TEST(ParallelFor, EveryIndexOnceAndExceptionsReachTheCaller) {
+  for (const std::size_t threads : {1u, 3u, 7u, 2000u}) {
+    std::vector<std::atomic<int>> hits(1000);
+    detail::parallel_for(hits.size(), threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) ++hits[i];
+    });
+    EXPECT_TRUE(every_index_once(hits)) << threads;
+  }
+  std::atomic<int> ran{0};
+  EXPECT_THROW(detail::parallel_for(100, 4,
+                                    [&](std::size_t begin, std::size_t) {
+                                      ++ran;
+                                      if (begin == 50) throw std::runtime_error("chunk 2");
+                                    }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 4);
+}
+
+// parallel_for over 64 chunks with room for about one more thread stack: the exit code is 0 when
+// every index ran once.
+int parallel_for_with_little_address_space() {
+  std::size_t pages = 0;
+  std::ifstream("/proc/self/statm") >> pages;
+  const rlim_t limit = pages * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + (12u << 20);
+  const rlimit address_space{limit, limit};
+  if (::setrlimit(RLIMIT_AS, &address_space) != 0) return 3;
+  std::vector<std::atomic<int>> hits(64);
+  detail::parallel_for(hits.size(), hits.size(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) ++hits[i];
+  });
+  return every_index_once(hits) ? 0 : 1;
+}
+
+// Threads that cannot start (here: no address space left for their stacks) leave their chunks to
+// the calling thread: the result is the same, the process goes on.
+TEST(ParallelFor, ThreadsThatCannotStartLeaveTheirChunksToTheCaller) {
+  if (kAddressSanitizer) GTEST_SKIP() << "AddressSanitizer reserves more address space than any limit leaves";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(::_exit(parallel_for_with_little_address_space()), ::testing::ExitedWithCode(0), "");
+}
 
 // A pre-aggregator's output block is 64-byte aligned, filled only when asked, and a large one is
 // reused by the next output of the same size (except under AddressSanitizer, which must see every

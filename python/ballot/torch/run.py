@@ -72,6 +72,8 @@ def _split(argv: Sequence[str]) -> Tuple[List[str], Optional[str], str, List[str
         if name in _OWN_OPTIONS:
             if "=" in arg:
                 program = arg.split("=", 1)[1]
+                if not program:
+                    raise SystemExit("ballot.torch.run: --ballot needs a path")
             elif i + 1 < len(argv):
                 program = argv[i + 1]
                 i += 1
@@ -79,6 +81,8 @@ def _split(argv: Sequence[str]) -> Tuple[List[str], Optional[str], str, List[str
                 raise SystemExit("ballot.torch.run: --ballot needs a path")
         elif name in _VALUE_OPTIONS:
             if "=" in arg:
+                if not arg.split("=", 1)[1]:
+                    raise SystemExit(f"ballot.torch.run: {name}= needs a value")
                 options.append(arg)
             elif i + 1 < len(argv):
                 options += [arg, argv[i + 1]]
@@ -99,10 +103,12 @@ def _split(argv: Sequence[str]) -> Tuple[List[str], Optional[str], str, List[str
 
 
 def _given(options: List[str], *names: str) -> Optional[str]:
+    """The value of the first of `names` in the options _split kept (NAME=VALUE with a non-empty
+    value, or NAME then its value)."""
     for i, arg in enumerate(options):
-        name, _, value = arg.partition("=")
+        name, equals, value = arg.partition("=")
         if name in names:
-            return value if value else options[i + 1]
+            return value if equals else options[i + 1]
     return None
 
 
