@@ -84,8 +84,10 @@ class Code:
     @classmethod
     def from_rows(cls, rows: Sequence[Iterable[int]], n: Optional[int] = None) -> "Code":
         """rows[i] lists the partitions of node i; n defaults to len(rows)."""
-        rows = [[int(j) for j in row] for row in rows]
-        return cls(_native.AllocationMatrix.from_rows(len(rows) if n is None else n, rows))
+        rows = [[count(j, f"rows[{i}]") for j in row] for i, row in enumerate(rows)]
+        if not rows:
+            raise ValueError("rows: a code needs at least one node")
+        return cls(_native.AllocationMatrix.from_rows(len(rows) if n is None else count(n, "n"), rows))
 
     @classmethod
     def from_matrix(cls, matrix: Union[np.ndarray, Sequence[Sequence[int]]]) -> "Code":
@@ -191,8 +193,11 @@ def monte_carlo_table(n: int, bs: Sequence[int], codes: Sequence[str], q: float 
     for spec in codes:
         for b in bs:
             if spec.startswith("bernoulli:") and "seed=" not in spec:
-                r = float(dict(kv.split("=") for kv in spec.split(":", 1)[1].split(","))["r"])
-                e = monte_carlo_bernoulli(n, r, b, q, attack, ties, trials, seed)
+                options = dict(kv.partition("=")[::2] for kv in spec.split(":", 1)[1].split(","))
+                if set(options) != {"r"}:
+                    raise ValueError(f"codes: {spec!r}: the Bernoulli ensemble takes r only (bernoulli:r=R), or a "
+                                     "seed for one fixed code")
+                e = monte_carlo_bernoulli(n, float(options["r"]), b, q, attack, ties, trials, seed)
             else:
                 e = code(spec, n, seed).monte_carlo(b, q, attack, ties, trials, seed)
             rows.append({"code": spec, "b": b, "error": e.error, "standard_error": e.standard_error,

@@ -58,3 +58,11 @@ def test_errors():
         election.find_minimum_redundancy_code(15, 1)
     with pytest.raises(ValueError):
         election.code("identity", 5).monte_carlo(1, ties="sometimes")
+    with pytest.raises(ValueError, match="at least one node"):
+        election.Code.from_rows([])
+    with pytest.raises(ValueError, match="non-negative"):
+        election.Code.from_rows([[0], [-1]])
+    with pytest.raises(ValueError, match="non-negative"):
+        election.code("identity", 5).certify(-1)
+    with pytest.raises(ValueError, match="r only"):
+        election.monte_carlo_table(5, [1], ["bernoulli:x=3"], trials=10)
