@@ -42,6 +42,9 @@ Status check(std::size_t n, const MonteCarloOptions& o) {
                       "monte carlo: b = " + std::to_string(o.b) + " exceeds n = " + std::to_string(n));
   if (!(o.q >= 0.0 && o.q <= 1.0)) return make_error(ErrorCode::kInvalidArgument, "monte carlo: q must be in [0, 1]");
   if (o.trials == 0) return make_error(ErrorCode::kInvalidArgument, "monte carlo: trials must be > 0");
+  if (o.trials > kMaxTrials)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "monte carlo: trials = " + std::to_string(o.trials) + " exceeds 2^48 (days of work)");
   return {};
 }
 

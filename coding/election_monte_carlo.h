@@ -40,12 +40,14 @@ Result<ElectionAttack> parse_election_attack(const std::string& name);
 enum class TieRule : std::uint8_t { kPlusOne, kAbstain };
 const char* tie_rule_name(TieRule rule) noexcept;
 
+inline constexpr std::uint64_t kMaxTrials = std::uint64_t{1} << 48;
+
 struct MonteCarloOptions {
   std::size_t b = 0;  // Byzantine nodes per trial
   double q = 0.9;     // P(partition sign = true sign)
   ElectionAttack attack = ElectionAttack::kReverse;
   TieRule ties = TieRule::kPlusOne;
-  std::uint64_t trials = std::uint64_t{1} << 16;
+  std::uint64_t trials = std::uint64_t{1} << 16;  // 1 to kMaxTrials
   std::uint64_t seed = 1;
 };
 

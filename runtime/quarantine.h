@@ -13,7 +13,8 @@
 //  - lateness: stale or future rounds, votes for a round already decided, votes on another model,
 //    deadlines that passed or connections that ended inside a frame — what a paused, slow or
 //    restarting honest node produces. Counted per node and reported (late()), never a quarantine:
-//    a late node costs at most the round deadline, as a crashed one does (the fault budget b),
+//    a late node costs at most the round deadline, as a crashed one does (the fault budget b;
+//    in a cluster one deadline only: ServerSessionOptions::skip_absent),
 //    and its votes count again as soon as they arrive in time.
 // Security events that blame nobody are counted apart: a second session refused for a live id
 // (duplicate_sessions(): either process may be the honest one) and connections that failed before

@@ -47,7 +47,8 @@ Result<TrainingSummary> Server::run() {
                                              .join_wait = options_.join_wait,
                                              .quarantine = options_.quarantine,
                                              .registry = options_.registry,
-                                             .relay_decisions = options_.relay_decisions});
+                                             .relay_decisions = options_.relay_decisions,
+                                             .skip_absent = options_.skip_absent});
   BALLOT_TRY(session.begin(summary.first_round));
   // A round's time runs from the last decision sent to this one: it includes the server's update
   // of the replica, which runs after the send, while the decision travels.

@@ -92,6 +92,7 @@ struct ServerOptions {
   std::filesystem::path checkpoint_path;
   std::uint64_t checkpoint_every = 50;
   bool relay_decisions = false;                      // ServerSessionOptions::relay_decisions
+  bool skip_absent = false;                          // ServerSessionOptions::skip_absent (run_server: on)
   std::function<void(const RoundReport&)> on_round;  // called after every round
   // Shared with the transport as its misbehaviour observer; null: no quarantine.
   std::shared_ptr<Quarantine> quarantine;

@@ -44,7 +44,9 @@ struct ServerSession::State {
         decision_resent(n),
         votes(n),
         pieces(n),
-        state_sent(n) {
+        state_sent(n),
+        heard(n),
+        absent(n) {
     for (std::size_t i = 0; i < n; ++i) nodes.push_back(node_id(i));
   }
 
@@ -140,6 +142,11 @@ struct ServerSession::State {
   // the authors already proven to equivocate this round.
   std::map<transport::NodeId, transport::SignedEnvelope> counted_inputs;
   std::set<transport::NodeId> equivocators;
+  // Nodes heard from (any message) in this round, and the nodes whose vote did not count in the
+  // last collected round and that sent nothing since: once the quorum is in, collect() does not
+  // wait for them (skip_absent).
+  std::vector<bool> heard;
+  std::vector<bool> absent;
 };
 
 ServerSession::ServerSession(const TrainingSetup& setup, transport::Transport& transport, Replica& replica,
@@ -226,6 +233,7 @@ Status ServerSession::open_round(std::uint64_t round) {
   std::fill(s.votes.begin(), s.votes.end(), std::nullopt);
   for (auto& assembly : s.pieces) assembly.clear();
   std::fill(s.state_sent.begin(), s.state_sent.end(), false);
+  std::fill(s.heard.begin(), s.heard.end(), false);
   s.received = 0;
   s.counted_inputs.clear();
   s.equivocators.clear();
@@ -236,10 +244,12 @@ Status ServerSession::collect() {
   State& s = *state_;
   const auto deadline = s.started + s.options.round_deadline;
   const auto give_up = deadline + s.options.quorum_timeout;
-  // Every node has voted, or is quarantined (its votes would be dropped unread anyway).
+  // Every node has voted, or is quarantined (its votes would be dropped unread anyway), or is
+  // absent while the quorum is in.
   const auto all_in = [&] {
     for (std::size_t i = 0; i < s.n; ++i) {
-      if (!s.votes[i] && !s.quarantined(node_id(i))) return false;
+      const bool skipped = s.options.skip_absent && s.absent[i] && s.received >= s.quorum;
+      if (!s.votes[i] && !s.quarantined(node_id(i)) && !skipped) return false;
     }
     return true;
   };
@@ -266,6 +276,7 @@ Status ServerSession::collect() {
     }
     BALLOT_TRY(s.handle(*message));
   }
+  for (std::size_t i = 0; i < s.n; ++i) s.absent[i] = !s.votes[i] && !s.heard[i];
   return {};
 }
 
@@ -274,6 +285,8 @@ Status ServerSession::State::handle(transport::Message& message) {
     ++report.rejected_messages;
     return {};
   }
+  heard[message.from - 1] = true;  // waited for again, in this round and the next
+  absent[message.from - 1] = false;
   if (message.type == MessageType::kControl) return on_control(message);
   const bool vote = message.type == MessageType::kVote || message.type == MessageType::kVotePiece;
   if (vote && message.round < round) {

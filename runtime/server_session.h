@@ -64,6 +64,10 @@ struct ServerSessionOptions {
   // carries one decision a round instead of n. A node that misses a piece asks for the whole
   // decision (DecisionRequest), which the server sends once per node and round.
   bool relay_decisions = false;
+  // Once the quorum is in, do not wait for a node whose vote did not count in the last round and
+  // that sent nothing since (collect()). `ballot server` sets it; the simulator and the lockstep
+  // engine leave it off, so that which votes count does not depend on their threads' timing.
+  bool skip_absent = false;
 };
 
 class ServerSession {
@@ -80,7 +84,10 @@ class ServerSession {
   // Starts `round`: its RoundStart to every node; the round's report starts empty.
   Status open_round(std::uint64_t round);
   // Handles messages until every node that is not quarantined voted, or the deadline passed with
-  // a quorum (n − b). kTimeout when no quorum came within the deadline plus quorum_timeout.
+  // a quorum (n − b). kTimeout when no quorum came within the deadline plus quorum_timeout. With
+  // skip_absent, a node whose vote did not count in the last round, and that sent nothing since,
+  // is not waited for once the quorum is in: a crashed or cut-off node costs one deadline, not
+  // one per round; any message from it (a late vote, a Join) makes it waited for again.
   Status collect();
   // Decides the round over the counted votes and returns the decision's payload (Decision or
   // FloatDecision) for send_decision. The replica takes the step in apply_decision(), so that a

@@ -297,9 +297,9 @@ class Session final : public SessionBase {
 
   // The peer certificate (already verified against the CA by OpenSSL) must name a registered
   // participant with the registered role and the pinned key; a dialler also checks it reached
-  // the peer it dialled. The certificate's id is the peer's identity, and blamed, only once its key
-  // is the pinned one: a second certificate the CA issued for an id (leaked, mis-issued or
-  // superseded) must not get that id's node counted.
+  // the peer it dialled. The certificate's id is the peer's identity, and blamed, only once all of
+  // that holds: a second certificate the CA issued for an id (leaked, mis-issued or superseded), or
+  // a connection forwarded to another node, must not get that id's node counted.
   bool check_certificate() {
     X509* cert = SSL_get0_peer_certificate(stream_.native_handle());
     if (cert == nullptr) {
@@ -330,15 +330,16 @@ class Session final : public SessionBase {
                           std::to_string(identity->node) + " is not blamed)"));
       return false;
     }
-    cert_peer_ = identity->node;
+    // The node that answered did not claim to be the one dialled (the address is stale, or
+    // something forwarded the connection): nobody is blamed.
     if (dialled_ && identity->node != dialled_->peer) {
       fail(Misbehaviour::kIdentityMismatch,
-           make_error(ErrorCode::kAuthentication,
-                      "dialled node " + std::to_string(dialled_->peer) + " but its certificate names node " +
-                          std::to_string(identity->node),
-                      identity->node));
+           make_error(ErrorCode::kAuthentication, "dialled node " + std::to_string(dialled_->peer) +
+                                                      " but its certificate names node " +
+                                                      std::to_string(identity->node) + " (not blamed)"));
       return false;
     }
+    cert_peer_ = identity->node;
     return true;
   }
 

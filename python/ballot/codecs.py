@@ -77,8 +77,6 @@ def _bytes(data: Any) -> bytes:
     raise TypeError(f"data: expected bytes, bytearray, memoryview or a uint8 array, got {type(data).__name__}")
 
 
-
-
 def global_topk_reduce(messages: Sequence[Any], layout: Layout, spec: str, average: bool = False) -> bytes:
     """Global top-k's aggregator (Shi et al., 2019): validates every worker message of the gtopk
     codec ``spec`` (a bad one is a ValueError naming its position), sums them (or averages, with

@@ -81,41 +81,57 @@ Device device_of(const Array& array, const char* what) {
                             .c_str());
 }
 
-// The torch.Tensor type once torch is imported (null before: then no argument is a tensor). A
-// reference kept for the life of the process.
-PyObject* torch_tensor_type() {
-  static PyObject* type = nullptr;
-  if (type == nullptr) {
-    PyObject* modules = PyImport_GetModuleDict();  // borrowed
-    PyObject* torch = PyDict_GetItemString(modules, "torch");
-    if (torch == nullptr) return nullptr;
-    type = PyObject_GetAttrString(torch, "Tensor");
-    if (type == nullptr) PyErr_Clear();
+// torch and torch.Tensor once torch is imported (null before: then no argument is a tensor).
+// Called with the GIL held (the module is not built free-threaded); the references are kept for
+// the life of the process.
+struct TorchTypes {
+  PyObject* module = nullptr;
+  PyObject* tensor = nullptr;
+};
+const TorchTypes* torch_types() {
+  static TorchTypes torch;
+  if (torch.tensor == nullptr) {
+    PyObject* module = PyImport_GetModule(nb::str("torch").ptr());  // new reference; null if not imported
+    if (module == nullptr) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    PyObject* tensor = PyObject_GetAttrString(module, "Tensor");
+    if (tensor == nullptr || !PyType_Check(tensor)) {  // torch half imported (or not torch at all)
+      PyErr_Clear();
+      Py_XDECREF(tensor);
+      Py_DECREF(module);
+      return nullptr;
+    }
+    torch = {module, tensor};
   }
-  return type;
+  return &torch;
 }
 
-// What torch's own DLPack export refuses and nanobind's fallback for older torch
-// (torch.utils.dlpack.to_dlpack) lets through: a tensor with a lazy negation or conjugation bit
-// would be read without it (the wrong values), and a write into a tensor that requires grad would
-// bypass autograd's check of in-place changes. Null when `object` is no tensor or can be viewed.
+// What torch refuses and nanobind's DLPack fallback for older torch (torch.utils.dlpack.to_dlpack)
+// lets through: a tensor with a lazy negation or conjugation bit would be read without it (the
+// wrong values); a write into a tensor that requires grad while grad mode is on is what torch
+// refuses for its own in-place updates of a leaf. (Under torch.no_grad() such a write is allowed,
+// as torch allows it; Ballot's writes do not bump autograd's version counter.) Null when `object`
+// is no tensor or can be viewed.
 const char* torch_refusal(nb::handle object, bool writable) {
-  PyObject* tensor_type = torch_tensor_type();
-  if (tensor_type == nullptr) return nullptr;
-  const int is_tensor = PyObject_IsInstance(object.ptr(), tensor_type);
+  const TorchTypes* torch = torch_types();
+  if (torch == nullptr) return nullptr;
+  const int is_tensor = PyObject_IsInstance(object.ptr(), torch->tensor);
   if (is_tensor < 0) throw nb::python_error();
   if (is_tensor == 0) return nullptr;
   if (nb::cast<bool>(object.attr("is_neg")()) || nb::cast<bool>(object.attr("is_conj")()))
     return "the tensor is a lazily negated or conjugated view; pass t.resolve_neg() or t.resolve_conj()";
-  if (writable && nb::cast<bool>(object.attr("requires_grad")))
-    return "the tensor requires grad and Ballot writes into it, which autograd would not see; pass t.detach() (and "
-           "run under torch.no_grad())";
+  if (writable && nb::cast<bool>(object.attr("requires_grad")) &&
+      nb::cast<bool>(nb::handle(torch->module).attr("is_grad_enabled")()))
+    return "the tensor requires grad and Ballot writes into it: do it under torch.no_grad(), as torch's own in-place "
+           "updates of parameters do";
   return nullptr;
 }
 
 template <typename Array>
 Array cast_array(nb::handle object, const char* what) {
-  if (const char* why = torch_refusal(object, std::is_same_v<Array, nb::ndarray<>>))
+  if (const char* why = torch_refusal(object, std::is_same_v<Array, WritableArray>))
     throw nb::value_error(named(what, why).c_str());
   Array array;
   if (!nb::try_cast(object, array, /*convert=*/false)) {

@@ -152,6 +152,11 @@ TEST(ElectionMonteCarlo, RejectsBadOptions) {
   o.q = 0.9;
   o.trials = 0;
   EXPECT_FALSE(estimate_error(AllocationMatrix::identity(5), o).ok());
+  // Past 2^48 (and where trials + 63 would wrap to no block at all): an error, not an empty result.
+  for (const std::uint64_t trials : {kMaxTrials + 1, ~std::uint64_t{0}}) {
+    o.trials = trials;
+    EXPECT_EQ(estimate_error(AllocationMatrix::identity(5), o).error().code, ErrorCode::kInvalidArgument);
+  }
   o.trials = 64;
   EXPECT_FALSE(estimate_error_bernoulli(5, 0.0, o).ok());
   EXPECT_EQ(parse_election_attack("directional").value(), ElectionAttack::kDirectional);

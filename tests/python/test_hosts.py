@@ -227,9 +227,10 @@ def test_a_cut_link_leaves_n_minus_b_and_the_node_rejoins_when_it_returns(hosts,
     cluster = hosts()
     keys, _ = make_keys(tmp_path)
     cut = 2  # node 2, on host 3
-    # Rounds of a few ms each with all votes in (250,000 parameters: 31 KB votes), 400 ms while
-    # the node is away (the deadline); the run has rounds enough to outlast its return.
-    options = dict(rounds=120, model="synthetic:d=250000")
+    # Rounds of about 10 ms each with all votes in (250,000 parameters: 31 KB votes); while the
+    # node is away the first waits the deadline (400 ms) and the others not (it is absent); the run
+    # has rounds enough to outlast its return.
+    options = dict(rounds=600, model="synthetic:d=250000")
     reference_file, _ = cluster_file(tmp_path, "reference", keys, 30000, loopback=True, **options)
     reference, _, _ = run_cluster(cluster, reference_file, across=False, timeout=120)
     rounds = options["rounds"]
@@ -241,7 +242,7 @@ def test_a_cut_link_leaves_n_minus_b_and_the_node_rejoins_when_it_returns(hosts,
     wait_for("5 rounds", lambda: len(metric_rows(metrics)) >= 5, 60, everyone)
     cluster.link(cut + 1, "down")
     down_at = len(metric_rows(metrics))
-    # Rounds go on without it: each waits for the deadline, then decides with n - b = 4 votes.
+    # Rounds go on without it, each deciding with n - b = 4 votes.
     wait_for("8 rounds without the cut node", lambda: sum(
         cut in row["missing"] for row in metric_rows(metrics)[down_at:]) >= 8, 30, everyone)
     cluster.link(cut + 1, "up")
@@ -283,14 +284,14 @@ def test_impostors_on_another_host_are_refused_and_the_run_goes_on(hosts, tmp_pa
     for suffix in ("crt", "key"):
         (forged / f"node-5.{suffix}").unlink()
     ballot("keys", "issue", 5, "--dir", forged, "--ca-dir", ca)
-    options = dict(rounds=60, model="synthetic:d=250000")
+    options = dict(rounds=1200, model="synthetic:d=250000")  # rounds of about 10 ms
     rounds = options["rounds"]
     deadline_ms = 400
     file, metrics = cluster_file(tmp_path, "run", keys, deadline_ms, **options)
     impostor_file, _ = cluster_file(tmp_path, "impostor", forged, deadline_ms, **options)
 
-    # Node 4 (id 5), whose id the forged certificate names, starts late: until then every round
-    # waits the deadline for it while the impostors knock.
+    # Node 4 (id 5), whose id the forged certificate names, starts late. The server waits one
+    # deadline for it, then no more (it is absent) while the impostors knock.
     honest = range(NODES - 1)
     server = cluster.start(0, ["server", "--cluster", file], "run-server")
     nodes = {i: cluster.start(i + 1, ["node", "--cluster", file, "--index", i], f"run-node-{i}") for i in honest}
@@ -298,10 +299,13 @@ def test_impostors_on_another_host_are_refused_and_the_run_goes_on(hosts, tmp_pa
     started_at = len(metric_rows(metrics))
     stolen = cluster.start(NODES + 1, ["node", "--cluster", impostor_file, "--index", 2], "stolen")
     forged_node = cluster.start(NODES + 1, ["node", "--cluster", impostor_file, "--index", 4], "forged")
-    # About 10 s of knocking (a knock every ~1.3 s was measured): a blame on the id a certificate
-    # names would have quarantined node 4 after 3 of them.
-    joins_at = started_at + 25
-    wait_for(f"round {joins_at}", lambda: len(metric_rows(metrics)) >= joins_at, 60, [server, *nodes.values()])
+    # A few seconds of knocking (about one knock per 1.3 s was measured) before node 4's process
+    # starts, and more while it runs: a blame on the id a certificate names quarantined node 4
+    # after 3 of them.
+    knocking = time.monotonic()
+    wait_for("5 s of knocking", lambda: time.monotonic() - knocking >= 5 or len(metric_rows(metrics)) >= 700, 60,
+             [server, *nodes.values()])
+    joins_at = len(metric_rows(metrics))
     nodes[4] = cluster.start(NODES, ["node", "--cluster", file, "--index", 4], "run-node-4")
 
     digest, server_log, logs = finish(server, nodes, timeout=90)
@@ -312,18 +316,20 @@ def test_impostors_on_another_host_are_refused_and_the_run_goes_on(hosts, tmp_pa
     # nowhere.
     assert all(row["missing"] in ([], [4]) and row["votes"] == NODES - len(row["missing"]) for row in rows), rows
     assert not any(row["quarantined"] for row in rows), rows
-    assert rows[-1]["missing"] == [], rows
-    # A round without node 4 waits the deadline for it, and not longer (the server's sends to a node
-    # without a session once also waited the send timeout, 200 ms, when its queue filled).
+    assert rows[-1]["missing"] == [], rows[-5:]
+    # The rounds without node 4 wait the deadline for it once, then not at (nor past it: the
+    # server's sends to a node without a session once waited the send timeout when its queue
+    # filled).
     waiting = sorted(row["seconds"] for row in rows if row["missing"])
-    assert waiting[len(waiting) // 2] < deadline_ms / 1000 + 0.1, [row["seconds"] for row in rows]
+    assert waiting[len(waiting) // 2] < deadline_ms / 2000, [row["seconds"] for row in rows if row["missing"]]
     assert {node_digest(log) for log in logs.values()} == {digest}
     # The server's summary names nodes by index: the stolen identity is node 2's; the forged
     # certificate's connections failed before authentication and blame no node.
     refused = REFUSED.search(server_log)
     assert refused and re.search(r"\bnode 2: [1-9]", refused.group(1)), server_log[-3000:]
     misbehaviour = MISBEHAVIOUR.search(server_log)
-    assert misbehaviour and misbehaviour.group(1) == "" and misbehaviour.group(2) == "", server_log[-3000:]
+    assert misbehaviour and not re.search(r"\bnode 4:", misbehaviour.group(1)), server_log[-3000:]
+    assert "4" not in misbehaviour.group(2).split(","), server_log[-3000:]
     unauthenticated = UNAUTHENTICATED.search(server_log)
     assert unauthenticated and int(unauthenticated.group(1)) >= 3, server_log[-3000:]
     # Neither took part in a round. (Once the server has said Finish and node 2 has gone, the

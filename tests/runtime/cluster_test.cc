@@ -483,9 +483,13 @@ TEST_F(ProcessCluster, RejoinsThroughAFloodOfIdleSockets) {
 }
 
 // A node paused with SIGSTOP (its votes, when it wakes up, are late and on an old model) is never
-// quarantined: it catches up through the state transfer and votes again within a few rounds.
+// quarantined: it catches up through the state transfer and votes again. While it sleeps the
+// rounds go on without waiting for it (after one deadline: it is absent), so it wakes up far
+// behind and rejoins after the server has been silent to it for two deadlines, as a restarted
+// node does.
 TEST_F(ProcessCluster, PausedNodeIsNotQuarantinedAndVotesAgain) {
-  auto cluster = prepare(small_cluster(150));
+  constexpr std::size_t kRounds = 3000;  // of a few ms each: the run outlasts the node's return
+  auto cluster = prepare(small_cluster(kRounds));
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
   ASSERT_TRUE(cluster->start_server(false).ok());
   ASSERT_TRUE(cluster->start_all_nodes().ok());
@@ -493,19 +497,26 @@ TEST_F(ProcessCluster, PausedNodeIsNotQuarantinedAndVotesAgain) {
   const pid_t paused = cluster->node_pid(3);
   ASSERT_GT(paused, 0);
   ASSERT_EQ(::kill(paused, SIGSTOP), 0);
-  std::this_thread::sleep_for(std::chrono::seconds(4));  // ten round deadlines and more
+  const auto paused_at = std::chrono::steady_clock::now();
+  const std::size_t rows_at_pause = metric_lines();
+  wait_for_rows(rows_at_pause + 20);  // the first waited the deadline: its votes are late
+  const auto twenty_rounds = std::chrono::steady_clock::now() - paused_at;
   const std::size_t resumed_at = metric_lines();
   ASSERT_EQ(::kill(paused, SIGCONT), 0);
   auto status = cluster->wait();
   ASSERT_TRUE(status.ok());
   ASSERT_EQ(*status, 0) << "see " << dir_;
   const auto rows = metric_rows();
-  ASSERT_EQ(rows.size(), 150u);
-  ASSERT_LT(resumed_at + 10, rows.size()) << "the run ended before the node could come back";
+  ASSERT_EQ(rows.size(), kRounds);
+  // Twenty rounds without it took one deadline (400 ms) and little more, not twenty.
+  EXPECT_LT(twenty_rounds, std::chrono::milliseconds(4000));
   bool missed_while_paused = false;
-  for (std::size_t i = 10; i < resumed_at; ++i) missed_while_paused |= missing_node(rows[i], 3);
+  for (std::size_t i = rows_at_pause; i < resumed_at; ++i) missed_while_paused |= missing_node(rows[i], 3);
   EXPECT_TRUE(missed_while_paused);
-  for (std::size_t i = resumed_at + 10; i < rows.size(); ++i) {
+  std::size_t back = resumed_at;
+  while (back < rows.size() && missing_node(rows[back], 3)) ++back;
+  ASSERT_LT(back + 100, rows.size()) << "node 3 did not vote again before the last 100 rounds";
+  for (std::size_t i = back; i < rows.size(); ++i) {
     EXPECT_FALSE(missing_node(rows[i], 3)) << "round " << i;
     EXPECT_TRUE(rows[i]["quarantined"].empty()) << "round " << i;
   }

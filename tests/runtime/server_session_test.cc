@@ -318,6 +318,36 @@ TEST(ServerSessionTest, ABurstOfJoinsGetsTheStateOncePerRound) {
   EXPECT_EQ(starts, 1u + 5u);  // open_round's broadcast and one per Join
 }
 
+// A node whose vote did not count is absent until it is heard from: the next rounds do not wait
+// the deadline for it once the quorum is in (a dead node costs one deadline, not one per round);
+// a message from it (here a Join) makes it waited for again.
+TEST(ServerSessionTest, ANodeNotHeardFromIsNotWaitedForAgain) {
+  ServerHarness h;
+  constexpr auto kDeadline = 1000ms;
+  auto options = h.options(kDeadline);
+  options.skip_absent = true;
+  ServerSession session(h.setup, *h.endpoints[0], h.replica, options);
+  ASSERT_TRUE(session.begin(0).ok());
+  const auto collect_round = [&](std::uint64_t round) {
+    const auto started = std::chrono::steady_clock::now();  // the deadline runs from open_round
+    EXPECT_TRUE(session.open_round(round).ok());
+    h.vote(0, round, h.replica.state_digest(), true);
+    h.vote(1, round, h.replica.state_digest(), true);
+    EXPECT_TRUE(session.collect().ok());
+    const auto waited = std::chrono::steady_clock::now() - started;
+    auto payload = session.decide();
+    EXPECT_TRUE(payload.ok());
+    EXPECT_EQ(session.report().missing, std::vector<std::size_t>{2});
+    EXPECT_TRUE(session.send_decision(std::move(*payload)).ok());
+    session.apply_decision();
+    return waited;
+  };
+  EXPECT_GE(collect_round(0), kDeadline);  // node 2 was expected
+  EXPECT_LT(collect_round(1), kDeadline);  // absent: not waited for
+  ASSERT_TRUE(h.node(2).send(kServerId, MessageType::kControl, 2, encode(Join{2, h.replica.state_digest()})).ok());
+  EXPECT_GE(collect_round(2), kDeadline);  // heard from: waited for again
+}
+
 TEST(ServerSessionTest, NoQuorumIsATimeout) {
   ServerHarness h;
   auto options = h.options(50ms);
