@@ -299,6 +299,7 @@ class Session {
   void fold(std::uint32_t partition, nb::handle array) {
     Busy busy(*this, true);
     require_signs_of(partition);
+    require_unfolded(partition, 0, BitVector::words_for(dimension()));
     const auto values = cpu_floats(array, "gradient");
     if (values.size() != dimension()) {
       throw nb::value_error(
@@ -333,6 +334,22 @@ class Session {
     if (std::find(work.partitions.begin(), work.partitions.end(), partition) == work.partitions.end()) {
       throw nb::value_error(
           ("round " + std::to_string(work.round) + " does not ask for partition " + std::to_string(partition)).c_str());
+    }
+  }
+
+  // A coordinate folded twice in one round would advance its worker momentum twice: refused
+  // before anything changes. Words [first, end) of `partition`.
+  void require_unfolded(std::uint32_t partition, std::size_t first, std::size_t end) const {
+    const auto it = covered_.find(partition);
+    if (it == covered_.end()) return;
+    for (std::size_t w = first; w < std::min(end, it->second.size()); ++w) {
+      if (it->second[w]) {
+        throw nb::value_error(("partition " + std::to_string(partition) + ": coordinates from " +
+                               std::to_string(64 * w) +
+                               " are already folded in this round (folding again would advance their worker "
+                               "momentum twice)")
+                                  .c_str());
+      }
     }
   }
 
@@ -437,6 +454,7 @@ class Session {
     require_kind(open_work(), RoundWork::Kind::kVote);
     require_signs_of(partition);
     const auto values = cpu_floats(array, "gradient piece");
+    if (offset <= dimension()) require_unfolded(partition, offset / 64, BitVector::words_for(offset + values.size()));
     Status status;
     {
       nb::gil_scoped_release released;

@@ -312,6 +312,33 @@ def test_signs_and_momentum_from_the_caller_are_checked(make_cluster):
     assert asked == [index]  # its one partition's momentum, asked at the first save and refused
 
 
+def test_a_partition_folded_twice_in_a_round_is_refused(make_cluster):
+    """fold and fold_range advance the worker momentum: a coordinate folded twice in one round is
+    a ValueError before anything changes, and the round goes on."""
+    cluster = make_cluster(code="identity")
+    index = honest_index(cluster)
+    refused = []
+
+    def careful(node, work):
+        native = node._native
+        gradient = np.ones(node.dimension, dtype=np.float32)
+        for partition in work.partitions:
+            native.fold(partition, gradient)
+        if not refused:
+            partition = work.partitions[0]
+            with pytest.raises(ValueError, match="already folded"):
+                native.fold(partition, gradient)
+            with pytest.raises(ValueError, match="already folded"):
+                native.fold_range(partition, 64, gradient[64:128])
+            refused.append(work.round)
+        native.submit_folded(0.5)
+
+    node, _ = drive(cluster, index, careful)
+    with node:
+        assert refused == [0]
+        assert node.model_digest() == cluster.server_digest()
+
+
 @pytest.mark.parametrize("codec, has_encoder", [("qsgd:s=16,elias=0", True), ("topk:ratio=0.1,ef=1", True),
                                                 ("randomk:ratio=0.5", True), ("fp32", True), ("fp16", True),
                                                 ("dgc:ratio=0.1", True), ("gtopk:ratio=0.1", True),
