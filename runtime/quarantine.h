@@ -14,8 +14,9 @@
 //    deadlines that passed or connections that ended inside a frame — what a paused, slow or
 //    restarting honest node produces. Counted per node and reported (late()), never a quarantine:
 //    a late node costs at most the round deadline, as a crashed one does (the fault budget b;
-//    in a cluster one deadline only: ServerSessionOptions::skip_absent),
-//    and its votes count again as soon as they arrive in time.
+//    in a cluster one deadline in kAbsentProbeEvery rounds: ServerSessionOptions::skip_absent),
+//    and its votes count again as soon as they arrive in time (for an absent node: in a probe
+//    round, or once it is heard from).
 // Security events that blame nobody are counted apart: a second session refused for a live id
 // (duplicate_sessions(): either process may be the honest one) and connections that failed before
 // authentication (unauthenticated(): no node to blame; a certificate whose key is not the pinned

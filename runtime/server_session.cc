@@ -46,7 +46,7 @@ struct ServerSession::State {
         pieces(n),
         state_sent(n),
         heard(n),
-        absent(n) {
+        missed(n) {
     for (std::size_t i = 0; i < n; ++i) nodes.push_back(node_id(i));
   }
 
@@ -142,11 +142,11 @@ struct ServerSession::State {
   // the authors already proven to equivocate this round.
   std::map<transport::NodeId, transport::SignedEnvelope> counted_inputs;
   std::set<transport::NodeId> equivocators;
-  // Nodes heard from (any message) in this round, and the nodes whose vote did not count in the
-  // last collected round and that sent nothing since: once the quorum is in, collect() does not
-  // wait for them (skip_absent).
+  // Nodes heard from (any message) in this round, and per node the round since which its votes have
+  // not counted and nothing of it was heard: once the quorum is in, collect() waits for it only
+  // every kAbsentProbeEvery rounds (skip_absent).
   std::vector<bool> heard;
-  std::vector<bool> absent;
+  std::vector<std::optional<std::uint64_t>> missed;
 };
 
 ServerSession::ServerSession(const TrainingSetup& setup, transport::Transport& transport, Replica& replica,
@@ -245,10 +245,12 @@ Status ServerSession::collect() {
   const auto deadline = s.started + s.options.round_deadline;
   const auto give_up = deadline + s.options.quorum_timeout;
   // Every node has voted, or is quarantined (its votes would be dropped unread anyway), or is
-  // absent while the quorum is in.
+  // absent while the quorum is in (but in a probe round: every kAbsentProbeEvery rounds since it
+  // missed, so that a node whose votes keep arriving just too late is counted again).
   const auto all_in = [&] {
     for (std::size_t i = 0; i < s.n; ++i) {
-      const bool skipped = s.options.skip_absent && s.absent[i] && s.received >= s.quorum;
+      const bool absent = s.missed[i] && (s.round - *s.missed[i]) % kAbsentProbeEvery != 0;
+      const bool skipped = s.options.skip_absent && absent && s.received >= s.quorum;
       if (!s.votes[i] && !s.quarantined(node_id(i)) && !skipped) return false;
     }
     return true;
@@ -276,7 +278,13 @@ Status ServerSession::collect() {
     }
     BALLOT_TRY(s.handle(*message));
   }
-  for (std::size_t i = 0; i < s.n; ++i) s.absent[i] = !s.votes[i] && !s.heard[i];
+  for (std::size_t i = 0; i < s.n; ++i) {
+    if (s.votes[i] || s.heard[i]) {
+      s.missed[i].reset();
+    } else if (!s.missed[i]) {
+      s.missed[i] = s.round;
+    }
+  }
   return {};
 }
 
@@ -286,7 +294,7 @@ Status ServerSession::State::handle(transport::Message& message) {
     return {};
   }
   heard[message.from - 1] = true;  // waited for again, in this round and the next
-  absent[message.from - 1] = false;
+  missed[message.from - 1].reset();
   if (message.type == MessageType::kControl) return on_control(message);
   const bool vote = message.type == MessageType::kVote || message.type == MessageType::kVotePiece;
   if (vote && message.round < round) {

@@ -52,6 +52,10 @@ struct RoundReport {
   std::vector<std::size_t> quarantined;  // node indices whose votes are no longer counted
 };
 
+// With skip_absent, how often a node that missed is waited for anyway (collect()): a bound on how
+// long an honest node whose votes keep arriving just after the others' stays uncounted.
+inline constexpr std::uint64_t kAbsentProbeEvery = 8;
+
 struct ServerSessionOptions {
   std::chrono::milliseconds round_deadline{3000};       // after it, n − b votes suffice
   std::chrono::milliseconds quorum_timeout{120000};     // no quorum for this long: kTimeout
@@ -85,9 +89,11 @@ class ServerSession {
   Status open_round(std::uint64_t round);
   // Handles messages until every node that is not quarantined voted, or the deadline passed with
   // a quorum (n − b). kTimeout when no quorum came within the deadline plus quorum_timeout. With
-  // skip_absent, a node whose vote did not count in the last round, and that sent nothing since,
-  // is not waited for once the quorum is in: a crashed or cut-off node costs one deadline, not
-  // one per round; any message from it (a late vote, a Join) makes it waited for again.
+  // skip_absent, a node whose vote did not count, and of which nothing reached the session since,
+  // is waited for (once the quorum is in) only every kAbsentProbeEvery rounds after the round it
+  // missed: a crashed or cut-off node costs one deadline in kAbsentProbeEvery rounds, not one per
+  // round; any message of it that reaches the session (a Join, a decision request, a vote of the
+  // round being collected) makes it waited for again.
   Status collect();
   // Decides the round over the counted votes and returns the decision's payload (Decision or
   // FloatDecision) for send_decision. The replica takes the step in apply_decision(), so that a
