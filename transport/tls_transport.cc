@@ -619,7 +619,7 @@ class Session final : public SessionBase {
   std::optional<tcp::resolver> resolver_;
   const std::shared_ptr<Link> dialled_;  // set for the dialling side
   std::shared_ptr<Link> link_;           // set once authenticated
-  std::optional<NodeId> cert_peer_;      // the certificate's id, once its key is the pinned one
+  std::optional<NodeId> cert_peer_;      // the certificate's id, once checked (pinned key, id dialled)
   std::optional<NodeId> peer_;           // set once authenticated
   bool authenticated_ = false;
   bool heard_any_ = false;  // a frame of this session was accepted
