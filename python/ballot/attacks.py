@@ -28,7 +28,7 @@ def craft(spec: str, honest_vectors: Any, *, m: int = 1, n: Optional[int] = None
     use it; without it they use the honest mean). Gaussian draws from Philox ``(seed, stream)``."""
     honest, m = _count(honest_vectors), count(m, "m")
     total = honest + m if n is None else count(n, "n")
-    if m >= total or honest + m > total:
+    if n is not None and (m >= total or honest + m > total):
         raise ValueError(f"craft: need m < n and n >= honest vectors + m, got n={total}, m={m} and {honest} "
                          "honest vectors")
     value = _native.craft_gradient(spec, honest_vectors, own, total, m, count(seed, "seed"), count(stream, "stream"))
