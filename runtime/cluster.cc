@@ -70,7 +70,7 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   tls.listen_port = config.server_port;
   tls.io_threads = static_cast<int>(config.server_io_threads);
   if (!options.quarantine) options.quarantine = std::make_shared<Quarantine>();
-  options.skip_absent = true;  // a dead node costs one deadline, not one per round
+  options.skip_absent = config.skip_absent;  // a dead node costs one deadline in 8 rounds
   if (!options.registry) options.registry = std::make_shared<const transport::Registry>(registry);
   tls.transport.observer = options.quarantine;
   BALLOT_ASSIGN_OR_RETURN(auto endpoint,

@@ -66,7 +66,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   if (!root.is_object()) return config_error("the top level must be an object");
   BALLOT_TRY(check_keys(root,
                         {"server", "nodes", "keys", "checkpoint", "checkpoint_every", "node_state", "round_deadline_ms",
-                         "relay_decisions", "metrics", "training"},
+                         "relay_decisions", "skip_absent", "metrics", "training"},
                         "the top level"));
   ClusterConfig config;
   if (const auto server = root.find("server"); server != root.end()) {
@@ -97,6 +97,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   BALLOT_TRY(read_path(root, "node_state", config.node_state));
   BALLOT_TRY(read(root, "round_deadline_ms", config.round_deadline_ms));
   BALLOT_TRY(read(root, "relay_decisions", config.relay_decisions));
+  BALLOT_TRY(read(root, "skip_absent", config.skip_absent));
   BALLOT_TRY(read_path(root, "metrics", config.metrics));
   if (const auto training = root.find("training"); training != root.end()) {
     if (!training->is_object()) return config_error("'training' must be an object");
@@ -218,6 +219,7 @@ std::string to_json(const ClusterConfig& config) {
       {"node_state", config.node_state.string()},
       {"round_deadline_ms", config.round_deadline_ms},
       {"relay_decisions", config.relay_decisions},
+      {"skip_absent", config.skip_absent},
       {"metrics", config.metrics.string()},
       {"training",
        {{"nodes", t.nodes},

@@ -12,6 +12,7 @@
 //   "checkpoint_every": 50,
 //   "round_deadline_ms": 3000,
 //   "relay_decisions": false,                    // nodes relay the decision (needs "nodes")
+//   "skip_absent": true,                         // server: wait for an absent node 1 round in 8
 //   "metrics": "metrics.jsonl",                  // server only; "" = none
 //   "training": {"nodes": 7, "byzantine": 1, "code": "deterministic", "model": "mlp:hidden=128",
 //                "update": "...", "worker_momentum": 0, "lr": "constant:lr=0.002",
@@ -61,6 +62,9 @@ struct ClusterConfig {
   // (ServerSessionOptions::relay_decisions): nodes connect to each other, as in the exchange
   // placement.
   bool relay_decisions = false;
+  // The server waits for a node that missed, and has not been heard from since, only in probe
+  // rounds once n − b votes are in (ServerSessionOptions::skip_absent); false: every round.
+  bool skip_absent = true;
   std::filesystem::path metrics;
   TrainingOptions training;
 };

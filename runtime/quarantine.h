@@ -20,7 +20,8 @@
 // Security events that blame nobody are counted apart: a second session refused for a live id
 // (duplicate_sessions(): either process may be the honest one) and connections that failed before
 // authentication (unauthenticated(): no node to blame; a certificate whose key is not the pinned
-// one is such a failure, whatever id it names).
+// one is such a failure, whatever id it names; so is, on a dialling node, an answer from another
+// node than the one dialled, which only nodes see: the server never dials).
 // A quarantined node's votes are dropped unread; it still counts against the fault budget b like
 // a crashed node, so the run goes on as long as at most b nodes are missing or quarantined.
 // Thread-safety: observer callbacks arrive on I/O threads; every member is safe to call

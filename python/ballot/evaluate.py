@@ -19,7 +19,10 @@ from ballot import _native
 
 def _grid_text(grid: Union[dict, str, "os.PathLike[str]"]) -> str:
     if isinstance(grid, dict):
-        return json.dumps(grid)
+        try:
+            return json.dumps(grid, allow_nan=False)
+        except ValueError as e:  # NaN or inf: JSON has no such number, so the grid could not say it
+            raise ValueError(f"grid: {e} (a grid's numbers must be finite)") from None
     text = os.fspath(grid)
     if text.lstrip().startswith("{"):
         return text

@@ -380,6 +380,9 @@ def test_other_bad_inputs(rng):
         compat.Median()(np.zeros((2, 2, 2), np.float32))
     with pytest.raises(ValueError, match="at least one"):
         compat.Average()([])
+    for rule in (compat.ARC(f=0), compat.Clipping()):
+        with pytest.raises(ValueError, match="at least one"):
+            rule(np.zeros((0, 4), np.float32))
     with pytest.raises(ValueError, match="epsilon must be smaller"):
         compat.Mimic(epsilon=3)(rng.standard_normal((3, 4)).astype(np.float32))
     with pytest.raises(ValueError, match="idx must be smaller"):

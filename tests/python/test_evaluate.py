@@ -32,6 +32,8 @@ def test_bad_grids_are_value_errors():
         evaluate.run("{not json")
     with pytest.raises(FileNotFoundError):
         evaluate.run("/no/such/grid.json")
+    with pytest.raises(ValueError, match="must be finite"):
+        evaluate.run({"base": {"lr": float("nan")}, "attacks": ["reverse"], "defences": ["signSGD-MV"]})
 
 
 def test_an_unwritable_report_dir_is_an_error_before_any_cell_runs(tmp_path):

@@ -21,10 +21,16 @@ TEST(ClusterConfig, ParsesAndRoundTrips) {
   EXPECT_EQ(config->training.attackers, 2u);
   EXPECT_EQ(config->checkpoint_every, 20u);
   EXPECT_EQ(config->training.model, TrainingOptions{}.model);  // defaults fill the rest
+  EXPECT_TRUE(config->skip_absent);
 
   auto again = parse_cluster_config(to_json(*config));
   ASSERT_TRUE(again.ok()) << again.error().to_string();
   EXPECT_EQ(to_json(*again), to_json(*config));
+
+  auto every_round = parse_cluster_config(R"({"skip_absent": false})");
+  ASSERT_TRUE(every_round.ok()) << every_round.error().to_string();
+  EXPECT_FALSE(every_round->skip_absent);
+  EXPECT_FALSE(parse_cluster_config(to_json(*every_round))->skip_absent);
 }
 
 TEST(ClusterConfig, ErrorsNameTheProblem) {
@@ -45,6 +51,7 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
       {R"({"training": {"placement": "diagonal"}})", "placement"},
       {R"({"server": {"port": 0}})", "port"},
       {R"({"server": {"io_threads": 0}})", "'server.io_threads' must be in 1..64"},
+      {R"({"skip_absent": 1})", "'skip_absent' must be"},
       {R"({"training": {"attack": "meteor"}})", "unknown attack 'meteor'"},
   };
   for (const auto& [text, expected] : cases) {

@@ -505,6 +505,8 @@ class ARC(Clipping):
     def __call__(self, vectors: Any) -> Any:
         reference = _check_vectors(vectors)
         n = _count(vectors)
+        if n == 0:
+            raise ValueError("vectors: at least one vector is needed")
         if not self.f < n + 1:
             raise ValueError(f"f must be smaller than len(vectors)+1, but got f={self.f} and len(vectors)={n}")
         clipped = int((2 * self.f / n) * (n - self.f))
