@@ -7,7 +7,9 @@ uint64; the bits are the same).
 
 CPU arrays use the AVX2/AVX-512 kernels chosen at run time. On a build with CUDA
 (``ballot.has_cuda``), CUDA tensors are packed, unpacked and voted by the CUDA kernels on the
-caller's current torch stream, without synchronising; results are bit-identical to the CPU.
+caller's current torch stream, without synchronising; results are bit-identical to the CPU. The
+arrays of one call must be on one CUDA device, the current one (``torch.cuda.device(i)``);
+others are a ValueError.
 
 The node's hot path has the same two versions: ``momentum_pack`` (Signum's worker momentum fused
 with the pack) and ``apply_update`` (the sign, SGD and heavy-ball rules applied from a decision),

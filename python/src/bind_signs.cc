@@ -55,17 +55,36 @@ void copy_out(const BitVector& bits, const Words& out) {
 }
 #endif
 
-void same_device(Device a, Device b, const char* what) {
-  if (a != b) throw nb::value_error((std::string(what) + ": input and output are on different devices").c_str());
+// Where an array lives: the CPU, or one CUDA device (the id matters: one kernel launch reads and
+// writes memory of the current device only).
+struct Place {
+  Device device = Device::kCpu;
+  int id = 0;
+};
+
+Place place(const Words& words) { return {words.device, words.device == Device::kCuda ? words.device_id : 0}; }
+
+Place place(nb::handle array, const char* what, Device device) {
+  return {device, device == Device::kCuda ? as_array(array, what).device_id() : 0};
+}
+
+void same_device(Place a, Place b, const char* what) {
+  if (a.device != b.device)
+    throw nb::value_error((std::string(what) + ": input and output are on different devices").c_str());
+  if (a.id != b.id)
+    throw nb::value_error((std::string(what) + ": the arrays are on different CUDA devices (cuda:" +
+                           std::to_string(a.id) + " and cuda:" + std::to_string(b.id) + ")")
+                              .c_str());
 }
 
 void pack(nb::handle values, nb::handle out_words, std::uintptr_t stream) {
   const auto [in, device] = floats_on_device(values, "values", /*writable=*/false);
   const Words out = words_of(out_words, "out", /*writable=*/true);
-  same_device(device, out.device, "pack");
+  same_device(place(values, "values", device), place(out), "pack");
   require_words(out, in.size(), "out");
   if (device == Device::kCuda) {
 #if BALLOT_HAVE_CUDA
+    unwrap(require_current_device(out.device_id));
     unwrap(kernels::cuda::pack_signs(in.data(), in.size(), out.data, reinterpret_cast<void*>(stream)));
     return;
 #else
@@ -84,11 +103,12 @@ void pack(nb::handle values, nb::handle out_words, std::uintptr_t stream) {
 void unpack(nb::handle words, std::size_t d, nb::handle out_values, float scale, std::uintptr_t stream) {
   const Words in = words_of(words, "signs", /*writable=*/false);
   const auto [out, device] = floats_on_device(out_values, "out", /*writable=*/true);
-  same_device(in.device, device, "unpack");
+  same_device(place(in), place(out_values, "out", device), "unpack");
   require_words(in, d, "signs");
   if (out.size() != d) throw nb::value_error("out: must hold d floats");
   if (device == Device::kCuda) {
 #if BALLOT_HAVE_CUDA
+    unwrap(require_current_device(in.device_id));
     unwrap(kernels::cuda::unpack_signs(in.data, d, -scale, scale, out.data(), reinterpret_cast<void*>(stream)));
     return;
 #else
@@ -156,7 +176,7 @@ void vote(nb::handle inputs, std::size_t d, std::optional<std::vector<std::uint3
     if (total >= (std::uint64_t{1} << 32)) throw nb::value_error("weights: the total weight must be below 2^32");
   }
   for (std::size_t i = 0; i < rows.rows.size(); ++i) {
-    same_device(rows.rows[i].device, out.device, "majority_vote");
+    same_device(place(rows.rows[i]), place(out), "majority_vote");
     require_words(rows.rows[i], d, ("inputs[" + std::to_string(i) + "]").c_str());
   }
   if (out.device == Device::kCuda) {
@@ -165,13 +185,14 @@ void vote(nb::handle inputs, std::size_t d, std::optional<std::vector<std::uint3
       throw nb::value_error("inputs: CUDA votes read one contiguous 2-D array of words (rows = voters)");
     if (total == 0)  // the all-+1 vote of the CPU; the kernel would also set the padding bits
       throw nb::value_error("weights: the total weight is 0 (an empty vote): vote on the CPU");
+    unwrap(require_current_device(out.device_id));
     const std::uint64_t* first = rows.rows.empty() ? out.data : rows.rows.front().data;
     const std::uint32_t* d_weights = nullptr;
     if (weights) {
       const AnyArray w = as_array(device_weights, "device_weights");
       if ((w.dtype() != nb::dtype<std::int32_t>() && w.dtype() != nb::dtype<std::uint32_t>()) || w.ndim() != 1 ||
           w.shape(0) != rows.rows.size() || w.device_type() != nb::device::cuda::value ||
-          (w.shape(0) > 1 && w.stride(0) != 1))
+          w.device_id() != out.device_id || (w.shape(0) > 1 && w.stride(0) != 1))
         throw nb::value_error("device_weights: one contiguous 32-bit weight per input on the CUDA device");
       d_weights =
           reinterpret_cast<const std::uint32_t*>(static_cast<const std::uint8_t*>(w.data_handle()) + w.byte_offset());
@@ -208,12 +229,14 @@ void momentum_pack(nb::handle momentum, nb::handle gradient, double beta, nb::ha
   const auto [m, device] = floats_on_device(momentum, "momentum", /*writable=*/true);
   const auto [g, g_device] = floats_on_device(gradient, "gradient", /*writable=*/false);
   const Words out = words_of(out_words, "out", /*writable=*/true);
-  same_device(device, g_device, "momentum_pack");
-  same_device(device, out.device, "momentum_pack");
+  const Place here = place(momentum, "momentum", device);
+  same_device(here, place(gradient, "gradient", g_device), "momentum_pack");
+  same_device(here, place(out), "momentum_pack");
   if (m.size() != g.size()) throw nb::value_error("momentum and gradient: sizes differ");
   require_words(out, m.size(), "out");
   if (device == Device::kCuda) {
 #if BALLOT_HAVE_CUDA
+    unwrap(require_current_device(here.id));
     unwrap(kernels::cuda::momentum_pack_signs(m.data(), g.data(), m.size(), kernels::momentum_factors(beta), out.data,
                                               reinterpret_cast<void*>(stream)));
     return;
@@ -245,6 +268,7 @@ void apply_update(nb::handle params, nb::handle vote_words, nb::handle direction
   const kernels::SgdFactors factors{static_cast<float>(lr), static_cast<float>(weight_decay),
                                     static_cast<float>(momentum), static_cast<float>(1.0 - dampening), nesterov};
   const auto [x, device] = floats_on_device(params, "params", /*writable=*/true);
+  const Place here = place(params, "params", device);
   const std::size_t d = x.size();
   if (vote_words.is_none() == direction.is_none())
     throw nb::value_error("apply_update: give exactly one of a vote and a direction");
@@ -252,11 +276,11 @@ void apply_update(nb::handle params, nb::handle vote_words, nb::handle direction
   std::span<const float> g;
   if (!vote_words.is_none()) {
     vote = words_of(vote_words, "vote", /*writable=*/false);
-    same_device(device, vote->device, "apply_update");
+    same_device(here, place(*vote), "apply_update");
     require_words(*vote, d, "vote");
   } else {
     const auto [values, g_device] = floats_on_device(direction, "direction", /*writable=*/false);
-    same_device(device, g_device, "apply_update");
+    same_device(here, place(direction, "direction", g_device), "apply_update");
     if (values.size() != d) throw nb::value_error("direction: must hold as many floats as params");
     g = values;
   }
@@ -264,12 +288,13 @@ void apply_update(nb::handle params, nb::handle vote_words, nb::handle direction
   if (factors.momentum != 0.0f) {
     if (buffer.is_none()) throw nb::value_error("buffer: an update with momentum needs its buffer");
     const auto [values, b_device] = floats_on_device(buffer, "buffer", /*writable=*/true);
-    same_device(device, b_device, "apply_update");
+    same_device(here, place(buffer, "buffer", b_device), "apply_update");
     if (values.size() != d) throw nb::value_error("buffer: must hold as many floats as params");
     b = values;
   }
   if (device == Device::kCuda) {
 #if BALLOT_HAVE_CUDA
+    unwrap(require_current_device(here.id));
     unwrap(kernels::cuda::apply_update(x.data(), vote ? vote->data : nullptr, vote ? nullptr : g.data(),
                                        b.empty() ? nullptr : b.data(), d, factors, first_step,
                                        reinterpret_cast<void*>(stream)));

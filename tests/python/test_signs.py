@@ -173,6 +173,26 @@ def test_cuda_hot_path_matches_the_cpu(rng):
             assert torch.equal(gpu_x.cpu(), cpu_x) and torch.equal(gpu_b.cpu(), cpu_b), (d, offset)
 
 
+def test_arrays_on_two_cuda_devices_are_refused(rng):
+    torch = torch_or_skip()
+    import ballot
+
+    if not ballot.has_cuda or signs.cuda_device_count() < 2 or not torch.cuda.is_available():
+        pytest.skip("needs two CUDA devices")
+    m0 = torch.zeros(100, device="cuda:0")
+    g1 = torch.ones(100, device="cuda:1")
+    with torch.cuda.device(0):
+        with pytest.raises(ValueError, match="different CUDA devices"):
+            signs.momentum_pack(m0, g1)
+        with pytest.raises(ValueError, match="different CUDA devices"):
+            signs.apply_update(m0, lr=0.1, direction=g1)
+        assert not m0.any()
+        with pytest.raises(ValueError, match="current CUDA device"):
+            signs.pack(g1)  # a kernel runs on the current device
+    with torch.cuda.device(1):
+        assert signs.unpack(signs.pack(g1), 100).device == g1.device
+
+
 def test_sizes_weights_and_factors_from_the_caller_are_checked():
     words = np.zeros(0, np.uint64)
     # A d whose word count would wrap (bits + 63 past 2**64) is a ValueError, not a crash.
