@@ -136,6 +136,10 @@ class Node:
                 raise NotImplementedError(f"parameter '{name}' is on {p.device}: ballot.torch trains CPU and CUDA "
                                           "tensors")
         self._device = named[0][1].device
+        if self._device.type == "cuda" and self._device.index != torch.cuda.current_device():
+            raise ValueError(f"the model is on {self._device} but the current CUDA device is "
+                             f"cuda:{torch.cuda.current_device()}: call torch.cuda.set_device({self._device.index}) "
+                             "first (Ballot's kernels run on the current device)")
         channel = GroupChannel(group) if group is not None else None
         export = os.environ.get(EXPORT_VARIABLE)
         if export:
