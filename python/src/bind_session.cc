@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -139,12 +140,23 @@ class Session {
     Busy busy(*this, true);
     if (!std::isfinite(timeout) || timeout < 0 || timeout > 86400.0)
       throw nb::value_error("timeout must be a number of seconds in [0, 86400]");
-    const auto wait_for = std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(timeout * 1000.0)));
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(timeout * 1000.0)));
     Result<std::optional<NodeEvent>> result = make_error(ErrorCode::kInternal, "not polled");
     {
       nb::gil_scoped_release released;
-      result = session_->poll_for(wait_for);
-      if (result.ok() && result->has_value()) saw(**result);
+      while (true) {  // in slices, so that Ctrl-C ends a long wait
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+        result = session_->poll_for(std::clamp(left, std::chrono::milliseconds(0), kSignalCheckEvery));
+        if (!result.ok()) break;
+        if (result->has_value()) {
+          saw(**result);
+          break;
+        }
+        if (left <= kSignalCheckEvery) break;
+        check_signals();
+      }
     }
     auto event = unwrap(std::move(result));
     if (!event) return nb::none();
@@ -673,19 +685,36 @@ class Session {
     ~Busy() { s.busy_ = false; }
   };
 
+  // How long a wait runs without looking for a pending Ctrl-C (or another signal handler's
+  // exception): between events, and every this often while none comes (the session's idle
+  // timeout counts from the last message, so slicing the wait does not change it).
+  static constexpr std::chrono::milliseconds kSignalCheckEvery{200};
+
+  // Called without the GIL.
+  static void check_signals() {
+    nb::gil_scoped_acquire held;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+  }
+
   template <typename Stop>
   NodeEvent wait(Stop stop) {
     Result<NodeEvent> result = make_error(ErrorCode::kInternal, "not polled");
     {
       nb::gil_scoped_release released;
       while (true) {
-        result = session_->poll();
-        if (!result.ok()) break;
-        saw(*result);
-        if (stop(*result)) break;
-        // Between events, a pending Ctrl-C (or other signal handler's exception) ends the wait.
-        nb::gil_scoped_acquire held;
-        if (PyErr_CheckSignals() != 0) throw nb::python_error();
+        auto next = session_->poll_for(kSignalCheckEvery);
+        if (!next.ok()) {
+          result = std::move(next).error();
+          break;
+        }
+        if (next->has_value()) {
+          saw(**next);
+          if (stop(**next)) {
+            result = std::move(**next);
+            break;
+          }
+        }
+        check_signals();
       }
     }
     return unwrap(std::move(result));
@@ -703,15 +732,23 @@ class Session {
     }
     // A state transfer past the round drops its selection there too (the session dropped the host's).
     if (event.kind == NodeEvent::Kind::kStateInstalled && event.moved && codec_device_) codec_device_->drop_selection();
+    // A failure to gather the state to save (the caller's momentum source raised, the GPU copy
+    // failed) skips that save, as a full disk does, and reaches the caller once this event's
+    // bookkeeping below is done.
+    std::exception_ptr failed_save;
     if (keeper_->saves(event)) {
-      take_momentum();
-      if (codec_device_) {  // the codec's state from the GPU (no GIL here: a C++ exception)
-        if (const Status synced = codec_device_->sync_host(); !synced.ok())
-          throw std::runtime_error("the node state's codec state from the GPU: " + synced.error().to_string());
+      try {
+        take_momentum();
+        if (codec_device_) {  // the codec's state from the GPU (no GIL here: a C++ exception)
+          if (const Status synced = codec_device_->sync_host(); !synced.ok())
+            throw std::runtime_error("the node state's codec state from the GPU: " + synced.error().to_string());
+        }
+      } catch (...) {
+        failed_save = std::current_exception();
       }
     }
     const std::uint64_t restored = keeper_->restored();
-    keeper_->observe(event, *worker_, *session_, *replica_);
+    if (!failed_save) keeper_->observe(event, *worker_, *session_, *replica_);
     if (codec_device_ && keeper_->restored() != restored) codec_device_->forget();  // the saved memory
     if (event.kind == NodeEvent::Kind::kStateInstalled) {  // track_votes: the parameters were replaced
       const std::lock_guard lock(applied_mutex_);
@@ -727,6 +764,7 @@ class Session {
     } else if (event.kind != NodeEvent::Kind::kDecided || (work_ && event.round > work_->round)) {
       submitted_ = true;  // the open round, if any, was overtaken (the session sends nothing for it)
     }
+    if (failed_save) std::rethrow_exception(failed_save);
   }
 
   // The caller's worker momentum into the NodeWorker (set_momentum_source), before a save.
@@ -774,12 +812,17 @@ class Session {
 
   template <typename Send>
   void send(Send do_send) {
+    // The session consumed the round, sent or not, also when a callback of the caller's (an
+    // attack's gradient source) raised during the send.
+    struct Consumed {
+      bool& submitted;
+      ~Consumed() { submitted = true; }
+    } consumed{submitted_};
     Status status;
     {
       nb::gil_scoped_release released;
       status = do_send();
     }
-    submitted_ = true;  // the session consumed the round, sent or not
     unwrap(std::move(status));
   }
 

@@ -5,8 +5,10 @@ code as `ballot node`. Skipped when the `ballot` program is not built beside the
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -392,6 +394,31 @@ def test_opening_errors_are_python_exceptions(tmp_path):
             node.next_round()
         with pytest.raises(RuntimeError, match="not started"):
             node.submit_vote(0.0, np.zeros(1, np.uint64), node.dimension)
+
+
+@pytest.mark.parametrize("call", ["next_round()", "poll()", "poll_for(60)"])
+def test_ctrl_c_ends_a_wait_for_a_server_that_never_answers(tmp_path, call):
+    cluster = Cluster(tmp_path / "c")  # no server started
+    script = ("import sys\n"
+              "from ballot.session import NodeSession\n"
+              f"node = NodeSession.from_cluster_file({str(cluster.file)!r}, 0)\n"
+              "node.start()\n"
+              "print('waiting', flush=True)\n"
+              "try:\n"
+              f"    node.{call}\n"
+              "except KeyboardInterrupt:\n"
+              "    print('interrupted', flush=True)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    try:
+        assert child.stdout.readline().strip() == "waiting"
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=10)  # the idle timeout is 5 minutes
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert output.strip() == "interrupted", output
 
 
 @pytest.mark.parametrize("training", [

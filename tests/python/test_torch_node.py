@@ -118,10 +118,11 @@ def torch_cluster(make_cluster, tmp_path, model=Tiny, **training):
     return make_cluster(**settings)
 
 
-def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None, algorithm=None, context=None):
+def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None, algorithm=None, context=None,
+                run=lambda node, step: node.run(step)):
     """Every node as a thread of this process; returns {index: (stats, digest)} or raises.
     ``on_end(node)`` runs in the node's thread after its run; ``context(index)``, a context
-    manager the node's run goes inside (a CUDA stream)."""
+    manager the node's run goes inside (a CUDA stream); ``run(node, step)`` runs the node."""
     torch.set_num_threads(1)
     results, errors = {}, []
     nodes = [bt.Node(model_for(i), cluster.file, i, algorithm=algorithm) for i in range(cluster.nodes)]
@@ -130,7 +131,7 @@ def run_threads(cluster, step_for, model_for=lambda _index: Tiny(), on_end=None,
         try:
             model = node.model
             with context(node.index) if context is not None else contextlib.nullcontext():
-                results[node.index] = (node.run(step_for(node.index, model)), node.model_digest())
+                results[node.index] = (run(node, step_for(node.index, model)), node.model_digest())
             if on_end is not None:
                 on_end(node)
         except Exception as error:  # reported by the main thread
@@ -352,6 +353,69 @@ def test_a_models_copy_that_diverged_from_the_replica_is_caught_and_replaced(mak
     results = run_threads(cluster, step_for, on_end=on_end, algorithm=bt.SignVote(work_on="model"))
     assert results[0][0]["update_mismatches"] == 1
     assert all(results[i][0]["update_mismatches"] == 0 for i in range(1, cluster.nodes))
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+
+
+def test_an_interrupted_update_of_the_models_copy_is_repaired_before_the_next_vote(make_cluster, tmp_path,
+                                                                                  monkeypatch):
+    """A Ctrl-C (or an out-of-memory error) while the decisions' votes are applied to the model's
+    copy loses the votes already taken from the session: the next refresh copies the replica's
+    state, so no round is computed on parameters other than the replica's."""
+    cluster = torch_cluster(make_cluster, tmp_path, code="deterministic", digest_every=1000)
+    apply_vote, interrupted = bt.Node._apply_vote, []
+
+    def flaky(self, *args):
+        if self.index == 0 and self._session.round >= 3 and not interrupted:
+            interrupted.append(self._session.round)
+            raise KeyboardInterrupt("in the middle of the model's update")
+        return apply_vote(self, *args)
+
+    monkeypatch.setattr(bt.Node, "_apply_vote", flaky)
+    differs = []
+
+    def run(node, step):
+        def checked(idx):
+            if not torch.equal(node._model_flat, node._flat):
+                differs.append(node._session.round)
+            return step(idx)
+        if node.index != 0:
+            return node.run(step)
+        with pytest.raises(KeyboardInterrupt):
+            node.run(checked)
+        return node.run(checked)
+
+    results = run_threads(cluster, plain_step, algorithm=bt.SignVote(work_on="model"), run=run)
+    assert interrupted and not differs
+    assert results[0][0]["update_mismatches"] == 0
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+
+
+def test_an_error_in_the_attackers_gradient_source_closes_the_round(make_cluster, tmp_path):
+    """The ALIE attacker recomputes the honest gradients through the node's step inside its
+    submission: an exception there reaches the caller, the round is over (the session used it up),
+    and a second run follows the cluster to the end."""
+    cluster = torch_cluster(make_cluster, tmp_path, code="deterministic", attack="alie", attackers=1)
+    seen = {}
+
+    def run(node, step):
+        if not node._session.byzantine:
+            return node.run(step)
+        calls = []
+
+        def raising(idx):
+            if node._session.round == 2:
+                calls.append(idx)
+                if len(calls) == 4:
+                    raise ValueError("raised in the gradient source")
+            return step(idx)
+        with pytest.raises(ValueError, match="in the gradient source"):
+            node.run(raising)
+        seen["work"] = node._session.work
+        seen["submitted_in_round_2"] = node._session.stats["votes_sent"]
+        return node.run(step)
+
+    results = run_threads(cluster, plain_step, run=run)
+    assert "work" in seen and seen["work"] is None
     assert {digest for _, digest in results.values()} == {cluster.server_digest()}
 
 

@@ -159,6 +159,7 @@ class Node:
         self._rule: Optional[Dict[str, Any]] = None  # the replica's sgd / heavyball / signum / ef_sign state
         self._buffer: Optional[torch.Tensor] = None  # its momentum buffer (ef_sign: error) on the model's device
         self._ef_layers: Optional[torch.Tensor] = None  # ef_sign's layer sizes on the model's device
+        self._copy_stale = False  # a refresh stopped part-way: the model's copy lags the replica
         self.update_mismatches = 0  # checks that found the model's copy unequal to the replica
         self._momentum: Dict[int, Optional[torch.Tensor]] = {}  # there, by partition (None: the run has none)
         self._restored = 0  # the session's count of node states restored, when _momentum was read
@@ -426,14 +427,20 @@ class Node:
                 self._model_flat.copy_(self._flat)
             return
         taken = self._session._native.take_votes()
-        if taken["replaced"]:  # a state transfer (or votes never taken): the replica's state
+        if taken["replaced"] or self._copy_stale:  # a state transfer (or votes never taken, or an
+            self._copy_stale = True                # interrupted refresh): the replica's state
             self._copy_replica()
+            self._copy_stale = False
             return
         check = False
-        for _round, words, lr, weight_decay, full_digest, scales in taken["votes"]:
-            vote = torch.from_numpy(words.view(np.int64)).to(self._device)  # d/8 bytes
-            self._apply_vote(vote, lr, weight_decay, scales)
-            check = check or full_digest
+        try:
+            for _round, words, lr, weight_decay, full_digest, scales in taken["votes"]:
+                vote = torch.from_numpy(words.view(np.int64)).to(self._device)  # d/8 bytes
+                self._apply_vote(vote, lr, weight_decay, scales)
+                check = check or full_digest
+        except BaseException:  # Ctrl-C, out of memory: the votes not applied are taken and gone,
+            self._copy_stale = True  # so the next refresh copies the replica's state instead
+            raise
         if check:  # the rounds the replica's state digest is its parameters' (digest_every)
             self._check_copy()
 
