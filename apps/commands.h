@@ -25,8 +25,9 @@ struct TrainCommand {
   std::vector<std::string> node_command;
 };
 
-// The model spec of a parameter file (`--init FILE`): "init:file=<absolute path>".
-std::string init_model_spec(const std::string& init_file);
+// The model spec of a parameter file (`--init FILE`): "init:file=<absolute path>"; an error for a
+// path the spec syntax cannot carry (',', '>' or surrounding spaces).
+Result<std::string> init_model_spec(const std::string& init_file);
 
 int run_info();
 int run_train(TrainCommand command);

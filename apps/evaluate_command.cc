@@ -1,6 +1,7 @@
 // `ballot evaluate`: a grid of attacks × defences × numbers of Byzantine nodes × seeds on the
 // lockstep engine (evaluation/), with results.json, report.md and SVG plots in --out.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -220,8 +221,10 @@ void add_evaluate_options(CLI::App& command, EvaluateCommand& c) {
   command.add_option(
       "--tune-lr-factors", c.tune_lr_factors,
       "Multiples of the untuned learning rate the sweep tries (default 0.1,0.3,1,3,10); implies --tune-lr");
-  command.add_option("--tune-lr-rounds", c.tune_lr_rounds,
-                     "Rounds of each sweep run (default: --rounds); implies --tune-lr");
+  command
+      .add_option("--tune-lr-rounds", c.tune_lr_rounds,
+                  "Rounds of each sweep run (default: --rounds); implies --tune-lr")
+      ->check(whole_number_for<std::uint64_t>(1));
   command
       .add_option("--protocol-deadline-ms", c.protocol_deadline_ms,
                   "Round deadline in virtual time, where protocol attacks withhold or delay votes (default 300)")
@@ -289,7 +292,17 @@ int run_evaluate(const EvaluateCommand& command) {
   std::printf("%s%.1f s; wrote %s/results.json, %s/report.md and %s/figures/\n",
               result->cancelled ? "cancelled after " : "done in ", result->seconds, command.out.c_str(),
               command.out.c_str(), command.out.c_str());
-  return result->cancelled ? 130 : 0;
+  if (result->cancelled) return 130;
+  // The report holds every cell; a failed one (an option its training refused, say) is still a
+  // failed command, so that scripts notice.
+  const auto failed = std::count_if(result->results.begin(), result->results.end(),
+                                    [](const auto& cell) { return cell.status == evaluation::CellStatus::kFailed; });
+  if (failed > 0) {
+    std::fprintf(stderr, "ballot evaluate: %lld of %zu cells failed (their errors are in report.md)\n",
+                 static_cast<long long>(failed), result->results.size());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace ballot::apps

@@ -27,6 +27,13 @@ int run_keys_issue(const std::string& dir, const std::string& ca_dir, std::uint3
                    const std::string& role_text) {
   auto role = transport::parse_role(role_text);
   if (!role.ok()) return fail(role.error());
+  // A cluster's server is id 0 and its nodes 1..n (runtime::kServerId): another pairing gives a
+  // certificate no cluster accepts, which would only show as a silent cluster.
+  if ((node == 0) != (*role == transport::Role::kServer)) {
+    return fail(make_error(ErrorCode::kInvalidArgument, node == 0 ? "id 0 is the server's: issue it with --role server"
+                                                                  : "the server is id 0; id " + std::to_string(node) +
+                                                                        " is a node's (--role node)"));
+  }
   auto files = transport::issue_node(ca_dir, dir, node, *role);
   if (!files.ok()) return fail(files.error());
   std::printf("issued %s and %s\n", files->key.c_str(), files->certificate.c_str());

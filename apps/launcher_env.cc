@@ -5,6 +5,9 @@
 namespace ballot::apps {
 namespace {
 
+constexpr const char* kVariables[] = {"SLURM_PROCID", "SLURM_NTASKS",         "RANK",
+                                      "WORLD_SIZE",   "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"};
+
 std::optional<int> number(const char* name) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return std::nullopt;
@@ -32,6 +35,16 @@ std::optional<LaunchRank> launch_rank_from_environment() {
     }
   }
   return std::nullopt;
+}
+
+std::string malformed_launcher_variables() {
+  std::string out;
+  for (const char* name : kVariables) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || number(name)) continue;
+    out += std::string(out.empty() ? "" : ", ") + name + "='" + text + "'";
+  }
+  return out;
 }
 
 }  // namespace ballot::apps

@@ -19,4 +19,8 @@ struct LaunchRank {
 // OMPI_COMM_WORLD_SIZE. Nothing set (or not a number): nullopt.
 std::optional<LaunchRank> launch_rank_from_environment();
 
+// The launcher variables that are set but not a rank or size ("NAME='value'", comma-separated;
+// empty when none), for the error or warning that says why a rank or size was not read.
+std::string malformed_launcher_variables();
+
 }  // namespace ballot::apps

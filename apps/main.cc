@@ -4,9 +4,13 @@
 #include <malloc.h>
 #endif
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "apps/commands.h"
 #include "apps/whole_number.h"
@@ -58,8 +62,8 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
                   "Allocation matrix: identity | bernoulli:r=2 | deterministic[:b=B] | paper5 | file:path=P")
       ->capture_default_str();
   static const auto placements = [] {
-    std::map<std::string, runtime::Placement> out;
-    for (const auto& entry : runtime::placement_table()) out.emplace(entry.name, entry.make);
+    std::vector<std::string> out;
+    for (const auto& entry : runtime::placement_table()) out.emplace_back(entry.name);
     return out;
   }();
   static const std::string placement_help = [] {
@@ -70,8 +74,12 @@ void add_training_flags(CLI::App& command, runtime::TrainingOptions& t, runtime:
     }
     return out;
   }();
-  command.add_option("--placement", t.placement, placement_help)
-      ->transform(CLI::CheckedTransformer(placements, CLI::ignore_case));
+  // By name (an enum-valued transformer would print the enum's bytes in its help and errors).
+  command
+      .add_option_function<std::string>(
+          "--placement", [&t](const std::string& name) { t.placement = *runtime::parse_placement(name); },
+          placement_help)
+      ->transform(CLI::IsMember(placements, CLI::ignore_case));
   command.add_option("--model", t.model, "Model: logreg | mlp:hidden=128 | cnn")->capture_default_str();
   command.add_option("--update", t.update, "Server update rule on the vote: heavyball:… | sign:wd=… | sgd:…")
       ->capture_default_str();
@@ -155,9 +163,26 @@ void keep_round_buffers() {
 #endif
 }
 
+int run(int argc, char** argv);
+
 }  // namespace
 
+// An exception that escapes a command (an allocation that failed, say) is reported as an error,
+// not std::terminate's abort.
 int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "ballot: out of memory (an allocation failed)\n");
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ballot: internal error: %s\n", error.what());
+  }
+  return 70;  // EX_SOFTWARE
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   using namespace ballot::apps;
   keep_round_buffers();
   CLI::App app{"Ballot: Byzantine-robust, communication-efficient distributed training"};
@@ -172,9 +197,15 @@ int main(int argc, char** argv) {
   TrainCommand train;
   train.config.training.attack = "reverse";
   train.config.training.attackers = 1;
+  // Only `train` has --config, and nothing after `--` is ballot's (the nodes' own command line).
   std::string config_file;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--config") config_file = argv[i + 1];
+  if (argc > 1 && std::string_view(argv[1]) == "train") {
+    for (int i = 2; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      if (arg == "--") break;
+      if (arg == "--config" && i + 1 < argc) config_file = argv[++i];
+      if (arg.starts_with("--config=")) config_file = std::string(arg.substr(9));
+    }
   }
   if (!config_file.empty()) {
     auto loaded = ballot::runtime::load_cluster_config(config_file, ballot::runtime::ConfigUse::kTrainDefaults);
@@ -301,7 +332,14 @@ int main(int argc, char** argv) {
     }
     std::error_code ec;
     train.program = std::filesystem::canonical("/proc/self/exe", ec).string();
-    if (!init_file.empty()) t.model = init_model_spec(init_file);
+    if (!init_file.empty()) {
+      auto spec = init_model_spec(init_file);
+      if (!spec.ok()) {
+        std::fprintf(stderr, "ballot: %s\n", spec.error().to_string().c_str());
+        return 1;
+      }
+      t.model = *spec;
+    }
     return run_train(train);
   }
   if (server_cmd->parsed()) return run_server_command(cluster_file, init_file);
@@ -321,3 +359,5 @@ int main(int argc, char** argv) {
   if (keys_show->parsed()) return run_keys_show(show_path);
   return 0;
 }
+
+}  // namespace

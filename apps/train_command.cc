@@ -9,6 +9,7 @@
 
 #include "apps/commands.h"
 #include "apps/launcher_env.h"
+#include "core/spec.h"
 #include "runtime/cluster.h"
 #include "runtime/experiment.h"
 #include "runtime/simulator.h"
@@ -62,6 +63,17 @@ void drop_metrics_from(const std::filesystem::path& metrics, std::uint64_t first
   std::filesystem::rename(temporary, metrics, ignored);
 }
 
+// A metrics file that cannot be written is an error before round 0, not rows lost silently.
+Status check_metrics_file(const std::filesystem::path& path) {
+  if (path.empty()) return {};
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return make_error(ErrorCode::kInvalidArgument, "metrics: '" + path.string() + "' is a directory");
+  std::ofstream probe(path, std::ios::app);  // creates it, or appends nothing to it
+  if (!probe) return make_error(ErrorCode::kIo, "metrics: cannot write '" + path.string() + "'");
+  return {};
+}
+
 // Progress on the terminal and metrics as JSON lines, from the server's round reports.
 class Progress {
  public:
@@ -74,6 +86,10 @@ class Progress {
       metrics_.open(path_, std::ios::app);
     }
     if (metrics_) metrics_ << runtime::metrics_json_line(report) << '\n' << std::flush;
+    if (!path_.empty() && !metrics_ && !warned_) {  // checked writable before round 0; lost since
+      warned_ = true;
+      std::fprintf(stderr, "ballot: warning: cannot write the metrics file %s any more\n", path_.c_str());
+    }
     const bool missing_changed = report.missing != last_missing_ || report.quarantined != last_quarantined_;
     last_missing_ = report.missing;
     last_quarantined_ = report.quarantined;
@@ -109,6 +125,7 @@ class Progress {
   std::uint64_t rounds_;
   std::filesystem::path path_;
   bool opened_ = false;
+  bool warned_ = false;
   std::ofstream metrics_;
   std::vector<std::size_t> last_missing_;
   std::vector<std::size_t> last_quarantined_;
@@ -180,10 +197,19 @@ Status require_builtin_nodes(const runtime::TrainingOptions& training) {
 
 }  // namespace
 
-std::string init_model_spec(const std::string& init_file) {
+Result<std::string> init_model_spec(const std::string& init_file) {
   std::error_code ec;
   const auto absolute = std::filesystem::absolute(init_file, ec);
-  return "init:file=" + (ec ? init_file : absolute.lexically_normal().string());
+  const std::string path = ec ? init_file : absolute.lexically_normal().string();
+  const std::string spec = "init:file=" + path;
+  const auto parsed = Spec::parse(spec);
+  if (!parsed.ok() || parsed->get_string("file", "") != path || parsed->options().size() != 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "--init '" + init_file +
+                          "': the model spec init:file=PATH cannot hold this path (',', '>' or surrounding spaces); "
+                          "rename the file or link it under another name");
+  }
+  return spec;
 }
 
 int run_train(TrainCommand command) {
@@ -214,6 +240,9 @@ int run_train(TrainCommand command) {
   }
   if (command.lockstep || command.simulate || command.node_command.empty()) {
     if (auto status = require_builtin_nodes(config.training); !status.ok()) return fail(status.error());
+  }
+  if (command.lockstep || command.simulate) {
+    if (auto status = check_metrics_file(config.metrics); !status.ok()) return fail(status.error());
   }
   if (command.lockstep) {
     if (config.relay_decisions) {
@@ -277,6 +306,7 @@ int run_train(TrainCommand command) {
   if (config.metrics.empty()) config.metrics = work_dir / "metrics.jsonl";
   if (config.checkpoint.empty()) config.checkpoint = work_dir / "server.ckpt";
   if (config.node_state.empty()) config.node_state = work_dir;
+  if (auto status = check_metrics_file(config.metrics); !status.ok()) return fail(status.error());
   auto cluster = runtime::LocalCluster::prepare(config, command.program, work_dir, command.node_command);
   if (!cluster.ok()) return fail(cluster.error());
   std::printf(
@@ -310,6 +340,7 @@ int serve(const runtime::ClusterConfig& config) {
                  "restart, nodes without their saved state abstain in the redone rounds and no quorum forms "
                  "(docs/multi_machine.md)\n");
   }
+  if (auto status = check_metrics_file(config.metrics); !status.ok()) return fail(status.error());
   Progress progress(config.training.rounds, config.metrics);
   runtime::ServerOptions options;
   options.on_round = [&](const runtime::RoundReport& report) { progress(report); };
@@ -346,7 +377,11 @@ int work(const runtime::ClusterConfig& config, std::size_t index) {
 int run_server_command(const std::string& cluster_file, const std::string& init_file) {
   auto config = runtime::load_cluster_config(cluster_file);
   if (!config.ok()) return fail(config.error());
-  if (!init_file.empty()) config->training.model = init_model_spec(init_file);
+  if (!init_file.empty()) {
+    auto spec = init_model_spec(init_file);
+    if (!spec.ok()) return fail(spec.error());
+    config->training.model = *spec;
+  }
   return serve(*config);
 }
 
@@ -361,13 +396,23 @@ int run_node_command(const std::string& cluster_file, std::optional<std::size_t>
 
 int run_launch_command(const std::string& cluster_file, const std::string& init_file) {
   const auto rank = launch_rank_from_environment();
+  const std::string malformed = malformed_launcher_variables();
   if (!rank) {
     return fail(make_error(ErrorCode::kInvalidArgument,
-                           "no launcher rank in the environment (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)"));
+                           "no launcher rank in the environment (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)" +
+                               (malformed.empty() ? std::string() : "; not a rank or size: " + malformed)));
+  }
+  if (!malformed.empty()) {
+    std::fprintf(stderr, "ballot: warning: %s: rank %d; ignored, not a rank or size: %s\n", rank->source.c_str(),
+                 rank->rank, malformed.c_str());
   }
   auto config = runtime::load_cluster_config(cluster_file);
   if (!config.ok()) return fail(config.error());
-  if (!init_file.empty()) config->training.model = init_model_spec(init_file);
+  if (!init_file.empty()) {
+    auto spec = init_model_spec(init_file);
+    if (!spec.ok()) return fail(spec.error());
+    config->training.model = *spec;
+  }
   if (rank->rank != 0) {
     if (auto status = require_builtin_nodes(config->training); !status.ok()) return fail(status.error());
   }

@@ -912,6 +912,20 @@ Status prepare_report_dir(const std::filesystem::path& dir) {
   const bool written = std::filesystem::file_size(probe, ec) == 1 && !ec;
   std::filesystem::remove(probe, ec);
   if (!written) return make_error(ErrorCode::kIo, "cannot write in '" + (dir / "figures").string() + "'");
+  // The report's own files: a directory in their place, or a file that cannot be written, would
+  // only fail after the grid ran (appending nothing leaves an old report as it is).
+  for (const char* name : {"results.json", "report.md"}) {
+    const auto path = dir / name;
+    if (std::filesystem::is_directory(path, ec))
+      return make_error(ErrorCode::kIo, "cannot write '" + path.string() + "': it is a directory");
+    if (std::filesystem::exists(path, ec) && !std::ofstream(path, std::ios::binary | std::ios::app))
+      return make_error(ErrorCode::kIo, "cannot write '" + path.string() + "'");
+  }
+  const std::filesystem::path top = dir / ".ballot-write-probe";
+  std::ofstream(top, std::ios::binary | std::ios::trunc) << 'x';
+  const bool top_written = std::filesystem::file_size(top, ec) == 1 && !ec;
+  std::filesystem::remove(top, ec);
+  if (!top_written) return make_error(ErrorCode::kIo, "cannot write in '" + dir.string() + "'");
   return {};
 }
 

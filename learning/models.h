@@ -47,8 +47,9 @@ struct CnnOptions {
   std::size_t num_classes = 10;
 };
 
-// Invalid options (zero sizes, more than 256 classes, an even kernel, an image under 4×4) are
-// kInvalidArgument.
+// Invalid options (zero sizes, more than 256 classes, an even kernel, an image under 4×4, more
+// than kMaxModelParameters parameters) are kInvalidArgument.
+inline constexpr std::uint64_t kMaxModelParameters = std::uint64_t{1} << 31;
 Result<std::unique_ptr<Model>> make_logistic_regression(const LogisticRegressionOptions& options, std::uint64_t seed);
 Result<std::unique_ptr<Model>> make_mlp(const MlpOptions& options, std::uint64_t seed);
 Result<std::unique_ptr<Model>> make_cnn(const CnnOptions& options, std::uint64_t seed);

@@ -73,8 +73,10 @@ Status TrainingOptions::validate() const {
     return bad_option("the fault budget b = " + std::to_string(byzantine) +
                       " needs b < n/2 (n = " + std::to_string(nodes) + ")");
   }
-  if (partition_size == 0) return bad_option("partition size must be positive");
-  if (rounds == 0) return bad_option("rounds must be positive");
+  if (partition_size == 0 || partition_size > kMaxPartitionSize)
+    return bad_option("partition size must be in [1, 2^24], not " + std::to_string(partition_size));
+  if (rounds == 0 || rounds > kMaxRounds)
+    return bad_option("rounds must be in [1, 2^48], not " + std::to_string(rounds));
   if (digest_every == 0)
     return bad_option("digest_every must be at least 1 (1: the full parameter digest every round)");
   if (!(worker_momentum >= 0.0 && worker_momentum < 1.0)) return bad_option("worker momentum must be in [0, 1)");
@@ -143,6 +145,10 @@ Result<learning::TrainTestSplit> load_training_data(const TrainingOptions& optio
     BALLOT_ASSIGN_OR_RETURN(synthetic.noise, spec.get_double("noise", 1.0));
     BALLOT_ASSIGN_OR_RETURN(auto seed, spec.get_int("seed", static_cast<std::int64_t>(options.seed)));
     if (examples <= 0 || features <= 0 || classes <= 0) return bad_option("synthetic sizes must be positive");
+    // At most 2^30 floats of examples (4 GiB), so that a typo is an error rather than an allocation failure.
+    if (examples > (std::int64_t{1} << 28) || features > (std::int64_t{1} << 24) || classes > 256 ||
+        examples * features > (std::int64_t{1} << 30))
+      return bad_option("synthetic: examples ≤ 2^28, features ≤ 2^24, classes ≤ 256 and examples × features ≤ 2^30");
     synthetic.num_examples = static_cast<std::size_t>(examples);
     synthetic.num_features = static_cast<std::size_t>(features);
     synthetic.num_classes = static_cast<std::size_t>(classes);

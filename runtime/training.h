@@ -71,8 +71,8 @@ struct TrainingOptions {
   std::string update = "sign:wd=0";                                    // server rule on the vote (learning/optimizer.h)
   double worker_momentum = 0.9;                                        // β of the per-partition momentum; 0 = signSGD
   std::string lr = "constant:lr=0.001 > cosine:rounds=1500,min=0.05";  // LrSchedule spec
-  std::size_t partition_size = 32;  // examples per partition (global batch = n × this)
-  std::uint64_t rounds = 1500;
+  std::size_t partition_size = 32;  // examples per partition (global batch = n × this), ≤ kMaxPartitionSize
+  std::uint64_t rounds = 1500;      // ≤ kMaxRounds
   std::uint64_t seed = 1;
   std::uint64_t job = 1;  // job id, bound into every signed envelope
   // "fashion-mnist[:dir=…]", "synthetic[:…]" or "external:train=N" (the nodes hold the examples,
@@ -102,6 +102,9 @@ struct TrainingOptions {
   // in between (hashing d/8 decision bytes instead of 4d parameter bytes). 1: every round.
   std::uint64_t digest_every = 10;
   std::size_t eval_examples = 10000;  // test examples per evaluation (the first ones)
+
+  static constexpr std::size_t kMaxPartitionSize = std::size_t{1} << 24;
+  static constexpr std::uint64_t kMaxRounds = std::uint64_t{1} << 48;
 
   // Checks ranges and that the specs parse; errors name the option.
   Status validate() const;

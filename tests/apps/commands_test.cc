@@ -112,6 +112,14 @@ TEST_F(Commands, KeysMakeAClusterPki) {
   r = run_ballot("keys show " + quoted(dir_ / "keys" / "missing.crt"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "missing.crt")) << r.output;
+  // The server is id 0 and only it: another pairing would give a certificate no cluster accepts.
+  r = run_ballot("keys issue 0 --role node --dir " + keys);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "id 0 is the server's")) << r.output;
+  r = run_ballot("keys issue 6 --role server --dir " + keys);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "id 6 is a node's")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "keys" / "node-6.key"));
   r = run_ballot("keys issue 4 --dir " + quoted(dir_ / "no-ca") + " --ca-dir " + quoted(dir_ / "no-ca"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "ca.crt")) << r.output;
@@ -220,6 +228,66 @@ TEST_F(Commands, TrainRejectsBadOptionsUpFront) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "b < n/2")) << r.output;
   EXPECT_FALSE(contains(r.output, "round ")) << r.output;
+  // Sizes that could only end in an allocation failure are refused by name.
+  const std::string tiny = " --simulate --rounds 1 --data synthetic --model logreg";
+  for (const auto& [arguments, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"train --partition-size 99999999999" + tiny, "partition size must be in [1, 2^24]"},
+           {"train --simulate --rounds 1 --data synthetic --model mlp:hidden=999999999/999999999",
+            "at most 2^31 are supported"},
+           {"train --simulate --rounds 1 --model logreg --data synthetic:examples=99999999999", "examples ≤ 2^28"}}) {
+    r = run_ballot(arguments);
+    EXPECT_EQ(r.exit_code, 1) << arguments << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, expected)) << arguments << ": " << r.output;
+  }
+  // A metrics file that cannot be written is an error before round 0.
+  r = run_ballot("train" + tiny + " --metrics " + quoted(dir_ / "no-such-dir" / "metrics.jsonl"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "metrics: cannot write")) << r.output;
+  EXPECT_FALSE(contains(r.output, "round ")) << r.output;
+  // Placement names in errors (not the enum's bytes).
+  r = run_ballot("train --placement diagonal");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "{replicated,exchange}")) << r.output;
+}
+
+// `--config=FILE` is read like `--config FILE`; after `--` the words are the node command's.
+TEST_F(Commands, TrainConfigForms) {
+  std::filesystem::create_directories(dir_);
+  const auto config = dir_ / "five.json";
+  {
+    std::FILE* file = std::fopen(config.c_str(), "w");
+    ASSERT_NE(file, nullptr);
+    std::fputs(R"({"training": {"nodes": 5, "rounds": 2, "data": "synthetic", "model": "logreg"}})", file);
+    std::fclose(file);
+  }
+  ProgramRun r = run_ballot("train --simulate --config=" + quoted(config));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "n = 5 nodes")) << r.output;
+  r = run_ballot("train --simulate --rounds 1 --data synthetic --model logreg -- /bin/echo --config " +
+                 quoted(dir_ / "missing.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "n = 7 nodes")) << r.output;
+  // A parameter file whose path the model spec cannot carry.
+  const auto comma = dir_ / "a,b.bin";
+  std::fclose(std::fopen(comma.c_str(), "w"));
+  r = run_ballot("train --simulate --init " + quoted(comma));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "cannot hold this path")) << r.output;
+}
+
+// Every cell is in the report, and a failed one makes the command fail.
+TEST_F(Commands, EvaluateFailsWhenACellFailed) {
+  const auto out = dir_ / "evaluation";
+  ProgramRun r = run_ballot(
+      "evaluate --attacks reverse --defences signSGD-MV --nodes 3 --byzantine 1 --rounds 2 --data synthetic "
+      "--model logreg --update sign:foo=1 --no-baseline -o " +
+      quoted(out));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "1 of 1 cells failed")) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(out / "report.md"));
+  r = run_ballot("evaluate --attacks reverse --defences signSGD-MV --rounds 2 --tune-lr-rounds -1 -o " + quoted(out));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "not '-1'")) << r.output;
 }
 
 // On the gradient path `--attackers k` alone means k sign-flipping nodes (the vote path's default
@@ -260,6 +328,9 @@ TEST_F(Commands, LaunchNeedsALauncherRank) {
   ProgramRun r = run_ballot("launch --cluster " + quoted(dir_ / "cluster.json"), unset);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "no launcher rank")) << r.output;
+  r = run_ballot("launch --cluster " + quoted(dir_ / "cluster.json"), unset + " RANK=abc");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "not a rank or size: RANK='abc'")) << r.output;
   r = run_ballot("launch --cluster " + quoted(dir_ / "cluster.json"), unset + " RANK=0");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "cluster.json")) << r.output;

@@ -21,7 +21,10 @@ class LauncherEnvironment : public ::testing::Test {
   static void set(const char* name, const char* value) { ::setenv(name, value, 1); }
 };
 
-TEST_F(LauncherEnvironment, NothingSetIsNoRank) { EXPECT_FALSE(launch_rank_from_environment().has_value()); }
+TEST_F(LauncherEnvironment, NothingSetIsNoRank) {
+  EXPECT_FALSE(launch_rank_from_environment().has_value());
+  EXPECT_EQ(malformed_launcher_variables(), "");
+}
 
 TEST_F(LauncherEnvironment, TorchrunStyle) {
   set("RANK", "3");
@@ -67,12 +70,14 @@ TEST_F(LauncherEnvironment, MalformedValuesAreIgnored) {
   set("MASTER_PORT", "http");
   const auto rank = launch_rank_from_environment();
   ASSERT_TRUE(rank.has_value());
-  EXPECT_EQ(rank->world_size, 0);  // unknown
+  EXPECT_EQ(rank->world_size, 0);  // unknown, and named for the warning
+  EXPECT_EQ(malformed_launcher_variables(), "WORLD_SIZE='many'");
   // A malformed Slurm rank falls through to the next launcher.
   set("SLURM_PROCID", "abc");
   const auto fallback = launch_rank_from_environment();
   ASSERT_TRUE(fallback.has_value());
   EXPECT_EQ(fallback->source, "RANK");
+  EXPECT_EQ(malformed_launcher_variables(), "SLURM_PROCID='abc', WORLD_SIZE='many'");
 }
 
 }  // namespace

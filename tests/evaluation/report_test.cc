@@ -394,6 +394,19 @@ TEST(WriteReport, PrepareReportDirCreatesItOrSaysWhyNot) {
   ASSERT_FALSE(blocked.ok());
   EXPECT_EQ(blocked.error().code, ErrorCode::kIo);
   EXPECT_NE(blocked.error().message.find("a-file"), std::string::npos) << blocked.error().message;
+  // A directory where results.json or report.md goes.
+  for (const char* name : {"results.json", "report.md"}) {
+    const auto dir = root / (std::string("taken-") + name);
+    std::filesystem::create_directories(dir / name);
+    const auto taken = prepare_report_dir(dir);
+    ASSERT_FALSE(taken.ok()) << name;
+    EXPECT_NE(taken.error().message.find(name), std::string::npos) << taken.error().message;
+  }
+  // An old report is left as it is.
+  std::ofstream(root / "report" / "report.md") << "old";
+  ASSERT_TRUE(prepare_report_dir(root / "report").ok());
+  EXPECT_EQ(std::filesystem::file_size(root / "report" / "report.md"), 3u);
+  EXPECT_FALSE(std::filesystem::exists(root / "report" / ".ballot-write-probe"));
   std::filesystem::remove_all(root);
 }
 
