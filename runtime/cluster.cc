@@ -136,6 +136,16 @@ Result<NodeSummary> run_node(const ClusterConfig& config, std::size_t node_index
   BALLOT_ASSIGN_OR_RETURN(auto opened, open_cluster_node(config, node_index, std::move(options)));
   Node node(*opened.setup, node_index, *opened.transport, opened.options);
   auto summary = node.run();
+  if (!summary.ok() && summary.error().code == ErrorCode::kTimeout) {
+    // A server that never answered: say why, when the transport knows (a name that does not
+    // resolve, a refused connection, a certificate the server does not accept).
+    if (const std::string why = opened.transport->dial_error(kServerId); !why.empty()) {
+      auto error = std::move(summary).error();
+      error.message += " (the last attempt to reach it: " + why + ")";
+      opened.transport->close();
+      return error;
+    }
+  }
   opened.transport->close();
   return summary;
 }

@@ -59,6 +59,7 @@ struct Link {
   std::shared_ptr<SessionBase> session;  // the authenticated session, if any
   std::optional<PeerAddress> address;    // set when this side dials the peer
   int failures = 0;                      // consecutive dial failures, for the back-off
+  std::string dial_error;                // why the last dial failed; cleared once a session delivers
   asio::steady_timer reconnect_timer;
   // When the current session last delivered a frame (steady clock ticks): how a second session
   // claiming this peer tells a live session from a dead one (attach()).
@@ -241,14 +242,29 @@ class Session final : public SessionBase {
   }
   void on_resolve(const asio::error_code& ec, tcp::resolver::results_type results) {
     if (closed_) return;
-    if (ec) return fail_quietly();
+    const PeerAddress& address = *dialled_->address;
+    if (ec) {
+      note_dial_error("cannot resolve '" + address.host + "': " + ec.message());
+      return fail_quietly();
+    }
     asio::async_connect(socket(), results, [self = self()](const asio::error_code& error, const tcp::endpoint&) {
       self->guard([&] {
         if (self->closed_) return;
-        if (error) return self->fail_quietly();
+        if (error) {
+          const PeerAddress& to = *self->dialled_->address;
+          self->note_dial_error("cannot connect to " + to.host + ":" + std::to_string(to.port) + ": " +
+                                error.message());
+          return self->fail_quietly();
+        }
         self->handshake();
       });
     });
+  }
+  // Why dialling failed, for TlsTransport::dial_error (the operator's "why is nothing happening").
+  void note_dial_error(std::string text) {
+    if (!dialled_) return;
+    std::lock_guard<std::mutex> lock(dialled_->mutex);
+    dialled_->dial_error = std::move(text);
   }
 
   // ---- accepted connection: its first byte, under a short deadline, before any TLS work ----
@@ -569,6 +585,7 @@ class Session final : public SessionBase {
   // ---- ending ----
   void fail(Misbehaviour kind, Error error, bool report = true) {
     if (closed_) return;
+    note_dial_error(error.message);
     if (report) impl_.core_.report(error.peer ? error.peer : blame(), kind, std::move(error));
     close_now();
   }
@@ -869,6 +886,7 @@ void TlsTransport::Impl::heard(Link& link, bool first) {
     // dialler keeps backing off instead of knocking every 50 ms.
     std::lock_guard<std::mutex> lock(link.mutex);
     link.failures = 0;
+    link.dial_error.clear();
   }
 }
 
@@ -1079,6 +1097,13 @@ bool TlsTransport::connected(NodeId peer) const {
   if (!link) return false;
   std::lock_guard<std::mutex> lock(link->mutex);
   return link->session != nullptr;
+}
+
+std::string TlsTransport::dial_error(NodeId peer) const {
+  auto link = impl_->link(peer);
+  if (!link) return {};
+  std::lock_guard<std::mutex> lock(link->mutex);
+  return link->dial_error;
 }
 
 Status TlsTransport::wait_connected(NodeId peer, std::chrono::milliseconds timeout) const {

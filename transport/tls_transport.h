@@ -105,6 +105,9 @@ class TlsTransport final : public Transport {
 
   std::uint16_t port() const;  // the bound listening port
   bool connected(NodeId peer) const;
+  // Why the last attempt to dial `peer` failed ("cannot resolve 'host': …", "cannot connect to
+  // host:port: …", a refused handshake); empty when none failed since a session last delivered.
+  std::string dial_error(NodeId peer) const;
   // Waits until an authenticated session with `peer` exists; kTimeout otherwise.
   Status wait_connected(NodeId peer, std::chrono::milliseconds timeout) const;
   // Closes the current session with `peer` (a dialled peer is redialled after the back-off).

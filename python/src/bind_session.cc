@@ -717,6 +717,14 @@ class Session {
         check_signals();
       }
     }
+    if (!result.ok() && result.error().code == ErrorCode::kTimeout) {
+      // A server that never answered: why, when the transport knows (as `ballot node` says it).
+      if (const std::string why = node_.transport->dial_error(runtime::kServerId); !why.empty()) {
+        Error error = std::move(result).error();
+        error.message += " (the last attempt to reach it: " + why + ")";
+        result = std::move(error);
+      }
+    }
     return unwrap(std::move(result));
   }
 

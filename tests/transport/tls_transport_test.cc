@@ -171,6 +171,36 @@ TEST_F(TlsTransportTest, DiallerChecksWhoAnswered) {
   EXPECT_FALSE(report->peer.has_value()) << "blamed on node " << *report->peer;
   EXPECT_NE(report->error.message.find("dialled node 0"), std::string::npos) << report->error.to_string();
   EXPECT_FALSE(node->connected(0));
+  EXPECT_NE(node->dial_error(0).find("dialled node 0"), std::string::npos) << node->dial_error(0);
+}
+
+// Why the server cannot be reached is kept for the operator's error message, and cleared once a
+// session delivers.
+TEST_F(TlsTransportTest, DialErrorSaysWhyAndClearsOnceConnected) {
+  std::uint16_t port = 0;
+  {
+    auto probe = TlsTransport::create(pki_.credentials(0), pki_.registry(), tls_options(nullptr)).value();
+    port = probe->port();
+  }  // nothing listens there now
+  auto options = tls_options(nullptr);
+  options.listen = false;
+  options.dial[0] = PeerAddress{"127.0.0.1", port};
+  auto node = TlsTransport::create(pki_.credentials(3), pki_.registry(), options).value();
+  EXPECT_EQ(node->dial_error(5), "");  // not dialled
+  std::string why;
+  for (int i = 0; i < 300 && why.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    why = node->dial_error(0);
+  }
+  EXPECT_NE(why.find("cannot connect to 127.0.0.1:" + std::to_string(port)), std::string::npos) << why;
+  auto restart = tls_options(nullptr);
+  restart.listen_port = port;
+  auto server = TlsTransport::create(pki_.credentials(0), pki_.registry(), restart).value();
+  ASSERT_TRUE(node->wait_connected(0, 5000ms).ok());
+  ASSERT_TRUE(node->send(0, MessageType::kControl, 0, bytes_of(4, 1)).ok());
+  ASSERT_TRUE(server->send(3, MessageType::kControl, 0, bytes_of(4, 2)).ok());
+  ASSERT_TRUE(node->receive(3000ms).ok());
+  EXPECT_EQ(node->dial_error(0), "");
 }
 
 TEST_F(TlsTransportTest, RedialsAfterServerRestartAndKeepsQueuedFrames) {
