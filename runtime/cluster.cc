@@ -183,12 +183,18 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
   // The CA key stays in ca/, apart from keys/, which is what the processes read.
   const auto keys = work_dir / "keys";
   const auto ca = work_dir / "ca";
-  if (!std::filesystem::exists(transport::ca_cert_path(keys))) {
-    BALLOT_TRY(transport::init_ca(ca, keys));
-    BALLOT_TRY(transport::issue_node(ca, keys, kServerId, Role::kServer));
-    for (std::size_t i = 0; i < config.training.nodes; ++i) {
-      BALLOT_TRY(transport::issue_node(ca, keys, node_id(i), Role::kNode));
+  if (!std::filesystem::exists(transport::ca_cert_path(keys))) BALLOT_TRY(transport::init_ca(ca, keys));
+  // A work directory kept from a run with fewer nodes gets the certificates it lacks.
+  for (std::size_t i = 0; i <= config.training.nodes; ++i) {
+    const transport::NodeId id = i == 0 ? kServerId : node_id(i - 1);
+    if (std::filesystem::exists(transport::node_cert_path(keys, id))) continue;
+    if (!std::filesystem::exists(transport::ca_key_path(ca))) {
+      return make_error(ErrorCode::kNotFound, "'" + transport::node_cert_path(keys, id).string() +
+                                                  "' is missing and the CA key to issue it ('" +
+                                                  transport::ca_key_path(ca).string() +
+                                                  "') is gone: use a new --work-dir");
     }
+    BALLOT_TRY(transport::issue_node(ca, keys, id, i == 0 ? Role::kServer : Role::kNode));
   }
   config.keys = keys;
   config.server_host = "127.0.0.1";

@@ -157,6 +157,31 @@ TEST_F(ProcessCluster, ANodeCommandGetsItsClusterAndTheRoundBufferSettings) {
   for (const auto& line : lines) EXPECT_NE(line, "MALLOC_TOP_PAD_=" + std::to_string(kRoundBufferTopPad));
 }
 
+// A work directory kept from a smaller cluster gets the certificates it lacks (same CA); without
+// the CA key they cannot be issued, and that is said before any process starts.
+TEST_F(ProcessCluster, AKeptWorkDirectoryGetsTheMissingCertificates) {
+  auto config = small_cluster(1);
+  config.training.nodes = 3;
+  ASSERT_TRUE(prepare(config).ok());
+  const auto keys = dir_ / "keys";
+  const auto text = [](const std::filesystem::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string ca_before = text(transport::ca_cert_path(keys));
+  ASSERT_FALSE(ca_before.empty());
+  EXPECT_FALSE(std::filesystem::exists(transport::node_cert_path(keys, node_id(3))));
+  config.training.nodes = 5;
+  ASSERT_TRUE(prepare(config).ok());
+  EXPECT_EQ(text(transport::ca_cert_path(keys)), ca_before);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_TRUE(std::filesystem::exists(transport::node_cert_path(keys, node_id(i))));
+  std::filesystem::remove_all(dir_ / "ca");
+  config.training.nodes = 7;
+  auto refused = prepare(config);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("node-6.crt"), std::string::npos) << refused.error().message;
+}
+
 TEST_F(ProcessCluster, MatchesTheSimulatorBitForBit) {
   auto cluster = prepare(small_cluster(30));
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
