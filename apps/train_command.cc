@@ -303,6 +303,17 @@ int run_train(TrainCommand command) {
     if (::mkdtemp(pattern) == nullptr) return fail(make_error(ErrorCode::kIo, "cannot create a temporary directory"));
     work_dir = pattern;
   }
+  // The throw-away PKI of a temporary directory (the CA key among it) goes when the command ends,
+  // however it ends; the logs stay. Declared before the cluster, so its processes are gone first.
+  struct ThrowAwayKeys {
+    std::filesystem::path dir;
+    ~ThrowAwayKeys() {
+      if (dir.empty()) return;
+      std::error_code ignored;
+      std::filesystem::remove_all(dir / "keys", ignored);
+      std::filesystem::remove_all(dir / "ca", ignored);
+    }
+  } throw_away{temporary ? work_dir : std::filesystem::path()};
   if (config.metrics.empty()) config.metrics = work_dir / "metrics.jsonl";
   if (config.checkpoint.empty()) config.checkpoint = work_dir / "server.ckpt";
   if (config.node_state.empty()) config.node_state = work_dir;
@@ -323,11 +334,6 @@ int run_train(TrainCommand command) {
     return *exit_code;
   }
   std::printf("metrics: %s\n", cluster->config().metrics.c_str());
-  if (temporary) {
-    std::error_code ignored;
-    std::filesystem::remove_all(work_dir / "keys", ignored);  // throw-away PKI: do not leave keys behind
-    std::filesystem::remove_all(work_dir / "ca", ignored);
-  }
   return 0;
 }
 

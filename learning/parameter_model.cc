@@ -1,5 +1,7 @@
 #include "learning/parameter_model.h"
 
+#include <cmath>
+#include <string>
 #include <utility>
 
 #include "core/enforce.h"
@@ -42,6 +44,16 @@ std::unique_ptr<Model> ParameterModel::clone() const { return std::make_unique<P
 
 Result<std::unique_ptr<Model>> make_parameter_model(const std::filesystem::path& path) {
   BALLOT_ASSIGN_OR_RETURN(auto file, read_parameter_file(path));
+  // Training starts from these values: a NaN or an infinity would only surface as a diverged run.
+  for (const auto& tensor : file.tensors) {
+    for (std::size_t i = 0; i < tensor.size; ++i) {
+      if (!std::isfinite(file.values[tensor.offset + i])) {
+        return make_error(ErrorCode::kInvalidArgument, "parameter file '" + path.string() + "': tensor '" +
+                                                           tensor.name + "' has a non-finite value at element " +
+                                                           std::to_string(i));
+      }
+    }
+  }
   return std::unique_ptr<Model>(std::make_unique<ParameterModel>(std::move(file), path));
 }
 

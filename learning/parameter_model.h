@@ -57,7 +57,8 @@ class ParameterModel final : public Model {
   std::vector<float> grads_;
 };
 
-// Reads `path` and builds its model; errors as read_parameter_file.
+// Reads `path` and builds its model; errors as read_parameter_file, and kInvalidArgument naming
+// the tensor for a NaN or infinite value.
 Result<std::unique_ptr<Model>> make_parameter_model(const std::filesystem::path& path);
 
 }  // namespace ballot::learning

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,19 @@ TEST_F(ParameterModelTest, MissingOrBadFilesAreClearErrors) {
 
   EXPECT_EQ(make_model("init", ModelShape{}, 1).error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(make_model("init:path=x", ModelShape{}, 1).error().code, ErrorCode::kInvalidArgument);
+
+  // A well-formed file whose values training cannot start from.
+  for (const float bad_value : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    auto file = two_layers();
+    file.values[7] = bad_value;  // 0.bias, element 1
+    const auto path = dir_ / "non-finite.ballot";
+    ASSERT_TRUE(write_parameter_file(path, file).ok());
+    const auto refused = make_parameter_model(path);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(refused.error().message.find("'0.bias' has a non-finite value at element 1"), std::string::npos)
+        << refused.error().message;
+  }
 }
 
 }  // namespace

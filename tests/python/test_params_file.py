@@ -138,6 +138,16 @@ def test_float64_parameters_are_a_type_error(tmp_path):
     assert not os.path.exists(tmp_path / "f64.ballot")
 
 
+def test_non_finite_parameters_are_a_value_error(tmp_path):
+    torch = torch_or_skip()
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1))
+    with torch.no_grad():
+        model[1].bias[0] = float("nan")
+    with pytest.raises(ValueError, match=r"'1.bias' has a non-finite value at element 0"):
+        export_init(model, tmp_path / "nan.ballot")
+    assert not os.path.exists(tmp_path / "nan.ballot")
+
+
 def test_a_write_that_fails_is_an_error_not_a_crash(tmp_path):
     (tmp_path / "a-file").write_text("not a directory")
     with pytest.raises(RuntimeError, match="a-file"):

@@ -139,7 +139,11 @@ def export_init(model: Any, path: Union[str, "os.PathLike[str]"]) -> str:
                 f"parameter {name!r} has dtype {p.dtype}; Ballot parameter files hold float32 only "
                 "(convert the model with .float() first)"
             )
-        arrays.append(p.detach().cpu().contiguous().numpy().astype("<f4", copy=False).reshape(-1))
+        array = p.detach().cpu().contiguous().numpy().astype("<f4", copy=False).reshape(-1)
+        if not np.isfinite(array).all():
+            raise ValueError(f"parameter {name!r} has a non-finite value at element "
+                             f"{int(np.flatnonzero(~np.isfinite(array))[0])}: training cannot start from it")
+        arrays.append(array)
     layout, total = _layout_bytes(_records((name, tuple(int(d) for d in p.shape)) for name, p in named))
     values = np.concatenate(arrays) if arrays else np.zeros(0, dtype="<f4")
     assert values.size == total
