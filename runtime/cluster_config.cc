@@ -4,8 +4,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <type_traits>
+
+#include "core/file_io.h"
 
 namespace ballot::runtime {
 namespace {
@@ -188,18 +189,18 @@ Status check_required_fields(const std::string& json_text) {
 }
 
 Result<ClusterConfig> load_cluster_config(const std::filesystem::path& file, ConfigUse use) {
-  std::ifstream in(file);
-  if (!in) return make_error(ErrorCode::kNotFound, "cannot open cluster config '" + file.string() + "'");
-  std::stringstream text;
-  text << in.rdbuf();
+  // A directory, a device or a huge file is an error naming it, not "not valid JSON" or a read
+  // without end.
+  BALLOT_ASSIGN_OR_RETURN(const auto bytes, read_file(file, kMaxClusterConfigBytes, "cluster config"));
+  const std::string text(bytes.begin(), bytes.end());
   if (use == ConfigUse::kRole) {
-    if (auto required = check_required_fields(text.str()); !required.ok()) {
+    if (auto required = check_required_fields(text); !required.ok()) {
       auto error = std::move(required).error();
       error.message += " (" + file.string() + ")";
       return error;
     }
   }
-  auto config = parse_cluster_config(text.str());
+  auto config = parse_cluster_config(text);
   if (!config.ok()) {
     auto error = std::move(config).error();
     error.message += " (" + file.string() + ")";

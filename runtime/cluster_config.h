@@ -40,6 +40,9 @@ struct NodeAddress {
   std::uint16_t port = 0;
 };
 
+// A cluster file is a few KiB; a larger one is refused unread.
+inline constexpr std::uint64_t kMaxClusterConfigBytes = std::uint64_t{1} << 24;
+
 struct ClusterConfig {
   std::string server_host = "127.0.0.1";
   std::uint16_t server_port = 29500;

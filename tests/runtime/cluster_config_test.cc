@@ -107,6 +107,14 @@ TEST(ClusterConfig, MissingFileIsNamed) {
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.error().code, ErrorCode::kNotFound);
   EXPECT_NE(config.error().message.find("/nonexistent/cluster.json"), std::string::npos);
+  // A directory, or a device that never ends, is named as what it is, not "not valid JSON".
+  for (const char* path : {"/tmp", "/dev/zero"}) {
+    auto odd = load_cluster_config(path);
+    ASSERT_FALSE(odd.ok()) << path;
+    EXPECT_EQ(odd.error().message.find("not valid JSON"), std::string::npos) << odd.error().message;
+    EXPECT_NE(odd.error().message.find(std::string("cluster config '") + path + "'"), std::string::npos)
+        << odd.error().message;
+  }
 }
 
 }  // namespace
