@@ -103,7 +103,11 @@ Result<evaluation::Grid> build_grid(const EvaluateCommand& c) {
   if (c.partition_size) base.partition_size = *c.partition_size;
   if (c.eval_every) base.eval_every = *c.eval_every;
   if (c.eval_examples) base.eval_examples = *c.eval_examples;
-  if (c.attacks) grid.attacks = evaluation::split_list(*c.attacks);
+  if (c.attacks) {
+    grid.attacks = evaluation::split_list(*c.attacks);
+    // `--attacks ''` or `--attacks ,` would silently leave only the attack-free cells.
+    if (grid.attacks.empty()) return bad_flag("--attacks '" + *c.attacks + "' names no attack");
+  }
   if (c.defences) {
     grid.defences.clear();
     for (const auto& name : evaluation::split_list(*c.defences)) {

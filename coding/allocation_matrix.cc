@@ -306,6 +306,9 @@ Result<AllocationMatrix> make_allocation_matrix(const Spec& spec, std::size_t n,
     if (n != 0 && g.n() != n)
       return make_error(ErrorCode::kInvalidArgument, "code file '" + path + "' has n = " + std::to_string(g.n()) +
                                                          ", expected " + std::to_string(n));
+    if (g.ones() == 0)  // every vote would be the empty majority (+1 everywhere): no training at all
+      return make_error(ErrorCode::kInvalidArgument,
+                        "code file '" + path + "' has no 1: no node would compute any partition");
     return g;
   }
   return make_error(ErrorCode::kInvalidArgument,

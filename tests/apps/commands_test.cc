@@ -285,6 +285,9 @@ TEST_F(Commands, EvaluateFailsWhenACellFailed) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "1 of 1 cells failed")) << r.output;
   EXPECT_TRUE(std::filesystem::exists(out / "report.md"));
+  r = run_ballot("evaluate --attacks , --defences signSGD-MV --rounds 2 -o " + quoted(out));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "names no attack")) << r.output;
   r = run_ballot("evaluate --attacks reverse --defences signSGD-MV --rounds 2 --tune-lr-rounds -1 -o " + quoted(out));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "not '-1'")) << r.output;

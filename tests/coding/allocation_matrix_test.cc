@@ -1,6 +1,7 @@
 #include "coding/allocation_matrix.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -145,6 +146,15 @@ TEST(AllocationMatrix, SpecFactory) {
   EXPECT_FALSE(make_allocation_matrix(spec("deterministic:b=-1"), 5, 1).ok());
   EXPECT_FALSE(make_allocation_matrix(spec("file"), 5, 1).ok());
   EXPECT_FALSE(make_allocation_matrix(spec("identity"), 0, 1).ok());
+
+  // A code file without a 1 would have every node vote on nothing.
+  const auto path = std::filesystem::temp_directory_path() / ("ballot_zero_code_" + std::to_string(::getpid()));
+  { std::ofstream(path) << "0 0 0\n0 0 0\n0 0 0\n"; }
+  const auto zero = make_allocation_matrix(spec(("file:path=" + path.string()).c_str()), 3, 1);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("no node would compute any partition"), std::string::npos)
+      << zero.error().message;
+  std::filesystem::remove(path);
 }
 
 }  // namespace
