@@ -317,6 +317,10 @@ int run_train(TrainCommand command) {
   if (config.metrics.empty()) config.metrics = work_dir / "metrics.jsonl";
   if (config.checkpoint.empty()) config.checkpoint = work_dir / "server.ckpt";
   if (config.node_state.empty()) config.node_state = work_dir;
+  {
+    std::error_code ec;  // where the default metrics file goes (LocalCluster::prepare says why it cannot)
+    std::filesystem::create_directories(work_dir, ec);
+  }
   if (auto status = check_metrics_file(config.metrics); !status.ok()) return fail(status.error());
   auto cluster = runtime::LocalCluster::prepare(config, command.program, work_dir, command.node_command);
   if (!cluster.ok()) return fail(cluster.error());

@@ -1,10 +1,13 @@
 #include "runtime/roles.h"
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "coding/codec.h"
+#include "core/spec.h"
 #include "runtime/checkpoint.h"
 #include "runtime/decision_log.h"
 #include "runtime/node_attacks.h"
@@ -14,6 +17,58 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The server checkpoint's record of the options that make the run what it is (who computes which
+// partitions, from what data and model, with which update): a checkpoint of another run is
+// refused rather than continued with other votes. The schedule, the round count, the evaluation
+// and the attack may change between restarts. Checkpoints without it (older ones) are accepted.
+constexpr std::string_view kRunSection = "run";
+
+// Files are named by what they hold, not where they lie (a moved dataset, code or parameter file
+// is the same run): the code by G itself, the dataset by its kind, a parameter file by its size
+// (the replica checks it, and the nodes the layout digest when they join).
+nlohmann::json run_identity(const TrainingSetup& setup) {
+  const TrainingOptions& o = setup.options;
+  const std::string g = setup.code.to_text();
+  const auto data = Spec::parse(o.data);
+  const bool named_dataset = data.ok() && (data->name() == "fashion-mnist" || data->name() == "mnist");
+  return {{"nodes", o.nodes},
+          {"byzantine", o.byzantine},
+          {"code", transport::to_hex(transport::sha256(
+                       transport::ByteSpan(reinterpret_cast<const std::uint8_t*>(g.data()), g.size())))},
+          {"placement", std::string(placement_name(o.placement))},
+          {"model", o.model.rfind("init:", 0) == 0 ? std::string("init") : o.model},
+          {"update", o.update},
+          {"worker_momentum", o.worker_momentum},
+          {"partition_size", o.partition_size},
+          {"seed", o.seed},
+          {"job", o.job},
+          {"data", named_dataset ? data->name() : o.data},
+          {"rule", o.rule},
+          {"codec", o.codec}};
+}
+
+Status check_same_run(const Checkpoint& checkpoint, const TrainingSetup& setup, const std::filesystem::path& path) {
+  const auto it = checkpoint.sections.find(std::string(kRunSection));
+  if (it == checkpoint.sections.end()) return {};
+  const auto saved = nlohmann::json::parse(it->second.begin(), it->second.end(), nullptr, /*allow_exceptions=*/false);
+  const auto now = run_identity(setup);
+  if (!saved.is_object())
+    return make_error(ErrorCode::kMalformed, "checkpoint '" + path.string() + "': its run section is not JSON");
+  std::string differences;
+  for (const auto& [key, value] : now.items()) {
+    const auto was = saved.find(key);
+    if (was != saved.end() && *was == value) continue;
+    differences += (differences.empty() ? "" : ", ") + key + " " +
+                   (was == saved.end() ? std::string("(none)")
+                                       : was->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
+                   " → " + value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  if (differences.empty()) return {};
+  return make_error(ErrorCode::kInvalidArgument,
+                    "checkpoint '" + path.string() + "' is of another run (" + differences +
+                        "): restore the run's options, or give this run another checkpoint path");
+}
 
 }  // namespace
 
@@ -30,6 +85,7 @@ Result<TrainingSummary> Server::run() {
   if (!options_.checkpoint_path.empty()) {
     auto checkpoint = load_checkpoint(options_.checkpoint_path);
     if (checkpoint.ok()) {
+      BALLOT_TRY(check_same_run(*checkpoint, setup_, options_.checkpoint_path));
       BALLOT_TRY(replica.restore_from(*checkpoint));
       summary.first_round = checkpoint->round;
     } else if (checkpoint.error().code != ErrorCode::kNotFound) {
@@ -39,6 +95,12 @@ Result<TrainingSummary> Server::run() {
     // log would grow by a decision a round for the whole run: none is kept.
     if (options_.checkpoint_every != 0) {
       BALLOT_ASSIGN_OR_RETURN(log, resume_from_log(replica, summary));
+    }
+    if (summary.first_round > setup_.options.rounds) {
+      return make_error(ErrorCode::kInvalidArgument, "checkpoint '" + options_.checkpoint_path.string() +
+                                                         "' is at round " + std::to_string(summary.first_round) +
+                                                         ", past this run's " + std::to_string(setup_.options.rounds) +
+                                                         " rounds: raise rounds to continue it");
     }
   }
   ServerSession session(setup_, transport_, replica,
@@ -105,6 +167,8 @@ Status Server::save_replica(const Replica& replica, std::uint64_t round) const {
   Checkpoint checkpoint;
   checkpoint.round = round;
   replica.save_to(checkpoint);
+  const std::string run = run_identity(setup_).dump();
+  checkpoint.sections[std::string(kRunSection)].assign(run.begin(), run.end());
   return save_checkpoint(options_.checkpoint_path, checkpoint);
 }
 

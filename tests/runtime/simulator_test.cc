@@ -155,6 +155,49 @@ TEST(Simulator, ServerResumesFromItsCheckpointAndItsDecisionLog) {
 // (a deadline can close a round before a vote that waited for the decision arrives, on a loaded
 // machine), the run ends with the same model too. Global top-k's decisions are sparse, smaller
 // than the model's largest: their pieces are relayed the same way.
+// The server's checkpoint records what makes the run what it is: a checkpoint of another run (here
+// another seed, or another code) is refused, naming the difference, and so is one past the run's
+// last round. The schedule and the round count may change.
+TEST(Simulator, ACheckpointOfAnotherRunIsRefused) {
+  auto options = small_run();
+  options.rounds = 6;
+  const auto dir = std::filesystem::temp_directory_path() / ("ballot_other_run_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  SimulationOptions run;
+  run.server.checkpoint_path = dir / "server.ckpt";
+  run.server.checkpoint_every = 3;
+  ASSERT_TRUE(simulate(setup_for(options).value(), run).ok());
+
+  auto other_seed = options;
+  other_seed.seed = options.seed + 1;
+  auto refused = simulate(setup_for(other_seed).value(), run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("is of another run (seed " + std::to_string(options.seed) + " → " +
+                                         std::to_string(other_seed.seed) + ")"),
+            std::string::npos)
+      << refused.error().message;
+  auto other_code = options;
+  other_code.code = "identity";
+  refused = simulate(setup_for(other_code).value(), run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("(code "), std::string::npos) << refused.error().message;
+
+  auto shorter = options;
+  shorter.rounds = 4;
+  refused = simulate(setup_for(shorter).value(), run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("is at round 6, past this run's 4 rounds"), std::string::npos)
+      << refused.error().message;
+
+  auto longer = options;
+  longer.rounds = 9;
+  longer.lr = "constant:lr=0.01";
+  auto resumed = simulate(setup_for(longer).value(), run);
+  ASSERT_TRUE(resumed.ok()) << resumed.error().to_string();
+  EXPECT_EQ(resumed->server.first_round, 6u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Simulator, RelayedDecisionsGiveTheModelOfAnUnrelayedRun) {
   for (const std::string path : {"vote", "fp32", "gtopk:ratio=0.1"}) {
     const bool gradient_path = path != "vote";
