@@ -41,7 +41,7 @@ std::string malformed_launcher_variables() {
   std::string out;
   for (const char* name : kVariables) {
     const char* text = std::getenv(name);
-    if (text == nullptr || number(name)) continue;
+    if (text == nullptr || *text == '\0' || number(name)) continue;  // unset, empty, or a number
     out += std::string(out.empty() ? "" : ", ") + name + "='" + text + "'";
   }
   return out;

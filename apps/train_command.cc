@@ -1,6 +1,9 @@
 // `ballot train`, `ballot server`, `ballot node`, `ballot launch`: the training runtime.
+#include <signal.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +25,31 @@ int fail(const Error& error) {
   std::fprintf(stderr, "ballot: %s\n", error.to_string().c_str());
   return 1;
 }
+
+// Ctrl-C, SIGTERM or SIGHUP while a local cluster runs: the server is stopped and the command
+// returns normally, so that its clean-up (the throw-away keys) runs.
+std::atomic<bool> g_stop_cluster{false};
+extern "C" void on_stop_signal(int) { g_stop_cluster = true; }
+
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;  // no SA_RESTART: the signal interrupts waitpid
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &action, &previous_[i]);
+  }
+  ~StopSignals() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> previous_{};
+};
 
 std::string human_bytes(double bytes) {
   char text[32];
@@ -303,8 +331,9 @@ int run_train(TrainCommand command) {
     if (::mkdtemp(pattern) == nullptr) return fail(make_error(ErrorCode::kIo, "cannot create a temporary directory"));
     work_dir = pattern;
   }
-  // The throw-away PKI of a temporary directory (the CA key among it) goes when the command ends,
-  // however it ends; the logs stay. Declared before the cluster, so its processes are gone first.
+  // The throw-away PKI of a temporary directory (the CA key among it) goes when the command ends:
+  // done, failed, or stopped by SIGINT, SIGTERM or SIGHUP (StopSignals; SIGKILL leaves it). The
+  // logs stay. Declared before the cluster, so its processes are gone first.
   struct ThrowAwayKeys {
     std::filesystem::path dir;
     ~ThrowAwayKeys() {
@@ -314,6 +343,7 @@ int run_train(TrainCommand command) {
       std::filesystem::remove_all(dir / "ca", ignored);
     }
   } throw_away{temporary ? work_dir : std::filesystem::path()};
+  StopSignals signals;
   if (config.metrics.empty()) config.metrics = work_dir / "metrics.jsonl";
   if (config.checkpoint.empty()) config.checkpoint = work_dir / "server.ckpt";
   if (config.node_state.empty()) config.node_state = work_dir;
@@ -331,8 +361,12 @@ int run_train(TrainCommand command) {
   std::fflush(stdout);
   if (auto status = cluster->start_server(/*show_output=*/true); !status.ok()) return fail(status.error());
   if (auto status = cluster->start_all_nodes(); !status.ok()) return fail(status.error());
-  auto exit_code = cluster->wait();
+  auto exit_code = cluster->wait(std::chrono::milliseconds(10000), &g_stop_cluster);
   if (!exit_code.ok()) return fail(exit_code.error());
+  if (g_stop_cluster) {
+    std::fprintf(stderr, "ballot: stopped by a signal; logs are in %s\n", work_dir.c_str());
+    return 130;
+  }
   if (*exit_code != 0) {
     std::fprintf(stderr, "ballot: the server exited with status %d; logs are in %s\n", *exit_code, work_dir.c_str());
     return *exit_code;

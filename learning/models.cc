@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <initializer_list>
 #include <limits>
 #include <string>
 #include <utility>
@@ -411,12 +410,13 @@ Status check_classes(std::size_t classes) {
   return {};
 }
 
-// The parameter count of a model of `weights` (rows × cols of each weight, one bias per row)
-// must not exceed kMaxModelParameters: checked before anything is allocated (in double, whose
+// The parameters of a weight matrix of rows × cols and its bias of rows, counted in double (whose
 // rounding above 2^53 cannot move a count across 2^31).
-Status check_parameter_count(std::initializer_list<std::pair<double, double>> weights, const std::string& model) {
-  double count = 0.0;
-  for (const auto& [rows, cols] : weights) count += rows * cols + rows;
+double dense_parameters(double rows, double cols) { return rows * cols + rows; }
+
+// A model's parameter count must not exceed kMaxModelParameters: checked before anything is
+// allocated.
+Status check_parameter_count(double count, const std::string& model) {
   if (count > static_cast<double>(kMaxModelParameters)) {
     char about[32];
     std::snprintf(about, sizeof(about), "%.3g", count);
@@ -432,7 +432,7 @@ Result<std::unique_ptr<Model>> make_logistic_regression(const LogisticRegression
   BALLOT_TRY(check_classes(options.num_classes));
   if (options.num_features == 0) return make_error(ErrorCode::kInvalidArgument, "logreg needs num_features > 0");
   BALLOT_TRY(check_parameter_count(
-      {{static_cast<double>(options.num_classes), static_cast<double>(options.num_features)}}, "logreg"));
+      dense_parameters(static_cast<double>(options.num_classes), static_cast<double>(options.num_features)), "logreg"));
   return std::unique_ptr<Model>(
       std::make_unique<DenseNet>(options.num_features, std::vector<std::size_t>{}, options.num_classes, seed, true));
 }
@@ -446,10 +446,10 @@ Result<std::unique_ptr<Model>> make_mlp(const MlpOptions& options, std::uint64_t
   }
   double count = 0.0, in = static_cast<double>(options.num_features);
   for (const std::size_t h : options.hidden) {
-    count += static_cast<double>(h) * in + static_cast<double>(h);
+    count += dense_parameters(static_cast<double>(h), in);
     in = static_cast<double>(h);
   }
-  BALLOT_TRY(check_parameter_count({{count, 1.0}, {static_cast<double>(options.num_classes), in}}, "mlp"));
+  BALLOT_TRY(check_parameter_count(count + dense_parameters(static_cast<double>(options.num_classes), in), "mlp"));
   return std::unique_ptr<Model>(
       std::make_unique<DenseNet>(options.num_features, options.hidden, options.num_classes, seed, false));
 }
@@ -463,12 +463,11 @@ Result<std::unique_ptr<Model>> make_cnn(const CnnOptions& options, std::uint64_t
   }
   const double k2 = static_cast<double>(options.kernel) * static_cast<double>(options.kernel);
   const double c1 = static_cast<double>(options.conv1), c2 = static_cast<double>(options.conv2);
-  BALLOT_TRY(
-      check_parameter_count({{c1, static_cast<double>(options.channels) * k2},
-                             {c2, c1 * k2},
-                             {static_cast<double>(options.num_classes),
-                              static_cast<double>(options.rows / 4) * static_cast<double>(options.cols / 4) * c2}},
-                            "cnn"));
+  const double fc_in = static_cast<double>(options.rows / 4) * static_cast<double>(options.cols / 4) * c2;
+  BALLOT_TRY(check_parameter_count(dense_parameters(c1, static_cast<double>(options.channels) * k2) +
+                                       dense_parameters(c2, c1 * k2) +
+                                       dense_parameters(static_cast<double>(options.num_classes), fc_in),
+                                   "cnn"));
   return std::unique_ptr<Model>(std::make_unique<Cnn>(options, seed));
 }
 

@@ -183,11 +183,13 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
   // The CA key stays in ca/, apart from keys/, which is what the processes read.
   const auto keys = work_dir / "keys";
   const auto ca = work_dir / "ca";
-  if (!std::filesystem::exists(transport::ca_cert_path(keys))) BALLOT_TRY(transport::init_ca(ca, keys));
-  // A work directory kept from a run with fewer nodes gets the certificates it lacks.
+  // A new CA issues every certificate (issue_node refuses to overwrite one left from another CA); a
+  // work directory kept from a run with fewer nodes gets the certificates it lacks from its CA.
+  const bool new_ca = !std::filesystem::exists(transport::ca_cert_path(keys));
+  if (new_ca) BALLOT_TRY(transport::init_ca(ca, keys));
   for (std::size_t i = 0; i <= config.training.nodes; ++i) {
     const transport::NodeId id = i == 0 ? kServerId : node_id(i - 1);
-    if (std::filesystem::exists(transport::node_cert_path(keys, id))) continue;
+    if (!new_ca && std::filesystem::exists(transport::node_cert_path(keys, id))) continue;
     if (!std::filesystem::exists(transport::ca_key_path(ca))) {
       return make_error(ErrorCode::kNotFound, "'" + transport::node_cert_path(keys, id).string() +
                                                   "' is missing and the CA key to issue it ('" +
@@ -324,14 +326,20 @@ void LocalCluster::kill_server() {
   }
 }
 
-Result<int> LocalCluster::wait(std::chrono::milliseconds grace) {
+Result<int> LocalCluster::wait(std::chrono::milliseconds grace, const std::atomic<bool>* stop) {
   if (server_ <= 0) return make_error(ErrorCode::kInvalidArgument, "the server is not running");
   int status = 0;
-  while (::waitpid(server_, &status, 0) < 0) {
+  bool stopping = false;
+  while (true) {
+    if (stop != nullptr && stop->load() && !stopping) {
+      stopping = true;
+      ::kill(server_, SIGTERM);
+    }
+    if (::waitpid(server_, &status, 0) >= 0) break;
     if (errno != EINTR) return make_error(ErrorCode::kIo, std::string("waitpid: ") + std::strerror(errno));
   }
   server_ = -1;
-  const auto give_up = std::chrono::steady_clock::now() + grace;
+  const auto give_up = std::chrono::steady_clock::now() + (stopping ? std::chrono::milliseconds(0) : grace);
   for (auto& pid : nodes_) {
     while (pid > 0) {
       if (::waitpid(pid, nullptr, WNOHANG) == pid) {

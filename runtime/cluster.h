@@ -13,6 +13,8 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -84,8 +86,11 @@ class LocalCluster {
   pid_t node_pid(std::size_t index) const { return index < nodes_.size() ? nodes_[index] : -1; }
   void kill_server();
   // Waits for the server to exit and returns its exit status (0 = the run completed); then
-  // waits for the nodes, killing any still running after `grace`.
-  Result<int> wait(std::chrono::milliseconds grace = std::chrono::milliseconds(10000));
+  // waits for the nodes, killing any still running after `grace` (at once when stopped).
+  // `stop`: set (from a signal handler) to end the run early: the server is sent SIGTERM when a
+  // signal interrupts the wait and it is set.
+  Result<int> wait(std::chrono::milliseconds grace = std::chrono::milliseconds(10000),
+                   const std::atomic<bool>* stop = nullptr);
   ~LocalCluster();
   LocalCluster(LocalCluster&&) noexcept;
   LocalCluster& operator=(LocalCluster&&) = delete;

@@ -530,6 +530,8 @@ class Session final : public SessionBase {
       impl_.core_.report(
           std::nullopt, Misbehaviour::kHandshakeFailed,
           make_error(ErrorCode::kAuthentication, "connection ended before authentication: " + ssl_error_text(ec)));
+      note_dial_error("the peer ended the connection before authentication (it refused this side's certificate?): " +
+                      ssl_error_text(ec));
       return close_now();
     }
     if (mid_frame)
@@ -585,7 +587,7 @@ class Session final : public SessionBase {
   // ---- ending ----
   void fail(Misbehaviour kind, Error error, bool report = true) {
     if (closed_) return;
-    note_dial_error(error.message);
+    if (!authenticated_) note_dial_error(error.message);  // the attempt failed, not a session
     if (report) impl_.core_.report(error.peer ? error.peer : blame(), kind, std::move(error));
     close_now();
   }

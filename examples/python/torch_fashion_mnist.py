@@ -86,6 +86,8 @@ def main():
 
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # Ballot's kernels run on the current device
     model = (Cnn() if args.model == "cnn" else Mlp()).to(device)
     train_x, train_y = (t.to(device) for t in load("train"))
     algorithm = {

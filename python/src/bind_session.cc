@@ -158,6 +158,7 @@ class Session {
         check_signals();
       }
     }
+    if (!result.ok()) result = with_dial_error(std::move(result).error());
     auto event = unwrap(std::move(result));
     if (!event) return nb::none();
     return event_dict(*event);
@@ -717,15 +718,16 @@ class Session {
         check_signals();
       }
     }
-    if (!result.ok() && result.error().code == ErrorCode::kTimeout) {
-      // A server that never answered: why, when the transport knows (as `ballot node` says it).
-      if (const std::string why = node_.transport->dial_error(runtime::kServerId); !why.empty()) {
-        Error error = std::move(result).error();
-        error.message += " (the last attempt to reach it: " + why + ")";
-        result = std::move(error);
-      }
-    }
+    if (!result.ok()) result = with_dial_error(std::move(result).error());
     return unwrap(std::move(result));
+  }
+
+  // A server that never answered (kTimeout): why, when the transport knows, as `ballot node` says.
+  Error with_dial_error(Error error) const {
+    if (error.code != ErrorCode::kTimeout) return error;
+    if (const std::string why = node_.transport->dial_error(runtime::kServerId); !why.empty())
+      error.message += " (the last attempt to reach it: " + why + ")";
+    return error;
   }
 
   // What every event changes here: the node state file, the open round.

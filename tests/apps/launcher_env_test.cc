@@ -24,6 +24,8 @@ class LauncherEnvironment : public ::testing::Test {
 TEST_F(LauncherEnvironment, NothingSetIsNoRank) {
   EXPECT_FALSE(launch_rank_from_environment().has_value());
   EXPECT_EQ(malformed_launcher_variables(), "");
+  set("RANK", "");  // set but empty: as unset
+  EXPECT_EQ(malformed_launcher_variables(), "");
 }
 
 TEST_F(LauncherEnvironment, TorchrunStyle) {

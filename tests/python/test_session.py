@@ -475,3 +475,30 @@ def test_global_top_k_changes_only_its_global_set(make_cluster):
     for moved, chosen in changes:
         assert 0 < len(chosen) <= k
         assert moved <= chosen and len(moved) > len(chosen) // 2
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_ballot_train_takes_its_throw_away_keys_with_it(stop):
+    """`ballot train` without --work-dir makes a PKI (the CA key among it) in a temporary
+    directory: stopped by Ctrl-C or SIGTERM, it stops its cluster and removes the keys."""
+    process = subprocess.Popen([str(PROGRAM), "train", "--rounds", "100000", "--data", "synthetic", "--model", "logreg",
+                                "--nodes", "3", "--eval-every", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    work_dir = None
+    try:
+        for line in process.stdout:
+            if line.startswith("work directory: "):
+                work_dir = Path(line.split()[2])
+            if line.startswith("round "):
+                break
+        assert work_dir is not None and (work_dir / "ca").exists()
+        process.send_signal(stop)  # to the command alone, as `kill` would
+        output, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, output
+    assert "stopped by a signal" in output
+    assert not (work_dir / "keys").exists() and not (work_dir / "ca").exists()
+    assert (work_dir / "server.log").exists() or any(work_dir.glob("*.log"))
+    shutil.rmtree(work_dir, ignore_errors=True)

@@ -200,7 +200,26 @@ TEST_F(TlsTransportTest, DialErrorSaysWhyAndClearsOnceConnected) {
   ASSERT_TRUE(node->send(0, MessageType::kControl, 0, bytes_of(4, 1)).ok());
   ASSERT_TRUE(server->send(3, MessageType::kControl, 0, bytes_of(4, 2)).ok());
   ASSERT_TRUE(node->receive(3000ms).ok());
+  // Cleared on the I/O thread right after the frame is handed over.
+  for (int i = 0; i < 300 && !node->dial_error(0).empty(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(node->dial_error(0), "");
+}
+
+// A server that does not know this node refuses it after the TLS handshake: the node says so.
+TEST_F(TlsTransportTest, DialErrorSaysTheServerRefusedUs) {
+  auto server = TlsTransport::create(pki_.credentials(0), pki_.registry(), tls_options(nullptr)).value();
+  pki_.issue(5, Role::kNode);  // after the server read its registry
+  auto options = tls_options(nullptr);
+  options.listen = false;
+  options.dial[0] = PeerAddress{"127.0.0.1", server->port()};
+  auto node = TlsTransport::create(pki_.credentials(5), pki_.registry(), options).value();
+  std::string why;
+  for (int i = 0; i < 300 && why.find("before authentication") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(10ms);
+    why = node->dial_error(0);
+  }
+  EXPECT_NE(why.find("ended the connection before authentication"), std::string::npos) << why;
+  EXPECT_FALSE(node->connected(0));
 }
 
 TEST_F(TlsTransportTest, RedialsAfterServerRestartAndKeepsQueuedFrames) {

@@ -136,10 +136,6 @@ class Node:
                 raise NotImplementedError(f"parameter '{name}' is on {p.device}: ballot.torch trains CPU and CUDA "
                                           "tensors")
         self._device = named[0][1].device
-        if self._device.type == "cuda" and self._device.index != torch.cuda.current_device():
-            raise ValueError(f"the model is on {self._device} but the current CUDA device is "
-                             f"cuda:{torch.cuda.current_device()}: call torch.cuda.set_device({self._device.index}) "
-                             "first (Ballot's kernels run on the current device)")
         channel = GroupChannel(group) if group is not None else None
         export = os.environ.get(EXPORT_VARIABLE)
         if export:
@@ -228,6 +224,11 @@ class Node:
             on_gpu = self._device.type == "cuda"
             # The gradient path on a GPU: the gradient encoded there (an honest node's), only the bytes copied.
             self._encode_on_model = gradient_path and on_gpu and work_on != "host" and native.encodes_on_device
+            kernels_on_gpu = self._encode_on_model or (on_gpu and not gradient_path and work_on != "host")
+            if kernels_on_gpu and self._device.index != torch.cuda.current_device():
+                raise ValueError(f"the model is on {self._device} but the current CUDA device is "
+                                 f"cuda:{torch.cuda.current_device()}: call torch.cuda.set_device("
+                                 f"{self._device.index}) first (Ballot's kernels run on the current device)")
             if gradient_path and on_gpu and work_on == "model" and not self._encode_on_model and not native.byzantine:
                 raise ValueError(f"{type(algorithm).__name__}(work_on='model'): the cluster's codec "
                                  f"'{self.training['codec']}' has no CUDA encoder in this build (a Ballot "
@@ -426,21 +427,20 @@ class Node:
             with torch.no_grad():
                 self._model_flat.copy_(self._flat)
             return
+        # Stale until every vote taken is applied: after Ctrl-C or an out-of-memory error part-way,
+        # the votes not applied are gone, and the next refresh copies the replica's state instead.
+        stale, self._copy_stale = self._copy_stale, True
         taken = self._session._native.take_votes()
-        if taken["replaced"] or self._copy_stale:  # a state transfer (or votes never taken, or an
-            self._copy_stale = True                # interrupted refresh): the replica's state
+        if taken["replaced"] or stale:  # a state transfer (or votes never taken): the replica's state
             self._copy_replica()
             self._copy_stale = False
             return
         check = False
-        try:
-            for _round, words, lr, weight_decay, full_digest, scales in taken["votes"]:
-                vote = torch.from_numpy(words.view(np.int64)).to(self._device)  # d/8 bytes
-                self._apply_vote(vote, lr, weight_decay, scales)
-                check = check or full_digest
-        except BaseException:  # Ctrl-C, out of memory: the votes not applied are taken and gone,
-            self._copy_stale = True  # so the next refresh copies the replica's state instead
-            raise
+        for _round, words, lr, weight_decay, full_digest, scales in taken["votes"]:
+            vote = torch.from_numpy(words.view(np.int64)).to(self._device)  # d/8 bytes
+            self._apply_vote(vote, lr, weight_decay, scales)
+            check = check or full_digest
+        self._copy_stale = False
         if check:  # the rounds the replica's state digest is its parameters' (digest_every)
             self._check_copy()
 
