@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace ballot::apps {
@@ -41,6 +42,15 @@ ProgramRun run_ballot(const std::string& arguments, const std::string& environme
 }
 
 bool contains(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
+
+// Writes `text` to `path`, creating its directory; false when it cannot.
+bool write_text(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  std::ofstream out(path);
+  out << text;
+  return static_cast<bool>(out);
+}
 
 class Commands : public ::testing::Test {
  protected:
@@ -101,28 +111,23 @@ TEST_F(Commands, KeysMakeAClusterPki) {
   EXPECT_TRUE(contains(r.output, "identity:    server 0")) << r.output;
   EXPECT_TRUE(contains(r.output, "identity:    node 3")) << r.output;
 
-  // Bad input: each error names what is wrong, and nothing is overwritten.
-  r = run_ballot("keys init --dir " + keys);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.output, "refusing to overwrite")) << r.output;
-  r = run_ballot("keys issue 5 --role bogus --dir " + keys);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.output, "unknown role 'bogus'")) << r.output;
+  // Bad input: each error names what is wrong, and nothing is overwritten. The server is id 0 and
+  // only it: another pairing would give a certificate no cluster accepts.
+  const std::pair<std::string, std::string> refused[] = {
+      {"keys init --dir " + keys, "refusing to overwrite"},
+      {"keys issue 5 --role bogus --dir " + keys, "unknown role 'bogus'"},
+      {"keys show " + quoted(dir_ / "keys" / "missing.crt"), "missing.crt"},
+      {"keys issue 0 --role node --dir " + keys, "id 0 is the server's"},
+      {"keys issue 6 --role server --dir " + keys, "id 6 is a node's"},
+      {"keys issue 4 --dir " + quoted(dir_ / "no-ca") + " --ca-dir " + quoted(dir_ / "no-ca"), "ca.crt"},
+  };
+  for (const auto& [arguments, expected] : refused) {
+    r = run_ballot(arguments);
+    EXPECT_NE(r.exit_code, 0) << arguments;
+    EXPECT_TRUE(contains(r.output, expected)) << arguments << ": " << r.output;
+  }
   EXPECT_FALSE(std::filesystem::exists(dir_ / "keys" / "node-5.key"));
-  r = run_ballot("keys show " + quoted(dir_ / "keys" / "missing.crt"));
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.output, "missing.crt")) << r.output;
-  // The server is id 0 and only it: another pairing would give a certificate no cluster accepts.
-  r = run_ballot("keys issue 0 --role node --dir " + keys);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.output, "id 0 is the server's")) << r.output;
-  r = run_ballot("keys issue 6 --role server --dir " + keys);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.output, "id 6 is a node's")) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "keys" / "node-6.key"));
-  r = run_ballot("keys issue 4 --dir " + quoted(dir_ / "no-ca") + " --ca-dir " + quoted(dir_ / "no-ca"));
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.output, "ca.crt")) << r.output;
   // "dir/" names the same directory (owner-only as well).
   r = run_ballot("keys init --dir " + quoted(dir_ / "other" / "keys") + "/");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -148,12 +153,7 @@ TEST_F(Commands, NumbersAreCheckedAsTyped) {
 TEST_F(Commands, ClusterFileNamesEveryMissingField) {
   std::filesystem::create_directories(dir_);
   const auto file = dir_ / "cluster.json";
-  {
-    std::FILE* out = std::fopen(file.c_str(), "w");
-    ASSERT_NE(out, nullptr);
-    std::fputs(R"({"training": {"nodes": 5}})", out);
-    std::fclose(out);
-  }
+  ASSERT_TRUE(write_text(file, R"({"training": {"nodes": 5}})"));
   for (const char* role : {"server", "node --index 0"}) {
     ProgramRun r = run_ballot(std::string(role) + " --cluster " + quoted(file));
     EXPECT_NE(r.exit_code, 0);
@@ -162,12 +162,8 @@ TEST_F(Commands, ClusterFileNamesEveryMissingField) {
     EXPECT_TRUE(contains(r.output, file.string())) << r.output;
     EXPECT_FALSE(contains(r.output, "does not exist")) << r.output;
   }
-  {
-    std::FILE* out = std::fopen(file.c_str(), "w");
-    std::fputs(R"({"server": {"host": "127.0.0.1", "port": 1}, "keys": "k", "round_deadline_ms": 0, "training": {}})",
-               out);
-    std::fclose(out);
-  }
+  ASSERT_TRUE(write_text(
+      file, R"({"server": {"host": "127.0.0.1", "port": 1}, "keys": "k", "round_deadline_ms": 0, "training": {}})"));
   ProgramRun r = run_ballot("server --cluster " + quoted(file));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "'round_deadline_ms' must be at least 1")) << r.output;
@@ -183,14 +179,8 @@ TEST_F(Commands, ReadablePrivateKeyIsRefused) {
   const auto key = dir_ / "keys" / "node-0.key";
   ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
   const auto file = dir_ / "cluster.json";
-  {
-    std::FILE* out = std::fopen(file.c_str(), "w");
-    ASSERT_NE(out, nullptr);
-    const std::string text = R"({"server": {"host": "127.0.0.1", "port": 1}, "keys": ")" + (dir_ / "keys").string() +
-                             R"(", "training": {"nodes": 5, "data": "synthetic"}})";
-    std::fputs(text.c_str(), out);
-    std::fclose(out);
-  }
+  ASSERT_TRUE(write_text(file, R"({"server": {"host": "127.0.0.1", "port": 1}, "keys": ")" + (dir_ / "keys").string() +
+                                   R"(", "training": {"nodes": 5, "data": "synthetic"}})"));
   ProgramRun r = run_ballot("server --cluster " + quoted(file));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "readable by group or others (mode 0644)")) << r.output;
@@ -254,12 +244,7 @@ TEST_F(Commands, TrainRejectsBadOptionsUpFront) {
 TEST_F(Commands, TrainConfigForms) {
   std::filesystem::create_directories(dir_);
   const auto config = dir_ / "five.json";
-  {
-    std::FILE* file = std::fopen(config.c_str(), "w");
-    ASSERT_NE(file, nullptr);
-    std::fputs(R"({"training": {"nodes": 5, "rounds": 2, "data": "synthetic", "model": "logreg"}})", file);
-    std::fclose(file);
-  }
+  ASSERT_TRUE(write_text(config, R"({"training": {"nodes": 5, "rounds": 2, "data": "synthetic", "model": "logreg"}})"));
   ProgramRun r = run_ballot("train --simulate --config=" + quoted(config));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "n = 5 nodes")) << r.output;
@@ -269,7 +254,7 @@ TEST_F(Commands, TrainConfigForms) {
   EXPECT_TRUE(contains(r.output, "n = 7 nodes")) << r.output;
   // A parameter file whose path the model spec cannot carry.
   const auto comma = dir_ / "a,b.bin";
-  std::fclose(std::fopen(comma.c_str(), "w"));
+  ASSERT_TRUE(write_text(comma, ""));
   r = run_ballot("train --simulate --init " + quoted(comma));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "cannot hold this path")) << r.output;
@@ -312,12 +297,7 @@ TEST_F(Commands, GradientPathAttackDefaults) {
 
   std::filesystem::create_directories(dir_);
   const auto config = dir_ / "config.json";
-  {
-    std::FILE* file = std::fopen(config.c_str(), "w");
-    ASSERT_NE(file, nullptr);
-    std::fputs(R"({"training": {"rule": "median", "attack": "alie", "attackers": 1}})", file);
-    std::fclose(file);
-  }
+  ASSERT_TRUE(write_text(config, R"({"training": {"rule": "median", "attack": "alie", "attackers": 1}})"));
   r = run_ballot(small + " --config " + quoted(config));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "does 'alie'")) << r.output;
