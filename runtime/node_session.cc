@@ -224,7 +224,7 @@ Result<std::optional<NodeEvent>> NodeSession::poll_for(std::chrono::milliseconds
 Result<std::optional<NodeEvent>> NodeSession::State::run_until(std::optional<Clock::time_point> until) {
   using std::chrono::milliseconds;
   while (true) {
-    if (options.evidence) {
+    if (options.evidence && options.evidence->proof_count() > forwarded) {  // new proofs only: no copy per message
       const auto proofs = options.evidence->proofs();
       for (; forwarded < proofs.size(); ++forwarded) BALLOT_TRY(send_control(encode(Evidence{proofs[forwarded]})));
     }

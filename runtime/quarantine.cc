@@ -52,8 +52,11 @@ void Quarantine::on_misbehaviour(const transport::MisbehaviourReport& report) {
 
 void Quarantine::on_equivocation(const transport::EquivocationProof& proof) {
   std::lock_guard<std::mutex> lock(mutex_);
-  proofs_.push_back(proof);
   const auto node = proof.first.header.sender;
+  // One proof per author is kept (and forwarded): it already quarantines it, and the author
+  // could otherwise sign conflicting frames without end to grow this list.
+  if (!proven_.insert(node).second) return;
+  proofs_.push_back(proof);
   events_[node] += options_.threshold;
   quarantined_.insert(node);
 }
@@ -98,6 +101,11 @@ std::uint64_t Quarantine::duplicate_sessions(transport::NodeId node) const {
 std::uint64_t Quarantine::unauthenticated() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return unauthenticated_;
+}
+
+std::size_t Quarantine::proof_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return proofs_.size();
 }
 
 std::vector<transport::EquivocationProof> Quarantine::proofs() const {

@@ -63,8 +63,9 @@ class Quarantine final : public transport::MisbehaviourObserver {
   std::uint64_t events(transport::NodeId node) const;  // evidence (a proof weighs `threshold`)
   std::uint64_t late(transport::NodeId node) const;
   std::uint64_t duplicate_sessions(transport::NodeId node) const;
-  std::uint64_t unauthenticated() const;  // reports that name no node
-  std::vector<transport::EquivocationProof> proofs() const;
+  std::uint64_t unauthenticated() const;                     // reports that name no node
+  std::vector<transport::EquivocationProof> proofs() const;  // the first proof against each author
+  std::size_t proof_count() const;                           // proofs().size(), without the copy
 
  private:
   void count(transport::NodeId node, std::uint64_t weight);
@@ -75,6 +76,7 @@ class Quarantine final : public transport::MisbehaviourObserver {
   std::map<transport::NodeId, std::uint64_t> duplicates_;
   std::uint64_t unauthenticated_ = 0;
   std::set<transport::NodeId> quarantined_;
+  std::set<transport::NodeId> proven_;  // authors with a proof in proofs_
   std::vector<transport::EquivocationProof> proofs_;
 };
 

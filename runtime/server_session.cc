@@ -540,9 +540,9 @@ bool ServerSession::State::accept_evidence(const transport::EquivocationProof& p
   const auto author = proof.first.header.sender;
   if (!options.registry || proof.first.header.job != setup.options.job || author == kServerId || author > n ||
       !transport::check_equivocation_proof(proof, *options.registry).ok()) {
-    return false;
+    return false;  // counted against the forwarder, also for an author already quarantined
   }
-  if (options.quarantine && !options.quarantine->is_quarantined(author)) options.quarantine->on_equivocation(proof);
+  if (options.quarantine) options.quarantine->on_equivocation(proof);  // keeps the first proof per author
   return true;
 }
 

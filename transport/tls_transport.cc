@@ -1038,13 +1038,15 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
       return impl_->closing_ || (link->queue.size() < o.max_send_queue_frames &&
                                  (link->queue.empty() || link->queued_bytes + size <= o.max_send_queue_bytes));
     };
-    // No session: nothing drains the queue until the peer is back, so waiting for room would only
-    // cost every send send_timeout (each round, for a crashed, cut-off or refused peer). The oldest
-    // round-scoped frames (round starts, votes, partition signs, decisions) give way instead, and
-    // an older state transfer gives way to a newer one: the protocol brings a peer that missed them
-    // up to date itself (a node's Join, the state transfer). Control frames (Join, Finish,
+    // A full queue: the peer has no session (crashed, cut off, refused: nothing drains the queue
+    // until it is back), or it does not read (a slow or a hostile peer, which could otherwise make
+    // every send to it, and the sender's loop, wait send_timeout). Waiting for room would cost
+    // every send that. The oldest round-scoped frames (round starts, votes, partition signs,
+    // decisions) give way instead, and an older state transfer gives way to a newer one: the
+    // protocol brings a peer that missed them up to date itself (a node's Join, the state
+    // transfer). Frames already being written are out of the queue. Control frames (Join, Finish,
     // evidence) and the newest state never give way; without anything to evict the send waits.
-    if (!link->session && !impl_->closing_) {
+    if (!impl_->closing_) {
       const auto type_of = [](const OutboundFrame& queued) {
         return queued.head.size() > 5 ? static_cast<MessageType>(queued.head[5]) : MessageType::kControl;
       };

@@ -46,6 +46,16 @@ TEST(Quarantine, EquivocationProofQuarantinesAtOnce) {
   quarantine.on_equivocation(proof);
   EXPECT_TRUE(quarantine.is_quarantined(2));
   EXPECT_EQ(quarantine.proofs().size(), 1u);
+  // One proof per author is kept (and forwarded): an author that keeps signing conflicting
+  // frames does not grow the list.
+  const auto events = quarantine.events(2);
+  for (int i = 0; i < 1000; ++i) quarantine.on_equivocation(proof);
+  EXPECT_EQ(quarantine.proof_count(), 1u);
+  EXPECT_EQ(quarantine.events(2), events);
+  proof.first.header.sender = proof.second.header.sender = 3;
+  quarantine.on_equivocation(proof);
+  EXPECT_EQ(quarantine.proof_count(), 2u);
+  EXPECT_TRUE(quarantine.is_quarantined(3));
 }
 
 // Lateness is not evidence: a paused or restarting honest node sends stale rounds, late votes and

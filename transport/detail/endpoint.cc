@@ -138,10 +138,14 @@ std::optional<Misbehaviour> EndpointCore::accept_bytes(NodeId peer, ByteSpan byt
   return accept(peer, *header, meta, PayloadBytes(payload.begin(), payload.end()));
 }
 
+// What a queued message counts against max_inbox_bytes: its payload and its own bookkeeping
+// (the envelope, the list node), so that a flood of empty frames fills the inbox too.
+static std::size_t inbox_cost(const Message& message) { return message.payload.size() + sizeof(Message) + 64; }
+
 void EndpointCore::push(Message message) {
   {
     std::lock_guard<std::mutex> lock(inbox_mutex_);
-    inbox_bytes_ += message.payload.size();
+    inbox_bytes_ += inbox_cost(message);
     inbox_.push_back(std::move(message));
   }
   inbox_ready_.notify_one();
@@ -179,7 +183,7 @@ Result<Message> EndpointCore::pop(std::chrono::milliseconds timeout) {
     if (inbox_.empty()) return make_error(ErrorCode::kUnavailable, "transport closed");
     message = std::move(inbox_.front());
     inbox_.pop_front();
-    inbox_bytes_ -= message.payload.size();
+    inbox_bytes_ -= inbox_cost(message);
     if (inbox_bytes_ < options_.max_inbox_bytes) resume.swap(waiting_for_space_);
   }
   inbox_space_.notify_all();
