@@ -190,6 +190,19 @@ Result<EquivocationProof> EquivocationProof::decode(ByteSpan bytes) {
   return EquivocationProof{first, second};
 }
 
+bool one_payload_per_round(MessageType type) noexcept {
+  switch (type) {
+    case MessageType::kRoundStart:
+    case MessageType::kPartitionSigns:
+    case MessageType::kVote:
+    case MessageType::kDecision:
+    case MessageType::kDecisionPiece:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Status check_equivocation_proof(const EquivocationProof& proof, const Registry& registry) {
   const EnvelopeHeader& a = proof.first.header;
   const EnvelopeHeader& b = proof.second.header;
@@ -197,6 +210,8 @@ Status check_equivocation_proof(const EquivocationProof& proof, const Registry& 
     return make_error(ErrorCode::kInvalidArgument, "envelopes differ in job, sender, role, type or round");
   if (a.payload_digest == b.payload_digest)
     return make_error(ErrorCode::kInvalidArgument, "envelopes carry the same payload digest");
+  if (!one_payload_per_round(a.type))
+    return make_error(ErrorCode::kInvalidArgument, "a sender may sign several payloads of this type in a round");
   const RegistryEntry* entry = registry.find(a.sender);
   if (entry == nullptr) return make_error(ErrorCode::kNotFound, "sender is not registered", a.sender);
   if (entry->role != a.role)

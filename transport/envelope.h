@@ -130,4 +130,9 @@ struct EquivocationProof {
 // different digests, both signatures valid under the registry's key for the sender.
 Status check_equivocation_proof(const EquivocationProof& proof, const Registry& registry);
 
+// The types of which a sender sends one payload per round (round starts, partition signs, votes,
+// decisions, decision pieces): a second, different one is equivocation. Only these make a proof
+// (an honest node signs several control frames and vote pieces in a round).
+bool one_payload_per_round(MessageType type) noexcept;
+
 }  // namespace ballot::transport

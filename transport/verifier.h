@@ -44,12 +44,13 @@ struct VerifierOptions {
   std::bitset<kMessageTypeCount> round_free = (1u << static_cast<unsigned>(MessageType::kHello)) |
                                               (1u << static_cast<unsigned>(MessageType::kStateTransfer)) |
                                               (1u << static_cast<unsigned>(MessageType::kControl));
-  // Types of which a sender sends one payload per round; a second, different one is equivocation.
-  std::bitset<kMessageTypeCount> one_per_round = (1u << static_cast<unsigned>(MessageType::kRoundStart)) |
-                                                 (1u << static_cast<unsigned>(MessageType::kPartitionSigns)) |
-                                                 (1u << static_cast<unsigned>(MessageType::kVote)) |
-                                                 (1u << static_cast<unsigned>(MessageType::kDecision)) |
-                                                 (1u << static_cast<unsigned>(MessageType::kDecisionPiece));
+  // Types of which a sender sends one payload per round (one_payload_per_round, envelope.h); a
+  // second, different one is equivocation.
+  std::bitset<kMessageTypeCount> one_per_round = [] {
+    std::bitset<kMessageTypeCount> types;
+    for (std::size_t t = 0; t < kMessageTypeCount; ++t) types[t] = one_payload_per_round(static_cast<MessageType>(t));
+    return types;
+  }();
 };
 
 struct Verdict {

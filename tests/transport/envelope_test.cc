@@ -181,6 +181,12 @@ TEST_F(EnvelopeTest, EquivocationProofIsCheckable) {
   forged.second.signature[0] ^= 1;
   EXPECT_EQ(check_equivocation_proof(forged, registry).error().code, ErrorCode::kAuthentication);
   EXPECT_EQ(check_equivocation_proof(proof, Registry{}).error().code, ErrorCode::kNotFound);
+  // Two control frames or vote pieces of one round are what an honest node signs: no proof.
+  for (const MessageType type : {MessageType::kControl, MessageType::kVotePiece, MessageType::kStateTransfer}) {
+    const EquivocationProof honest{signer_->envelope_for(type, 5, *payload_of(100, 1)),
+                                   signer_->envelope_for(type, 5, *payload_of(100, 2))};
+    EXPECT_FALSE(check_equivocation_proof(honest, registry).ok()) << static_cast<int>(type);
+  }
 }
 
 }  // namespace
