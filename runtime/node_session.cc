@@ -349,6 +349,8 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   const bool resumed = checkpoint->sections.count(std::string(kResumedSection)) != 0;
   round = checkpoint->round;
   transport.reset_round(round);  // the server may have resumed from an older round
+  // A restarted server has lost the proofs it had: send them again (one per author).
+  if (resumed || rewound) forwarded = 0;
   forget_decision_wait();
   deferred_start.reset();
   // The state of a round this node already voted in (the server found its vote on another model):

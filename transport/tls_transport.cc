@@ -1038,15 +1038,13 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
       return impl_->closing_ || (link->queue.size() < o.max_send_queue_frames &&
                                  (link->queue.empty() || link->queued_bytes + size <= o.max_send_queue_bytes));
     };
-    // A full queue: the peer has no session (crashed, cut off, refused: nothing drains the queue
-    // until it is back), or it does not read (a slow or a hostile peer, which could otherwise make
-    // every send to it, and the sender's loop, wait send_timeout). Waiting for room would cost
-    // every send that. The oldest round-scoped frames (round starts, votes, partition signs,
-    // decisions) give way instead, and an older state transfer gives way to a newer one: the
-    // protocol brings a peer that missed them up to date itself (a node's Join, the state
-    // transfer). Frames already being written are out of the queue. Control frames (Join, Finish,
+    // No session: nothing drains the queue until the peer is back, so waiting for room would only
+    // cost every send send_timeout (each round, for a crashed, cut-off or refused peer). The oldest
+    // round-scoped frames (round starts, votes, partition signs, decisions) give way instead, and
+    // an older state transfer gives way to a newer one: the protocol brings a peer that missed them
+    // up to date itself (a node's Join, the state transfer). Control frames (Join, Finish,
     // evidence) and the newest state never give way; without anything to evict the send waits.
-    if (!impl_->closing_) {
+    if (!link->session && !impl_->closing_) {
       const auto type_of = [](const OutboundFrame& queued) {
         return queued.head.size() > 5 ? static_cast<MessageType>(queued.head[5]) : MessageType::kControl;
       };
@@ -1065,6 +1063,35 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
         }
         link->queued_bytes -= it->size();
         it = link->queue.erase(it);
+      }
+    } else if (!impl_->closing_ && !has_room()) {
+      // A session whose peer does not read (slow, or hostile: it could make every send to it, and
+      // the sender's loop, wait send_timeout). What it has not read of an older round than this
+      // frame's is stale, and goes: round frames, pieces and state transfers, not control frames.
+      // A one-per-round frame it already has queued, the same payload of the same round (a round
+      // start answering another Join), is not queued twice. Frames of this frame's round stay, so
+      // a slow honest peer loses nothing it still needs; the bulk sends of one round (state
+      // transfers, the benchmark's) keep their back-pressure.
+      const auto envelope_of = [](const OutboundFrame& queued) -> std::optional<EnvelopeHeader> {
+        if (queued.head.size() != kFrameHeaderSize + kEnvelopeMetaSize) return std::nullopt;
+        auto decoded = decode_envelope(ByteSpan(queued.head).subspan(kFrameHeaderSize, kEnvelopeMetaSize));
+        if (!decoded.ok()) return std::nullopt;
+        return decoded->header;
+      };
+      if (const auto incoming = envelope_of(frame)) {
+        for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {
+          const auto queued = envelope_of(*it);
+          if (queued && queued->type == incoming->type && queued->round == incoming->round &&
+              queued->payload_digest == incoming->payload_digest && one_payload_per_round(incoming->type)) {
+            return {};  // already on its way
+          }
+          if (!queued || queued->type == MessageType::kControl || queued->round >= incoming->round) {
+            ++it;
+            continue;
+          }
+          link->queued_bytes -= it->size();
+          it = link->queue.erase(it);
+        }
       }
     }
     if (!link->space.wait_for(lock, o.send_timeout, has_room))
