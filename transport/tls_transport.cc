@@ -1056,6 +1056,7 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
                type == MessageType::kVotePiece ||
                (type == MessageType::kStateTransfer && incoming == MessageType::kStateTransfer);
       };
+      bool evicted = false;
       for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {
         if (!evictable(*it)) {
           ++it;
@@ -1063,35 +1064,47 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
         }
         link->queued_bytes -= it->size();
         it = link->queue.erase(it);
+        evicted = true;
       }
+      if (evicted) link->space.notify_all();  // another sender waiting on this link may fit now
     } else if (!impl_->closing_ && !has_room()) {
       // A session whose peer does not read (slow, or hostile: it could make every send to it, and
-      // the sender's loop, wait send_timeout). What it has not read of an older round than this
-      // frame's is stale, and goes: round frames, pieces and state transfers, not control frames.
-      // A one-per-round frame it already has queued, the same payload of the same round (a round
-      // start answering another Join), is not queued twice. Frames of this frame's round stay, so
-      // a slow honest peer loses nothing it still needs; the bulk sends of one round (state
-      // transfers, the benchmark's) keep their back-pressure.
+      // the sender's loop, wait send_timeout). A one-per-round frame it already has queued, the
+      // same payload of the same round (a round start answering another Join), is not queued
+      // twice. What it has not read of rounds at least two before this frame's (round frames,
+      // pieces, state transfers; never control frames) is stale and goes, oldest first, until
+      // there is room: a peer one round behind still gets that round's decision, and a control
+      // frame (Finish after the last decision) makes nothing go. Otherwise the send waits, so the
+      // bulk sends of one round (state transfers, the benchmark's) keep their back-pressure.
       const auto envelope_of = [](const OutboundFrame& queued) -> std::optional<EnvelopeHeader> {
         if (queued.head.size() != kFrameHeaderSize + kEnvelopeMetaSize) return std::nullopt;
         auto decoded = decode_envelope(ByteSpan(queued.head).subspan(kFrameHeaderSize, kEnvelopeMetaSize));
         if (!decoded.ok()) return std::nullopt;
         return decoded->header;
       };
-      if (const auto incoming = envelope_of(frame)) {
-        for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {
-          const auto queued = envelope_of(*it);
+      const auto incoming = envelope_of(frame);
+      if (incoming && one_payload_per_round(incoming->type)) {
+        for (const auto& queued_frame : link->queue) {
+          const auto queued = envelope_of(queued_frame);
           if (queued && queued->type == incoming->type && queued->round == incoming->round &&
-              queued->payload_digest == incoming->payload_digest && one_payload_per_round(incoming->type)) {
+              queued->payload_digest == incoming->payload_digest) {
             return {};  // already on its way
           }
-          if (!queued || queued->type == MessageType::kControl || queued->round >= incoming->round) {
+        }
+      }
+      if (incoming && incoming->type != MessageType::kControl) {
+        bool evicted = false;
+        for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {
+          const auto queued = envelope_of(*it);
+          if (!queued || queued->type == MessageType::kControl || queued->round + 1 >= incoming->round) {
             ++it;
             continue;
           }
           link->queued_bytes -= it->size();
           it = link->queue.erase(it);
+          evicted = true;
         }
+        if (evicted) link->space.notify_all();  // another sender waiting on this link may fit now
       }
     }
     if (!link->space.wait_for(lock, o.send_timeout, has_room))

@@ -6,10 +6,10 @@
 // equal the certificate's (and, for the dialler, the id it dialled) -> frames both ways.
 // Each session runs on its own strand; every operation has a deadline (connect, handshake + Hello,
 // each frame from its first byte to its last, each write, shutdown). Each peer has a bounded send
-// queue that survives reconnects: while the peer has a session, what it has not read of older
-// rounds than the new frame's is dropped, and a one-per-round frame already queued (same round and
-// payload) is not queued twice, so a peer that does not read costs the sender no time for those;
-// otherwise send() waits for room up to send_timeout (back-pressure). While it has none, the
+// queue that survives reconnects: while the peer has a session and the queue is full, a
+// one-per-round frame already queued (same round and payload) is not queued twice, and frames of
+// rounds two or more before the new one's (not control frames) are dropped, oldest first, until
+// there is room; otherwise send() waits for room up to send_timeout (back-pressure). While it has none, the
 // oldest queued round frames (and an older state transfer, for a newer one) are dropped to make
 // room, so a peer that is gone costs its senders no time; control frames and the newest state are
 // kept. Reading pauses while the inbox is full.

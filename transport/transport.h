@@ -72,10 +72,10 @@ class Transport {
   virtual NodeId self() const = 0;
 
   // Signs `payload` once and queues it to `to`. Waits up to options.send_timeout while the peer's
-  // queue is full (back-pressure), then kTimeout (TlsTransport first drops what cannot matter any
-  // more: without a session the oldest round frames, with one the frames of older rounds and a
-  // second copy of a one-per-round frame; never control frames). kNotFound for a peer not in the
-  // registry, kInvalidArgument for a payload
+  // queue is full (back-pressure), then kTimeout (TlsTransport first makes room where it can:
+  // without a session by dropping the oldest round frames, with one by not queuing a second copy
+  // of a one-per-round frame and dropping frames of rounds two or more before the new frame's;
+  // never control frames). kNotFound for a peer not in the registry, kInvalidArgument for a payload
   // above the type's limit.
   Status send(NodeId to, MessageType type, std::uint64_t round, std::vector<std::uint8_t> payload);
   // One signature, the same bytes to every peer in `to` (first error wins; all are attempted).

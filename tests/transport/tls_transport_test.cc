@@ -344,6 +344,35 @@ TEST_F(TlsTransportTest, APeerThatDoesNotReadLosesStaleFramesNotTheSendersTime) 
   EXPECT_LT(got, 700);
 }
 
+// What such a peer still needs stays queued: the decision of the round before the new frame's,
+// and anything at all when the new frame is a control frame (Finish after the last decision).
+TEST_F(TlsTransportTest, APeerThatDoesNotReadKeepsTheLastDecision) {
+  auto options = tls_options(nullptr);
+  options.transport.max_inbox_bytes = 1 << 20;
+  auto node = TlsTransport::create(pki_.credentials(1), pki_.registry(), options).value();
+  node->set_round(40);
+  auto server_options = tls_options(nullptr);
+  server_options.listen = false;
+  server_options.dial[1] = PeerAddress{"127.0.0.1", node->port()};
+  server_options.transport.max_send_queue_frames = 4;
+  server_options.transport.send_timeout = 300ms;
+  auto server = TlsTransport::create(pki_.credentials(0), pki_.registry(), server_options).value();
+  ASSERT_TRUE(server->wait_connected(1, 3000ms).ok());
+  for (std::uint64_t round = 0; round < 40; ++round)  // far past the inbox and TCP's buffers
+    ASSERT_TRUE(server->send(1, MessageType::kStateTransfer, round, bytes_of(1 << 20, 2)).ok()) << round;
+  ASSERT_TRUE(server->send(1, MessageType::kDecision, 40, bytes_of(32, 4)).ok());
+  ASSERT_TRUE(server->send(1, MessageType::kRoundStart, 41, bytes_of(16, 5)).ok());
+  // Finish: with the queue full of the last two rounds' frames it waits and fails, dropping none.
+  for (int i = 0; i < 3; ++i) (void)server->send(1, MessageType::kControl, 41, bytes_of(8, 6));
+  bool decision = false;
+  while (true) {
+    auto message = node->receive(2000ms);
+    if (!message.ok()) break;
+    decision = decision || message->type == MessageType::kDecision;
+  }
+  EXPECT_TRUE(decision);
+}
+
 // The process's CPU time (all threads), in seconds.
 double cpu_seconds() {
   rusage usage{};
