@@ -1038,6 +1038,21 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
       return impl_->closing_ || (link->queue.size() < o.max_send_queue_frames &&
                                  (link->queue.empty() || link->queued_bytes + size <= o.max_send_queue_bytes));
     };
+    // Drops the oldest queued frames `evictable` accepts until there is room (a frame being written
+    // is out of the queue already).
+    const auto make_room = [&](const auto& evictable) {
+      bool evicted = false;
+      for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {
+        if (!evictable(*it)) {
+          ++it;
+          continue;
+        }
+        link->queued_bytes -= it->size();
+        it = link->queue.erase(it);
+        evicted = true;
+      }
+      if (evicted) link->space.notify_all();  // another sender waiting on this link may fit now
+    };
     // No session: nothing drains the queue until the peer is back, so waiting for room would only
     // cost every send send_timeout (each round, for a crashed, cut-off or refused peer). The oldest
     // round-scoped frames (round starts, votes, partition signs, decisions) give way instead, and
@@ -1056,17 +1071,7 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
                type == MessageType::kVotePiece ||
                (type == MessageType::kStateTransfer && incoming == MessageType::kStateTransfer);
       };
-      bool evicted = false;
-      for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {
-        if (!evictable(*it)) {
-          ++it;
-          continue;
-        }
-        link->queued_bytes -= it->size();
-        it = link->queue.erase(it);
-        evicted = true;
-      }
-      if (evicted) link->space.notify_all();  // another sender waiting on this link may fit now
+      make_room(evictable);
     } else if (!impl_->closing_ && !has_room()) {
       // A session whose peer does not read (slow, or hostile: it could make every send to it, and
       // the sender's loop, wait send_timeout). A one-per-round frame it already has queued, the
@@ -1093,18 +1098,10 @@ Status TlsTransport::send_frame(NodeId to, OutboundFrame frame) {
         }
       }
       if (incoming && incoming->type != MessageType::kControl) {
-        bool evicted = false;
-        for (auto it = link->queue.begin(); it != link->queue.end() && !has_room();) {
-          const auto queued = envelope_of(*it);
-          if (!queued || queued->type == MessageType::kControl || queued->round + 1 >= incoming->round) {
-            ++it;
-            continue;
-          }
-          link->queued_bytes -= it->size();
-          it = link->queue.erase(it);
-          evicted = true;
-        }
-        if (evicted) link->space.notify_all();  // another sender waiting on this link may fit now
+        make_room([&](const OutboundFrame& queued_frame) {
+          const auto queued = envelope_of(queued_frame);
+          return queued && queued->type != MessageType::kControl && queued->round + 1 < incoming->round;
+        });
       }
     }
     if (!link->space.wait_for(lock, o.send_timeout, has_room))

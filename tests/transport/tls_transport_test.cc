@@ -307,23 +307,50 @@ TEST_F(TlsTransportTest, BackPressureWhenThePeerDoesNotRead) {
   EXPECT_TRUE(resumed);
 }
 
-// A connected peer that does not read (slow, or hostile: it could otherwise make every send to it
-// wait send_timeout, and a server's loop with them) loses what it has not read of older rounds,
-// and gets a one-per-round frame it already has queued only once: those sends do not wait.
-TEST_F(TlsTransportTest, APeerThatDoesNotReadLosesStaleFramesNotTheSendersTime) {
+// Node 1, which does not read until the test reads, and the server dialling it with a send queue
+// of 4 frames. Timeouts inside frames are a minute: the pause is the test's, not a fault
+// (sanitizers make it long).
+std::pair<std::unique_ptr<TlsTransport>, std::unique_ptr<TlsTransport>> non_reading_peer(
+    TestPki& pki, std::uint64_t round, std::chrono::milliseconds send_timeout) {
   auto options = tls_options(nullptr);
   options.transport.max_inbox_bytes = 1 << 20;
-  options.frame_timeout = 60000ms;  // the pause inside a frame is the test's, not a fault (sanitizers are slow)
-  auto node = TlsTransport::create(pki_.credentials(1), pki_.registry(), options).value();
-  node->set_round(200);
+  options.frame_timeout = 60000ms;
+  auto node = TlsTransport::create(pki.credentials(1), pki.registry(), options).value();
+  node->set_round(round);
   auto server_options = tls_options(nullptr);
   server_options.write_timeout = 60000ms;
   server_options.listen = false;
   server_options.dial[1] = PeerAddress{"127.0.0.1", node->port()};
   server_options.transport.max_send_queue_frames = 4;
-  server_options.transport.send_timeout = 20000ms;  // a wait would show as a slow test, not pass
-  auto server = TlsTransport::create(pki_.credentials(0), pki_.registry(), server_options).value();
-  ASSERT_TRUE(server->wait_connected(1, 3000ms).ok());
+  server_options.transport.send_timeout = send_timeout;
+  auto server = TlsTransport::create(pki.credentials(0), pki.registry(), server_options).value();
+  EXPECT_TRUE(server->wait_connected(1, 3000ms).ok());
+  return {std::move(node), std::move(server)};
+}
+
+// Reads until a frame of `type` arrives (true), or nothing more does; counts the frames read.
+bool read_until(TlsTransport& node, MessageType type, int& got) {
+  for (const auto give_up = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < give_up;) {
+    auto message = node.receive(10000ms);
+    if (!message.ok()) {
+      std::string counts;
+      for (const auto count : node.misbehaviour_counts(0)) counts += std::to_string(count) + " ";
+      ADD_FAILURE() << "after " << got << " frames: " << message.error().to_string()
+                    << "; misbehaviour counts seen by the node: " << counts;
+      return false;
+    }
+    ++got;
+    if (message->type == type) return true;
+  }
+  return false;
+}
+
+// A connected peer that does not read (slow, or hostile: it could otherwise make every send to it
+// wait send_timeout, and a server's loop with them) loses what it has not read of older rounds,
+// and gets a one-per-round frame it already has queued only once: those sends do not wait.
+TEST_F(TlsTransportTest, APeerThatDoesNotReadLosesStaleFramesNotTheSendersTime) {
+  // send_timeout 20 s: a wait would show as a slow test, not pass.
+  auto [node, server] = non_reading_peer(pki_, 200, 20000ms);
   const auto started = std::chrono::steady_clock::now();
   // 200 MiB of state, a round apart: far past the inbox, TCP's buffers and the queue.
   for (std::uint64_t round = 0; round < 200; ++round) {
@@ -334,59 +361,24 @@ TEST_F(TlsTransportTest, APeerThatDoesNotReadLosesStaleFramesNotTheSendersTime) 
   // The same round start again and again (the answer to a flood of Joins): queued once.
   for (int i = 0; i < 500; ++i) ASSERT_TRUE(server->send(1, MessageType::kRoundStart, 200, bytes_of(16, 3)).ok()) << i;
   EXPECT_LT(std::chrono::steady_clock::now() - started, 15s);  // no send waited send_timeout
-  // Reading again: the round start arrives after fewer frames than were sent (under a sanitizer
-  // each 1 MiB frame takes a while: the deadline is generous, the loop ends at the round start).
+  // Reading again: the round start arrives after fewer frames than were sent.
   int got = 0;
-  bool start = false;
-  for (const auto give_up = std::chrono::steady_clock::now() + 120s;
-       !start && std::chrono::steady_clock::now() < give_up;) {
-    auto message = node->receive(10000ms);
-    if (!message.ok()) {
-      ADD_FAILURE() << "after " << got << " frames: " << message.error().to_string();
-      break;
-    }
-    ++got;
-    start = message->type == MessageType::kRoundStart;
-  }
-  EXPECT_TRUE(start);
+  EXPECT_TRUE(read_until(*node, MessageType::kRoundStart, got));
   EXPECT_LT(got, 700);
 }
 
 // What such a peer still needs stays queued: the decision of the round before the new frame's,
 // and anything at all when the new frame is a control frame (Finish after the last decision).
 TEST_F(TlsTransportTest, APeerThatDoesNotReadKeepsTheLastDecision) {
-  auto options = tls_options(nullptr);
-  options.transport.max_inbox_bytes = 1 << 20;
-  options.frame_timeout = 60000ms;  // the pause inside a frame is the test's, not a fault (sanitizers are slow)
-  auto node = TlsTransport::create(pki_.credentials(1), pki_.registry(), options).value();
-  node->set_round(40);
-  auto server_options = tls_options(nullptr);
-  server_options.write_timeout = 60000ms;
-  server_options.listen = false;
-  server_options.dial[1] = PeerAddress{"127.0.0.1", node->port()};
-  server_options.transport.max_send_queue_frames = 4;
-  server_options.transport.send_timeout = 300ms;
-  auto server = TlsTransport::create(pki_.credentials(0), pki_.registry(), server_options).value();
-  ASSERT_TRUE(server->wait_connected(1, 3000ms).ok());
+  auto [node, server] = non_reading_peer(pki_, 40, 300ms);
   for (std::uint64_t round = 0; round < 40; ++round)  // far past the inbox and TCP's buffers
     ASSERT_TRUE(server->send(1, MessageType::kStateTransfer, round, bytes_of(1 << 20, 2)).ok()) << round;
   ASSERT_TRUE(server->send(1, MessageType::kDecision, 40, bytes_of(32, 4)).ok());
   ASSERT_TRUE(server->send(1, MessageType::kRoundStart, 41, bytes_of(16, 5)).ok());
   // Finish: with the queue full of the last two rounds' frames it waits and fails, dropping none.
   for (int i = 0; i < 3; ++i) (void)server->send(1, MessageType::kControl, 41, bytes_of(8, 6));
-  bool decision = false;
-  for (const auto give_up = std::chrono::steady_clock::now() + 120s;
-       !decision && std::chrono::steady_clock::now() < give_up;) {
-    auto message = node->receive(10000ms);
-    if (!message.ok()) {
-      std::string counts;
-      for (const auto count : node->misbehaviour_counts(0)) counts += std::to_string(count) + " ";
-      ADD_FAILURE() << message.error().to_string() << "; misbehaviour counts seen by the node: " << counts;
-      break;
-    }
-    decision = message->type == MessageType::kDecision;
-  }
-  EXPECT_TRUE(decision);
+  int got = 0;
+  EXPECT_TRUE(read_until(*node, MessageType::kDecision, got));
 }
 
 // The process's CPU time (all threads), in seconds.
