@@ -5,8 +5,12 @@
 namespace ballot::apps {
 namespace {
 
-constexpr const char* kVariables[] = {"SLURM_PROCID", "SLURM_NTASKS",         "RANK",
-                                      "WORLD_SIZE",   "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"};
+// The launchers' variables, in the order they are tried.
+constexpr struct {
+  const char* rank;
+  const char* size;
+} kLaunchers[] = {
+    {"SLURM_PROCID", "SLURM_NTASKS"}, {"RANK", "WORLD_SIZE"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}};
 
 std::optional<int> number(const char* name) {
   const char* text = std::getenv(name);
@@ -20,11 +24,6 @@ std::optional<int> number(const char* name) {
 }  // namespace
 
 std::optional<LaunchRank> launch_rank_from_environment() {
-  static constexpr struct {
-    const char* rank;
-    const char* size;
-  } kLaunchers[] = {
-      {"SLURM_PROCID", "SLURM_NTASKS"}, {"RANK", "WORLD_SIZE"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}};
   for (const auto& launcher : kLaunchers) {
     if (const auto rank = number(launcher.rank)) {
       LaunchRank result;
@@ -39,10 +38,12 @@ std::optional<LaunchRank> launch_rank_from_environment() {
 
 std::string malformed_launcher_variables() {
   std::string out;
-  for (const char* name : kVariables) {
-    const char* text = std::getenv(name);
-    if (text == nullptr || *text == '\0' || number(name)) continue;  // unset, empty, or a number
-    out += std::string(out.empty() ? "" : ", ") + name + "='" + text + "'";
+  for (const auto& launcher : kLaunchers) {
+    for (const char* name : {launcher.rank, launcher.size}) {
+      const char* text = std::getenv(name);
+      if (text == nullptr || *text == '\0' || number(name)) continue;  // unset, empty, or a number
+      out += std::string(out.empty() ? "" : ", ") + name + "='" + text + "'";
+    }
   }
   return out;
 }
