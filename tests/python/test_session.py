@@ -72,7 +72,9 @@ class Cluster:
         cluster = {
             "server": {"host": "127.0.0.1", "port": free_port()},
             "keys": str(keys), "checkpoint": "", "metrics": "", "node_state": str(root),
-            "round_deadline_ms": 3000, "training": config,
+            # Every vote and every exchanged input counted, as the compared digests assume, however
+            # slowly a loaded machine starts the processes and their connections.
+            "round_deadline_ms": 60000, "training": config,
         }
         if config["placement"] == "exchange":  # nodes listen too: they send each other their signs
             cluster["nodes"] = [{"host": "127.0.0.1", "port": free_port()} for _ in range(config["nodes"])]
@@ -97,6 +99,14 @@ class Cluster:
         lines = [line for line in output.splitlines() if line.startswith("model digest:")]
         assert lines, output
         return lines[-1].split()[-1]
+
+    def node_summary(self):
+        """What each C++ node said of its inputs and votes: enough to tell why two runs differ."""
+        lines = []
+        for log in sorted(self.root.glob("node-*.log")):
+            lines += [line for line in log.read_text(errors="replace").splitlines()
+                      if "inputs" in line or "votes" in line]
+        return "\n".join(lines)
 
     def stop(self):
         for process in self.processes:
@@ -438,7 +448,8 @@ def test_a_python_node_is_a_cpp_node(make_cluster, training):
     node, kinds = drive(cluster, index, lambda node, work: node.submit(node.compute()), ticks=ticks)
     with node:
         assert kinds == ({"gradient"} if "rule" in training else {"partition_signs"})
-        assert cluster.server_digest() == expected == node.model_digest()
+        assert cluster.server_digest() == expected == node.model_digest(), \
+            f"all C++:\n{reference.node_summary()}\nnode {index} from Python: {node.stats}\n{cluster.node_summary()}"
         assert node.stats["rounds"] == 8
     assert ticks[0] > 10, "the wait for the first round held the GIL"
 
