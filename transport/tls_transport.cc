@@ -460,6 +460,12 @@ class Session final : public SessionBase {
     if (!authenticated_ && header_.type != MessageType::kHello)
       return fail(Misbehaviour::kMalformedFrame,
                   make_error(ErrorCode::kMalformed, "first frame is not a hello", blame()));
+    // A type the peer's role never sends (a node's 1 GiB "state transfer") ends the session
+    // before a byte of its payload is buffered.
+    if (authenticated_) {
+      if (auto permitted = impl_.core_.permits(*peer_, header_.type); !permitted.ok())
+        return fail(Misbehaviour::kNotPermitted, std::move(permitted).error());
+    }
     payload_have_ = 0;
     payload_.clear();
     payload_.shrink_to_fit();

@@ -57,13 +57,13 @@ bool role_may_send(Role role, MessageType type) noexcept {
   switch (type) {
     case MessageType::kRoundStart:
     case MessageType::kDecision:
+    case MessageType::kStateTransfer:
       return role == Role::kServer;
     case MessageType::kPartitionSigns:
     case MessageType::kVote:
     case MessageType::kVotePiece:
       return role == Role::kNode;
     case MessageType::kHello:
-    case MessageType::kStateTransfer:
     case MessageType::kControl:
     case MessageType::kDecisionPiece:  // the server's pieces, relayed by the nodes
       return true;

@@ -61,7 +61,7 @@ struct Verdict {
   bool ok() const noexcept { return status.ok(); }
 };
 
-// Is `role` allowed to send `type`? (Hello, checkpoint and control: everyone.)
+// Is `role` allowed to send `type`? (Hello, control and relayed decision pieces: everyone.)
 bool role_may_send(Role role, MessageType type) noexcept;
 
 class Verifier {

@@ -207,7 +207,7 @@ BENCHMARK(BM_Aes128GcmRecord)->Unit(benchmark::kMicrosecond);
 void BM_SealSignVector(benchmark::State& state) {
   Signer signer(SigningKey::generate().value(), kJob, 1, Role::kNode);
   auto payload = std::make_shared<const std::vector<std::uint8_t>>(random_bytes(kSignVectorBytes));
-  for (auto _ : state) benchmark::DoNotOptimize(signer.seal(MessageType::kStateTransfer, 0, payload));
+  for (auto _ : state) benchmark::DoNotOptimize(signer.seal(MessageType::kVote, 0, payload));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kSignVectorBytes));
 }
 BENCHMARK(BM_SealSignVector)->Unit(benchmark::kMicrosecond);
@@ -219,7 +219,7 @@ void BM_VerifySignVector(benchmark::State& state) {
   Verifier verifier(std::move(registry), VerifierOptions{kJob});
   Signer signer(key, kJob, 1, Role::kNode);
   const auto payload = random_bytes(kSignVectorBytes);
-  const SignedEnvelope envelope = signer.envelope_for(MessageType::kStateTransfer, 0, payload);
+  const SignedEnvelope envelope = signer.envelope_for(MessageType::kVote, 0, payload);
   for (auto _ : state) benchmark::DoNotOptimize(verifier.verify_authentic(envelope, payload, 1));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kSignVectorBytes));
 }
@@ -305,7 +305,7 @@ void BM_LoopbackThroughput(benchmark::State& state, ChannelSecurity security) {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < kFramesPerBatch; ++i) {
       // seal() signs (mTLS mode) or frames (plaintext) on this thread: part of the measured cost.
-      if (!sender->send_frame(0, sender->seal(MessageType::kStateTransfer, 0, payload)).ok())
+      if (!sender->send_frame(0, sender->seal(MessageType::kVotePiece, 0, payload)).ok())
         return state.SkipWithError("send failed");
     }
     auto ack = sender->receive(60s);
@@ -406,7 +406,7 @@ void BM_ServerRoundReceive(benchmark::State& state) {
     // Sealed (signed) before, as nodes do; sent while the server is stopped: the bytes wait in
     // the loopback sockets' buffers (1.4 MB each fits).
     std::vector<OutboundFrame> frames;
-    for (auto& voter : voters) frames.push_back(voter->seal(MessageType::kStateTransfer, 0, payload));
+    for (auto& voter : voters) frames.push_back(voter->seal(MessageType::kVotePiece, 0, payload));
     ::kill(child, SIGSTOP);
     for (std::size_t i = 0; i < voters.size(); ++i)
       if (!voters[i]->send_frame(0, frames[i]).ok()) return state.SkipWithError("send failed");

@@ -150,6 +150,16 @@ TEST_F(OverMemoryTransport, OversizedFramesAreRejected) {
   expect_delivery_still_works(6);
 }
 
+TEST_F(OverMemoryTransport, TypesTheSendersRoleNeverSendsAreRejectedOnTheHeader) {
+  // Signed or not, a node's decision or state transfer is refused by its header alone.
+  (void)node_->send_frame(0, node_->seal(MessageType::kDecision, 0, payload(7)));
+  (void)node_->send_frame(0, node_->seal(MessageType::kStateTransfer, 0, payload(7)));
+  (void)node_->send_frame(0, transport::make_unsigned_frame(MessageType::kStateTransfer, payload(7)));
+  EXPECT_EQ(server_->receive(20ms).error().code, ErrorCode::kTimeout);
+  EXPECT_EQ(count(Misbehaviour::kNotPermitted), 3u);
+  expect_delivery_still_works(8);
+}
+
 TEST(ProtocolAttacks, PreconditionsAndNames) {
   OutboundFrame unsigned_frame = transport::make_unsigned_frame(MessageType::kVote, nullptr);
   EXPECT_THROW(forge_signature(unsigned_frame), EnforceError);

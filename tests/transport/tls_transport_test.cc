@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -155,6 +156,30 @@ TEST_F(TlsTransportTest, PeerStallingMidFrameHitsTheDeadline) {
   expect_honest_round_trip();
 }
 
+TEST_F(TlsTransportTest, ANodesStateTransferEndsItsSessionOnTheHeader) {
+  // A node announcing 1 GiB of state (a type only the server sends) is cut off at the header: the
+  // server neither waits for nor buffers the payload.
+  const Credentials node3 = pki_.credentials(3);
+  Signer signer(node3.key, kJob, 3, Role::kNode);
+  RawTlsClient client(cluster_->tls_server().port(), &node3, node3.ca_certificate_der);
+  ASSERT_FALSE(client.connect());
+  ASSERT_FALSE(client.exchange_hello(signer, 3));
+  ASSERT_TRUE(cluster_->tls_server().wait_connected(3, 2000ms).ok());
+  auto frame = signer.seal(MessageType::kStateTransfer, 0, std::make_shared<std::vector<std::uint8_t>>(1000, 3));
+  auto bytes = frame.to_bytes();
+  const std::uint64_t announced = 1ull << 30;
+  std::memcpy(bytes.data() + 16, &announced, sizeof(announced));  // payload length (little-endian header)
+  bytes.resize(kFrameHeaderSize);
+  ASSERT_FALSE(client.write(bytes));
+  auto report = cluster_->observer().wait_for(Misbehaviour::kNotPermitted, 2000ms);
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->peer, 3u);
+  EXPECT_NE(report->error.message.find("may not send state-transfer"), std::string::npos) << report->error.message;
+  for (int i = 0; i < 100 && cluster_->tls_server().connected(3); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(cluster_->tls_server().connected(3));
+  expect_honest_round_trip();
+}
+
 TEST_F(TlsTransportTest, DiallerChecksWhoAnswered) {
   // Node 1 dials "the server" at an address where node 3 listens.
   auto impostor = TlsTransport::create(pki_.credentials(3), pki_.registry(), tls_options(nullptr)).value();
@@ -293,15 +318,14 @@ TEST_F(TlsTransportTest, BackPressureWhenThePeerDoesNotRead) {
   // queue fills, and send() reports the back-pressure instead of buffering without bound.
   Status status;
   int sent = 0;
-  for (; sent < 200 && status.ok(); ++sent)
-    status = node->send(0, MessageType::kStateTransfer, 0, bytes_of(1 << 20, 7));
+  for (; sent < 200 && status.ok(); ++sent) status = node->send(0, MessageType::kVotePiece, 0, bytes_of(1 << 20, 7));
   ASSERT_FALSE(status.ok()) << "sent " << sent << " MiB without back-pressure";
   EXPECT_EQ(status.error().code, ErrorCode::kTimeout);
   // Draining the inbox resumes the flow.
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(server->receive(3000ms).ok());
   bool resumed = false;
   for (int attempt = 0; attempt < 20 && !resumed; ++attempt) {
-    resumed = node->send(0, MessageType::kStateTransfer, 0, bytes_of(10, 8)).ok();
+    resumed = node->send(0, MessageType::kVotePiece, 0, bytes_of(10, 8)).ok();
     if (!resumed) (void)server->receive(500ms);
   }
   EXPECT_TRUE(resumed);

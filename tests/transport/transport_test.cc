@@ -97,13 +97,14 @@ class TransportTest : public ::testing::TestWithParam<Kind> {
   std::unique_ptr<Cluster> cluster_;
 };
 
-// Frames both ways at once, 0 .. 70 kB (checkpoint type: several per round are legitimate).
+// Frames both ways at once, 0 .. 70 kB (vote pieces up, state transfers down: several per round
+// are legitimate).
 TEST_P(TransportTest, ManyFramesBothWays) {
   constexpr int kFrames = 200;
   auto size_of = [](int i) { return static_cast<std::size_t>((i * 7919) % 70000); };
   std::thread up([&] {
     for (int i = 0; i < kFrames; ++i)
-      ASSERT_TRUE(cluster_->honest().send(0, MessageType::kStateTransfer, 0, pattern(size_of(i), i)).ok());
+      ASSERT_TRUE(cluster_->honest().send(0, MessageType::kVotePiece, 0, pattern(size_of(i), i)).ok());
   });
   std::thread down([&] {
     for (int i = 0; i < kFrames; ++i)
@@ -114,7 +115,7 @@ TEST_P(TransportTest, ManyFramesBothWays) {
     auto got = cluster_->server().receive(5000ms);
     ASSERT_TRUE(got.ok()) << got.error().to_string();
     EXPECT_EQ(got->from, 1u);
-    EXPECT_EQ(got->type, MessageType::kStateTransfer);
+    EXPECT_EQ(got->type, MessageType::kVotePiece);
     EXPECT_EQ(got->payload, pattern(size_of(i), i)) << "frame " << i;  // in order, intact
     EXPECT_GT(got->sequence, previous_sequence);
     previous_sequence = got->sequence;
@@ -177,15 +178,14 @@ TEST_P(TransportTest, LargePayloadsAreHashedWhileTheyArrive) {
   const std::vector<std::size_t> sizes = {1'400'000, 16 * kPayloadLeafSize, 16 * kPayloadLeafSize + 1,
                                           40 * kPayloadLeafSize + 777, 3 * kPayloadLeafSize};
   for (std::size_t i = 0; i < sizes.size(); ++i)
-    ASSERT_TRUE(cluster_->honest().send(0, MessageType::kStateTransfer, 0, pattern(sizes[i], 50 + i)).ok());
+    ASSERT_TRUE(cluster_->honest().send(0, MessageType::kVotePiece, 0, pattern(sizes[i], 50 + i)).ok());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     auto got = cluster_->server().receive(10000ms);
     ASSERT_TRUE(got.ok()) << got.error().to_string();
     EXPECT_EQ(got->payload, pattern(sizes[i], 50 + i)) << "frame " << i;
   }
   for (const std::size_t at : {std::size_t{5}, 17 * kPayloadLeafSize + 3, 40 * kPayloadLeafSize + 700}) {
-    auto tampered =
-        sealed(cluster_->attacker(), MessageType::kStateTransfer, 0, pattern(40 * kPayloadLeafSize + 777, 9));
+    auto tampered = sealed(cluster_->attacker(), MessageType::kVotePiece, 0, pattern(40 * kPayloadLeafSize + 777, 9));
     tampered[kFrameHeaderSize + kEnvelopeMetaSize + at] ^= 0x40;
     cluster_->attacker_send(tampered);
   }

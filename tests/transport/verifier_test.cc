@@ -181,6 +181,9 @@ TEST(RoleMaySend, Table) {
   EXPECT_TRUE(role_may_send(Role::kNode, MessageType::kHello));
   EXPECT_TRUE(role_may_send(Role::kNode, MessageType::kDecisionPiece));
   EXPECT_TRUE(role_may_send(Role::kServer, MessageType::kDecisionPiece));
+  // Only the server transfers state: a node's would be up to 1 GiB for a receiver to buffer.
+  EXPECT_TRUE(role_may_send(Role::kServer, MessageType::kStateTransfer));
+  EXPECT_FALSE(role_may_send(Role::kNode, MessageType::kStateTransfer));
   EXPECT_EQ(misbehaviour_name(Misbehaviour::kEquivocation), "equivocation");
 }
 

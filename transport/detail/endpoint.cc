@@ -128,6 +128,8 @@ std::optional<Misbehaviour> EndpointCore::accept_bytes(NodeId peer, ByteSpan byt
     return fail(
         header.error().code == ErrorCode::kLimitExceeded ? Misbehaviour::kOversize : Misbehaviour::kMalformedFrame,
         header.error());
+  if (auto permitted = permits(peer, header->type); !permitted.ok())
+    return fail(Misbehaviour::kNotPermitted, std::move(permitted).error());
   const std::size_t available = bytes.size() - kFrameHeaderSize;
   if (header->meta_length > available || header->payload_length > available - header->meta_length)
     return fail(Misbehaviour::kTruncated, make_error(ErrorCode::kMalformed, "truncated frame"));
@@ -136,6 +138,15 @@ std::optional<Misbehaviour> EndpointCore::accept_bytes(NodeId peer, ByteSpan byt
   const ByteSpan meta = bytes.subspan(kFrameHeaderSize, header->meta_length);
   const ByteSpan payload = bytes.subspan(kFrameHeaderSize + header->meta_length);
   return accept(peer, *header, meta, PayloadBytes(payload.begin(), payload.end()));
+}
+
+Status EndpointCore::permits(NodeId peer, MessageType type) const {
+  const RegistryEntry* entry = verifier_.registry().find(peer);
+  if (entry == nullptr || role_may_send(entry->role, type)) return {};  // an unknown peer fails later, by name
+  return make_error(ErrorCode::kAuthentication,
+                    std::string(role_name(entry->role)) + " " + std::to_string(peer) + " may not send " +
+                        std::string(message_type_name(type)),
+                    peer);
 }
 
 // What a queued message counts against max_inbox_bytes: its payload and its own bookkeeping

@@ -42,6 +42,9 @@ class EndpointCore {
                                      const Digest* computed = nullptr);
   // The same from contiguous bytes (the in-memory transport): also classifies framing errors.
   std::optional<Misbehaviour> accept_bytes(NodeId peer, ByteSpan bytes);
+  // Whether `peer`'s registered role may send `type` (role_may_send), checked on a frame's header
+  // before its payload is read: a peer cannot make this end buffer a frame it may never send.
+  Status permits(NodeId peer, MessageType type) const;
 
   void report(std::optional<NodeId> peer, Misbehaviour kind, Error error);
   MisbehaviourCounts counts(NodeId peer) const;
