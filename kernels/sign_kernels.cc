@@ -11,8 +11,8 @@ void pack_signs(std::span<const float> values, BitVector& out) {
 }
 
 void pack_signs_at(std::span<const float> values, std::size_t offset, BitVector& out) {
-  const std::size_t end = offset + values.size();
-  BALLOT_ENFORCE(offset % 64 == 0 && end <= out.size() && (end % 64 == 0 || end == out.size()),
+  BALLOT_ENFORCE(offset % 64 == 0 && offset <= out.size() && values.size() <= out.size() - offset &&
+                     ((offset + values.size()) % 64 == 0 || offset + values.size() == out.size()),
                  "a piece of signs starts at a multiple of 64 and ends at one or at the end");
   detail::active_kernels().pack(values.data(), values.size(), out.data() + offset / 64);
 }

@@ -495,6 +495,7 @@ void WorkerMomentum::update_range(std::size_t dimension, std::size_t offset, std
                                   BitVector& signs) {
   if (momentum_.empty()) momentum_.assign(dimension, 0.0f);
   BALLOT_ENFORCE_EQ(momentum_.size(), dimension);
+  BALLOT_ENFORCE(offset <= dimension && gradient.size() <= dimension - offset, "a piece inside the momentum");
   const std::span<float> piece = std::span<float>(momentum_).subspan(offset, gradient.size());
   kernels::signum_momentum(piece, gradient, beta_);
   if (signs.size() != dimension) signs = BitVector(dimension);

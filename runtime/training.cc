@@ -439,12 +439,13 @@ Status NodeWorker::fold(std::uint32_t partition, std::span<const float> gradient
 Status NodeWorker::fold_range(std::uint32_t partition, std::size_t dimension, std::size_t offset,
                               std::span<const float> gradient) {
   BALLOT_TRY(own_partition(partition));
-  const std::size_t end = offset + gradient.size();
-  if (offset % 64 != 0 || end > dimension || (end % 64 != 0 && end != dimension)) {
+  // Compared without forming offset + size, which a caller's offset near 2^64 would wrap.
+  if (offset % 64 != 0 || offset > dimension || gradient.size() > dimension - offset ||
+      ((offset + gradient.size()) % 64 != 0 && offset + gradient.size() != dimension)) {
     return make_error(ErrorCode::kInvalidArgument,
                       "a piece of the gradient starts at a multiple of 64 and ends at one or at the end (" +
-                          std::to_string(dimension) + "), not [" + std::to_string(offset) + ", " + std::to_string(end) +
-                          ")");
+                          std::to_string(dimension) + "), not at offset " + std::to_string(offset) + " with " +
+                          std::to_string(gradient.size()) + " values");
   }
   BitVector& signs = signs_[partition];
   if (signs.size() != dimension) signs = BitVector(dimension);

@@ -73,7 +73,7 @@ void* first_element(const Array& array) {
 }
 
 template <typename Array>
-Device device_of(const Array& array, const char* what) {
+Device array_device(const Array& array, const char* what) {
   if (array.device_type() == nb::device::cpu::value) return Device::kCpu;
   if (array.device_type() == nb::device::cuda::value) return Device::kCuda;
   throw nb::value_error(named(what, "arrays must live on the CPU or a CUDA device (DLPack device type " +
@@ -153,7 +153,7 @@ std::pair<std::span<float>, Device> floats_1d(const Array& array, const char* wh
   if (array.ndim() != 1)
     throw nb::value_error(
         named(what, "expected a 1-D array, got " + std::to_string(array.ndim()) + " dimensions").c_str());
-  const Device device = device_of(array, what);
+  const Device device = array_device(array, what);
   require_unit_stride(array, 0, what);
   return {{static_cast<float*>(first_element(array)), array.shape(0)}, device};
 }
@@ -165,6 +165,8 @@ std::span<float> on_cpu(std::pair<std::span<float>, Device> view, const char* wh
 }
 
 }  // namespace
+
+Device device_of(const AnyArray& array, const char* what) { return array_device(array, what); }
 
 Status require_current_device(int device_id) {
 #if BALLOT_HAVE_CUDA
@@ -205,7 +207,8 @@ Words words_of(nb::handle object, const char* what, bool writable) {
         named(what, std::string("expected packed sign words of dtype uint64 or int64, got ") + dtype_name(t)).c_str());
   if (array.ndim() != 1) throw nb::value_error(named(what, "expected a 1-D array of words").c_str());
   require_unit_stride(array, 0, what);
-  return {static_cast<std::uint64_t*>(first_element(array)), array.shape(0), device_of(array, what), array.device_id()};
+  return {static_cast<std::uint64_t*>(first_element(array)), array.shape(0), array_device(array, what),
+          array.device_id()};
 }
 
 FloatRows float_rows(nb::handle vectors, const char* what) {
@@ -220,7 +223,7 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
                                   "vectors), got " +
                                       std::to_string(matrix.ndim()) + " dimensions")
                                 .c_str());
-    out.device = device_of(matrix, what);
+    out.device = array_device(matrix, what);
     require_unit_stride(matrix, 1, what);
     out.d = matrix.shape(1);
     out.arrays.push_back(matrix);
@@ -249,7 +252,7 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
       if (row.ndim() != 1)
         throw nb::value_error(
             named(name.c_str(), "expected a 1-D vector, got " + std::to_string(row.ndim()) + " dimensions").c_str());
-      (void)device_of(row, name.c_str());
+      (void)array_device(row, name.c_str());
       require_unit_stride(row, 0, name.c_str());
     }
     const Device device = row.device_type() == nb::device::cpu::value ? Device::kCpu : Device::kCuda;

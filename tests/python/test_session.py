@@ -334,6 +334,9 @@ def test_a_partition_folded_twice_in_a_round_is_refused(make_cluster):
     def careful(node, work):
         native = node._native
         gradient = np.ones(node.dimension, dtype=np.float32)
+        if not refused:  # an offset whose end wraps past 2**64 to 0
+            with pytest.raises(ValueError, match="a piece of the gradient starts at a multiple of 64"):
+                native.fold_range(work.partitions[0], 2**64 - 64, gradient[:64])
         for partition in work.partitions:
             native.fold(partition, gradient)
         if not refused:

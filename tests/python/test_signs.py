@@ -233,3 +233,47 @@ def test_torch_tensors_that_torch_would_not_export_are_refused():
     assert w.detach().eq(0).all()
     # Reading one is fine (a gradient attack crafted from parameters, say).
     np.testing.assert_array_equal(signs.pack(w).numpy(), signs.pack(torch.zeros(3)).numpy())
+
+
+class _ForeignDeviceWords:
+    """A uint64 array that DLPack says lives on a Vulkan device (type 7): the memory is host
+    memory here, but a caller's array on such a device must be refused, never read as the CPU's."""
+
+    def __init__(self, *shape):
+        import ctypes
+
+        class Device(ctypes.Structure):
+            _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+        class DataType(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+        class Tensor(ctypes.Structure):
+            _fields_ = [("data", ctypes.c_void_p), ("device", Device), ("ndim", ctypes.c_int32),
+                        ("dtype", DataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+        class Managed(ctypes.Structure):
+            _fields_ = [("dl_tensor", Tensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+        self.memory = np.zeros(shape, np.uint64)
+        self.shape = (ctypes.c_int64 * len(shape))(*shape)
+        self.managed = Managed(Tensor(self.memory.ctypes.data, Device(7, 0), len(shape), DataType(1, 64, 1), self.shape,
+                                      None, 0), None, None)
+        self.ctypes = ctypes
+
+    def __dlpack_device__(self):
+        return (7, 0)
+
+    def __dlpack__(self, stream=None, **_):
+        new_capsule = self.ctypes.pythonapi.PyCapsule_New
+        new_capsule.restype = self.ctypes.py_object
+        new_capsule.argtypes = [self.ctypes.c_void_p, self.ctypes.c_char_p, self.ctypes.c_void_p]
+        return new_capsule(self.ctypes.addressof(self.managed), b"dltensor", None)
+
+
+def test_word_arrays_on_other_devices_are_refused():
+    with pytest.raises(ValueError, match="CPU or a CUDA device"):
+        signs.majority_vote(_ForeignDeviceWords(3, 2), 100)  # one 2-D array
+    with pytest.raises(ValueError, match="CPU or a CUDA device"):
+        signs.majority_vote([_ForeignDeviceWords(2)], 100)  # a list of rows

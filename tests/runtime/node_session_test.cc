@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -217,6 +218,9 @@ TEST(NodeSessionTest, AVoteInPiecesIsTheWholeVoteAndARestartedNodeAbstains) {
   ASSERT_TRUE(pieces.fold_range(0, d, 256, all.subspan(256)).ok());
   ASSERT_TRUE(pieces.fold_range(0, d, 0, all.first(256)).ok());
   EXPECT_EQ(pieces.fold_range(0, d, 100, all.subspan(100, 28)).error().code, ErrorCode::kInvalidArgument);
+  // An offset whose end would wrap past 2^64 to a small number.
+  const std::size_t wrapping = std::numeric_limits<std::size_t>::max() - 63;
+  EXPECT_EQ(pieces.fold_range(0, d, wrapping, all.first(64)).error().code, ErrorCode::kInvalidArgument);
 
   const auto piece_words = [&](std::uint32_t index, std::uint32_t count) {
     return pieces.folded_vote_words(d, vote_piece_word(words, index, count), vote_piece_word(words, index + 1, count));
