@@ -12,6 +12,7 @@
 
 #include "apps/commands.h"
 #include "apps/launcher_env.h"
+#include "core/json_nesting.h"
 #include "core/spec.h"
 #include "runtime/cluster.h"
 #include "runtime/experiment.h"
@@ -71,7 +72,8 @@ void drop_metrics_from(const std::filesystem::path& metrics, std::uint64_t first
   std::string kept;
   bool dropped = false;
   for (std::string line; std::getline(in, line);) {
-    const auto row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const auto row = json_nesting_ok(line) ? nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false)
+                                           : nlohmann::json(nlohmann::json::value_t::discarded);
     if (row.is_object() && row.contains("round") && row["round"].is_number_unsigned() &&
         row["round"].get<std::uint64_t>() >= first_round) {
       dropped = true;

@@ -13,6 +13,8 @@
 #include "attacks/targets.h"
 #include "coding/allocation_matrix.h"
 #include "coding/codec_registry.h"
+#include "core/file_io.h"
+#include "core/json_nesting.h"
 #include "core/spec.h"
 #include "learning/optimizer.h"
 #include "robust/registry.h"
@@ -369,6 +371,8 @@ Status Grid::validate() const {
 }
 
 Result<Grid> parse_grid(std::string_view json_text, Grid grid) {
+  if (!json_nesting_ok(json_text))
+    return grid_error("arrays and objects nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
   const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return grid_error("not valid JSON");
   if (!root.is_object()) return grid_error("the top level must be an object");
@@ -467,11 +471,11 @@ Result<Grid> parse_grid(std::string_view json_text, Grid grid) {
 }
 
 Result<Grid> load_grid(const std::string& path, Grid defaults) {
-  std::ifstream in(path);
-  if (!in) return make_error(ErrorCode::kNotFound, "cannot open grid file '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  auto grid = parse_grid(text.str(), std::move(defaults));
+  // A directory, a device or a huge file is an error naming it (as for cluster files).
+  auto bytes = read_file(path, runtime::kMaxClusterConfigBytes, "grid file");
+  if (!bytes.ok()) return std::move(bytes).error();
+  auto grid =
+      parse_grid(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()), std::move(defaults));
   if (!grid.ok()) {
     auto error = std::move(grid).error();
     error.message += " (" + path + ")";

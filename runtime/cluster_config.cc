@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "core/file_io.h"
+#include "core/json_nesting.h"
 
 namespace ballot::runtime {
 namespace {
@@ -62,6 +63,8 @@ Status read_path(const Json& object, const char* key, std::filesystem::path& out
 }  // namespace
 
 Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
+  if (!json_nesting_ok(json_text))
+    return config_error("arrays and objects nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
   const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return config_error("not valid JSON");
   if (!root.is_object()) return config_error("the top level must be an object");
@@ -170,6 +173,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
 }
 
 Status check_required_fields(const std::string& json_text) {
+  if (!json_nesting_ok(json_text)) return {};  // parse_cluster_config says what is wrong
   const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) return {};  // parse_cluster_config says what is wrong
   std::vector<std::string> missing;

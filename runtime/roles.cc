@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "coding/codec.h"
+#include "core/json_nesting.h"
 #include "core/spec.h"
 #include "runtime/checkpoint.h"
 #include "runtime/decision_log.h"
@@ -51,7 +52,9 @@ nlohmann::json run_identity(const TrainingSetup& setup) {
 Status check_same_run(const Checkpoint& checkpoint, const TrainingSetup& setup, const std::filesystem::path& path) {
   const auto it = checkpoint.sections.find(std::string(kRunSection));
   if (it == checkpoint.sections.end()) return {};
-  const auto saved = nlohmann::json::parse(it->second.begin(), it->second.end(), nullptr, /*allow_exceptions=*/false);
+  const std::string_view text(reinterpret_cast<const char*>(it->second.data()), it->second.size());
+  const auto saved = json_nesting_ok(text) ? nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false)
+                                           : nlohmann::json(nlohmann::json::value_t::discarded);
   const auto now = run_identity(setup);
   if (!saved.is_object())
     return make_error(ErrorCode::kMalformed, "checkpoint '" + path.string() + "': its run section is not JSON");

@@ -252,6 +252,14 @@ TEST(LoadGrid, MissingFileAndExample) {
   auto missing = load_grid("/nonexistent/grid.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  auto directory = load_grid("/tmp");  // named as what it is, not read as text
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.error().message.find("/tmp"), std::string::npos) << directory.error().message;
+  // Copying the base values recursed once per level of nesting: refused before parsing.
+  const std::string deep = std::string(200'000, '[') + std::string(200'000, ']');
+  auto nested = parse_grid(R"({"base": {"model": )" + deep + "}}");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.error().message.find("nested deeper than 64"), std::string::npos) << nested.error().message;
   auto example = load_grid(std::string(BALLOT_EXAMPLES_DIR) + "/evaluate_grid.json");
   ASSERT_TRUE(example.ok()) << example.error().message;
   EXPECT_FALSE(example->defences.empty());

@@ -61,6 +61,23 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
   }
 }
 
+// A value nested 200,000 levels deep (400 KB, under the file limit) is refused before parsing:
+// printing it into the type error recursed once per level and overflowed the stack.
+TEST(ClusterConfig, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(200'000, '[') + "1" + std::string(200'000, ']');
+  for (const std::string& text :
+       {R"({"server": {"host": "h", "port": )" + deep + "}}", R"({"training": )" + deep + "}"}) {
+    auto config = parse_cluster_config(text);
+    ASSERT_FALSE(config.ok());
+    EXPECT_NE(config.error().message.find("nested deeper than 64"), std::string::npos) << config.error().message;
+    EXPECT_TRUE(check_required_fields(text).ok());  // parse_cluster_config is the one that says why
+  }
+  const std::string shallow = std::string(60, '[') + "1" + std::string(60, ']');
+  auto config = parse_cluster_config(R"({"server": {"port": )" + shallow + "}}");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.error().message.find("'port'"), std::string::npos) << config.error().message;
+}
+
 // Option strings come from the command line and may hold bytes that are not UTF-8: writing the
 // config (or the evaluation's results.json built from it) replaces them instead of throwing.
 TEST(ClusterConfig, InvalidUtf8IsReplacedNotThrown) {
