@@ -4,7 +4,7 @@ Every node runs this script; the server is `ballot server` and needs no torch. T
 
     # signSGD with majority vote through the certified election code, one node reverses its votes
     python -m ballot.torch.run --nodes 7 --byzantine 1 --attack reverse --rounds 3000 \\
-        examples/python/torch_fashion_mnist.py
+        --lr "constant:lr=0.001 > cosine:rounds=3000,min=0.05" examples/python/torch_fashion_mnist.py
 
     # the gradient path: a robust rule against ALIE
     python -m ballot.torch.run --nodes 7 --byzantine 1 --attack alie --rule "nnm:f=1 > trimmed_mean:f=1" \\

@@ -455,9 +455,23 @@ def test_rank_zero_is_the_server_and_a_group_ignores_rank(monkeypatch, tmp_path)
     (["--rounds=", "--nodes", "3", "train.py"], "--rounds= needs a value"),
     (["--ballot=", "train.py"], "--ballot needs a path"),
     (["--rounds"], "--rounds needs a value"),
+    (["--init", "model.ballot", "train.py"], "--init is not an option here: the launcher exports"),
+    (["--simulate", "train.py"], "--simulate is not an option here"),
 ])
 def test_launcher_options_without_values_are_errors(argv, message):
     from ballot.torch import run
 
     with pytest.raises(SystemExit, match=message):
         run.main(argv)
+
+
+def test_the_launcher_takes_every_option_of_ballot_train_that_means_something_here():
+    """Each option `ballot train --help` lists is passed through, or refused with its reason."""
+    from ballot.torch import run
+
+    listed = set(re.findall(r"^\s+(?:-\w,)?(--[a-z-]+)", subprocess.run(
+        [str(PROGRAM), "train", "--help"], capture_output=True, text=True, check=True).stdout, re.M))
+    assert "--digest-every" in listed and "--rounds" in listed
+    assert listed - {"--help"} == (run._VALUE_OPTIONS | run._FLAG_OPTIONS | set(run._NOT_HERE)) - {"-n", "-b"}
+    options, _, script, _ = run._split(["--digest-every", "5", "--rounds=3", "train.py"])
+    assert options == ["--digest-every", "5", "--rounds=3"] and script == "train.py"

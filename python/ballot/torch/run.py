@@ -13,7 +13,8 @@ over mutual TLS on loopback, with live progress and metrics as JSON lines.
    get the same bits).
 
 Options are ``ballot train``'s (``--nodes``, ``--byzantine``, ``--attack``, ``--attackers``,
-``--code``, ``--placement``, ``--rule``, ``--codec``, ``--update``, ``--lr``, ``--rounds``, ...),
+``--code``, ``--placement``, ``--rule``, ``--codec``, ``--update``, ``--lr``, ``--rounds``, ...)
+but ``--init`` (the launcher writes it), ``--simulate`` and ``--lockstep`` (built-in models only),
 plus ``--ballot PATH`` (the ``ballot`` program; default ``$BALLOT_PROGRAM`` or the one on PATH).
 Unlike ``ballot train``'s demo there is no attacker unless ``--attack`` or ``--attackers`` says so.
 The work directory (``--work-dir``, else a temporary one) keeps the logs: ``node-<i>.log`` holds
@@ -42,11 +43,18 @@ __all__ = ["main", "find_ballot"]
 _VALUE_OPTIONS = {
     "-n", "--nodes", "-b", "--byzantine", "--code", "--placement", "--model", "--update", "--worker-momentum", "--lr",
     "--partition-size", "--rounds", "--seed", "--data", "--attack", "--attackers", "--byzantine-nodes", "--rule",
-    "--codec", "--eval-every", "--deadline-ms", "--checkpoint-every", "--metrics", "--work-dir", "--config"
+    "--codec", "--eval-every", "--deadline-ms", "--checkpoint-every", "--digest-every", "--metrics", "--work-dir",
+    "--config"
 }
 # `ballot train` flags (passed through).
 _FLAG_OPTIONS = {"--relay-decisions"}
 _OWN_OPTIONS = {"--ballot"}
+# `ballot train` options that have no meaning here, and why.
+_NOT_HERE = {
+    "--init": "the launcher exports the script's model as the init file itself",
+    "--simulate": "a torch script runs as node processes; --simulate runs the built-in models in one process",
+    "--lockstep": "a torch script runs as node processes; --lockstep runs the built-in models in one process",
+}
 
 
 def find_ballot(explicit: Optional[str] = None) -> str:
@@ -91,6 +99,8 @@ def _split(argv: Sequence[str]) -> Tuple[List[str], Optional[str], str, List[str
                 raise SystemExit(f"ballot.torch.run: {arg} needs a value")
         elif arg in _FLAG_OPTIONS:
             options.append(arg)
+        elif name in _NOT_HERE:
+            raise SystemExit(f"ballot.torch.run: {name} is not an option here: {_NOT_HERE[name]}")
         elif arg in ("-h", "--help"):
             print(__doc__)
             raise SystemExit(0)
