@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/enforce.h"
+#include "core/file_io.h"
 #include "transport/detail/ossl.h"
 
 namespace ballot::transport {
@@ -32,13 +33,14 @@ constexpr std::string_view kUriPrefix = "ballot://";
 
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
+// A PEM key or certificate: a few KiB. The cap makes a FIFO, /dev/zero or a huge file an error
+// naming it instead of an endless read.
+constexpr std::uint64_t kMaxPemBytes = std::uint64_t{1} << 20;
+
 Result<std::string> read_file(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return make_error(ErrorCode::kNotFound, "file " + quoted(path) + " does not exist");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kIo, "cannot read " + quoted(path) + ": " + std::strerror(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return make_error(ErrorCode::kIo, "error while reading " + quoted(path));
+  BALLOT_ASSIGN_OR_RETURN(auto bytes, ballot::read_file(path, kMaxPemBytes, "PEM file"));
+  std::string data(bytes.begin(), bytes.end());
+  OPENSSL_cleanse(bytes.data(), bytes.size());  // a private key's bytes are not left behind
   return data;
 }
 

@@ -110,6 +110,22 @@ TEST(Pki, GarbageFileIsNamed) {
   EXPECT_TRUE(mentions(loaded.error(), node_cert_path(pki.dir, 1))) << loaded.error().to_string();
 }
 
+TEST(Pki, AFifoOrAHugeFileIsNamedNotReadForever) {
+  TestPki pki(2);
+  fs::remove(node_cert_path(pki.dir, 1));
+  ASSERT_EQ(::mkfifo(node_cert_path(pki.dir, 1).c_str(), 0600), 0);  // no writer: a read would block
+  auto fifo = load_credentials(pki.dir, 1);
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_TRUE(mentions(fifo.error(), node_cert_path(pki.dir, 1))) << fifo.error().to_string();
+  fs::remove(node_cert_path(pki.dir, 2));
+  std::ofstream(node_cert_path(pki.dir, 2)).close();
+  fs::resize_file(node_cert_path(pki.dir, 2), std::uintmax_t{4} << 30);  // sparse: 4 GiB read as nothing
+  auto huge = load_credentials(pki.dir, 2);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().code, ErrorCode::kLimitExceeded);
+  EXPECT_TRUE(mentions(huge.error(), node_cert_path(pki.dir, 2))) << huge.error().to_string();
+}
+
 TEST(Pki, ExpiredCertificateIsNamed) {
   TestPki pki(0);
   const auto now = std::chrono::system_clock::now();
