@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include "coding/codec_registry.h"
 #include "robust/registry.h"
@@ -62,10 +64,10 @@ struct ServerHarness {
     return o;
   }
   transport::Transport& node(std::size_t i) { return *endpoints[i + 1]; }
-  void vote(std::size_t i, std::uint64_t round, const transport::Digest& digest, bool sign) {
+  void vote(std::size_t i, std::uint64_t round, const transport::Digest& digest, bool sign, double loss = 0.5) {
     ASSERT_TRUE(node(i)
                     .send(kServerId, MessageType::kVote, round,
-                          encode(Vote{round, 0.5, digest, BitVector(replica.dimension(), sign)}))
+                          encode(Vote{round, loss, digest, BitVector(replica.dimension(), sign)}))
                     .ok());
   }
   // begin, then round 0 with every node's vote on the current model, collected and decided.
@@ -119,6 +121,32 @@ TEST(ServerSessionTest, DecidesTheMajorityOfTheVotes) {
   EXPECT_NE(applied, digest);
   session.apply_decision();  // once
   EXPECT_EQ(h.replica.state_digest(), applied);
+}
+
+// The loss a vote reports is a metric a Byzantine node writes: a NaN or an infinity is left out of
+// the round's mean (which is NaN only when no vote has a finite loss); the vote itself counts.
+TEST(ServerSessionTest, ANonFiniteLossDoesNotPoisonTheRoundsMeanLoss) {
+  ServerHarness h;
+  ServerSession session(h.setup, *h.endpoints[0], h.replica, h.options());
+  ASSERT_TRUE(session.begin(0).ok());
+  const auto digest = h.replica.state_digest();
+  ASSERT_TRUE(session.open_round(0).ok());
+  h.vote(0, 0, digest, true, 0.25);
+  h.vote(1, 0, digest, true, std::numeric_limits<double>::quiet_NaN());
+  h.vote(2, 0, digest, false, -std::numeric_limits<double>::infinity());
+  ASSERT_TRUE(session.collect().ok());
+  ASSERT_TRUE(session.decide().ok());
+  EXPECT_EQ(session.report().votes, 3u);
+  EXPECT_EQ(session.report().mean_loss, 0.25);
+  session.apply_decision();
+
+  ASSERT_TRUE(session.open_round(1).ok());
+  for (std::size_t i = 0; i < 3; ++i)
+    h.vote(i, 1, h.replica.state_digest(), true, std::numeric_limits<double>::infinity());
+  ASSERT_TRUE(session.collect().ok());
+  ASSERT_TRUE(session.decide().ok());
+  EXPECT_EQ(session.report().votes, 3u);
+  EXPECT_TRUE(std::isnan(session.report().mean_loss));
 }
 
 // A caller that does not apply the decision gets it applied by the next round's start, whose
