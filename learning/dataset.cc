@@ -212,6 +212,11 @@ Result<Dataset> load_idx_dataset(const std::string& images_path, const std::stri
     return make_error(ErrorCode::kMalformed, describe(images_path) + " has " + std::to_string(images.dims.size()) +
                                                  " dimensions, an images file has 3 (count, rows, cols)");
   }
+  if (images.dims[1] == 0 || images.dims[2] == 0) {
+    return make_error(ErrorCode::kMalformed, describe(images_path) + " holds images of " +
+                                                 std::to_string(images.dims[1]) + " x " +
+                                                 std::to_string(images.dims[2]) + " pixels: no features to learn from");
+  }
   if (labels.dims.size() != 1) {
     return make_error(ErrorCode::kMalformed, describe(labels_path) + " has " + std::to_string(labels.dims.size()) +
                                                  " dimensions, a labels file has 1");

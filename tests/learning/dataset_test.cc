@@ -197,6 +197,11 @@ TEST(LoadIdxDataset, ScalesPixelsAndChecksLabels) {
   auto swapped = load_idx_dataset(dir.file("lab"), dir.file("img.gz"));
   ASSERT_FALSE(swapped.ok());
   EXPECT_EQ(swapped.error().code, ErrorCode::kMalformed);
+
+  write_plain(dir.file("img_empty"), idx_bytes({3, 0, 28}, {}));  // images without a pixel
+  auto empty = load_idx_dataset(dir.file("img_empty"), dir.file("lab"));
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("0 x 28 pixels"), std::string::npos) << empty.error().message;
 }
 
 TEST(LoadMnistDir, FindsPlainAndGzipFilesAndNamesTheMissingOne) {
