@@ -4,9 +4,9 @@
 #include <bit>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include "core/enforce.h"
+#include "core/file_io.h"
 #include "core/rng.h"
 
 namespace ballot::coding {
@@ -159,17 +159,9 @@ Result<AllocationMatrix> AllocationMatrix::parse(std::string_view text) {
 }
 
 Result<AllocationMatrix> AllocationMatrix::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kNotFound, "allocation matrix: cannot open '" + path + "'");
-  std::string text;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    text.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxFileBytes)
-      return make_error(ErrorCode::kLimitExceeded,
-                        "allocation matrix: '" + path + "' exceeds " + std::to_string(kMaxFileBytes) + " bytes");
-  }
-  if (in.bad()) return make_error(ErrorCode::kIo, "allocation matrix: cannot read '" + path + "'");
+  // A directory, a FIFO or a device is an error naming it, not a read that never ends.
+  BALLOT_ASSIGN_OR_RETURN(const auto bytes, read_file(path, kMaxFileBytes, "allocation matrix"));
+  const std::string text(bytes.begin(), bytes.end());
   auto g = parse(text);
   if (!g.ok()) {
     Error error = std::move(g).error();

@@ -19,7 +19,10 @@ std::size_t json_nesting(std::string_view text, std::size_t limit) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > deepest && (deepest = depth) > limit) return deepest;
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > limit) return deepest;
+      }
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }

@@ -39,7 +39,7 @@ namespace ballot::runtime {
 
 struct ExperimentRound {
   std::uint64_t round = 0;
-  double mean_loss = 0.0;     // mean batch loss of the votes counted
+  double mean_loss = 0.0;     // mean of the counted votes' finite batch losses
   std::size_t votes = 0;      // votes counted (absent: crashed, omitted, rejected attackers)
   bool evaluated = false;     // test evaluation this round (options.eval_every, and the last)
   learning::Evaluation test;  // when evaluated

@@ -53,8 +53,12 @@ Status check_same_run(const Checkpoint& checkpoint, const TrainingSetup& setup, 
   const auto it = checkpoint.sections.find(std::string(kRunSection));
   if (it == checkpoint.sections.end()) return {};
   const std::string_view text(reinterpret_cast<const char*>(it->second.data()), it->second.size());
-  const auto saved = json_nesting_ok(text) ? nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false)
-                                           : nlohmann::json(nlohmann::json::value_t::discarded);
+  if (!json_nesting_ok(text)) {
+    return make_error(ErrorCode::kMalformed, "checkpoint '" + path.string() +
+                                                 "': its run section is nested deeper than " +
+                                                 std::to_string(kMaxJsonNesting) + " levels");
+  }
+  const auto saved = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   const auto now = run_identity(setup);
   if (!saved.is_object())
     return make_error(ErrorCode::kMalformed, "checkpoint '" + path.string() + "': its run section is not JSON");

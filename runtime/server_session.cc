@@ -443,7 +443,8 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
   std::vector<std::span<const float>> gradients;
   std::vector<robust::SparseRow> entries;
   // The loss a vote reports is only a metric, and a Byzantine node's: one NaN or infinity would
-  // make every round's mean one. The mean is over the finite ones (NaN when no vote has one).
+  // make every round's mean one. The mean is over the finite ones (NaN when no vote has one); a
+  // finite but wild value still moves it, as any mean.
   double loss = 0;
   std::size_t losses = 0;
   for (std::size_t i = 0; i < s.n; ++i) {

@@ -37,7 +37,7 @@ struct RoundReport {
   std::uint64_t round = 0;
   std::size_t votes = 0;             // counted votes
   std::vector<std::size_t> missing;  // node indices without a counted vote
-  double mean_loss = 0.0;            // mean of the counted nodes' batch losses
+  double mean_loss = 0.0;            // mean of the counted votes' finite batch losses (a metric)
   bool evaluated = false;
   learning::Evaluation test;             // when evaluated
   double seconds = 0.0;                  // wall time of the round

@@ -12,8 +12,6 @@
 #include <charconv>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "core/enforce.h"

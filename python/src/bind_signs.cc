@@ -148,7 +148,7 @@ WordRows word_rows(nb::handle inputs) {
     throw nb::value_error("inputs: the array is not contiguous along its last axis");
   auto* base =
       reinterpret_cast<std::uint64_t*>(static_cast<std::uint8_t*>(matrix.data_handle()) + matrix.byte_offset());
-  const Device device = device_of(matrix, "inputs");
+  const Device device = device_of(matrix.device_type(), "inputs");
   for (std::size_t i = 0; i < matrix.shape(0); ++i)
     out.rows.push_back(
         {base + static_cast<std::ptrdiff_t>(i) * matrix.stride(0), matrix.shape(1), device, matrix.device_id()});

@@ -72,15 +72,6 @@ void* first_element(const Array& array) {
   return static_cast<std::uint8_t*>(array.data_handle()) + array.byte_offset();
 }
 
-template <typename Array>
-Device array_device(const Array& array, const char* what) {
-  if (array.device_type() == nb::device::cpu::value) return Device::kCpu;
-  if (array.device_type() == nb::device::cuda::value) return Device::kCuda;
-  throw nb::value_error(named(what, "arrays must live on the CPU or a CUDA device (DLPack device type " +
-                                        std::to_string(array.device_type()) + ")")
-                            .c_str());
-}
-
 // torch and torch.Tensor once torch is imported (null before: then no argument is a tensor).
 // Called with the GIL held (the module is not built free-threaded); the references are kept for
 // the life of the process.
@@ -153,7 +144,7 @@ std::pair<std::span<float>, Device> floats_1d(const Array& array, const char* wh
   if (array.ndim() != 1)
     throw nb::value_error(
         named(what, "expected a 1-D array, got " + std::to_string(array.ndim()) + " dimensions").c_str());
-  const Device device = array_device(array, what);
+  const Device device = device_of(array.device_type(), what);
   require_unit_stride(array, 0, what);
   return {{static_cast<float*>(first_element(array)), array.shape(0)}, device};
 }
@@ -166,7 +157,13 @@ std::span<float> on_cpu(std::pair<std::span<float>, Device> view, const char* wh
 
 }  // namespace
 
-Device device_of(const AnyArray& array, const char* what) { return array_device(array, what); }
+Device device_of(int dlpack_device_type, const char* what) {
+  if (dlpack_device_type == nb::device::cpu::value) return Device::kCpu;
+  if (dlpack_device_type == nb::device::cuda::value) return Device::kCuda;
+  throw nb::value_error(named(what, "arrays must live on the CPU or a CUDA device (DLPack device type " +
+                                        std::to_string(dlpack_device_type) + ")")
+                            .c_str());
+}
 
 Status require_current_device(int device_id) {
 #if BALLOT_HAVE_CUDA
@@ -207,7 +204,7 @@ Words words_of(nb::handle object, const char* what, bool writable) {
         named(what, std::string("expected packed sign words of dtype uint64 or int64, got ") + dtype_name(t)).c_str());
   if (array.ndim() != 1) throw nb::value_error(named(what, "expected a 1-D array of words").c_str());
   require_unit_stride(array, 0, what);
-  return {static_cast<std::uint64_t*>(first_element(array)), array.shape(0), array_device(array, what),
+  return {static_cast<std::uint64_t*>(first_element(array)), array.shape(0), device_of(array.device_type(), what),
           array.device_id()};
 }
 
@@ -223,7 +220,7 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
                                   "vectors), got " +
                                       std::to_string(matrix.ndim()) + " dimensions")
                                 .c_str());
-    out.device = array_device(matrix, what);
+    out.device = device_of(matrix.device_type(), what);
     require_unit_stride(matrix, 1, what);
     out.d = matrix.shape(1);
     out.arrays.push_back(matrix);
@@ -252,7 +249,7 @@ FloatRows float_rows(nb::handle vectors, const char* what) {
       if (row.ndim() != 1)
         throw nb::value_error(
             named(name.c_str(), "expected a 1-D vector, got " + std::to_string(row.ndim()) + " dimensions").c_str());
-      (void)array_device(row, name.c_str());
+      (void)device_of(row.device_type(), name.c_str());
       require_unit_stride(row, 0, name.c_str());
     }
     const Device device = row.device_type() == nb::device::cpu::value ? Device::kCpu : Device::kCuda;

@@ -44,8 +44,9 @@ AnyArray as_array(nb::handle object, const char* what);
 WritableArray as_writable(nb::handle object, const char* what);
 
 enum class Device { kCpu, kCuda };
-// The array's device; any other than the CPU or CUDA is a ValueError naming `what`.
-Device device_of(const AnyArray& array, const char* what);
+// The device of a DLPack device type (array.device_type()); any other than the CPU or CUDA is a
+// ValueError naming `what`.
+Device device_of(int dlpack_device_type, const char* what);
 
 // A 1-D float32 array with unit stride (or at most one element) on the CPU.
 std::span<const float> cpu_floats(nb::handle object, const char* what);

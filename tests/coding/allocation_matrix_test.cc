@@ -1,6 +1,7 @@
 #include "coding/allocation_matrix.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -123,6 +124,11 @@ TEST(AllocationMatrix, SaveAndLoadFile) {
   ASSERT_TRUE(g.save(path).ok());
   EXPECT_EQ(AllocationMatrix::load(path).value(), g);
   EXPECT_EQ(AllocationMatrix::load((dir / "absent.txt").string()).error().code, ErrorCode::kNotFound);
+  const auto fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);  // no writer: a read would never end
+  const auto from_fifo = AllocationMatrix::load(fifo.string());
+  ASSERT_FALSE(from_fifo.ok());
+  EXPECT_NE(from_fifo.error().message.find(fifo.string()), std::string::npos) << from_fifo.error().message;
   { std::ofstream(path) << "1 0\n0 2\n"; }
   const auto bad = AllocationMatrix::load(path);
   ASSERT_FALSE(bad.ok());

@@ -43,6 +43,10 @@ def ballot_program():
 
 
 PROGRAM = ballot_program()
+# A round deadline for runs whose digests are compared: every vote and every exchanged input counts,
+# however slowly a loaded machine starts the processes and their connections. (The server decides
+# as soon as all n votes are in; only a run with a missing node waits it out.)
+EVERY_VOTE_MS = 60000
 pytestmark = pytest.mark.skipif(PROGRAM is None, reason="the `ballot` program is not built (apps/ballot)")
 
 
@@ -59,7 +63,7 @@ def run(*args):
 class Cluster:
     """A throw-away PKI and cluster file, as `ballot train` prepares them."""
 
-    def __init__(self, root: Path, **training):
+    def __init__(self, root: Path, round_deadline_ms=3000, **training):
         keys, ca = root / "keys", root / "ca"
         run("keys", "init", "--dir", keys, "--ca-dir", ca)
         run("keys", "issue", 0, "--role", "server", "--dir", keys, "--ca-dir", ca)
@@ -72,9 +76,7 @@ class Cluster:
         cluster = {
             "server": {"host": "127.0.0.1", "port": free_port()},
             "keys": str(keys), "checkpoint": "", "metrics": "", "node_state": str(root),
-            # Every vote and every exchanged input counted, as the compared digests assume, however
-            # slowly a loaded machine starts the processes and their connections.
-            "round_deadline_ms": 60000, "training": config,
+            "round_deadline_ms": round_deadline_ms, "training": config,
         }
         if config["placement"] == "exchange":  # nodes listen too: they send each other their signs
             cluster["nodes"] = [{"host": "127.0.0.1", "port": free_port()} for _ in range(config["nodes"])]
@@ -119,8 +121,8 @@ class Cluster:
 def make_cluster(tmp_path):
     made = []
 
-    def make(**training):
-        cluster = Cluster(tmp_path / f"c{len(made)}", **training)
+    def make(round_deadline_ms=3000, **training):
+        cluster = Cluster(tmp_path / f"c{len(made)}", round_deadline_ms, **training)
         made.append(cluster)
         return cluster
 
@@ -181,7 +183,7 @@ class Ticker:
 
 
 def test_a_python_node_reaches_the_pinned_digest(make_cluster):
-    cluster = make_cluster()
+    cluster = make_cluster(EVERY_VOTE_MS)
     index = honest_index(cluster)
     digests = []
 
@@ -208,7 +210,7 @@ def test_a_python_node_reaches_the_pinned_digest(make_cluster):
 
 def test_a_node_driven_without_blocking_reaches_the_pinned_digest(make_cluster):
     """poll_for: a caller with its own loop polls with a short timeout (None: nothing yet)."""
-    cluster = make_cluster()
+    cluster = make_cluster(EVERY_VOTE_MS)
     index = honest_index(cluster)
     node = NodeSession.from_cluster_file(cluster.file, index)
     cluster.start_server()
@@ -236,7 +238,7 @@ def test_a_node_driven_without_blocking_reaches_the_pinned_digest(make_cluster):
 
 
 def test_bad_input_is_an_error_and_the_round_stays_open(make_cluster):
-    cluster = make_cluster()
+    cluster = make_cluster(EVERY_VOTE_MS)
     index = honest_index(cluster)
     checked, stale = [], []
 
@@ -279,7 +281,7 @@ def test_signs_and_momentum_from_the_caller_are_checked(make_cluster):
     """The calls of a caller that folds with its own copy of the worker momentum (ballot.torch on
     a GPU): fold_signs, fold_signs_range, momentum and the momentum source; bad input is a Python
     exception."""
-    cluster = make_cluster(code="identity")  # each node computes its own partition only
+    cluster = make_cluster(EVERY_VOTE_MS, code="identity")  # each node computes its own partition only
     config = json.loads(cluster.file.read_text())
     config["checkpoint_every"] = 2  # the node state file is saved at the decisions of even rounds
     cluster.file.write_text(json.dumps(config))
@@ -327,7 +329,7 @@ def test_signs_and_momentum_from_the_caller_are_checked(make_cluster):
 def test_a_partition_folded_twice_in_a_round_is_refused(make_cluster):
     """fold and fold_range advance the worker momentum: a coordinate folded twice in one round is
     a ValueError before anything changes, and the round goes on."""
-    cluster = make_cluster(code="identity")
+    cluster = make_cluster(EVERY_VOTE_MS, code="identity")
     index = honest_index(cluster)
     refused = []
 
@@ -362,7 +364,7 @@ def test_a_partition_folded_twice_in_a_round_is_refused(make_cluster):
 def test_which_nodes_encode_a_cuda_gradient_on_its_gpu(make_cluster, codec, has_encoder):
     """encodes_on_device: the codecs with a device encoder, in a build with CUDA, at honest nodes
     only (an attack acts on the gradient, on the host)."""
-    cluster = make_cluster(rule="trimmed_mean:f=1", codec=codec, attack="sign_flip", attackers=1)
+    cluster = make_cluster(EVERY_VOTE_MS, rule="trimmed_mean:f=1", codec=codec, attack="sign_flip", attackers=1)
     seen = set()
     for index in range(cluster.nodes):
         with NodeSession.from_cluster_file(cluster.file, index) as node:
@@ -375,7 +377,7 @@ def test_a_byzantine_python_caller_does_not_move_the_certified_digest(make_clust
     # No configured attacker: the Python node is the one Byzantine node (b = 1), voting the
     # opposite of every sign it computed. The deterministic code's certificate for b = 1 says the
     # decisions, and so the model, stay those of the honest run.
-    cluster = make_cluster(attack="none", attackers=0)
+    cluster = make_cluster(EVERY_VOTE_MS, attack="none", attackers=0)
     index = 2
 
     def flipped(node, work):
@@ -440,12 +442,12 @@ def test_ctrl_c_ends_a_wait_for_a_server_that_never_answers(tmp_path, call):
 ], ids=["gradient", "exchange"])
 def test_a_python_node_is_a_cpp_node(make_cluster, training):
     """The same config run all in C++ and with node k driven from Python: the same model."""
-    reference = make_cluster(rounds=8, **training)
+    reference = make_cluster(EVERY_VOTE_MS, rounds=8, **training)
     reference.start_server()
     reference.start_nodes()
     expected = reference.server_digest()
 
-    cluster = make_cluster(rounds=8, **training)
+    cluster = make_cluster(EVERY_VOTE_MS, rounds=8, **training)
     index = honest_index(cluster)
     ticks = []
     node, kinds = drive(cluster, index, lambda node, work: node.submit(node.compute()), ticks=ticks)
@@ -463,12 +465,12 @@ def test_global_top_k_changes_only_its_global_set(make_cluster):
     only the set's coordinates; a Python node is a C++ node here too."""
     training = {"rule": "trimmed_mean:f=1", "attack": "none", "attackers": 0, "codec": "gtopk:ratio=0.01",
                 "update": "sgd:momentum=0,wd=0", "lr": "constant:lr=0.5", "rounds": 6}
-    reference = make_cluster(**training)
+    reference = make_cluster(EVERY_VOTE_MS, **training)
     reference.start_server()
     reference.start_nodes()
     expected = reference.server_digest()
 
-    cluster = make_cluster(**training)
+    cluster = make_cluster(EVERY_VOTE_MS, **training)
     index = honest_index(cluster)
     changes = []
 

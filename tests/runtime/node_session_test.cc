@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "coding/codec.h"
 #include "coding/codec_registry.h"
@@ -595,10 +596,13 @@ TEST(NodeSessionTest, ExchangeVotesOverTheInputsOfItsRow) {
   ASSERT_TRUE(event.ok());
   ASSERT_EQ(event->work.kind, RoundWork::Kind::kPartitionSigns);
   EXPECT_EQ(event->work.partitions, std::vector<std::uint32_t>{0});
-  // The peers of its row send their partition signs (before or after its own: both are held).
+  // The peers of its row send their partition signs (before or after its own: both are held). The
+  // first peer's loss is NaN: left out of the vote's loss, as a Byzantine metric.
+  bool first_peer = true;
   for (auto source : row) {
     if (source == 0) continue;
-    Vote signs{0, 0.25, h.replica.state_digest(), BitVector(h.replica.dimension(), true)};
+    const double loss = std::exchange(first_peer, false) ? std::numeric_limits<double>::quiet_NaN() : 0.25;
+    Vote signs{0, loss, h.replica.state_digest(), BitVector(h.replica.dimension(), true)};
     ASSERT_TRUE(h.endpoints[source + 1]->send(node_id(0), MessageType::kPartitionSigns, 0, encode(signs)).ok());
   }
   ASSERT_TRUE(session.submit_partition_signs(0.5, BitVector(h.replica.dimension(), true)).ok());
@@ -609,6 +613,8 @@ TEST(NodeSessionTest, ExchangeVotesOverTheInputsOfItsRow) {
   ASSERT_TRUE(vote.ok()) << vote.error().to_string();
   EXPECT_EQ(vote->inputs.size(), row.size());  // its own input and each peer's, with their envelopes
   EXPECT_EQ(vote->vote.signs, BitVector(h.replica.dimension(), true));
+  EXPECT_DOUBLE_EQ(vote->vote.loss,
+                   (0.5 + 0.25 * static_cast<double>(row.size() - 2)) / static_cast<double>(row.size() - 1));
   ASSERT_TRUE(h.server()
                   .send(node_id(0), MessageType::kDecision, 0,
                         encode(Decision{0, h.replica.scale(0), h.replica.full_digest_after(0),
