@@ -9,11 +9,10 @@
 
 #include "attacks/attack_spec.h"
 #include "attacks/targets.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
-void check(bool condition) {
-  if (!condition) std::abort();
-}
+using ballot::fuzzing::check;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "tests/fuzz/fuzz_check.h"
 #include "transport/envelope.h"
 #include "transport/frame.h"
 #include "transport/verifier.h"
@@ -36,9 +37,7 @@ struct Fixture {
   Verifier verifier;
 };
 
-void check(bool condition) {
-  if (!condition) std::abort();
-}
+using ballot::fuzzing::check;
 
 }  // namespace
 

@@ -10,11 +10,10 @@
 
 #include "evaluation/grid.h"
 #include "runtime/cluster_config.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
-void check(bool condition) {
-  if (!condition) std::abort();
-}
+using ballot::fuzzing::check;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

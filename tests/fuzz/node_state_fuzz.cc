@@ -8,15 +8,14 @@
 #include <span>
 
 #include "runtime/training.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/state_fuzz_support.h"
 
 namespace {
 
 using namespace ballot;
 
-void check(bool condition) {
-  if (!condition) std::abort();
-}
+using ballot::fuzzing::check;
 
 struct Fixture {
   Fixture() {

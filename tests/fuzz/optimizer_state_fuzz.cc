@@ -10,13 +10,12 @@
 
 #include "core/bit_vector.h"
 #include "learning/optimizer.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/state_fuzz_support.h"
 
 namespace {
 
-void check(bool condition) {
-  if (!condition) std::abort();
-}
+using ballot::fuzzing::check;
 
 // Loads `bytes` into `rule` (an Optimizer or a WorkerMomentum) and checks the invariants.
 template <typename Rule>

@@ -10,12 +10,11 @@
 #include <string>
 
 #include "learning/parameter_file.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
-void check(bool condition) {
-  if (!condition) std::abort();
-}
+using ballot::fuzzing::check;
 
 }  // namespace
 

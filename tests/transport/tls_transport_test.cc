@@ -40,8 +40,19 @@ class TlsTransportTest : public ::testing::Test {
     EXPECT_EQ(back->from, 0u);
   }
 
+  // Node 3 as a raw TLS client past its Hello: the test then writes whatever bytes it likes.
+  std::unique_ptr<RawTlsClient> raw_node3() {
+    auto client = std::make_unique<RawTlsClient>(cluster_->tls_server().port(), &node3_, node3_.ca_certificate_der);
+    EXPECT_FALSE(client->connect());
+    EXPECT_FALSE(client->exchange_hello(node3_signer_, 3));
+    EXPECT_TRUE(cluster_->tls_server().wait_connected(3, 2000ms).ok());
+    return client;
+  }
+
   TestPki pki_{4};
   std::unique_ptr<TlsCluster> cluster_;
+  const Credentials node3_ = pki_.credentials(3);
+  Signer node3_signer_{node3_.key, kJob, 3, Role::kNode};
 };
 
 TEST_F(TlsTransportTest, ClientWithoutCertificateIsRefused) {
@@ -122,26 +133,17 @@ TEST_F(TlsTransportTest, SecondCertificateForAnIdIsRefusedAndBlamesNobody) {
     EXPECT_FALSE(report.peer == 3u || report.peer == 4u) << report.error.to_string();
   }
   // Node 3 with its pinned key connects, and the honest pair still talks.
-  const Credentials node3 = pki_.credentials(3);
-  RawTlsClient real(cluster_->tls_server().port(), &node3, node3.ca_certificate_der);
-  ASSERT_FALSE(real.connect());
-  Signer signer(node3.key, kJob, 3, Role::kNode);
-  ASSERT_FALSE(real.exchange_hello(signer, 3));
-  EXPECT_TRUE(cluster_->tls_server().wait_connected(3, 2000ms).ok());
+  const auto real = raw_node3();
   expect_honest_round_trip();
 }
 
 TEST_F(TlsTransportTest, PeerStallingMidFrameHitsTheDeadline) {
-  const Credentials node3 = pki_.credentials(3);
-  Signer signer(node3.key, kJob, 3, Role::kNode);
-  RawTlsClient client(cluster_->tls_server().port(), &node3, node3.ca_certificate_der);
-  ASSERT_FALSE(client.connect());
-  ASSERT_FALSE(client.exchange_hello(signer, 3));
-  ASSERT_TRUE(cluster_->tls_server().wait_connected(3, 2000ms).ok());
-  auto frame = signer.seal(MessageType::kVote, 0, std::make_shared<std::vector<std::uint8_t>>(10000, 3)).to_bytes();
+  const auto client = raw_node3();
+  auto frame =
+      node3_signer_.seal(MessageType::kVote, 0, std::make_shared<std::vector<std::uint8_t>>(10000, 3)).to_bytes();
   frame.resize(kFrameHeaderSize + 100);  // header and part of the envelope, then silence
   const auto stalled_at = std::chrono::steady_clock::now();
-  ASSERT_FALSE(client.write(frame));
+  ASSERT_FALSE(client->write(frame));
   // While node 3 stalls, node 1's session keeps working.
   expect_honest_round_trip();
   auto report = cluster_->observer().wait_for(Misbehaviour::kTimeout, 4000ms);
@@ -159,18 +161,13 @@ TEST_F(TlsTransportTest, PeerStallingMidFrameHitsTheDeadline) {
 TEST_F(TlsTransportTest, ANodesStateTransferEndsItsSessionOnTheHeader) {
   // A node announcing 1 GiB of state (a type only the server sends) is cut off at the header: the
   // server neither waits for nor buffers the payload.
-  const Credentials node3 = pki_.credentials(3);
-  Signer signer(node3.key, kJob, 3, Role::kNode);
-  RawTlsClient client(cluster_->tls_server().port(), &node3, node3.ca_certificate_der);
-  ASSERT_FALSE(client.connect());
-  ASSERT_FALSE(client.exchange_hello(signer, 3));
-  ASSERT_TRUE(cluster_->tls_server().wait_connected(3, 2000ms).ok());
-  auto frame = signer.seal(MessageType::kStateTransfer, 0, std::make_shared<std::vector<std::uint8_t>>(1000, 3));
+  const auto client = raw_node3();
+  auto frame = node3_signer_.seal(MessageType::kStateTransfer, 0, std::make_shared<std::vector<std::uint8_t>>(1000, 3));
   auto bytes = frame.to_bytes();
   const std::uint64_t announced = 1ull << 30;
   std::memcpy(bytes.data() + 16, &announced, sizeof(announced));  // payload length (little-endian header)
   bytes.resize(kFrameHeaderSize);
-  ASSERT_FALSE(client.write(bytes));
+  ASSERT_FALSE(client->write(bytes));
   auto report = cluster_->observer().wait_for(Misbehaviour::kNotPermitted, 2000ms);
   ASSERT_TRUE(report.has_value());
   EXPECT_EQ(report->peer, 3u);
