@@ -255,8 +255,9 @@ TEST_F(ProcessCluster, ExchangePlacementMatchesTheReplicatedModelBitForBit) {
   auto config = small_cluster(20);
   config.training.placement = Placement::kExchange;
   // Without faults no round waits for a deadline; a long one keeps the first round (while the
-  // node-to-node sessions come up) from voting without an input on a busy machine.
-  config.round_deadline_ms = 4000;
+  // node-to-node sessions come up) from voting without an input on a busy machine, under the
+  // sanitizers too (a node waits half the deadline for its inputs).
+  config.round_deadline_ms = 60000;
   auto cluster = prepare(config);
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();
   ASSERT_EQ(cluster->config().nodes.size(), 5u);
