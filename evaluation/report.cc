@@ -44,6 +44,13 @@ std::string setting_label(Setting s) {
 
 std::string setting_file(Setting s) { return "n" + std::to_string(s.nodes) + "_b" + std::to_string(s.byzantine); }
 
+// A sweep candidate's state: "done", or the first words of its reason ("not applicable", "failed",
+// "cancelled", "not run").
+std::string candidate_status(const LrCandidate& c) {
+  if (c.done) return "done";
+  return c.reason.empty() ? "failed" : c.reason.substr(0, c.reason.find(':'));
+}
+
 // A cell of a table when nothing finished: why, briefly (the reasons are listed below the tables).
 std::string missing(const Aggregate& a) {
   switch (a.first_status) {
@@ -193,16 +200,24 @@ std::vector<Aggregate> aggregate(const GridResult& result) {
 }
 
 std::optional<WorstCase> worst_case(std::span<const Aggregate> aggregates, Setting setting, std::size_t defence) {
-  std::optional<WorstCase> worst;
-  bool complete = true;
+  WorstCase worst;
+  bool any = false;
   for (const auto& a : aggregates) {
     if (a.setting != setting || a.defence != defence || a.attack == "none") continue;
-    // An attack that does not apply to the defence is no gap in its worst case; one that failed is.
-    if (a.unfinished > 0) complete = false;
-    if (a.done == 0) continue;
-    if (!worst || a.accuracy.mean < worst->accuracy) worst = WorstCase{a.accuracy.mean, a.attack, true};
+    if (a.done == 0) {
+      (a.unfinished > 0 ? worst.unfinished : worst.not_applicable).push_back(a.attack);
+      continue;
+    }
+    // A mean over fewer seeds: some failed, or the attack applied to only some of them.
+    if (a.done < a.seeds) worst.complete = false;
+    if (!any || a.accuracy.mean < worst.accuracy) {
+      worst.accuracy = a.accuracy.mean;
+      worst.attack = a.attack;
+    }
+    any = true;
   }
-  if (worst) worst->complete = complete;
+  if (!any) return std::nullopt;
+  if (!worst.unfinished.empty()) worst.complete = false;
   return worst;
 }
 
@@ -434,12 +449,9 @@ std::string results_json(const GridResult& result) {
   for (const auto& sweep : result.tuning) {
     Json candidates = Json::array();
     for (const auto& c : sweep.candidates) {
-      Json entry = {{"factor", c.factor},
-                    {"lr", c.schedule},
-                    {"status", c.done             ? "done"
-                               : c.reason.empty() ? "failed"
-                                                  : c.reason}};
+      Json entry = {{"factor", c.factor}, {"lr", c.schedule}, {"status", candidate_status(c)}};
       if (c.done) entry["holdout_accuracy"] = c.accuracy;
+      if (!c.done && !c.reason.empty()) entry["reason"] = c.reason;
       candidates.push_back(std::move(entry));
     }
     Json entry = {{"defence", grid.defences[sweep.defence].name},
@@ -462,6 +474,30 @@ std::string results_json(const GridResult& result) {
 }
 
 namespace {
+
+// The worst case of (setting, defence) as the tables print it: the value, `*` when it is over
+// fewer seeds than the grid has, and the attacks it is not over (in full) or `†` (short); without
+// a value, "failed" when an attack that applies finished for no seed, else "n/a".
+std::string worst_text(std::span<const Aggregate> aggregates, Setting setting, std::size_t defence, bool full) {
+  const auto worst = worst_case(aggregates, setting, defence);
+  if (!worst) {
+    for (const auto& a : aggregates) {
+      if (a.setting == setting && a.defence == defence && a.attack != "none" && a.unfinished > 0) return "failed";
+    }
+    return "n/a";
+  }
+  const std::string value = fixed(100.0 * worst->accuracy, 1);
+  const std::string seeds = worst->complete ? "" : "*";
+  if (!full) return value + seeds + (worst->partial() ? "†" : "");
+  std::string detail = md(worst->attack);
+  const auto name = [&](const char* what, const std::vector<std::string>& attacks) {
+    for (std::size_t i = 0; i < attacks.size(); ++i)
+      detail += (i == 0 ? "; " + std::string(what) + ": " : ", ") + md(attacks[i]);
+  };
+  name("n/a", worst->not_applicable);
+  name("did not finish", worst->unfinished);
+  return "**" + value + "** (" + detail + ")" + seeds;
+}
 
 // Protocol attacks act on the wire: what counts there is what the defences did. Empty when the
 // grid has no such cell for `setting`.
@@ -620,7 +656,7 @@ std::string tuning_section(const GridResult& result) {
     std::vector<std::string> row = {md(grid.defences[sweep.defence].name), "`" + md(sweep.untuned) + "`"};
     for (std::size_t k = 0; k < sweep.candidates.size(); ++k) {
       const auto& c = sweep.candidates[k];
-      std::string cell = c.done ? fixed(100.0 * c.accuracy, 1) : "failed";
+      std::string cell = c.done ? fixed(100.0 * c.accuracy, 1) : candidate_status(c);
       if (sweep.chosen && *sweep.chosen == k) cell = "**" + cell + "**";
       row.push_back(cell);
     }
@@ -687,7 +723,11 @@ std::string fairness_section(const GridResult& result, std::span<const Aggregate
       if (t.defence == d) sweep = &t;
     }
     const auto& o = *setup_of(result, d).options;
-    if (sweep != nullptr && sweep->at_edge) {
+    if (sweep != nullptr && !sweep->chosen) {
+      why = "its learning rate could not be tuned (none of its sweep runs finished at n = " +
+            std::to_string(sweep->setting.nodes) + ", b = " + std::to_string(sweep->setting.byzantine) +
+            ", the sweep's setting), so it kept `" + md(o.lr) + "` while tuned defences got their best rate";
+    } else if (sweep != nullptr && sweep->at_edge) {
       why =
           "its learning rate was tuned, but the best was at the edge of the sweep: a better one may lie outside "
           "it (widen --tune-lr-factors)";
@@ -755,8 +795,9 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
                   ? "each update rule's default schedule (learning/optimizer.h), unless a defence sets its own"
                   : "`" + b.lr + "` for every defence that sets none") +
              "; what differs between defences is in the table below\n";
-  md_text += "- test accuracy every " + std::to_string(b.eval_every) + " rounds on " + std::to_string(b.eval_examples) +
-             " test examples; the final accuracy is on the whole test set\n";
+  md_text += "- test accuracy every " + std::to_string(b.eval_every) + " rounds on the first " +
+             std::to_string(b.eval_examples) +
+             " test examples (all of a smaller test set); the final accuracy is on the whole test set\n";
   std::string attack_list;
   for (const auto& a : grid.attacks) attack_list += (attack_list.empty() ? "`" : ", `") + a + "`";
   md_text += "- attacks: " + (attack_list.empty() ? std::string("none") : attack_list) +
@@ -792,12 +833,7 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
                       : a->done > 0 ? percent_stats(a->accuracy) + (a->done < a->seeds ? "*" : "")
                                     : missing(*a));
       }
-      if (!grid.attacks.empty()) {
-        const auto worst = worst_case(aggregates, setting, d);
-        row.push_back(worst ? "**" + fixed(100.0 * worst->accuracy, 1) + "** (" + md(worst->attack) + ")" +
-                                  (worst->complete ? "" : "*")
-                            : "n/a");
-      }
+      if (!grid.attacks.empty()) row.push_back(worst_text(aggregates, setting, d, /*full=*/true));
       md_text += table_row(row);
     }
     md_text += "\nRounds to " + target +
@@ -870,13 +906,21 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
     for (const auto& s : grid.settings)
       head.push_back("n=" + std::to_string(s.nodes) + ", b=" + std::to_string(s.byzantine));
     md_text += table_row(head) + table_rule(head.size());
+    bool partial = false;
     for (std::size_t d = 0; d < grid.defences.size(); ++d) {
       std::vector<std::string> row = {md(grid.defences[d].name)};
       for (const auto& s : grid.settings) {
-        const auto worst = worst_case(aggregates, s, d);
-        row.push_back(worst ? fixed(100.0 * worst->accuracy, 1) + (worst->complete ? "" : "*") : "n/a");
+        row.push_back(worst_text(aggregates, s, d, /*full=*/false));
+        if (const auto worst = worst_case(aggregates, s, d); worst && worst->partial()) partial = true;
       }
       md_text += table_row(row);
+    }
+    if (partial) {
+      md_text +=
+          "\n`†`: over fewer of the grid's attacks than it has — those that do not apply to the defence (sign "
+          "attacks against a gradient-path rule, for example) or did not finish, named in the setting's table "
+          "above. Such a worst case is not comparable with one over every attack; the figures below draw it as "
+          "it is.\n";
     }
     for (const auto& figure : figures) {
       if (figure.file == "figures/worst_case.svg" || figure.file == "figures/worst_case_heatmap.svg" ||
@@ -897,8 +941,10 @@ std::string markdown_report(const GridResult& result, std::span<const Aggregate>
     if (seen.insert(line).second) notes += line;
   }
   if (!notes.empty()) {
-    md_text += "## Cells that did not finish\n\n`*` marks a mean over fewer seeds than the grid has. Reasons:\n\n" +
-               notes + "\n";
+    md_text +=
+        "## Cells that did not finish\n\n`*` marks a mean over fewer seeds than the grid has (a worst case with `*` is "
+        "over some attack's fewer seeds, or lacks an attack that did not finish). Reasons:\n\n" +
+        notes + "\n";
   }
   return md_text;
 }

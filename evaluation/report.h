@@ -65,7 +65,12 @@ std::vector<Aggregate> aggregate(const GridResult& result);
 struct WorstCase {
   double accuracy = 0.0;  // lowest mean accuracy over the attacks that finished
   std::string attack;     // the attack that achieved it
-  bool complete = true;   // every attack finished for every seed, or did not apply
+  bool complete = true;   // every attack it is over finished for every seed
+  // The grid's attacks it is not over: those that apply to no seed of the defence (sign attacks
+  // against a gradient-path rule, ...) and those that finished for no seed (failed, cancelled).
+  // A worst case over fewer attacks than another defence's is not comparable with it.
+  std::vector<std::string> not_applicable, unfinished;
+  bool partial() const noexcept { return !not_applicable.empty() || !unfinished.empty(); }
 };
 // None when no attack finished for (setting, defence) (or the grid has no attack).
 std::optional<WorstCase> worst_case(std::span<const Aggregate> aggregates, Setting setting, std::size_t defence);

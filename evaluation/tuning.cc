@@ -62,7 +62,10 @@ Result<std::string> scale_lr(const std::string& schedule, double factor) {
   return out;
 }
 
-Grid sweep_grid(const Grid& grid) {
+namespace {
+
+// The sweep's candidates for the grid, without its setting.
+Grid sweep_candidates(const Grid& grid) {
   const Grid at_rounds = at_sweep_rounds(grid);
   Grid sweep = at_rounds;
   sweep.tune_lr.reset();
@@ -82,6 +85,28 @@ Grid sweep_grid(const Grid& grid) {
       sweep.defences.push_back(std::move(candidate));
     }
   }
+  return sweep;
+}
+
+}  // namespace
+
+Setting sweep_setting(const Grid& grid) {
+  // The first setting where every tuned defence applies (the deterministic code needs an odd n,
+  // Krum n − b ≥ 5, ...): a defence swept where it does not apply would keep its untuned rate
+  // while the others got tuned ones.
+  Grid sweep = sweep_candidates(grid);
+  for (const Setting& setting : grid.settings) {
+    sweep.settings = {setting};
+    const auto cells = expand(sweep);
+    if (std::none_of(cells.begin(), cells.end(), [](const Cell& c) { return c.not_applicable.has_value(); }))
+      return setting;
+  }
+  return grid.settings.front();
+}
+
+Grid sweep_grid(const Grid& grid) {
+  Grid sweep = sweep_candidates(grid);
+  sweep.settings = {sweep_setting(grid)};
   return sweep;
 }
 
@@ -118,6 +143,7 @@ std::vector<LrSweep> choose_learning_rates(const Grid& grid, std::span<const Cel
   const Grid at_rounds = at_sweep_rounds(grid);
   const auto& factors = grid.tune_lr->factors;
   const auto tuned = tuned_defences(grid);
+  const Setting setting = sweep_setting(grid);
   for (std::size_t t = 0; t < tuned.size(); ++t) {
     const std::size_t d = tuned[t];
     const Defence& defence = grid.defences[d];
@@ -125,7 +151,7 @@ std::vector<LrSweep> choose_learning_rates(const Grid& grid, std::span<const Cel
     sweep.defence = d;
     sweep.untuned = defence_lr(grid, defence).value_or(grid.base.lr);
     sweep.source = defence_lr_source(grid, defence);
-    sweep.setting = grid.settings.front();
+    sweep.setting = setting;
     sweep.seed = grid.seeds.front();
     sweep.rounds = sweep_rounds(grid);
     sweep.holdout = grid.tune_lr->holdout;  // 0 until run_grid knows the training set

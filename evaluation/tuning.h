@@ -32,7 +32,7 @@ struct CellResult;  // evaluation/runner.h
 struct LrCandidate {
   double factor = 1.0;
   std::string schedule;  // the LrSchedule spec tried
-  bool done = false;     // false: the run failed or was cancelled (reason says why)
+  bool done = false;     // false: the run did not apply, failed or was cancelled (reason says which and why)
   std::string reason;
   double accuracy = 0.0;  // on the held-out examples, after the sweep's rounds
 };
@@ -53,8 +53,12 @@ struct LrSweep {
 // The defences a sweep tunes: those without their own lr, when grid.tune_lr is set.
 std::vector<std::size_t> tuned_defences(const Grid& grid);
 
+// The setting the sweep runs at: the grid's first where every tuned defence applies (else its
+// first, where a defence that does not apply keeps its untuned rate and the report says so).
+Setting sweep_setting(const Grid& grid);
+
 // The sweep as a grid of its own: for each tuned defence and factor a defence named
-// "<name> @ lr×<factor>" with that schedule, the first setting and seed, the baseline only,
+// "<name> @ lr×<factor>" with that schedule, sweep_setting() and the first seed, the baseline only,
 // tune_lr.rounds (or the grid's rounds) rounds with the cosine horizon of the default schedule
 // following them. Precondition: grid.tune_lr is set and the grid is valid.
 Grid sweep_grid(const Grid& grid);

@@ -20,11 +20,10 @@ std::string run(const evaluation::Grid& grid, std::size_t jobs, bool progress, c
   std::string json;
   {
     nb::gil_scoped_release released;
-    const auto cells = evaluation::expand(grid);
-    double work = 0;
-    for (const auto& cell : cells) work += evaluation::cell_work(cell);
+    // Counted as `ballot evaluate` counts them: the learning-rate sweep's cells too.
+    const auto [cells, work] = evaluation::grid_work(grid);
     evaluation::ProgressBar bar(progress ? stderr : nullptr, progress && evaluation::ProgressBar::is_terminal(stderr),
-                                cells.size(), work);
+                                cells, work);
     evaluation::RunnerOptions options;
     options.jobs = jobs;
     options.progress = progress ? &bar : nullptr;

@@ -136,8 +136,12 @@ TEST(Aggregate, NotApplicableAttacksLeaveTheWorstCaseComplete) {
   EXPECT_EQ(worst->attack, "reverse");
   EXPECT_TRUE(worst->complete);
   const auto md = markdown_report(result, aggregates, {}, {});
-  EXPECT_NE(md.find("| signSGD-MV | 1.00 | 82.0 ± 2.8 | 60.0 ± 14.1 | n/a | **60.0** (reverse) |"), std::string::npos)
+  // The worst case names the attack it is not over, and the worst-case table marks it.
+  EXPECT_NE(md.find("| signSGD-MV | 1.00 | 82.0 ± 2.8 | 60.0 ± 14.1 | n/a | **60.0** (reverse; n/a: random) |"),
+            std::string::npos)
       << md;
+  EXPECT_NE(md.find("| signSGD-MV | 60.0† |"), std::string::npos) << md;
+  EXPECT_NE(md.find("`†`: over fewer of the grid's attacks"), std::string::npos) << md;
   EXPECT_NE(md.find("n = 5, b = 1, signSGD-MV, random: not applicable — does not apply"), std::string::npos) << md;
 }
 
@@ -158,6 +162,48 @@ TEST(Aggregate, AFailedSeedAfterANotApplicableOneLeavesTheWorstCaseIncomplete) {
   const auto worst = worst_case(aggregates, {5, 1}, 0);
   ASSERT_TRUE(worst.has_value());
   EXPECT_FALSE(worst->complete);
+}
+
+// An attack that failed for every seed is named beside the worst case it is missing from (it is no
+// longer lower than the rest for free), and an attack that applies to some seeds only makes the
+// worst case a mean over fewer seeds.
+TEST(Aggregate, AnAttackThatFailedOrAppliedToSomeSeedsOnlyIsMarkedInTheWorstCase) {
+  auto result = hand_made();
+  for (const auto& cell : result.cells) {
+    if (cell.defence == 0 && cell.attack == "reverse") {
+      result.results[cell.index] = {};
+      result.results[cell.index].status = CellStatus::kFailed;
+      result.results[cell.index].reason = "boom";
+    }
+    if (cell.defence == 0 && cell.attack == "random" && cell.seed == 2) {
+      result.results[cell.index] = {};
+      result.results[cell.index].status = CellStatus::kNotApplicable;
+      result.results[cell.index].reason = "no code for this seed";
+    }
+  }
+  const auto aggregates = aggregate(result);
+  const auto worst = worst_case(aggregates, {5, 1}, 0);
+  ASSERT_TRUE(worst.has_value());
+  EXPECT_EQ(worst->attack, "random");
+  EXPECT_NEAR(worst->accuracy, 0.75, 1e-12);  // seed 1 alone
+  EXPECT_FALSE(worst->complete);
+  EXPECT_EQ(worst->unfinished, std::vector<std::string>{"reverse"});
+  EXPECT_TRUE(worst->not_applicable.empty());
+  const auto md = markdown_report(result, aggregates, {}, {});
+  EXPECT_NE(md.find("| **75.0** (random; did not finish: reverse)* |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| signSGD-MV | 75.0*† |"), std::string::npos) << md;
+
+  // Nothing finished: "failed", not "n/a".
+  for (const auto& cell : result.cells) {
+    if (cell.defence == 0 && cell.attack == "random") {
+      result.results[cell.index] = {};
+      result.results[cell.index].status = CellStatus::kFailed;
+      result.results[cell.index].reason = "boom";
+    }
+  }
+  const auto none = aggregate(result);
+  EXPECT_FALSE(worst_case(none, {5, 1}, 0).has_value());
+  EXPECT_NE(markdown_report(result, none, {}, {}).find("| signSGD-MV | failed |"), std::string::npos);
 }
 
 TEST(MarkdownReport, TablesWithHandComputedCells) {
@@ -318,6 +364,7 @@ TEST(MarkdownReport, TheLearningRateSweep) {
     c.factor = f;
     c.schedule = *scale_lr(sweep.untuned, f);
     c.done = f != 10.0;
+    c.reason = c.done ? "" : "failed: boom";
     c.accuracy = f == 1.0 ? 0.81 : 0.5;
     sweep.candidates.push_back(c);
   }
@@ -343,6 +390,20 @@ TEST(MarkdownReport, TheLearningRateSweep) {
   EXPECT_EQ(json["tuning"][0]["defence"], "signSGD-MV");
   EXPECT_EQ(json["tuning"][0]["candidates"][1]["holdout_accuracy"], 0.81);
   EXPECT_EQ(json["tuning"][0]["candidates"][2]["status"], "failed");
+
+  // A defence none of whose candidates ran (it does not apply at the sweep's setting) was not
+  // tuned, and the report says so instead of blaming the method.
+  for (auto& c : result.tuning[0].candidates) {
+    c.done = false;
+    c.reason = "not applicable: the deterministic code needs an odd n";
+  }
+  result.tuning[0].chosen.reset();
+  const auto untuned = markdown_report(result, aggregates, {});
+  EXPECT_NE(untuned.find("| not applicable | not applicable | not applicable | none finished |"), std::string::npos)
+      << untuned;
+  EXPECT_NE(untuned.find("its learning rate could not be tuned (none of its sweep runs finished at n = 5, b = 1"),
+            std::string::npos)
+      << untuned;
 }
 
 TEST(ResultsJson, EveryCellWithOptionsAndMetrics) {

@@ -78,6 +78,21 @@ TEST(SweepGrid, OneAttackFreeCellPerDefenceAndFactor) {
   EXPECT_EQ(cells, 6u);
 }
 
+// The deterministic code needs an odd n: a grid whose first setting has n = 6 sweeps at its first
+// setting where every tuned defence applies (n = 7), not where one of them would keep its untuned
+// rate while the others got tuned ones.
+TEST(SweepGrid, RunsAtTheFirstSettingWhereEveryTunedDefenceApplies) {
+  Grid grid = tuning_grid();
+  grid.defences = {*named_defence("signSGD-MV"), *named_defence("deterministic")};
+  grid.settings = {{6, 1}, {7, 1}, {9, 1}};
+  ASSERT_TRUE(grid.validate().ok()) << grid.validate().error().message;
+  EXPECT_EQ(sweep_setting(grid), (Setting{7, 1}));
+  EXPECT_EQ(sweep_grid(grid).settings, (std::vector<Setting>{{7, 1}}));
+  for (const auto& cell : expand(sweep_grid(grid))) EXPECT_FALSE(cell.not_applicable.has_value()) << cell.defence;
+  grid.settings = {{6, 1}, {8, 1}};  // none: the first, where the report says it could not be tuned
+  EXPECT_EQ(sweep_setting(grid), (Setting{6, 1}));
+}
+
 CellResult finished(double accuracy) {
   CellResult r;
   r.status = CellStatus::kDone;
