@@ -181,7 +181,8 @@ std::string paper_preamble(const evaluation::Grid& grid) {
          "by b "
          "Byzantine nodes drawn uniformly from the seed, on Fashion-MNIST, comparing signSGD with majority vote "
          "(G = I), random Bernoulli codes with nominal r = 2 and 3 (redrawn until no row is empty, so the realised r "
-         "in the `r` column is higher) and the paper's deterministic code built for each b. The update is "
+         "in the `r` column is higher on average; one draw may be lower) and the paper's deterministic code built for "
+         "each b. The update is "
          "`ballot train`'s default — Signum with majority vote (a momentum of " +
          std::to_string(grid.base.worker_momentum).substr(0, 4) +
          " per partition at the nodes, x ← x − η·v at every replica) — rather than the paper's server-side heavy "

@@ -1,6 +1,7 @@
 // Sign-domain attacks of the election-coding paper (Sohn et al. 2020; ALGORITHMS.md §6): what a
 // Byzantine node sends instead of its honest 1-bit vote.
-//   reverse      the negated vote −c_i (each partition sign negated, so the local majority flips)
+//   reverse      the negated vote −c_i (what negating its partition signs gives, but on a row whose
+//                signs tie, where those give +1 again: −c_i is the stronger lie)
 //   random       uniform ±1 per coordinate
 //   directional  all +1 (sign=+1) or all −1 (sign=−1)
 // The Byzantine indices are drawn uniformly once per run from the seed (the paper's model), so

@@ -69,7 +69,7 @@ Result<AllocationMatrix> AllocationMatrix::deterministic(std::size_t n, std::siz
   if (n == 0 || n > kMaxNodes || n % 2 == 0)
     return make_error(ErrorCode::kInvalidArgument, "deterministic code: n = " + std::to_string(n) +
                                                        " must be odd and at most " + std::to_string(kMaxNodes));
-  if (2 * b + 1 > n)
+  if (b > (n - 1) / 2)  // 2b + 1 <= n, without forming 2b + 1 (a b near 2^63 would wrap)
     return make_error(ErrorCode::kInvalidArgument, "deterministic code: needs 2b + 1 <= n (n = " + std::to_string(n) +
                                                        ", b = " + std::to_string(b) + ")");
   const std::size_t pairs = (n - 2 * b - 1) / 2;  // L / 2

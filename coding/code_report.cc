@@ -36,7 +36,7 @@ void append_tolerance(std::string& out, const AllocationMatrix& g, ThreatModel m
     return;
   }
   if (profile->max_b < 0)
-    append(out, "  %-44s none (wrong even without attack)\n", label);
+    append(out, "  %-44s none (wrong even without attack: a final tie counts as wrong)\n", label);
   else
     append(out, "  %-44s b = %d\n", label, profile->max_b);
   if (profile->breaking)
@@ -60,7 +60,7 @@ Result<std::string> code_report(const AllocationMatrix& g, const CodeReportOptio
     append(out, "tolerance (exhaustive over all 2^%zu sign patterns):\n", n);
   else
     out += "tolerance (n beyond the exhaustive certificate):\n";
-  append_tolerance(out, g, ThreatModel::kVotesOnly, "replicated / exchange, honest sources (a):");
+  append_tolerance(out, g, ThreatModel::kVotesOnly, "replicated; exchange, every input in (a):");
   append_tolerance(out, g, ThreatModel::kVotesAndSources, "exchange, Byzantine sources, validity (b):");
   const auto bound = structural_bound(g);
   append(out, "  %-44s b = %d (%zu full rows, %zu singleton/complement pairs)\n",

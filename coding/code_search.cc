@@ -156,7 +156,7 @@ Result<CodeSearchResult> find_minimum_redundancy_code(std::size_t n, std::size_t
   if (n == 0 || n > kMaxSearchNodes)
     return make_error(ErrorCode::kInvalidArgument, "code search: n = " + std::to_string(n) + " is not in [1, " +
                                                        std::to_string(kMaxSearchNodes) + "]");
-  if (2 * b + 1 > n)
+  if (b > (n - 1) / 2)  // 2b + 1 <= n, without forming 2b + 1 (a b near 2^63 would wrap)
     return make_error(ErrorCode::kInvalidArgument,
                       "code search: needs 2b + 1 <= n (n = " + std::to_string(n) + ", b = " + std::to_string(b) + ")");
   CodeSearchResult result;

@@ -1,8 +1,9 @@
 // Byzantine-tolerance certificates of an allocation matrix (ALGORITHMS.md §3).
 //
 // Two threat models, one per placement of G (DESIGN.md, round protocol step 2):
-//  (a) kVotesOnly — replicated placement, or exchange placement with honest sources: partition
-//      signs are honest and a Byzantine node lies only in its vote. For a sign pattern u of the n
+//  (a) kVotesOnly — replicated placement, or exchange placement with honest sources whose every
+//      input arrives (a missing one abstains and may tie a row; docs/election_coding.md):
+//      partition signs are honest and a Byzantine node lies only in its vote. For a sign pattern u of the n
 //      partitions, μ(u) = maj_j u_j and A(u) = #nodes whose honest local majority equals μ(u);
 //      the worst adversary takes b of those A(u) nodes and flips them. G tolerates b iff
 //          for every u:  A(u) ≥ (n + 2b + 1) / 2,
@@ -44,7 +45,7 @@
 namespace ballot::coding {
 
 enum class ThreatModel : std::uint8_t {
-  kVotesOnly,        // (a): replicated placement, or exchange with honest sources
+  kVotesOnly,        // (a): replicated placement, or exchange with honest sources, every input in
   kVotesAndSources,  // (b): exchange placement, Byzantine nodes also source their partitions
 };
 const char* threat_model_name(ThreatModel model) noexcept;

@@ -196,7 +196,7 @@ TEST_F(Commands, CodeReportsTheCertifiedToleranceAndSearches) {
   ProgramRun r = run_ballot("code deterministic:b=1 --nodes 7 --trials 2000");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "election code: n = 7")) << r.output;
-  EXPECT_TRUE(contains(r.output, "replicated / exchange, honest sources (a):   b = 1")) << r.output;
+  EXPECT_TRUE(contains(r.output, "replicated; exchange, every input in (a):    b = 1")) << r.output;
   r = run_ballot("code --nodes 5 --search 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // ALGORITHMS.md: the minimum for (n, b) = (5, 1) is 19 ones.

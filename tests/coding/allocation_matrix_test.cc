@@ -46,6 +46,7 @@ TEST(AllocationMatrix, GeneralConstructionRejectsEvenNAndTooLargeB) {
   EXPECT_EQ(AllocationMatrix::deterministic(6, 1).error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(AllocationMatrix::deterministic(7, 4).error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(AllocationMatrix::deterministic(0, 0).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(AllocationMatrix::deterministic(5, std::size_t{1} << 63).error().code, ErrorCode::kInvalidArgument);
 }
 
 TEST(AllocationMatrix, BernoulliIsReproducibleHasNoEmptyRowAndOvershootsNominalR) {

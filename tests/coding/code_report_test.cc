@@ -16,7 +16,7 @@ TEST(CodeReport, PaperCodeReportsBothPlacementsAndTheTable) {
   EXPECT_TRUE(contains(text, "code paper5\n")) << text;
   EXPECT_TRUE(contains(text, "ones = 19, r = 3.800")) << text;
   EXPECT_TRUE(contains(text, "node  1 | . 1 1 1 . | 3")) << text;
-  EXPECT_TRUE(contains(text, "honest sources (a):")) << text;
+  EXPECT_TRUE(contains(text, "exchange, every input in (a):")) << text;
   EXPECT_TRUE(contains(text, "b = 1\n    smallest breaking coalition:")) << text;
   EXPECT_TRUE(contains(text, "validity (b):")) << text;
   EXPECT_TRUE(contains(text, "structural guarantee")) << text;

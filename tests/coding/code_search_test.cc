@@ -69,6 +69,8 @@ TEST(CodeSearch, RejectsOutOfRangeArguments) {
   EXPECT_FALSE(find_minimum_redundancy_code(0, 0).ok());
   EXPECT_FALSE(find_minimum_redundancy_code(10, 1).ok());
   EXPECT_FALSE(find_minimum_redundancy_code(5, 3).ok());
+  // 2b + 1 wraps to 1 in 64 bits: still refused, not searched as b = 0.
+  EXPECT_FALSE(find_minimum_redundancy_code(5, std::size_t{1} << 63).ok());
 }
 
 }  // namespace
