@@ -181,18 +181,20 @@ Result<Certificate> certify(const AllocationMatrix& g, std::size_t b, ThreatMode
   cert.n = s.n;
   cert.b = b;
   cert.tolerant = true;
+  // At most n nodes can lie: a larger b certifies as b = n does (and need + b cannot wrap).
+  const std::size_t at_most = need + std::min(b, s.n);
   WordCounts counts;
   for (std::uint64_t w = 0; w < s.num_words; ++w) {
     std::uint64_t fail;
     if (model == ThreatModel::kVotesOnly) {
       count_word<false>(s, w, counts);
       // (a): fail iff A − b < need.
-      fail = ~bitsliced_greater_equal(counts.a, kPlanes, need + b);
+      fail = ~bitsliced_greater_equal(counts.a, kPlanes, at_most);
     } else {
       count_word<true>(s, w, counts);
       // (b): fail iff A − min(b, K) < need, i.e. A < need + b and A_maj = A − K < need, on the
       // patterns whose majority is strict (the validity premise).
-      fail = ~bitsliced_greater_equal(counts.a, kPlanes, need + b) &
+      fail = ~bitsliced_greater_equal(counts.a, kPlanes, at_most) &
              ~bitsliced_greater_equal(counts.a_maj, kPlanes, need) & counts.strict;
     }
     fail &= s.valid;

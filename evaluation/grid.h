@@ -84,7 +84,8 @@ struct Setting {
 inline constexpr std::uint32_t kMaxProtocolDeadlineMs = 600000;
 
 // The learning-rate sweep run_grid does before the grid (evaluation/tuning.h): for every defence
-// without its own lr, the attack-free cell of the first setting and seed, trained with its
+// without its own lr, the attack-free cell of the first seed at the first setting where every
+// tuned defence applies (tuning.h, sweep_setting), trained with its
 // untuned schedule's base rate times each factor and scored on `holdout` examples held out of
 // the training set (the test set is not used to choose). The best factor's schedule becomes the
 // defence's lr for the whole grid.

@@ -44,12 +44,8 @@ std::string setting_label(Setting s) {
 
 std::string setting_file(Setting s) { return "n" + std::to_string(s.nodes) + "_b" + std::to_string(s.byzantine); }
 
-// A sweep candidate's state: "done", or the first words of its reason ("not applicable", "failed",
-// "cancelled", "not run").
-std::string candidate_status(const LrCandidate& c) {
-  if (c.done) return "done";
-  return c.reason.empty() ? "failed" : c.reason.substr(0, c.reason.find(':'));
-}
+// A sweep candidate's state: "done", "not applicable", "failed", "cancelled" or "not run".
+std::string candidate_status(const LrCandidate& c) { return c.done ? "done" : c.status; }
 
 // A cell of a table when nothing finished: why, briefly (the reasons are listed below the tables).
 std::string missing(const Aggregate& a) {
@@ -477,12 +473,15 @@ namespace {
 
 // The worst case of (setting, defence) as the tables print it: the value, `*` when it is over
 // fewer seeds than the grid has, and the attacks it is not over (in full) or `†` (short); without
-// a value, "failed" when an attack that applies finished for no seed, else "n/a".
+// a value, "did not finish" when an attack that applies failed or was cancelled for every seed it
+// applied to, else "n/a".
 std::string worst_text(std::span<const Aggregate> aggregates, Setting setting, std::size_t defence, bool full) {
   const auto worst = worst_case(aggregates, setting, defence);
   if (!worst) {
     for (const auto& a : aggregates) {
-      if (a.setting == setting && a.defence == defence && a.attack != "none" && a.unfinished > 0) return "failed";
+      if (a.setting == setting && a.defence == defence && a.attack != "none" && a.unfinished > 0) {
+        return "did not finish";
+      }
     }
     return "n/a";
   }

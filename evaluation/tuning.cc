@@ -71,7 +71,6 @@ Grid sweep_candidates(const Grid& grid) {
   sweep.tune_lr.reset();
   sweep.attacks.clear();
   sweep.baseline = true;
-  sweep.settings = {grid.settings.front()};
   sweep.seeds = {grid.seeds.front()};
   sweep.defences.clear();
   for (auto d : tuned_defences(grid)) {
@@ -92,8 +91,8 @@ Grid sweep_candidates(const Grid& grid) {
 
 Setting sweep_setting(const Grid& grid) {
   // The first setting where every tuned defence applies (the deterministic code needs an odd n,
-  // Krum n − b ≥ 5, ...): a defence swept where it does not apply would keep its untuned rate
-  // while the others got tuned ones.
+  // Krum n ≥ 2b + 3, ...): a defence swept where it does not apply would keep its untuned rate
+  // while the others got tuned ones. expand() is pure and cheap (no training).
   Grid sweep = sweep_candidates(grid);
   for (const Setting& setting : grid.settings) {
     sweep.settings = {setting};
@@ -160,14 +159,13 @@ std::vector<LrSweep> choose_learning_rates(const Grid& grid, std::span<const Cel
       LrCandidate candidate;
       candidate.factor = factors[i];
       candidate.schedule = scale_lr(untuned_here, factors[i]).value_or(untuned_here);
-      candidate.reason = "not run";
       for (std::size_t k = 0; k < cells.size() && k < results.size(); ++k) {
         // sweep_grid's defences: tuned defence t's candidates at t·F + i.
         if (cells[k].defence != t * factors.size() + i) continue;
         const CellResult& r = results[k];
         candidate.done = r.status == CellStatus::kDone;
-        candidate.reason =
-            candidate.done ? "" : std::string(cell_status_name(r.status)) + (r.reason.empty() ? "" : ": " + r.reason);
+        candidate.status = cell_status_name(r.status);
+        candidate.reason = r.reason;
         candidate.accuracy = r.final_accuracy;
         if (candidate.done) break;
       }

@@ -1,7 +1,7 @@
 // The learning-rate sweep of an evaluation grid (Grid::tune_lr): each defence trains its
-// attack-free cell — the grid's first setting and seed — with its untuned schedule's base rate
-// times each factor of LrTuning, on the training set minus `holdout` examples, and is scored on
-// those held-out examples (never on the test set the report shows). The best candidate's
+// attack-free cell — the grid's first seed, at sweep_setting() — with its untuned schedule's base
+// rate times each factor of LrTuning, on the training set minus `holdout` examples, and is scored
+// on those held-out examples (never on the test set the report shows). The best candidate's
 // schedule becomes the defence's lr for every cell of the grid.
 //
 // Why: the update rules step by amounts of very different scales (a sign rule by η per
@@ -31,10 +31,11 @@ struct CellResult;  // evaluation/runner.h
 
 struct LrCandidate {
   double factor = 1.0;
-  std::string schedule;  // the LrSchedule spec tried
-  bool done = false;     // false: the run did not apply, failed or was cancelled (reason says which and why)
-  std::string reason;
-  double accuracy = 0.0;  // on the held-out examples, after the sweep's rounds
+  std::string schedule;            // the LrSchedule spec tried
+  bool done = false;               // the run finished
+  std::string status = "not run";  // its run's cell_status_name: "done", "not applicable", "failed", ...
+  std::string reason;              // why it did not finish
+  double accuracy = 0.0;           // on the held-out examples, after the sweep's rounds
 };
 
 struct LrSweep {
@@ -55,6 +56,7 @@ std::vector<std::size_t> tuned_defences(const Grid& grid);
 
 // The setting the sweep runs at: the grid's first where every tuned defence applies (else its
 // first, where a defence that does not apply keeps its untuned rate and the report says so).
+// Precondition: the grid is valid (Grid::validate) and grid.tune_lr is set.
 Setting sweep_setting(const Grid& grid);
 
 // The sweep as a grid of its own: for each tuned defence and factor a defence named

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <functional>
+#include <limits>
 
 #include "coding/election_encoder.h"
 #include "core/rng.h"
@@ -163,6 +164,12 @@ TEST(Tolerance, PaperCodeToleratesOneByzantineNodeButNotTwo) {
   ASSERT_TRUE(profile.breaking.has_value());
   EXPECT_EQ(profile.breaking->byzantine.size(), 2u);
   expect_counter_example_breaks(g, *profile.breaking, ThreatModel::kVotesOnly);
+  // A b whose need + b wraps past 2^64 certifies as b = n does: not tolerant, under either model.
+  const std::size_t wrapping = std::numeric_limits<std::size_t>::max() - 1;
+  for (const auto model : {ThreatModel::kVotesOnly, ThreatModel::kVotesAndSources}) {
+    EXPECT_EQ(certify(g, wrapping, model).value().tolerant, certify(g, 5, model).value().tolerant);
+    EXPECT_FALSE(certify(g, wrapping, model).value().tolerant);
+  }
 }
 
 TEST(Tolerance, IdentityToleratesNoneUnderVotesOnlyButIsValidUnderSources) {

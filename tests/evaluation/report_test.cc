@@ -193,7 +193,7 @@ TEST(Aggregate, AnAttackThatFailedOrAppliedToSomeSeedsOnlyIsMarkedInTheWorstCase
   EXPECT_NE(md.find("| **75.0** (random; did not finish: reverse)* |"), std::string::npos) << md;
   EXPECT_NE(md.find("| signSGD-MV | 75.0*† |"), std::string::npos) << md;
 
-  // Nothing finished: "failed", not "n/a".
+  // Nothing finished: "did not finish", not "n/a" (the one-setting worst-case table's row).
   for (const auto& cell : result.cells) {
     if (cell.defence == 0 && cell.attack == "random") {
       result.results[cell.index] = {};
@@ -203,7 +203,10 @@ TEST(Aggregate, AnAttackThatFailedOrAppliedToSomeSeedsOnlyIsMarkedInTheWorstCase
   }
   const auto none = aggregate(result);
   EXPECT_FALSE(worst_case(none, {5, 1}, 0).has_value());
-  EXPECT_NE(markdown_report(result, none, {}, {}).find("| signSGD-MV | failed |"), std::string::npos);
+  const auto md_none = markdown_report(result, none, {}, {});
+  EXPECT_NE(md_none.find("| signSGD-MV | 1.00 | 82.0 ± 2.8 | failed | failed | did not finish |"), std::string::npos)
+      << md_none;
+  EXPECT_NE(md_none.find("| signSGD-MV | did not finish |\n"), std::string::npos) << md_none;
 }
 
 TEST(MarkdownReport, TablesWithHandComputedCells) {
@@ -364,7 +367,8 @@ TEST(MarkdownReport, TheLearningRateSweep) {
     c.factor = f;
     c.schedule = *scale_lr(sweep.untuned, f);
     c.done = f != 10.0;
-    c.reason = c.done ? "" : "failed: boom";
+    c.status = c.done ? "done" : "failed";
+    c.reason = c.done ? "" : "boom";
     c.accuracy = f == 1.0 ? 0.81 : 0.5;
     sweep.candidates.push_back(c);
   }
@@ -390,12 +394,14 @@ TEST(MarkdownReport, TheLearningRateSweep) {
   EXPECT_EQ(json["tuning"][0]["defence"], "signSGD-MV");
   EXPECT_EQ(json["tuning"][0]["candidates"][1]["holdout_accuracy"], 0.81);
   EXPECT_EQ(json["tuning"][0]["candidates"][2]["status"], "failed");
+  EXPECT_EQ(json["tuning"][0]["candidates"][2]["reason"], "boom");
 
   // A defence none of whose candidates ran (it does not apply at the sweep's setting) was not
   // tuned, and the report says so instead of blaming the method.
   for (auto& c : result.tuning[0].candidates) {
     c.done = false;
-    c.reason = "not applicable: the deterministic code needs an odd n";
+    c.status = "not applicable";
+    c.reason = "the deterministic code needs an odd n";
   }
   result.tuning[0].chosen.reset();
   const auto untuned = markdown_report(result, aggregates, {});

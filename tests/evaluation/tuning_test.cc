@@ -78,6 +78,13 @@ TEST(SweepGrid, OneAttackFreeCellPerDefenceAndFactor) {
   EXPECT_EQ(cells, 6u);
 }
 
+CellResult finished(double accuracy) {
+  CellResult r;
+  r.status = CellStatus::kDone;
+  r.final_accuracy = accuracy;
+  return r;
+}
+
 // The deterministic code needs an odd n: a grid whose first setting has n = 6 sweeps at its first
 // setting where every tuned defence applies (n = 7), not where one of them would keep its untuned
 // rate while the others got tuned ones.
@@ -88,16 +95,14 @@ TEST(SweepGrid, RunsAtTheFirstSettingWhereEveryTunedDefenceApplies) {
   ASSERT_TRUE(grid.validate().ok()) << grid.validate().error().message;
   EXPECT_EQ(sweep_setting(grid), (Setting{7, 1}));
   EXPECT_EQ(sweep_grid(grid).settings, (std::vector<Setting>{{7, 1}}));
-  for (const auto& cell : expand(sweep_grid(grid))) EXPECT_FALSE(cell.not_applicable.has_value()) << cell.defence;
+  const auto cells = expand(sweep_grid(grid));
+  for (const auto& cell : cells) EXPECT_FALSE(cell.not_applicable.has_value()) << cell.defence;
+  // The sweeps say where they ran.
+  std::vector<CellResult> results(cells.size());
+  for (const auto& cell : cells) results[cell.index] = finished(0.5);
+  for (const auto& sweep : choose_learning_rates(grid, cells, results)) EXPECT_EQ(sweep.setting, (Setting{7, 1}));
   grid.settings = {{6, 1}, {8, 1}};  // none: the first, where the report says it could not be tuned
   EXPECT_EQ(sweep_setting(grid), (Setting{6, 1}));
-}
-
-CellResult finished(double accuracy) {
-  CellResult r;
-  r.status = CellStatus::kDone;
-  r.final_accuracy = accuracy;
-  return r;
 }
 
 TEST(ChooseLearningRates, BestHeldOutAccuracyTiesTowardTheUntunedRate) {

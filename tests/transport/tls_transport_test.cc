@@ -40,13 +40,13 @@ class TlsTransportTest : public ::testing::Test {
     EXPECT_EQ(back->from, 0u);
   }
 
-  // Node 3 as a raw TLS client past its Hello: the test then writes whatever bytes it likes.
-  std::unique_ptr<RawTlsClient> raw_node3() {
-    auto client = std::make_unique<RawTlsClient>(cluster_->tls_server().port(), &node3_, node3_.ca_certificate_der);
-    EXPECT_FALSE(client->connect());
-    EXPECT_FALSE(client->exchange_hello(node3_signer_, 3));
-    EXPECT_TRUE(cluster_->tls_server().wait_connected(3, 2000ms).ok());
-    return client;
+  // Node 3 as a raw TLS client past its Hello: the test then writes whatever bytes it likes. Call
+  // it under ASSERT_NO_FATAL_FAILURE.
+  void connect_raw_node3(std::unique_ptr<RawTlsClient>& client) {
+    client = std::make_unique<RawTlsClient>(cluster_->tls_server().port(), &node3_, node3_.ca_certificate_der);
+    ASSERT_FALSE(client->connect());
+    ASSERT_FALSE(client->exchange_hello(node3_signer_, 3));
+    ASSERT_TRUE(cluster_->tls_server().wait_connected(3, 2000ms).ok());
   }
 
   TestPki pki_{4};
@@ -133,12 +133,14 @@ TEST_F(TlsTransportTest, SecondCertificateForAnIdIsRefusedAndBlamesNobody) {
     EXPECT_FALSE(report.peer == 3u || report.peer == 4u) << report.error.to_string();
   }
   // Node 3 with its pinned key connects, and the honest pair still talks.
-  const auto real = raw_node3();
+  std::unique_ptr<RawTlsClient> real;
+  ASSERT_NO_FATAL_FAILURE(connect_raw_node3(real));
   expect_honest_round_trip();
 }
 
 TEST_F(TlsTransportTest, PeerStallingMidFrameHitsTheDeadline) {
-  const auto client = raw_node3();
+  std::unique_ptr<RawTlsClient> client;
+  ASSERT_NO_FATAL_FAILURE(connect_raw_node3(client));
   auto frame =
       node3_signer_.seal(MessageType::kVote, 0, std::make_shared<std::vector<std::uint8_t>>(10000, 3)).to_bytes();
   frame.resize(kFrameHeaderSize + 100);  // header and part of the envelope, then silence
@@ -161,7 +163,8 @@ TEST_F(TlsTransportTest, PeerStallingMidFrameHitsTheDeadline) {
 TEST_F(TlsTransportTest, ANodesStateTransferEndsItsSessionOnTheHeader) {
   // A node announcing 1 GiB of state (a type only the server sends) is cut off at the header: the
   // server neither waits for nor buffers the payload.
-  const auto client = raw_node3();
+  std::unique_ptr<RawTlsClient> client;
+  ASSERT_NO_FATAL_FAILURE(connect_raw_node3(client));
   auto frame = node3_signer_.seal(MessageType::kStateTransfer, 0, std::make_shared<std::vector<std::uint8_t>>(1000, 3));
   auto bytes = frame.to_bytes();
   const std::uint64_t announced = 1ull << 30;
