@@ -3,9 +3,9 @@
 // Two threat models, one per placement of G (DESIGN.md, round protocol step 2):
 //  (a) kVotesOnly — replicated placement, or exchange placement with honest sources whose every
 //      input arrives (a missing one abstains and may tie a row; docs/election_coding.md):
-//      partition signs are honest and a Byzantine node lies only in its vote. For a sign pattern u of the n
-//      partitions, μ(u) = maj_j u_j and A(u) = #nodes whose honest local majority equals μ(u);
-//      the worst adversary takes b of those A(u) nodes and flips them. G tolerates b iff
+//      partition signs are honest and a Byzantine node lies only in its vote. For a sign
+//      pattern u of the n partitions, μ(u) = maj_j u_j and A(u) = #nodes whose honest local
+//      majority equals μ(u); the worst adversary takes b of those A(u) nodes and flips them. G tolerates b iff
 //          for every u:  A(u) ≥ (n + 2b + 1) / 2,
 //      i.e. after the attack strictly more than half of the n votes still equal μ(u).
 //  (b) kVotesAndSources — exchange placement where a Byzantine node is also the source of its own

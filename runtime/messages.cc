@@ -179,6 +179,16 @@ std::uint64_t piece_offset(std::uint64_t total, std::uint32_t index, std::uint32
   return q * index + r * index / count;
 }
 
+void FiniteLossMean::add(double loss) noexcept {
+  if (!std::isfinite(loss)) return;
+  sum_ += loss;
+  ++count_;
+}
+
+double FiniteLossMean::value() const noexcept {
+  return count_ == 0 ? std::numeric_limits<double>::quiet_NaN() : sum_ / static_cast<double>(count_);
+}
+
 std::uint64_t decision_bytes(std::size_t dimension, bool sign_vote) {
   // A FloatDecision's largest form is the dense one (the form byte, d floats).
   return kDecisionHead + (sign_vote ? 8 * BitVector::words_for(dimension) : 1 + 4 * std::uint64_t{dimension});

@@ -71,6 +71,19 @@ struct RoundStart {
   transport::Digest model_digest{};  // the server's state digest before this round
 };
 
+// The mean of the losses messages report, over the finite ones: a loss is its sender's claim (a
+// metric, never used to decide), and one NaN or infinity would make every mean one. NaN when none
+// is finite (a receiver's mean then leaves it out too).
+class FiniteLossMean {
+ public:
+  void add(double loss) noexcept;
+  double value() const noexcept;
+
+ private:
+  double sum_ = 0.0;
+  std::size_t count_ = 0;
+};
+
 struct Vote {
   std::uint64_t round = 0;
   double loss = 0.0;                 // mean batch loss of the node's partitions (for progress)

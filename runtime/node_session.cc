@@ -1,7 +1,6 @@
 #include "runtime/node_session.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -779,21 +778,16 @@ Status NodeSession::State::finish_exchange_vote() {
   AuditedVote vote{
       .vote =
           Vote{.round = pending.round, .model_digest = pending.start.model_digest, .signs = std::move(elected.vote)}};
-  // The vote's loss is the mean of its inputs' finite losses: a Byzantine source's NaN would make
-  // this honest vote's loss one, which the server's mean then leaves out.
-  double loss = 0;
-  std::size_t losses = 0;
+  // The mean of its inputs' losses: a Byzantine source's NaN is left out.
+  FiniteLossMean loss;
   for (auto source : elected.counted) {
     // The counted input of each source is its only one (equivocating sources are not counted).
     const auto it = std::find_if(pending.inputs.begin(), pending.inputs.end(),
                                  [&](const Input& held) { return held.source == source; });
-    if (std::isfinite(it->signs.loss)) {
-      loss += it->signs.loss;
-      ++losses;
-    }
+    loss.add(it->signs.loss);
     vote.inputs.push_back(it->envelope);
   }
-  vote.vote.loss = losses == 0 ? 0.0 : loss / static_cast<double>(losses);
+  vote.vote.loss = loss.value();
   adversary->replace(MessageType::kVote, {round, &vote.vote.model_digest, &vote.vote.signs, nullptr});
   return send_vote(pending.start, encode(vote));
 }

@@ -1,9 +1,7 @@
 #include "runtime/server_session.h"
 
 #include <algorithm>
-#include <cmath>
 #include <deque>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -442,20 +440,13 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
   std::vector<const BitVector*> counted;
   std::vector<std::span<const float>> gradients;
   std::vector<robust::SparseRow> entries;
-  // The loss a vote reports is only a metric, and a Byzantine node's: one NaN or infinity would
-  // make every round's mean one. The mean is over the finite ones (NaN when no vote has one); a
-  // finite but wild value still moves it, as any mean.
-  double loss = 0;
-  std::size_t losses = 0;
+  FiniteLossMean loss;  // a finite but wild value still moves it, as any mean
   for (std::size_t i = 0; i < s.n; ++i) {
     if (s.votes[i]) {
       counted.push_back(&s.votes[i]->signs);
       gradients.emplace_back(s.votes[i]->gradient);
       entries.push_back({s.votes[i]->entries.indices, s.votes[i]->entries.values});
-      if (std::isfinite(s.votes[i]->loss)) {
-        loss += s.votes[i]->loss;
-        ++losses;
-      }
+      loss.add(s.votes[i]->loss);
     } else {
       report.missing.push_back(i);
     }
@@ -466,9 +457,7 @@ Result<std::vector<std::uint8_t>> ServerSession::decide() {
       if (id != kServerId && id <= s.n) report.quarantined.push_back(id - 1);
     }
   }
-  report.mean_loss = counted.empty() ? 0.0
-                     : losses == 0   ? std::numeric_limits<double>::quiet_NaN()
-                                     : loss / static_cast<double>(losses);
+  report.mean_loss = counted.empty() ? 0.0 : loss.value();
   if (s.setup.sign_vote()) {
     // The round's scale is computed here, once, and travels in the signed decision.
     Decision decision{s.round, s.replica.scale(s.round), s.replica.full_digest_after(s.round),

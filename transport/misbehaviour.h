@@ -26,7 +26,7 @@ enum class Misbehaviour : std::uint8_t {
   kIdentityMismatch,  // certificate id != claimed id, or envelope sender != peer -> session closed
   kUnknownSender,     // sender or its role not in the pinned registry            -> session closed
   kWrongJob,          // envelope for another job                                 -> frame dropped
-  kNotPermitted,      // the sender's role may not send this type    -> session closed at the header (TLS)
+  kNotPermitted,      // the sender's role never sends this type (on the header)  -> session closed
   kBadSignature,      // the signature or the payload digest does not verify      -> frame dropped
   kReplay,            // sequence number already seen in this round               -> frame dropped
   kStaleRound,        // a round before the current one                           -> frame dropped

@@ -9,10 +9,10 @@
 // queue that survives reconnects: while the peer has a session and the queue is full, a
 // one-per-round frame already queued (same round and payload) is not queued twice, and frames of
 // rounds two or more before the new one's (not control frames) are dropped, oldest first, until
-// there is room; otherwise send() waits for room up to send_timeout (back-pressure). While it has none, the
-// oldest queued round frames (and an older state transfer, for a newer one) are dropped to make
-// room, so a peer that is gone costs its senders no time; control frames and the newest state are
-// kept. Reading pauses while the inbox is full.
+// there is room; otherwise send() waits for room up to send_timeout (back-pressure). While it has
+// none, the oldest queued round frames (and an older state transfer, for a newer one) are dropped
+// to make room, so a peer that is gone costs its senders no time; control frames and the newest
+// state are kept. Reading pauses while the inbox is full.
 // A dialled peer is redialled with exponential back-off after any failure. No exception escapes
 // an I/O handler; a failing session is closed, counted and reported, and the others carry on.
 //

@@ -60,6 +60,20 @@ TEST(Messages, RoundTrips) {
   EXPECT_EQ(std::get<Finish>(*finish).rounds, 11u);
 }
 
+// A reported loss is its sender's claim: NaN and infinities are left out of the mean, which is NaN
+// when nothing finite was reported.
+TEST(FiniteLossMean, LeavesOutWhatIsNotFinite) {
+  FiniteLossMean mean;
+  EXPECT_TRUE(std::isnan(mean.value()));
+  mean.add(std::numeric_limits<double>::quiet_NaN());
+  mean.add(-std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(mean.value()));
+  mean.add(0.25);
+  mean.add(0.75);
+  mean.add(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(mean.value(), 0.5);
+}
+
 TEST(Messages, VoteSizeIsTheSignsPlusFiftySixBytes) {
   EXPECT_EQ(encode(Vote{0, 0, {}, BitVector(101770)}).size(), 8 + 8 + 32 + 8 + 8 * 1591u);
 }
