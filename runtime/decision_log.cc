@@ -3,13 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <utility>
 
 #include "core/byte_io.h"
 #include "core/file_io.h"
-#include "runtime/checkpoint.h"
 #include "transport/crypto.h"
 
 namespace ballot::runtime {
@@ -41,7 +43,10 @@ std::vector<std::uint8_t> encode_decision_record(std::uint64_t round, std::span<
   return out.take();
 }
 
-Result<DecisionLogContents> decode_decision_log(std::span<const std::uint8_t> bytes) {
+namespace {
+
+// The first round of the header at the start of `bytes`; kMalformed when it is not this version's.
+Result<std::uint64_t> decode_header(std::span<const std::uint8_t> bytes) {
   ByteReader reader(bytes, "decision log", sizeof(kMagic));
   if (bytes.size() < kHeaderBytes) return reader.malformed("truncated header");
   if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) return reader.malformed("bad magic");
@@ -52,44 +57,106 @@ Result<DecisionLogContents> decode_decision_log(std::span<const std::uint8_t> by
                             " (finish the run with the build that wrote it; without the log the server resumes "
                             "from its checkpoint, as after a lost log end)");
   }
-  DecisionLogContents contents;
-  BALLOT_ASSIGN_OR_RETURN(contents.first_round, reader.read<std::uint64_t>("first round"));
-  while (reader.remaining() > 0) {
-    const std::size_t at = reader.position();
-    const auto intact = [&]() -> bool {
-      if (reader.remaining() < kRecordHeadBytes) return false;
-      const auto round = *reader.read<std::uint64_t>("round");
-      const auto length = *reader.read<std::uint64_t>("length");
-      if (round != contents.first_round + contents.decisions.size()) return false;
-      if (length > reader.remaining() || reader.remaining() - length < transport::kDigestSize) return false;
-      const auto payload = *reader.take_bytes(static_cast<std::size_t>(length), "payload");
-      const auto digest = *reader.take_bytes(transport::kDigestSize, "digest");
-      // The record's head and payload lie side by side in the file.
-      const auto expected = transport::sha256(bytes.subspan(at, kRecordHeadBytes + payload.size()));
-      if (std::memcmp(expected.data(), digest.data(), digest.size()) != 0) return false;
-      contents.decisions.push_back(LoggedDecision{round, std::vector<std::uint8_t>(payload.begin(), payload.end())});
+  return reader.read<std::uint64_t>("first round");
+}
+
+// Visits the records that follow the header: `remaining` bytes, read in order through `read`,
+// which fills the span it is given or returns false. One record is held at a time.
+template <typename Read>
+DecisionLogScan scan_records(std::uint64_t first_round, std::uint64_t remaining, Read&& read,
+                             const DecisionVisitor& visit) {
+  DecisionLogScan scan{first_round, 0, 0};
+  std::vector<std::uint8_t> record;  // round ‖ length ‖ payload: what the record's digest covers
+  transport::Digest digest{};
+  while (remaining > 0) {
+    bool go_on = true;
+    const bool intact = [&] {
+      if (remaining < kRecordHeadBytes + transport::kDigestSize) return false;
+      record.resize(kRecordHeadBytes);
+      if (!read(std::span(record))) return false;
+      ByteReader head(record, "decision record");
+      const auto round = *head.read<std::uint64_t>("round");
+      const auto length = *head.read<std::uint64_t>("length");
+      if (round != first_round + scan.decisions) return false;
+      if (length > remaining - kRecordHeadBytes - transport::kDigestSize) return false;
+      record.resize(kRecordHeadBytes + static_cast<std::size_t>(length));
+      if (!read(std::span(record).subspan(kRecordHeadBytes)) || !read(std::span(digest))) return false;
+      if (transport::sha256(record) != digest) return false;
+      remaining -= record.size() + digest.size();
+      ++scan.decisions;
+      go_on = visit(round, std::span<const std::uint8_t>(record).subspan(kRecordHeadBytes));
       return true;
     }();
     if (!intact) {
-      contents.dropped_bytes = bytes.size() - at;
+      scan.dropped_bytes = static_cast<std::size_t>(remaining);
       break;
     }
+    if (!go_on) break;
   }
+  return scan;
+}
+
+Result<DecisionLogContents> collect(const std::function<Result<DecisionLogScan>(const DecisionVisitor&)>& scan_with) {
+  DecisionLogContents contents;
+  BALLOT_ASSIGN_OR_RETURN(
+      const auto scan, scan_with([&](std::uint64_t round, std::span<const std::uint8_t> payload) {
+        contents.decisions.push_back(LoggedDecision{round, std::vector<std::uint8_t>(payload.begin(), payload.end())});
+        return true;
+      }));
+  contents.first_round = scan.first_round;
+  contents.dropped_bytes = scan.dropped_bytes;
   return contents;
+}
+
+}  // namespace
+
+Result<DecisionLogScan> scan_decision_log(std::span<const std::uint8_t> bytes, const DecisionVisitor& visit) {
+  BALLOT_ASSIGN_OR_RETURN(const auto first_round, decode_header(bytes));
+  std::size_t at = kHeaderBytes;
+  const auto read = [&](std::span<std::uint8_t> into) {
+    if (into.size() > bytes.size() - at) return false;
+    if (!into.empty()) std::memcpy(into.data(), bytes.data() + at, into.size());
+    at += into.size();
+    return true;
+  };
+  return scan_records(first_round, bytes.size() - kHeaderBytes, read, visit);
+}
+
+Result<DecisionLogScan> scan_decision_log(const std::filesystem::path& path, const DecisionVisitor& visit) {
+  const std::string named = "decision log '" + path.string() + "'";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return make_error(ErrorCode::kNotFound, "no decision log at '" + path.string() + "'");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return make_error(ErrorCode::kIo, "cannot stat " + named + ": " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kIo, "cannot open " + named + ": " + std::strerror(errno));
+  std::array<std::uint8_t, kHeaderBytes> header{};
+  const auto head = static_cast<std::size_t>(std::min<std::uintmax_t>(size, kHeaderBytes));
+  if (!in.read(reinterpret_cast<char*>(header.data()), static_cast<std::streamsize>(head))) {
+    return make_error(ErrorCode::kIo, "cannot read " + named);
+  }
+  auto first_round = decode_header(std::span(header).first(head));
+  if (!first_round.ok()) {
+    return make_error(first_round.error().code, "'" + path.string() + "': " + first_round.error().message);
+  }
+  // A record the file ends inside, or one that cannot be read, ends the log like a torn write.
+  const auto read = [&](std::span<std::uint8_t> into) {
+    return static_cast<bool>(in.read(reinterpret_cast<char*>(into.data()), static_cast<std::streamsize>(into.size())));
+  };
+  return scan_records(*first_round, size - head, read, visit);
+}
+
+Result<DecisionLogContents> decode_decision_log(std::span<const std::uint8_t> bytes) {
+  return collect([&](const DecisionVisitor& visit) { return scan_decision_log(bytes, visit); });
+}
+
+Result<DecisionLogContents> read_decision_log(const std::filesystem::path& path) {
+  return collect([&](const DecisionVisitor& visit) { return scan_decision_log(path, visit); });
 }
 
 std::filesystem::path decision_log_path(const std::filesystem::path& checkpoint_path) {
   return checkpoint_path.string() + ".decisions";
-}
-
-Result<DecisionLogContents> read_decision_log(const std::filesystem::path& path) {
-  // A log holds at most checkpoint_every decisions; each is bounded by the frame limit (64 MiB).
-  BALLOT_ASSIGN_OR_RETURN(const auto bytes, read_file(path, std::uint64_t{1} << 40, "decision log"));
-  auto contents = decode_decision_log(bytes);
-  if (!contents.ok()) {
-    return make_error(contents.error().code, "'" + path.string() + "': " + contents.error().message);
-  }
-  return contents;
 }
 
 DecisionLog::DecisionLog(std::filesystem::path path, int fd, std::uint64_t first_round)

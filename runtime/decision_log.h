@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -34,28 +35,42 @@ namespace ballot::runtime {
 // (runtime/roles.cc).
 inline constexpr std::uint32_t kDecisionLogVersion = 3;
 
+// Called for each intact decision, in order, with a view of its payload that lives for the call;
+// returning false stops the scan there.
+using DecisionVisitor = std::function<bool(std::uint64_t round, std::span<const std::uint8_t> payload)>;
+
+struct DecisionLogScan {
+  std::uint64_t first_round = 0;
+  std::uint64_t decisions = 0;    // visited: rounds first_round, first_round + 1, … in order
+  std::size_t dropped_bytes = 0;  // after the last intact record (a torn or damaged tail); 0 when stopped
+};
+
+// Reads the log at `path` one record at a time, so a server replays a log of many large decisions
+// holding one of them. kNotFound when there is no log; kIo naming the path when it cannot be read;
+// kMalformed naming the path for a bad header (not a decision log, or another version).
+Result<DecisionLogScan> scan_decision_log(const std::filesystem::path& path, const DecisionVisitor& visit);
+// The same over bytes in memory.
+Result<DecisionLogScan> scan_decision_log(std::span<const std::uint8_t> bytes, const DecisionVisitor& visit);
+
+// The whole log in memory, for tools and tests (the server replays with scan_decision_log).
 struct LoggedDecision {
   std::uint64_t round = 0;
   std::vector<std::uint8_t> payload;
 };
-
 struct DecisionLogContents {
   std::uint64_t first_round = 0;
   std::vector<LoggedDecision> decisions;  // rounds first_round, first_round + 1, … in order
   std::size_t dropped_bytes = 0;          // after the last intact record (a torn or damaged tail)
 };
-
-// kMalformed for a bad header (not a decision log, or another version); the records as above.
 Result<DecisionLogContents> decode_decision_log(std::span<const std::uint8_t> bytes);
+Result<DecisionLogContents> read_decision_log(const std::filesystem::path& path);
+
 // One record's bytes (what append() writes).
 std::vector<std::uint8_t> encode_decision_record(std::uint64_t round, std::span<const std::uint8_t> payload);
 std::vector<std::uint8_t> encode_decision_log_header(std::uint64_t first_round);
 
 // The log beside a checkpoint file: "<checkpoint>.decisions".
 std::filesystem::path decision_log_path(const std::filesystem::path& checkpoint_path);
-
-// kNotFound when there is no log; kIo naming the path when it cannot be read.
-Result<DecisionLogContents> read_decision_log(const std::filesystem::path& path);
 
 class DecisionLog {
  public:

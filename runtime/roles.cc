@@ -188,27 +188,25 @@ Status Server::save_checkpoint_and_restart_log(const Replica& replica, std::uint
 
 Result<DecisionLog> Server::resume_from_log(Replica& replica, TrainingSummary& summary) {
   const auto path = decision_log_path(options_.checkpoint_path);
-  auto contents = read_decision_log(path);
-  if (!contents.ok() && contents.error().code != ErrorCode::kNotFound) {
-    return std::move(contents).error();  // not a decision log: never silently overwritten
+  const auto replay = [&](std::uint64_t round, std::span<const std::uint8_t> payload) {
+    if (round < summary.first_round) return true;  // the checkpoint holds it
+    if (round != summary.first_round || round >= setup_.options.rounds) return false;
+    if (auto applied = replica.apply_decision(round, payload, setup_.sign_vote()); !applied.ok()) {
+      std::fprintf(stderr, "server: decision of round %llu in '%s' not replayed: %s\n",
+                   static_cast<unsigned long long>(round), path.string().c_str(), applied.error().to_string().c_str());
+      return false;
+    }
+    ++summary.first_round;
+    ++summary.replayed_decisions;
+    return true;
+  };
+  const auto scanned = scan_decision_log(path, replay);
+  if (!scanned.ok() && scanned.error().code != ErrorCode::kNotFound) {
+    return scanned.error();  // not a decision log: never silently overwritten
   }
-  if (contents.ok()) {
-    if (contents->dropped_bytes != 0) {
-      std::fprintf(stderr, "server: %zu bytes at the end of '%s' ignored (a write it never finished)\n",
-                   contents->dropped_bytes, path.string().c_str());
-    }
-    for (const auto& logged : contents->decisions) {
-      if (logged.round < summary.first_round) continue;  // the checkpoint holds it
-      if (logged.round != summary.first_round || logged.round >= setup_.options.rounds) break;
-      if (auto applied = replica.apply_decision(logged.round, logged.payload, setup_.sign_vote()); !applied.ok()) {
-        std::fprintf(stderr, "server: decision of round %llu in '%s' not replayed: %s\n",
-                     static_cast<unsigned long long>(logged.round), path.string().c_str(),
-                     applied.error().to_string().c_str());
-        break;
-      }
-      ++summary.first_round;
-      ++summary.replayed_decisions;
-    }
+  if (scanned.ok() && scanned->dropped_bytes != 0) {
+    std::fprintf(stderr, "server: %zu bytes at the end of '%s' ignored (a write it never finished)\n",
+                 scanned->dropped_bytes, path.string().c_str());
   }
   // The replayed state becomes a checkpoint, so that the log can start afresh.
   if (summary.replayed_decisions != 0) BALLOT_TRY(save_replica(replica, summary.first_round));

@@ -1,6 +1,7 @@
 #include "runtime/decision_log.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -100,7 +101,57 @@ TEST_F(DecisionLogTest, ATornTailEndsTheLogAtTheLastIntactRecord) {
     ASSERT_TRUE(read.ok()) << cut;
     ASSERT_EQ(read->decisions.size(), 1u) << cut;
     EXPECT_EQ(read->dropped_bytes, cut - one) << cut;
+    // The file is read record by record the same way.
+    write_bytes(std::vector<std::uint8_t>(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(cut)));
+    auto scanned = read_decision_log(path_);
+    ASSERT_TRUE(scanned.ok()) << cut;
+    ASSERT_EQ(scanned->decisions.size(), 1u) << cut;
+    EXPECT_EQ(scanned->decisions[0].payload, payload(3, 64)) << cut;
+    EXPECT_EQ(scanned->dropped_bytes, cut - one) << cut;
   }
+}
+
+// The server replays through scan_decision_log: each payload is visited in order, and the visitor
+// can stop the scan (a decision that does not apply), which then reports no torn tail.
+TEST_F(DecisionLogTest, AScanVisitsEachRecordInOrderAndStopsWhenAsked) {
+  auto log = DecisionLog::start(path_, 40);
+  ASSERT_TRUE(log.ok());
+  for (std::uint64_t round = 40; round < 46; ++round) ASSERT_TRUE(log->append(round, payload(round, 3 * round)).ok());
+  std::vector<std::uint64_t> seen;
+  auto scan = scan_decision_log(path_, [&](std::uint64_t round, std::span<const std::uint8_t> bytes) {
+    EXPECT_EQ(std::vector<std::uint8_t>(bytes.begin(), bytes.end()), payload(round, 3 * round));
+    seen.push_back(round);
+    return round < 42;
+  });
+  ASSERT_TRUE(scan.ok()) << scan.error().to_string();
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{40, 41, 42}));
+  EXPECT_EQ(scan->first_round, 40u);
+  EXPECT_EQ(scan->decisions, 3u);
+  EXPECT_EQ(scan->dropped_bytes, 0u);
+  const auto bytes = file_bytes();
+  std::uint64_t in_memory = 0;
+  auto whole = scan_decision_log(bytes, [&](std::uint64_t, std::span<const std::uint8_t>) {
+    ++in_memory;
+    return true;
+  });
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->decisions, 6u);
+  EXPECT_EQ(in_memory, 6u);
+}
+
+// Something at the log's path that is not a regular file is an error naming it, not a read that
+// blocks (a FIFO) or never ends.
+TEST_F(DecisionLogTest, AFifoOrADirectoryIsAnErrorNamingThePath) {
+  ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+  auto fifo = read_decision_log(path_);
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_EQ(fifo.error().code, ErrorCode::kIo);
+  EXPECT_NE(fifo.error().message.find(path_.string()), std::string::npos);
+  std::filesystem::remove(path_);
+  std::filesystem::create_directory(path_);
+  auto directory = read_decision_log(path_);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.error().message.find(path_.string()), std::string::npos);
 }
 
 TEST_F(DecisionLogTest, ADamagedOrOutOfOrderRecordEndsTheLogThere) {
