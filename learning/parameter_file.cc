@@ -105,17 +105,22 @@ std::array<std::uint8_t, 32> layout_digest(std::span<const ParameterTensor> tens
   return sha256(out.bytes());
 }
 
-Result<std::vector<std::uint8_t>> encode_parameter_file(const ParameterFile& file) {
-  BALLOT_TRY(check_count(file.tensors.size()));
+Result<std::uint64_t> check_parameter_layout(std::span<const ParameterTensor> tensors) {
+  BALLOT_TRY(check_count(tensors.size()));
   std::unordered_set<std::string_view> names;
   std::uint64_t total = 0;
-  for (std::size_t i = 0; i < file.tensors.size(); ++i) {
-    const auto& tensor = file.tensors[i];
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& tensor = tensors[i];
     BALLOT_ASSIGN_OR_RETURN(const auto elements, check_tensor(i, tensor.name, tensor.shape));
     if (!names.insert(tensor.name).second) return malformed(tensor_label(i, tensor.name) + ": duplicate name");
     total += elements;
   }
   if (total > kMaxParameterElements) return malformed("more than 2^31 elements in all");
+  return total;
+}
+
+Result<std::vector<std::uint8_t>> encode_parameter_file(const ParameterFile& file) {
+  BALLOT_ASSIGN_OR_RETURN(const auto total, check_parameter_layout(file.tensors));
   if (file.values.size() != total) {
     return malformed(std::to_string(file.values.size()) + " values for tensors of " + std::to_string(total) +
                      " elements");

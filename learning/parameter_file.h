@@ -59,6 +59,10 @@ struct ParameterFile {
 // and ranks under 256; the format's tighter limits are checked by encoding, not here.
 std::array<std::uint8_t, 32> layout_digest(std::span<const ParameterTensor> tensors);
 
+// Checks names and shapes against every rule of the format (kMalformed naming the tensor and
+// field); returns D, the element count.
+Result<std::uint64_t> check_parameter_layout(std::span<const ParameterTensor> tensors);
+
 // Encodes `file` after checking it against every rule of the format and values.size() == D
 // (kMalformed naming the tensor and field). The tensors' offset and size are not read.
 Result<std::vector<std::uint8_t>> encode_parameter_file(const ParameterFile& file);

@@ -20,7 +20,8 @@ decisions, state transfers -- while the caller decides what is computed and subm
 
 Waits on the network (start, poll, next_round, await_decision) and compute() release the GIL.
 Errors of the protocol or the network raise with Ballot's error text (ValueError for bad
-arguments, FileNotFoundError for missing files, RuntimeError otherwise). Input from Python is
+arguments, FileNotFoundError for missing files, OSError when the system or the network fails,
+RuntimeError otherwise). Input from Python is
 checked before it reaches the protocol: a wrong dtype is a TypeError; a wrong length or a
 submission of another kind than the round's is a ValueError and leaves the round open; a
 submission with no round open, or a second compute() of one round, is a RuntimeError.

@@ -1,5 +1,5 @@
-// ballot._native bindings of learning/: Ballot parameter files (learning/parameter_file.h), so
-// that tests and tools can check the pure-Python reader and writer (ballot.torch) against C++.
+// ballot._native bindings of learning/: Ballot parameter files (learning/parameter_file.h), the one
+// reader and writer behind ballot.torch's read_init, export_init and layout_digest.
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -49,6 +49,14 @@ nb::dict read(const std::string& path) {
   return out;
 }
 
+std::string layout(const std::vector<std::pair<std::string, std::vector<std::uint64_t>>>& named_shapes) {
+  std::vector<learning::ParameterTensor> tensors;
+  tensors.reserve(named_shapes.size());
+  for (const auto& [name, shape] : named_shapes) tensors.push_back({name, shape});
+  unwrap(learning::check_parameter_layout(tensors));
+  return hex(learning::layout_digest(tensors));
+}
+
 void write(const std::string& path, const std::vector<std::pair<std::string, std::vector<std::uint64_t>>>& tensors,
            nb::handle values) {
   learning::ParameterFile file;
@@ -70,6 +78,9 @@ void register_learning(nb::module_& m) {
         "Reads a Ballot parameter file with the C++ decoder: {'tensors': [(name, shape, offset, size)], "
         "'values': float32 array, 'layout_digest': hex}. ValueError when malformed, FileNotFoundError "
         "when missing.");
+  m.def("parameter_layout_digest", &layout, nb::arg("tensors"),
+        "The layout digest (hex) of (name, shape) pairs: SHA-256 of their encoded names and shapes. "
+        "ValueError when they break the format (names, ranks, dims, counts, duplicates).");
   m.def("write_parameter_file", &write, nb::arg("path"), nb::arg("tensors"), nb::arg("values"),
         "Writes a Ballot parameter file with the C++ encoder: tensors as (name, shape) pairs, values a "
         "1-D float32 array of every tensor's elements. ValueError when the tensors break the format.");

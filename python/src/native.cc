@@ -26,6 +26,9 @@ void raise(const Error& error) {
     case ErrorCode::kNotFound:
       PyErr_SetString(PyExc_FileNotFoundError, text.c_str());
       throw nb::python_error();
+    case ErrorCode::kIo:
+      PyErr_SetString(PyExc_OSError, text.c_str());
+      throw nb::python_error();
     default:
       PyErr_SetString(PyExc_RuntimeError, text.c_str());
       throw nb::python_error();

@@ -24,7 +24,7 @@ namespace ballot::python {
 namespace nb = nanobind;
 
 // Raises the Python exception for an error code: ValueError for bad arguments and bytes,
-// FileNotFoundError for kNotFound, RuntimeError otherwise; the message is Error::to_string().
+// FileNotFoundError for kNotFound, OSError for kIo, RuntimeError otherwise; the message is Error::to_string().
 [[noreturn]] void raise(const Error& error);
 
 template <typename T>

@@ -1,5 +1,6 @@
-"""ballot.torch's pure-Python parameter files against the C++ reader and writer
-(learning/parameter_file.h, bound as ballot._native.read_parameter_file / write_parameter_file)."""
+"""ballot.torch's parameter files (read_init, export_init, layout_digest: the C++ reader and writer of
+learning/parameter_file.h, bound as ballot._native) against an independent encoder of the format
+written here (_raw), and against the native functions called directly."""
 
 import hashlib
 import os
@@ -148,10 +149,34 @@ def test_non_finite_parameters_are_a_value_error(tmp_path):
     assert not os.path.exists(tmp_path / "nan.ballot")
 
 
-def test_a_write_that_fails_is_an_error_not_a_crash(tmp_path):
+def test_a_write_that_fails_is_an_os_error_naming_the_path(tmp_path):
     (tmp_path / "a-file").write_text("not a directory")
-    with pytest.raises(RuntimeError, match="a-file"):
+    with pytest.raises(OSError, match="a-file"):
         _native.write_parameter_file(str(tmp_path / "a-file" / "x.ballot"), [("a", [2])], np.ones(2, np.float32))
+    torch = torch_or_skip()
+    with pytest.raises(OSError, match="a-file"):
+        export_init(torch.nn.Linear(2, 1), tmp_path / "a-file" / "x.ballot")
+
+
+def test_layouts_outside_the_format_are_value_errors_before_anything_is_written(tmp_path):
+    for shapes, reason in [
+        ([("w", (2,)), ("w", (3,))], "duplicate name"),
+        ([("", (2,))], "name length 0"),
+        ([("x" * 1025, (2,))], "name length 1025"),
+        ([("w", (1,) * 9)], "rank 9"),
+        ([("w", (0,))], "dim 0 is 0"),
+        ([], "tensor count 0"),
+    ]:
+        with pytest.raises(ValueError, match=reason):
+            layout_digest(shapes)
+    torch = torch_or_skip()
+
+    class Empty(torch.nn.Module):
+        pass
+
+    with pytest.raises(ValueError, match="tensor count 0"):
+        export_init(Empty(), tmp_path / "empty.ballot")
+    assert not os.path.exists(tmp_path / "empty.ballot")
 
 
 def test_cpp_writer_refuses_invalid_tensors(tmp_path):

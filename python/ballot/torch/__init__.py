@@ -5,7 +5,7 @@
                          forward/backward and submits through the C++ session (mutual TLS, signed votes)
 - :class:`SignVote`, :class:`RobustGradient`, :class:`RobustLocalSGD`  what a node sends
 - :func:`export_init`   write a model's parameters to a Ballot parameter file (the "init file")
-- :func:`read_init`     read and validate one (pure Python, no torch needed)
+- :func:`read_init`     read and validate one (no torch needed)
 - :func:`layout_digest` the SHA-256 of a model's parameter names and shapes
 - ``python -m ballot.torch.run``  a local cluster of a training script (:mod:`ballot.torch.run`)
 
