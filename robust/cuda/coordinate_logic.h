@@ -12,10 +12,10 @@
 //  - median: the mean of ranks (m − 1)/2 … m/2 (one or two values); trimmed mean: of ranks
 //    [t, m − t), t = f − min(k, f);
 //  - MeaMed (closest window, w = m − t values): median = low·0.5f + high·0.5f in float, the window
-//    start s in [first, last] (window_ranks of common.cc) with the smallest
-//    max(median − x[s], x[s + w − 1] − median), the lowest on ties, scanning from start 0 instead
-//    when x[first − 1] == x[first]; the window summed into four double accumulators, rank r into
-//    (r − first) mod 4, combined as (s0 + s1) + (s2 + s3).
+//    start: the first s in [first, last) (window_ranks of common.cc) with
+//    median − x[s] <= x[s + w] − median, else last (the w values closest to the median, the lower
+//    value on a tie in distance), scanning from start 0 instead when x[first − 1] == x[first]; the window summed into
+//    four double accumulators, rank r into (r − first) mod 4, combined as (s0 + s1) + (s2 + s3).
 // A thread keeps one coordinate of every row in kWires registers (+∞ in the slots of rows it does
 // not use), so every array index is a compile-time constant: loops over slots are fold
 // expressions (static_for), never runtime-indexed (a runtime index would put the array on the
@@ -259,27 +259,26 @@ BALLOT_HOST_DEVICE inline float closest_window_mean(const float (&v)[kWires], co
     first = 0;
     last = m - w;
   }
-  // top[s] = v[s + w − 1]: v shifted down by w − 1, one power of two at a time.
-  float top[kWires];
-  static_for<kWires>([&](auto slot) { top[decltype(slot)::value] = v[decltype(slot)::value]; });
-  static_for<6>([&](auto bit) {
+  // next[s] = v[s + w]: v shifted down by w, one power of two at a time (w ≤ kWires ≤ 64).
+  float next[kWires];
+  static_for<kWires>([&](auto slot) { next[decltype(slot)::value] = v[decltype(slot)::value]; });
+  static_for<7>([&](auto bit) {
     constexpr int shift = 1 << decltype(bit)::value;
-    if (shift < kWires && (((w - 1) >> decltype(bit)::value) & 1)) {
+    if (shift < kWires && ((w >> decltype(bit)::value) & 1)) {
       static_for<kWires>([&](auto slot) {
         constexpr int s = decltype(slot)::value;
-        if constexpr (s + shift < kWires) top[s] = top[s + shift];
+        if constexpr (s + shift < kWires) next[s] = next[s + shift];
       });
     }
   });
-  float best = infinity();
-  int start = first;
+  int start = last;
+  bool found = false;
   static_for<kWires>([&](auto slot) {
     constexpr int s = decltype(slot)::value;
-    if (s >= first && s <= last) {
+    if (!found && s >= first && s < last) {
       const float below = kernels::sub_rn(median, v[s]);
-      const float above = kernels::sub_rn(top[s], median);
-      const float cost = below > above ? below : above;
-      if (cost < best) best = cost, start = s;
+      const float above = kernels::sub_rn(next[s], median);
+      if (below <= above) start = s, found = true;
     }
   });
   double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;

@@ -91,10 +91,11 @@ struct IsaKernels {
   void (*rows_mean)(const float* tile, std::size_t stride, std::size_t width, std::size_t lo, std::size_t hi,
                     float* out);
   // The tile's rows [first, last + w) and the middle ranks (m − 1)/2, m/2 hold the sorted values
-  // of those ranks per column. out[j] = mean of the w consecutive ranks, starting in [first, last],
-  // whose largest distance to the column's median is smallest (the w values closest to the median;
-  // ties: the lowest window), summed in double, rank r into accumulator (r − first) mod 4, the four
-  // combined as (s0 + s1) + (s2 + s3). Full tiles need last ≤ first + w (true of window_ranks).
+  // of those ranks per column. out[j] = mean of the w values closest to the column's median (ties in
+  // distance: the lower value), w consecutive ranks starting at the first s in [first, last) with
+  // median − x[s] <= x[s + w] − median (else at last), summed in double, rank r into accumulator
+  // (r − first) mod 4, the four combined as (s0 + s1) + (s2 + s3). Full tiles need
+  // last ≤ first + w (true of window_ranks).
   void (*closest_window_mean)(const float* tile, std::size_t stride, std::size_t width, std::size_t m, std::size_t w,
                               std::size_t first, std::size_t last, float* out);
 };

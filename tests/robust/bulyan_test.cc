@@ -55,6 +55,30 @@ TEST(Bulyan, MatchesBruteForce) {
   });
 }
 
+// n = 7, f = 1: θ = 5 inputs survive Krum, β = 3. On a coordinate whose selected values are
+// {0, 0, 1, 1, 3} the median is 1 and the three closest values are 1, 1 and a 0: 2/3 (the lowest
+// of the windows with the same largest distance, {0, 0, 1}, gave 1/3).
+TEST(Bulyan, SecondStepKeepsTheClosestValuesWhenWindowsTie) {
+  testing::for_each_isa([] {
+    const std::size_t n = 7, d = 2;
+    // Coordinate 0 is the tied one; coordinate 1 is 0 everywhere so Krum's distances are
+    // coordinate 0's alone.
+    const std::vector<float> column = {0, 1, 0, 1, 3, 0, 1};
+    std::vector<float> rows;
+    for (const float v : column) rows.insert(rows.end(), {v, 0.0f});
+    auto result = Bulyan(BulyanOptions{1, 1}).aggregate(InputMatrix(rows.data(), n, d));
+    ASSERT_TRUE(result.ok()) << result.error().to_string();
+    const auto [selected, value] = brute_bulyan(rows, n, d, 1);
+    EXPECT_EQ(result->report.selected, selected);
+    std::vector<float> picked;
+    for (std::size_t i : selected) picked.push_back(column[i]);
+    std::sort(picked.begin(), picked.end());
+    ASSERT_EQ(picked, (std::vector<float>{0, 0, 1, 1, 3}));
+    EXPECT_FLOAT_EQ(result->value[0], 2.0f / 3.0f);
+    EXPECT_FLOAT_EQ(value[0], 2.0f / 3.0f);
+  });
+}
+
 TEST(Bulyan, PreconditionAtItsEdge) {
   for (std::size_t f : {0u, 1u, 3u}) {
     const auto below = Bulyan::check(4 * f + 2, f);

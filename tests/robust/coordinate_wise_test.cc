@@ -99,6 +99,29 @@ TEST_P(CoordinateRule, MatchesBruteForce) {
   });
 }
 
+// Integer data (ties in value and in distance to the median everywhere), exact in float and double:
+// the definition (lower value first on a tie in distance) at sizes on both sides of 128, where the
+// sorting network's window scan and the nth_element path take over from each other.
+TEST_P(CoordinateRule, MatchesBruteForceOnTiedIntegers) {
+  for_each_isa([&] {
+    for (std::size_t n : {3u, 5u, 7u, 16u, 20u, 33u, 127u, 128u, 129u, 150u}) {
+      const std::size_t d = 70;
+      Rng rng(500 + n);
+      std::vector<float> rows(n * d);
+      for (auto& v : rows) v = static_cast<float>(rng.uniform_int(5));
+      for (std::size_t f : {std::size_t{1}, max_f(n) / 2, max_f(n)}) {
+        if (f > max_f(n) || (kind() == Kind::kMean && f != 0)) continue;
+        auto result = make(kind(), f)->aggregate(InputMatrix(rows.data(), n, d));
+        ASSERT_TRUE(result.ok()) << result.error().to_string();
+        for (std::size_t c = 0; c < d; ++c) {
+          const double want = reference(kind(), column(rows, n, d, c), f);
+          ASSERT_NEAR(result->value[c], want, 1e-6 * (1 + std::abs(want))) << "n=" << n << " f=" << f << " c=" << c;
+        }
+      }
+    }
+  });
+}
+
 TEST_P(CoordinateRule, SeveralColumnBlocksAndListOfSpans) {
   const std::size_t n = 9, d = 5000, f = kind() == Kind::kMean ? 0 : 3;
   const auto rows = gaussian_rows(n, d, 7);
@@ -402,8 +425,25 @@ TEST(SelectionNetwork, GatherSortEqualsCopyThenSort) {
   });
 }
 
-// The closest-window reduction scans only window starts near the middle; on ties next to the
-// window (integer data) it must still pick what a scan of every start over a full sort picks.
+// {0, 0, 2, 2, 3}, f = 1: the median is 2 and the four closest values are 2, 2, 3 and one 0
+// (distance 1 beats 2): 1.75. The window that keeps both 0s and drops 3 has the same largest
+// distance (2) and gave 1.0. Tiled to 64 coordinates for the vector path.
+TEST(MeaMed, KeepsTheClosestValuesWhenWindowsTie) {
+  for_each_isa([] {
+    for (const std::size_t d : {std::size_t{1}, std::size_t{64}}) {
+      std::vector<float> rows;
+      for (const float v : {0.0f, 0.0f, 2.0f, 2.0f, 3.0f}) rows.insert(rows.end(), d, v);
+      auto result = MeanAroundMedian(MeanAroundMedianOptions{1, 1}).aggregate(InputMatrix(rows.data(), 5, d));
+      ASSERT_TRUE(result.ok());
+      for (const float v : result->value) EXPECT_EQ(v, 1.75f) << "d=" << d;
+    }
+  });
+}
+
+// The closest-window reduction scans only window starts near the middle; on integer data (ties in
+// value and in distance everywhere) it must still take the w values closest to the median, the
+// lower value on a tie in distance: the definition, by a stable sort of the sorted column by
+// distance. (Values {0, 0, 2, 2, 3}, w = 4: median 2, the closest are {2, 2, 3, 0}, mean 1.75.)
 TEST(ClosestWindow, MatchesAFullScanWithTies) {
   for_each_isa([] {
     for (std::size_t m : {5u, 9u, 16u, 20u, 52u, 100u}) {
@@ -421,16 +461,16 @@ TEST(ClosestWindow, MatchesAFullScanWithTies) {
         for (std::size_t c = 0; c < d; ++c) {
           auto v = column(rows, m, d, c);
           std::sort(v.begin(), v.end());
-          // Every start, in float like the kernel; ties to the lowest start.
+          // Distances in float like the kernel; a stable sort keeps the lower value first on ties.
           const float median = v[(m - 1) / 2] * 0.5f + v[m / 2] * 0.5f;
-          float best = INFINITY;
-          std::size_t start = 0;
-          for (std::size_t s = 0; s + w <= m; ++s) {
-            const float cost = std::max(median - v[s], v[s + w - 1] - median);
-            if (cost < best) best = cost, start = s;
-          }
+          auto by_distance = v;
+          std::stable_sort(by_distance.begin(), by_distance.end(), [median](float a, float b) {
+            return (a <= median ? median - a : a - median) < (b <= median ? median - b : b - median);
+          });
+          std::vector<float> chosen(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(w));
+          std::sort(chosen.begin(), chosen.end());
           double sum = 0;
-          for (std::size_t r = start; r < start + w; ++r) sum += v[r];
+          for (const float x : chosen) sum += x;
           ASSERT_EQ(got->value[c], static_cast<float>(sum * (1.0 / static_cast<double>(w))))
               << "m=" << m << " w=" << w << " c=" << c;
         }

@@ -222,7 +222,9 @@ class TrMean(_Rule):
 
 
 class Meamed(_Rule):
-    """Per coordinate, the mean of the n − f values closest to the median (Ballot ``meamed``)."""
+    """Per coordinate, the mean of the n − f values closest to the median (Ballot ``meamed``). On
+    a tie in distance Ballot keeps the lower value; ByzFL's ``argpartition`` keeps either, so the two
+    can differ where such a tie straddles the n − f boundary (equal distances on both sides)."""
 
     def __init__(self, f: int = 0) -> None:
         self.f = _check_f(f)
