@@ -51,7 +51,9 @@ Result<AggregationResult> Monna::aggregate(const InputMatrix& inputs) {
         bad[i] = !kern.all_finite(inputs.row(i), d);
         continue;
       }
-      distance[i] = i == p ? 0.0 : std::max(0.0, norm + pivot_norm - 2 * kern.dot(inputs.row(i), inputs.row(p), d));
+      // ‖x_i − x_p‖² directly (one read of both, as ‖x_i‖² + ‖x_p‖² − 2⟨x_i, x_p⟩ would be), exact
+      // where that form cancels: inputs far from the origin compared with their spread.
+      distance[i] = i == p ? 0.0 : kern.squared_distance(inputs.row(i), inputs.row(p), d);
     }
   });
   std::vector<std::size_t> usable, non_finite;
@@ -64,7 +66,12 @@ Result<AggregationResult> Monna::aggregate(const InputMatrix& inputs) {
   // inputs, n − k usable ones and f − min(k, f) Byzantine among them.
   const std::size_t k = std::min(usable.size(), n - options_.f);
   std::vector<std::size_t> order = usable;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return distance[a] < distance[b]; });
+  // The pivot first (itself included whatever ties at distance 0), then by distance, ties to the
+  // lower index.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (a == p || b == p) return a == p && b != p;
+    return distance[a] < distance[b];
+  });
   order.resize(k);
   std::sort(order.begin(), order.end());
 

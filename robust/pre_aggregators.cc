@@ -37,7 +37,9 @@ Result<PreAggregation> NearestNeighborMixing::apply(const InputMatrix& inputs) {
   std::vector<std::size_t> order(u);
   for (std::size_t a = 0; a < u; ++a) {
     std::iota(order.begin(), order.end(), 0);
+    // Itself first (whatever ties at distance 0), then by distance, ties to the lower index.
     std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+      if (x == a || y == a) return x == a && y != a;
       return dist.at(usable[a], usable[x]) < dist.at(usable[a], usable[y]);
     });
     for (std::size_t r = 0; r < k; ++r) mixing[a * u + order[r]] = 1.0f / static_cast<float>(k);
@@ -187,12 +189,20 @@ RowScales NormClipping::clip(const InputMatrix& inputs, Matrix* output) const {
   RowScales out;
   out.scales.assign(n, 1.0f);
   std::vector<float>& scales = out.scales;
+  // The kernels sum squares in float lanes, which overflow for finite rows near the float range
+  // (coordinates of about 1.8e19 and more): those (rare) are summed again in double, which cannot
+  // overflow, so that they are clipped to norm tau like any other row (as ARC does), not to zero.
   auto settle = [&](std::size_t i, double squared_norm) {
-    const double norm = std::sqrt(squared_norm);
-    if (!std::isfinite(norm) && !kern.all_finite(inputs.row(i), d)) {
-      bad[i] = 1;
-      return;
+    if (!std::isfinite(squared_norm)) {
+      const float* x = inputs.row(i);
+      if (!kern.all_finite(x, d)) {
+        bad[i] = 1;
+        return;
+      }
+      squared_norm = 0;
+      for (std::size_t j = 0; j < d; ++j) squared_norm += static_cast<double>(x[j]) * x[j];
     }
+    const double norm = std::sqrt(squared_norm);
     scales[i] = static_cast<float>(norm > options_.tau ? options_.tau / norm : 1.0);
   };
   // Columns [begin, end) of row i into the output, with streaming stores when it is large

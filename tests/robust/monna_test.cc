@@ -43,6 +43,29 @@ TEST(Monna, TieGoesToTheLowerIndex) {
   EXPECT_EQ(result->report.selected, (std::vector<std::size_t>{0, 1}));
 }
 
+// Equal inputs are all at distance 0 from the pivot: the pivot stays among its neighbours.
+TEST(Monna, ThePivotIsItsOwnNeighbourWhateverTies) {
+  const std::vector<float> rows(3 * 4, 0.0f);
+  auto result = Monna(MonnaOptions{1, 2, 1}).aggregate(InputMatrix(rows.data(), 3, 4));
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->report.selected, (std::vector<std::size_t>{0, 2}));
+}
+
+// Inputs 10^4 from the origin with a spread of 1 (d = 1024): ‖x‖² + ‖y‖² − 2⟨x, y⟩ loses the
+// distances (about 2d against norms of 10^11); the direct sum keeps them, so the neighbours are the
+// two inputs of spread 1, not those of spread 1.5.
+TEST(Monna, DistancesFarFromTheOriginKeepTheNearestNeighbours) {
+  testing::for_each_isa([] {
+    const std::size_t n = 5, d = 1024;
+    auto rows = gaussian_rows(n, d, 17);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < d; ++j) rows[i * d + j] = 1e4f + (i >= 3 ? 1.5f : 1.0f) * rows[i * d + j];
+    auto result = Monna(MonnaOptions{2, 0, 1}).aggregate(InputMatrix(rows.data(), n, d));
+    ASSERT_TRUE(result.ok()) << result.error().to_string();
+    EXPECT_EQ(result->report.selected, (std::vector<std::size_t>{0, 1, 2}));
+  });
+}
+
 TEST(Monna, IsTheRowOfNearestNeighbourMixingAtThePivot) {
   testing::for_each_isa([] {
     for (std::size_t n : {1u, 5u, 10u}) {

@@ -157,6 +157,27 @@ TEST(NormClipping, ClipsOnlyLongVectors) {
   EXPECT_FALSE(NormClipping(NormClippingOptions{INFINITY, 1}).check(3).ok());
 }
 
+// A finite row whose squares overflow float (coordinates of 1e20; d ≥ 16 takes the vector lanes):
+// clipped to norm tau like any other row, not to zero; through the rule as well.
+TEST(NormClipping, AFiniteRowPastTheFloatRangeIsClippedToTau) {
+  testing::for_each_isa([] {
+    const std::size_t n = 3, d = 32;
+    std::vector<float> rows(n * d, 0.5f);
+    for (std::size_t j = 0; j < d; ++j) rows[1 * d + j] = (j % 2 == 0 ? 1e20f : -1e20f);
+    auto out = NormClipping(NormClippingOptions{1.0, 1}).apply(InputMatrix(rows.data(), n, d));
+    ASSERT_TRUE(out.ok());
+    EXPECT_TRUE(out->non_finite.empty());
+    double squared = 0;
+    for (std::size_t j = 0; j < d; ++j)
+      squared += static_cast<double>(out->output.values[d + j]) * out->output.values[d + j];
+    EXPECT_NEAR(std::sqrt(squared), 1.0, 1e-5);
+    EXPECT_NEAR(out->output.values[d], 1.0 / std::sqrt(static_cast<double>(d)), 1e-6);
+    auto scales = NormClipping(NormClippingOptions{1.0, 1}).row_scales(InputMatrix(rows.data(), n, d));
+    ASSERT_TRUE(scales.ok() && scales->has_value());
+    EXPECT_GT((*scales)->scales[1], 0.0f);
+  });
+}
+
 // Bit-for-bit equality of two outputs (NaN payloads included).
 bool same_bits(const Matrix& a, const Matrix& b) {
   return a.n == b.n && a.d == b.d &&
