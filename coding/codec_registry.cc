@@ -68,7 +68,8 @@ Made make_sparse(const Spec& spec) {
 Made make_threshold(const Spec& spec) {
   if (!spec.has("tau")) return invalid(spec, "threshold needs tau");
   BALLOT_ASSIGN_OR_RETURN(const double tau, spec.get_double("tau", 0.0));
-  if (!(tau >= 0.0 && std::isfinite(tau))) return invalid(spec, "tau must be finite and >= 0");
+  if (!(tau >= 0.0 && std::isfinite(static_cast<float>(tau))))
+    return invalid(spec, "tau must be >= 0 and finite as a float (at most 3.4e38)");
   return std::unique_ptr<Codec>(std::make_unique<ThresholdCodec>(ThresholdOptions{static_cast<float>(tau)}));
 }
 
@@ -85,7 +86,8 @@ Made make_qsgd(const Spec& spec) {
 Made make_terngrad(const Spec& spec) {
   TernGradOptions options;
   BALLOT_ASSIGN_OR_RETURN(const double clip, spec.get_double("clip", 0.0));
-  if (!(clip >= 0.0 && std::isfinite(clip))) return invalid(spec, "clip must be finite and >= 0");
+  if (!(clip >= 0.0 && std::isfinite(static_cast<float>(clip))))
+    return invalid(spec, "clip must be >= 0 and finite as a float (at most 3.4e38)");
   options.clip = static_cast<float>(clip);
   BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kLayer));
   return std::unique_ptr<Codec>(std::make_unique<TernGradCodec>(options));
@@ -102,7 +104,8 @@ Made make_dgc(const Spec& spec) {
   BALLOT_ASSIGN_OR_RETURN(options.granularity, granularity_option(spec, Granularity::kLayer));
   if (!(options.ratio > 0.0 && options.ratio <= 1.0)) return invalid(spec, "ratio must be in (0, 1]");
   if (!(momentum >= 0.0 && momentum < 1.0)) return invalid(spec, "momentum must be in [0, 1)");
-  if (!(clip >= 0.0 && std::isfinite(clip))) return invalid(spec, "clip must be finite and >= 0");
+  if (!(clip >= 0.0 && std::isfinite(static_cast<float>(clip))))
+    return invalid(spec, "clip must be >= 0 and finite as a float (at most 3.4e38)");
   if (warmup < 0) return invalid(spec, "warmup must be >= 0 rounds");
   if (!(options.warmup_start > 0.0 && options.warmup_start <= 1.0))
     return invalid(spec, "warmup_start must be in (0, 1]");
@@ -134,8 +137,12 @@ const CodecEntry kCodecs[] = {
      {.id = CodecId::kOneBit, .error_feedback = true}},
     {"topk", "k ratio granularity", "topk:ratio=0.05", "the k largest |g_i| (Aji & Heafield, EMNLP 2017)",
      &make_sparse<TopKCodec>, id(CodecId::kTopK)},
-    {"randomk", "k ratio granularity", "randomk:ratio=0.1", "k random coordinates, unbiased (Stich et al. 2018)",
-     &make_sparse<RandomKCodec>, id(CodecId::kRandomK)},
+    {"randomk",
+     "k ratio granularity",
+     "randomk:ratio=0.1",
+     "k random coordinates, unbiased (Stich et al. 2018)",
+     &make_sparse<RandomKCodec>,
+     {.id = CodecId::kRandomK, .unbiased = true}},
     {"gtopk",
      "k ratio granularity",
      "gtopk:ratio=0.05",
@@ -144,10 +151,18 @@ const CodecEntry kCodecs[] = {
      {.id = CodecId::kGlobalTopK, .own_residual = true}},
     {"threshold", "tau", "threshold:tau=0.8", "every |g_i| >= tau (Strom, Interspeech 2015)", &make_threshold,
      id(CodecId::kThreshold)},
-    {"qsgd", "s elias granularity", "qsgd:s=16", "stochastic s-level quantisation (Alistarh et al., NeurIPS 2017)",
-     &make_qsgd, id(CodecId::kQsgd)},
-    {"terngrad", "clip granularity", "terngrad", "stochastic ternary {-s, 0, s} (Wen et al., NeurIPS 2017)",
-     &make_terngrad, id(CodecId::kTernGrad)},
+    {"qsgd",
+     "s elias granularity",
+     "qsgd:s=16",
+     "stochastic s-level quantisation (Alistarh et al., NeurIPS 2017)",
+     &make_qsgd,
+     {.id = CodecId::kQsgd, .unbiased = true}},
+    {"terngrad",
+     "clip granularity",
+     "terngrad",
+     "stochastic ternary {-s, 0, s} (Wen et al., NeurIPS 2017)",
+     &make_terngrad,
+     {.id = CodecId::kTernGrad, .unbiased = true}},
     {"dgc",
      "ratio momentum clip warmup warmup_start sample granularity",
      "dgc:ratio=0.05",
@@ -177,6 +192,12 @@ Result<std::unique_ptr<Codec>> make_codec(const Spec& spec) {
   BALLOT_ASSIGN_OR_RETURN(const bool ef, spec.get_bool("ef", entry->properties.error_feedback));
   if (ef && entry->properties.own_residual) {
     return invalid(spec, spec.name() + " keeps its own residual; ef=1 would add a second one");
+  }
+  if (ef && entry->properties.unbiased) {
+    return invalid(spec, spec.name() +
+                             " is unbiased but not contractive: error feedback over it diverges (its memory grows "
+                             "every round); use ef=0 (it converges without memory) or a contractive codec with ef=1 "
+                             "(topk, scaled_sign, sign, threshold)");
   }
   if (ef) return std::unique_ptr<Codec>(std::make_unique<ErrorFeedback>(std::move(codec)));
   return codec;

@@ -39,6 +39,9 @@ struct CodecProperties {
   CodecId id{};                 // its wire id (byte 3 of the header, docs/codecs.md)
   bool error_feedback = false;  // ef defaults to 1 (onebit)
   bool own_residual = false;    // keeps its own residual, so refuses ef=1 (gtopk, dgc)
+  // Unbiased but not contractive (E C(x) = x with E‖C(x) − x‖² possibly above ‖x‖²: randomk,
+  // qsgd, terngrad), so refuses ef=1: error feedback over it diverges, its memory growing each round.
+  bool unbiased = false;
 };
 // A factory gets a Spec whose keys are already checked against the entry's `keys` (and ef); the
 // registry wraps what it returns in ErrorFeedback when ef=1.

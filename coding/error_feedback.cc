@@ -1,5 +1,7 @@
 #include "coding/error_feedback.h"
 
+#include <cmath>
+
 #include "coding/wire_format.h"
 #include "core/enforce.h"
 
@@ -27,6 +29,9 @@ EncodedGradient ErrorFeedback::encode(std::span<const float> gradient, const Gra
   const Status status = inner_->decode_add(out.bytes, layout, memory_, -1.0f);
   BALLOT_ENFORCE(status.ok(), "a codec failed to decode its own message: " +
                                   (status.ok() ? std::string() : status.error().to_string()));
+  // A non-finite input went out in this message (for the aggregation to reject); it must not stay
+  // in the memory, where it would make every later message non-finite.
+  for (float& e : memory_) e = std::isfinite(e) ? e : 0.0f;
   return out;
 }
 

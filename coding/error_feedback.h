@@ -5,7 +5,10 @@
 // constant η and a positively homogeneous C — every codec here except threshold — scaling the
 // decoded Δ by η afterwards is the same). The memory e is node state: save_state() stores it with
 // the wrapped codec's own state, load_state() restores both, so a checkpoint keeps it.
-// Messages are the wrapped codec's: any peer decodes them without knowing about the memory.
+// Messages are the wrapped codec's: any peer decodes them without knowing about the memory. An
+// entry of e that is not finite (a non-finite input, sent in this round's message) is set to 0.
+// The registry refuses ef=1 over the unbiased codecs (randomk, qsgd, terngrad), which are not
+// contractive: e grows without bound over them; this class itself wraps any codec.
 // Cost: encode = C's encode + one decode_add into e + two O(d) passes. Not thread-safe.
 #pragma once
 

@@ -854,6 +854,7 @@ Result<std::size_t> DeviceErrorFeedback::encode(const float* d_gradient, const G
                                        : cuda::encode(*inner_, corrected_, layout, rng, d_out, workspace_, stream));
   // The new memory is built in corrected_ and swapped in only when complete: a failure leaves e.
   BALLOT_TRY(decode_own(*inner_, d_out, bytes, layout, drawn_from, corrected_, -1.0f, workspace_, stream));
+  BALLOT_TRY(cuda_status(ballot_codec_cuda_zero_non_finite(corrected_, d, stream), "zero_non_finite kernel"));
   std::swap(memory_, corrected_);
   return bytes;
 }
@@ -918,6 +919,7 @@ Result<std::size_t> DeviceSignum::encode(const float* d_gradient, const Gradient
   if (d > 0) {
     BALLOT_TRY(kernels::cuda::momentum_pack_signs(momentum_, d_gradient, d, kernels::momentum_factors(options_.beta),
                                                   reinterpret_cast<std::uint64_t*>(d_out + kHeaderBytes), stream));
+    BALLOT_TRY(cuda_status(ballot_codec_cuda_zero_non_finite(momentum_, d, stream), "zero_non_finite kernel"));
   }
   return wire_size(layout);
 }

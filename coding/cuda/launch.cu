@@ -730,6 +730,13 @@ __global__ void add_kernel(const float* a, const float* b, std::size_t n, float*
   }
 }
 
+__global__ void zero_non_finite_kernel(float* x, std::size_t n) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if (!isfinite(x[i])) x[i] = 0.0f;
+  }
+}
+
 __global__ void cast_kernel(const float* x, std::size_t d, int format, std::uint8_t* out) {
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < d;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -1093,6 +1100,13 @@ int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* 
   (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
   if (n == 0) return 0;
   add_kernel<<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(a, b, n, out);
+  return last_error();
+}
+
+int ballot_codec_cuda_zero_non_finite(float* x, std::size_t n, void* stream_handle) {
+  (void)cudaGetLastError();  // report this call's errors, not one an earlier call of the thread left
+  if (n == 0) return 0;
+  zero_non_finite_kernel<<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream_handle)>>>(x, n);
   return last_error();
 }
 

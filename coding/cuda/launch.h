@@ -98,6 +98,9 @@ int ballot_codec_cuda_momentum_accumulate(const float* g, std::size_t d, const B
 int ballot_codec_cuda_zero_at(const std::uint8_t* indices, std::size_t count, float* a, float* b, void* stream);
 // out[i] = a[i] + b[i], rounded to nearest (error feedback's p = g + e).
 int ballot_codec_cuda_add(const float* a, const float* b, std::size_t n, float* out, void* stream);
+// x[i] = 0 where x[i] is NaN or ±∞ (a state that one non-finite input would otherwise poison for
+// good: error feedback's memory, signum's momentum; as the CPU codecs do).
+int ballot_codec_cuda_zero_non_finite(float* x, std::size_t n, void* stream);
 
 // The cast codecs (format 0 fp32, 1 fp16, 2 bf16: coding/cast_codecs.h): out receives x[0, d) as
 // 4- or 2-byte values (codec_logic.h's conversions; fp32 keeps every bit), and cast_add adds

@@ -35,7 +35,7 @@ TEST(CodecRegistry, EveryTableLineIsWellFormed) {
     EXPECT_TRUE(!entry.properties.error_feedback || (*codec)->stateful()) << entry.name;
     const std::string example(entry.example);
     const std::string with_ef = example + (example.find(':') == std::string::npos ? ":" : ",") + "ef=1";
-    EXPECT_EQ(make_codec(with_ef).ok(), !entry.properties.own_residual) << with_ef;
+    EXPECT_EQ(make_codec(with_ef).ok(), !entry.properties.own_residual && !entry.properties.unbiased) << with_ef;
   }
 }
 
@@ -83,7 +83,9 @@ TEST(CodecRegistry, BadSpecsAreErrorsNamingTheProblem) {
         Case{"qsgd:s=70000", "s must"}, Case{"topk:k=3,ratio=0.1", "not both"}, Case{"topk:ratio=2", "ratio"},
         Case{"topk:k=-1", "k must"}, Case{"topk:granularity=row", "granularity"}, Case{"threshold", "tau"},
         Case{"signum:beta=1", "beta"}, Case{"gtopk:ef=1", "residual"}, Case{"sign:ef=maybe", "ef"},
-        Case{"terngrad:clip=-1", "clip"}, Case{"", "empty"}}) {
+        Case{"terngrad:clip=-1", "clip"}, Case{"", "empty"}, Case{"terngrad:clip=1e300", "finite as a float"},
+        Case{"dgc:clip=1e39", "finite as a float"}, Case{"threshold:tau=1e40", "finite as a float"},
+        Case{"randomk:ratio=0.1,ef=1", "not contractive"}, Case{"qsgd:ef=1", "not contractive"}}) {
     const auto codec = make_codec(c.spec);
     ASSERT_FALSE(codec.ok()) << c.spec;
     EXPECT_EQ(codec.error().code, ErrorCode::kInvalidArgument) << c.spec;

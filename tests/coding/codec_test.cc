@@ -240,14 +240,14 @@ std::vector<std::string> every_spec() {
     if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(std::move(spec));
   };
   for (const CodecEntry& entry : codec_table()) add(std::string(entry.example));
-  for (const char* spec :
-       {"scaled_sign:granularity=model", "onebit:granularity=model,ef=0", "topk:k=17,granularity=layer",
-        "randomk:k=9,granularity=layer", "qsgd:s=5,granularity=layer", "qsgd:s=1", "qsgd:s=16,elias=1",
-        "qsgd:s=3,elias=1,granularity=layer", "terngrad:clip=2.5,granularity=model", "scaled_sign:ef=1",
-        "topk:ratio=0.05,ef=1", "qsgd:s=4,ef=1", "dgc:ratio=0.1,momentum=0.5,clip=1,warmup=3,granularity=model"})
+  for (const char* spec : {"scaled_sign:granularity=model", "onebit:granularity=model,ef=0",
+                           "topk:k=17,granularity=layer", "randomk:k=9,granularity=layer", "qsgd:s=5,granularity=layer",
+                           "qsgd:s=1", "qsgd:s=16,elias=1", "qsgd:s=3,elias=1,granularity=layer",
+                           "terngrad:clip=2.5,granularity=model", "scaled_sign:ef=1", "topk:ratio=0.05,ef=1",
+                           "threshold:tau=0.5,ef=1", "dgc:ratio=0.1,momentum=0.5,clip=1,warmup=3,granularity=model"})
     add(spec);
   for (const CodecEntry& entry : codec_table()) {
-    if (entry.properties.own_residual || entry.properties.error_feedback) continue;
+    if (entry.properties.own_residual || entry.properties.error_feedback || entry.properties.unbiased) continue;
     const std::string example(entry.example);
     add(example + (example.find(':') == std::string::npos ? ":" : ",") + "ef=1");
   }

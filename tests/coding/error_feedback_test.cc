@@ -4,9 +4,11 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "codec_test_util.h"
 #include "coding/cast_codecs.h"
+#include "coding/codec_registry.h"
 #include "coding/sign_codecs.h"
 #include "coding/sparse_codecs.h"
 
@@ -89,6 +91,51 @@ TEST(ErrorFeedback, MemoryIsWhatWasNotSent) {
   for (std::size_t i = 0; i < total.size(); ++i) {
     EXPECT_NEAR(ef.memory()[i] + sent[i], total[i], 1e-4) << i;
   }
+}
+
+// One non-finite gradient entry goes out in its round's message (non-finite scale: the aggregation
+// rejects it) and is then forgotten: left in e it made every later message non-finite (a per-segment
+// scale spreads it to the whole segment).
+TEST(ErrorFeedback, ANonFiniteEntryLeavesTheMemoryAfterItsRound) {
+  const auto layout = GradientLayout::whole(200);
+  for (const char* spec : {"scaled_sign:ef=1", "onebit", "topk:ratio=0.1,ef=1", "sign:ef=1", "fp16:ef=1"}) {
+    auto codec = make_codec(spec).value();
+    Rng rng(3);
+    auto g = normal_values(200, 5);
+    g[17] = std::numeric_limits<float>::quiet_NaN();
+    (void)codec->encode(g, layout, rng);
+    const auto* feedback = dynamic_cast<const ErrorFeedback*>(codec.get());
+    ASSERT_NE(feedback, nullptr) << spec;
+    for (const float e : feedback->memory()) ASSERT_TRUE(std::isfinite(e)) << spec;
+    for (int t = 0; t < 3; ++t) {
+      const auto clean = normal_values(200, 6 + t);
+      const auto decoded = codec->decode(codec->encode(clean, layout, rng).bytes, layout).value();
+      for (const float v : decoded) ASSERT_TRUE(std::isfinite(v)) << spec << " round " << t;
+    }
+  }
+}
+
+// The registry refuses ef=1 over the unbiased codecs: over them the memory grows every round (here
+// past 10^6 in 10 rounds over random-k, which the class itself still wraps), while over top-k it
+// stays near the gradients' norm.
+TEST(ErrorFeedback, TheRegistryRefusesItOverUnbiasedCodecs) {
+  for (const char* spec : {"randomk:ratio=0.1,ef=1", "qsgd:s=16,ef=1", "terngrad:ef=1", "qsgd:elias=1,ef=1"}) {
+    const auto made = make_codec(spec);
+    ASSERT_FALSE(made.ok()) << spec;
+    EXPECT_EQ(made.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(made.error().message.find("not contractive"), std::string::npos) << made.error().message;
+  }
+  const auto layout = GradientLayout::whole(10000);
+  const auto memory_norm = [&](std::unique_ptr<Codec> inner) {
+    ErrorFeedback ef(std::move(inner));
+    Rng rng(9);
+    for (int t = 0; t < 10; ++t) (void)ef.encode(normal_values(10000, 70 + t), layout, rng);
+    double squared = 0;
+    for (const float e : ef.memory()) squared += static_cast<double>(e) * e;
+    return std::sqrt(squared);
+  };
+  EXPECT_GT(memory_norm(std::make_unique<RandomKCodec>(SparseOptions{.ratio = 0.1})), 1e6);
+  EXPECT_LT(memory_norm(std::make_unique<TopKCodec>(SparseOptions{.ratio = 0.1})), 1e3);
 }
 
 TEST(ErrorFeedback, CheckpointRestoreContinuesTheSameTrajectory) {

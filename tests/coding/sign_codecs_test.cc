@@ -189,6 +189,25 @@ TEST(SignCodecs, SignumSendsTheSignOfTheMomentum) {
   EXPECT_FLOAT_EQ(codec.momentum()[1], 0.0f);
 }
 
+// A NaN or infinite gradient entry is sent as +1 in its round, then forgotten: the momentum entry
+// restarts at 0 (left at NaN it would send +1 for ever, whatever the later gradients say).
+TEST(SignCodecs, SignumForgetsANonFiniteEntryAfterItsRound) {
+  const auto layout = GradientLayout::whole(70);
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    SignumCodec codec(SignumOptions{0.5});
+    Rng rng(1);
+    std::vector<float> g(70, -1.0f);
+    g[17] = bad;
+    const auto first = codec.decode(codec.encode(g, layout, rng).bytes, layout).value();
+    EXPECT_EQ(first[17], std::isnan(bad) ? 1.0f : -1.0f);
+    EXPECT_EQ(codec.momentum()[17], 0.0f);
+    g[17] = -1.0f;
+    const auto later = codec.decode(codec.encode(g, layout, rng).bytes, layout).value();
+    EXPECT_EQ(later[17], -1.0f);
+    EXPECT_EQ(later[16], -1.0f);
+  }
+}
+
 // One momentum formula: the codec's momentum is kernels::signum_momentum at β given in double
 // (the same bits as the training runtime's WorkerMomentum), across block boundaries.
 TEST(SignCodecs, SignumMomentumIsTheKernelsFormula) {

@@ -359,7 +359,7 @@ def test_a_partition_folded_twice_in_a_round_is_refused(make_cluster):
 @pytest.mark.parametrize("codec, has_encoder", [("qsgd:s=16,elias=0", True), ("topk:ratio=0.1,ef=1", True),
                                                 ("randomk:ratio=0.5", True), ("fp32", True), ("fp16", True),
                                                 ("dgc:ratio=0.1", True), ("gtopk:ratio=0.1", True),
-                                                ("qsgd:s=16,elias=1", True), ("qsgd:s=16,elias=1,ef=1", True),
+                                                ("qsgd:s=16,elias=1", True), ("scaled_sign:ef=1", True),
                                                 ("signum:ef=1", True)])
 def test_which_nodes_encode_a_cuda_gradient_on_its_gpu(make_cluster, codec, has_encoder):
     """encodes_on_device: the codecs with a device encoder, in a build with CUDA, at honest nodes

@@ -245,11 +245,10 @@ TEST_F(CodecsCuda, BadMessagesFailAsOnTheCpuAndChangeNothing) {
 TEST_F(CodecsCuda, StateOnTheDeviceKeepsTheCpuState) {
   for (const std::size_t d : {1000, 70001}) {
     for (const char* spec :
-         {"qsgd:s=4,ef=1", "qsgd:s=4,elias=1,ef=1", "terngrad:ef=1,granularity=model", "topk:ratio=0.05,ef=1",
-          "topk:ratio=0.0078125,ef=1,granularity=layer", "terngrad:clip=1.2345678,ef=1", "scaled_sign:ef=1",
-          "sign:ef=1", "randomk:ratio=0.05,ef=1,granularity=layer", "threshold:tau=0.5,ef=1", "fp16:ef=1", "bf16:ef=1",
-          "onebit", "onebit:granularity=model", "signum", "signum:beta=0.5", "signum:beta=0", "signum:ef=1",
-          "signum:beta=0.5,ef=1"}) {
+         {"topk:ratio=0.05,ef=1", "topk:ratio=0.0078125,ef=1,granularity=layer", "scaled_sign:ef=1",
+          "scaled_sign:ef=1,granularity=model", "sign:ef=1", "threshold:tau=0.5,ef=1", "threshold:tau=1.2345678,ef=1",
+          "fp16:ef=1", "bf16:ef=1", "onebit", "onebit:granularity=model", "signum", "signum:beta=0.5", "signum:beta=0",
+          "signum:ef=1", "signum:beta=0.5,ef=1"}) {
       for (const auto& layout : {GradientLayout::whole(d), layered(d)}) {
         SCOPED_TRACE(std::string(spec) + ", d = " + std::to_string(d) + ", " + std::to_string(layout.num_layers()) +
                      " layers");
@@ -502,14 +501,14 @@ TEST(CodecsCudaArguments, DeviceErrorFeedbackTakesOnlyErrorFeedbackOverADeviceCo
   EXPECT_EQ((*created)->inner().spec(), testing::codec("topk:ratio=0.1")->spec());
   // The inner codec is copied from its options, not re-parsed from its spec (which keeps six
   // decimals: 0.0078125 would print as 0.007812, a budget of 7812 instead of 7813 at d = 10^6).
-  for (const char* spec : {"topk:ratio=0.0078125,ef=1", "terngrad:clip=0.1234567,ef=1"}) {
+  for (const char* spec : {"topk:ratio=0.0078125,ef=1", "threshold:tau=0.1234567,ef=1"}) {
     auto cpu = testing::codec(spec);
     auto device = DeviceErrorFeedback::create(*cpu);
     ASSERT_TRUE(device.ok()) << spec;
     const auto layout = GradientLayout::whole(1000000);
     EXPECT_EQ((*device)->inner().wire_size(layout), cpu->wire_size(layout)) << spec;
-    if (const auto* terngrad = dynamic_cast<const TernGradCodec*>(&(*device)->inner())) {
-      EXPECT_EQ(terngrad->options().clip, 0.1234567f);
+    if (const auto* threshold = dynamic_cast<const ThresholdCodec*>(&(*device)->inner())) {
+      EXPECT_EQ(threshold->options().tau, 0.1234567f);
     }
   }
   const std::vector<std::uint8_t> garbage = {1, 2, 3};
