@@ -244,14 +244,30 @@ std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::
   if (k > 0) {
     const std::size_t total = std::min(k, d);
     if (d == 0) return budgets;
-    // Largest remainder (Hamilton) apportionment of `total` over the segment sizes.
-    std::vector<std::pair<Uint128, std::size_t>> remainders;
-    std::size_t assigned = 0;
+    // One entry for each non-empty segment first when the count allows it (as ⌈ratio · size⌉
+    // gives): a layer with none would never be sent, which biases random-k there. The rest by
+    // largest remainder (Hamilton) apportionment over what each segment has left.
+    std::size_t non_empty = 0;
+    for (const auto& s : segments) non_empty += s.size > 0 ? 1 : 0;
+    const bool one_each = total >= non_empty;
+    std::vector<std::size_t> room(segments.size());
+    std::size_t room_total = 0, assigned = 0;
     for (std::size_t s = 0; s < segments.size(); ++s) {
-      const Uint128 product = static_cast<Uint128>(total) * segments[s].size;
-      budgets[s] = static_cast<std::size_t>(product / d);
-      assigned += budgets[s];
-      remainders.emplace_back(product % d, s);
+      const std::size_t floor = one_each && segments[s].size > 0 ? 1 : 0;
+      budgets[s] = floor;
+      assigned += floor;
+      room[s] = segments[s].size - floor;
+      room_total += room[s];
+    }
+    const std::size_t rest = total - assigned;
+    if (rest == 0) return budgets;
+    std::vector<std::pair<Uint128, std::size_t>> remainders;
+    for (std::size_t s = 0; s < segments.size(); ++s) {
+      const Uint128 product = static_cast<Uint128>(rest) * room[s];
+      const auto share = static_cast<std::size_t>(product / room_total);
+      budgets[s] += share;
+      assigned += share;
+      remainders.emplace_back(product % room_total, s);
     }
     std::stable_sort(remainders.begin(), remainders.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });

@@ -58,9 +58,10 @@ SampledSelection sampled_threshold_passes(std::span<float> sample_keys, std::siz
 // Appends indices i with |x_i| >= threshold (or NaN), increasing.
 void select_above(const float* x, std::size_t n, float threshold, std::vector<std::uint32_t>& indices);
 
-// Budget per segment: `k` > 0 is a count (split over the segments in proportion to their size,
-// largest remainders first, so the counts add up to min(k, d)); otherwise ⌈ratio · size⌉ per
-// segment, capped at its size.
+// Budget per segment: `k` > 0 is a count, min(k, d) in all: one for each non-empty segment when
+// it is at least their number (so that every layer is sent), the rest split in proportion to what
+// each segment has left, largest remainders first; otherwise ⌈ratio · size⌉ per segment, capped
+// at its size.
 std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::size_t k, double ratio);
 
 // Wire payload: S u32 counts, Σ u32 indices (relative to the segment, strictly increasing within

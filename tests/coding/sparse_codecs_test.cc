@@ -139,7 +139,17 @@ TEST(TopK, BudgetsSplitACountByLayerSizeAndRoundRatiosUp) {
   const auto counts = detail::sparse_budgets(segments, 26, 0.0);
   EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), std::size_t{0}), 26u);
   EXPECT_EQ(counts[1], 0u);
-  EXPECT_EQ(counts, (std::vector<std::size_t>{7, 0, 13, 6, 0}));
+  // One each first (the 3-coordinate layer would get none in proportion), then 22 over what is left
+  // (69, 128, 63, 2 of 262): 5.79, 10.75, 5.29, 0.17 → 5, 10, 5, 0 and the two largest remainders.
+  EXPECT_EQ(counts, (std::vector<std::size_t>{7, 0, 12, 6, 1}));
+  // Fewer entries than non-empty layers: in proportion only.
+  EXPECT_EQ(detail::sparse_budgets(segments, 3, 0.0), (std::vector<std::size_t>{1, 0, 1, 1, 0}));
+  for (std::size_t k = 1; k <= 266; ++k) {
+    const auto split = detail::sparse_budgets(segments, k, 0.0);
+    EXPECT_EQ(std::accumulate(split.begin(), split.end(), std::size_t{0}), k);
+    for (std::size_t s = 0; s < split.size(); ++s) EXPECT_LE(split[s], segments[s].size) << k;
+    if (k >= 4) EXPECT_GE(split[4], 1u) << k;
+  }
   EXPECT_EQ(detail::sparse_budgets(segments, 0, 0.05), (std::vector<std::size_t>{4, 0, 7, 4, 1}));
   EXPECT_EQ(detail::sparse_budgets(segments, 1000, 0.0), (std::vector<std::size_t>{70, 0, 129, 64, 3}));
 }
@@ -247,6 +257,31 @@ TEST(RandomK, IsUnbiased) {
   for (std::size_t i = 0; i < g.size(); ++i) {
     const double sigma = std::fabs(g[i]) * std::sqrt(4.0 - 1.0);
     EXPECT_NEAR(sum[i] / kTrials, g[i], 5 * sigma / std::sqrt(kTrials) + 1e-6) << i;
+  }
+}
+
+// A count split over layers gives each layer at least one entry when it can, so random-k stays
+// unbiased on a small layer: layers of 10, 10 and 1 with k = 4 (in proportion only, the last
+// layer got none and decoded to 0 every time).
+TEST(RandomK, ACountOverLayersIsUnbiasedOnASmallLayer) {
+  const auto layout = GradientLayout::from_sizes({{"a", 10}, {"b", 10}, {"c", 1}}).value();
+  std::vector<float> g(21);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(i + 1);
+  RandomKCodec codec(SparseOptions{.k = 4, .ratio = 0.0, .granularity = Granularity::kLayer});
+  constexpr int kTrials = 20000;
+  std::vector<double> sum(g.size(), 0.0);
+  std::vector<float> acc(g.size());
+  for (int t = 0; t < kTrials; ++t) {
+    Rng rng(77, static_cast<std::uint64_t>(t));
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    ASSERT_TRUE(codec.decode_add(codec.encode(g, layout, rng).bytes, layout, acc).ok());
+    EXPECT_EQ(acc[20], 21.0f);  // its layer's one entry, scaled by 1/1
+    for (std::size_t i = 0; i < g.size(); ++i) sum[i] += acc[i];
+  }
+  for (std::size_t i = 0; i < 20; ++i) {
+    // Two of ten coordinates of each large layer sent, scaled by 5: variance g_i² (5 − 1).
+    const double sigma = std::fabs(g[i]) * 2.0;
+    EXPECT_NEAR(sum[i] / kTrials, g[i], 5 * sigma / std::sqrt(kTrials)) << i;
   }
 }
 
