@@ -18,12 +18,6 @@ Error bad(std::string_view text, const std::string& why) {
   return make_error(ErrorCode::kInvalidArgument, "bad attack '" + std::string(text) + "': " + why);
 }
 
-std::string format_double(double value) {
-  char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);  // shortest round trip
-  return std::string(buffer, result.ptr);
-}
-
 // A non-negative decimal integer up to `max`; from_chars rejects signs, spaces and overflow.
 Result<std::uint64_t> get_unsigned(const Spec& spec, std::string_view text, const std::string& key,
                                    std::uint64_t fallback, std::uint64_t max) {
@@ -222,16 +216,16 @@ std::string Behaviour::spec() const {
   std::vector<std::pair<std::string, std::string>> options;  // sorted by key below
   switch (kind) {
     case AttackKind::kScaled:
-      if (factor != defaults.factor) options.emplace_back("factor", format_double(factor));
+      if (factor != defaults.factor) options.emplace_back("factor", format_number(factor));
       break;
     case AttackKind::kGaussian:
-      if (sigma != defaults.sigma) options.emplace_back("sigma", format_double(sigma));
+      if (sigma != defaults.sigma) options.emplace_back("sigma", format_number(sigma));
       break;
     case AttackKind::kAlie:
-      if (!std::isnan(z)) options.emplace_back("z", format_double(z));
+      if (!std::isnan(z)) options.emplace_back("z", format_number(z));
       break;
     case AttackKind::kIpm:
-      if (epsilon != defaults.epsilon) options.emplace_back("eps", format_double(epsilon));
+      if (epsilon != defaults.epsilon) options.emplace_back("eps", format_number(epsilon));
       break;
     case AttackKind::kMimic:
       if (target != defaults.target) options.emplace_back("target", std::to_string(target));
@@ -240,7 +234,7 @@ std::string Behaviour::spec() const {
       options.emplace_back("sign", direction ? "+1" : "-1");
       break;
     case AttackKind::kOmission:
-      if (probability != defaults.probability) options.emplace_back("p", format_double(probability));
+      if (probability != defaults.probability) options.emplace_back("p", format_number(probability));
       break;
     case AttackKind::kDelay:
       if (delay_ms != defaults.delay_ms) options.emplace_back("ms", std::to_string(delay_ms));

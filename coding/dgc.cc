@@ -9,6 +9,7 @@
 #include "coding/detail/sparse.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
+#include "core/spec.h"
 
 namespace ballot::coding {
 namespace {
@@ -16,13 +17,6 @@ namespace {
 // Enough samples that ~8 of them are expected above the threshold (with fewer, the estimate is
 // mostly the sample maximum and the lowering loop takes over).
 constexpr double kExpectedAboveInSample = 8.0;
-
-std::string number(double value) {
-  std::string text = std::to_string(value);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (!text.empty() && text.back() == '.') text.pop_back();
-  return text;
-}
 
 }  // namespace
 
@@ -35,10 +29,10 @@ DgcCodec::DgcCodec(DgcOptions options) : options_(options) {
 }
 
 std::string DgcCodec::spec() const {
-  return "dgc:clip=" + number(options_.clip) + ",granularity=" + granularity_name(options_.granularity) +
-         ",momentum=" + number(options_.momentum) + ",ratio=" + number(options_.ratio) +
-         ",sample=" + number(options_.sample) + ",warmup=" + std::to_string(options_.warmup) +
-         ",warmup_start=" + number(options_.warmup_start);
+  return "dgc:clip=" + format_number(options_.clip) + ",granularity=" + granularity_name(options_.granularity) +
+         ",momentum=" + format_number(options_.momentum) + ",ratio=" + format_number(options_.ratio) +
+         ",sample=" + format_number(options_.sample) + ",warmup=" + std::to_string(options_.warmup) +
+         ",warmup_start=" + format_number(options_.warmup_start);
 }
 
 double DgcCodec::density(std::uint64_t round) const noexcept {

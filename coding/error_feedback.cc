@@ -13,6 +13,8 @@ ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> inner) : inner_(std::move(in
 
 std::string ErrorFeedback::spec() const {
   std::string text = inner_->spec();
+  // A codec whose error feedback is on by default prints ef=0 when bare (onebit).
+  if (const auto off = text.find("ef=0"); off != std::string::npos) return text.replace(off, 4, "ef=1");
   text += text.find(':') == std::string::npos ? ":ef=1" : ",ef=1";
   return text;
 }

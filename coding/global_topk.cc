@@ -6,6 +6,7 @@
 #include "coding/detail/sparse.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
+#include "core/spec.h"
 #include "kernels/float_entries.h"
 
 namespace ballot::coding {
@@ -44,7 +45,7 @@ EncodedGradient sparse_top_k(std::span<const float> dense, const GradientLayout&
 std::string GlobalTopKCodec::spec() const {
   std::string text = std::string("gtopk:granularity=") + granularity_name(options_.granularity);
   if (options_.k > 0) return text + ",k=" + std::to_string(options_.k);
-  return text + ",ratio=" + std::to_string(options_.ratio);
+  return text + ",ratio=" + format_number(options_.ratio);
 }
 
 std::size_t GlobalTopKCodec::wire_size(const GradientLayout& layout) const {

@@ -13,6 +13,7 @@
 #include "coding/detail/rounding.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
+#include "core/spec.h"
 
 namespace ballot::coding {
 namespace {
@@ -257,7 +258,7 @@ Status QsgdCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
 // ---- TernGrad -------------------------------------------------------------------------------
 
 std::string TernGradCodec::spec() const {
-  return "terngrad:clip=" + std::to_string(options_.clip) + ",granularity=" + granularity_name(options_.granularity);
+  return "terngrad:clip=" + format_number(options_.clip) + ",granularity=" + granularity_name(options_.granularity);
 }
 
 std::size_t TernGradCodec::wire_size(const GradientLayout& layout) const {

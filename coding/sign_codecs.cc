@@ -8,6 +8,7 @@
 #include "coding/detail/quantized_wire.h"
 #include "coding/wire_format.h"
 #include "core/enforce.h"
+#include "core/spec.h"
 #include "kernels/momentum.h"
 
 namespace ballot::coding {
@@ -63,7 +64,12 @@ CodecId SignCodec::id() const noexcept {
 
 std::string SignCodec::spec() const {
   std::string text = codec_id_name(id());
-  if (kind_ != SignKind::kSign) text += std::string(":granularity=") + granularity_name(granularity_);
+  // onebit's error feedback is on by default: a bare onebit says it is off (ErrorFeedback's spec
+  // turns it on).
+  if (kind_ == SignKind::kOneBit) text += ":ef=0";
+  if (kind_ != SignKind::kSign) {
+    text += std::string(kind_ == SignKind::kOneBit ? "," : ":") + "granularity=" + granularity_name(granularity_);
+  }
   return text;
 }
 
@@ -184,7 +190,7 @@ Status SignCodec::decode_add(std::span<const std::uint8_t> bytes, const Gradient
   return decode_signs(bytes, layout, accumulator, weight, id(), scales_per_segment(kind_));
 }
 
-std::string SignumCodec::spec() const { return "signum:beta=" + std::to_string(options_.beta); }
+std::string SignumCodec::spec() const { return "signum:beta=" + format_number(options_.beta); }
 
 std::size_t SignumCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + detail::sign_bytes(layout.total_size());

@@ -7,6 +7,7 @@
 #include "coding/wire_format.h"
 #include "core/bit_vector.h"
 #include "core/enforce.h"
+#include "core/spec.h"
 
 namespace ballot::coding {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 std::string budget_spec(const char* name, const SparseOptions& options) {
   std::string text = std::string(name) + ":granularity=" + granularity_name(options.granularity);
   if (options.k > 0) return text + ",k=" + std::to_string(options.k);
-  return text + ",ratio=" + std::to_string(options.ratio);
+  return text + ",ratio=" + format_number(options.ratio);
 }
 
 std::size_t total(std::span<const std::size_t> counts) {
@@ -97,7 +98,7 @@ Result<SparseGradient> TopKCodec::decode_entries(std::span<const std::uint8_t> b
 
 // ---- threshold ------------------------------------------------------------------------------
 
-std::string ThresholdCodec::spec() const { return "threshold:tau=" + std::to_string(options_.tau); }
+std::string ThresholdCodec::spec() const { return "threshold:tau=" + format_number(options_.tau); }
 
 std::size_t ThresholdCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + 4 + 8 * layout.total_size();

@@ -1,6 +1,7 @@
 #include "core/spec.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -105,6 +106,20 @@ Status Spec::check_known(const std::set<std::string>& known) const {
     }
   }
   return {};
+}
+
+std::string format_number(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);  // shortest round trip
+  return std::string(buffer, result.ptr);
+}
+
+std::string format_number(float value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  std::string text(buffer, result.ptr);
+  if (static_cast<float>(std::strtod(text.c_str(), nullptr)) == value || std::isnan(value)) return text;
+  return format_number(static_cast<double>(value));
 }
 
 std::string Spec::to_string() const {

@@ -45,4 +45,11 @@ class Spec {
   std::map<std::string, std::string> options_;
 };
 
+// The shortest text that Spec::get_double reads back as exactly `value` ("0.1", "1e-07", "2.5"):
+// how components print their numbers in spec(), so that a spec re-parses to the same component.
+// The float overload prints the float's own shortest form ("0.8" for 0.8f) where reading it as a
+// double and rounding to float gives `value` back, else the double's.
+std::string format_number(double value);
+std::string format_number(float value);
+
 }  // namespace ballot

@@ -125,13 +125,6 @@ void for_each_vote_block(const BitVector& vote, Block&& block) {
   }
 }
 
-std::string format_double(double v) {
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  return out.str();
-}
-
 // ---- rules --------------------------------------------------------------------------------------
 
 class Sgd final : public Optimizer {
@@ -139,8 +132,8 @@ class Sgd final : public Optimizer {
   explicit Sgd(const SgdOptions& o, bool heavyball) : o_(o), heavyball_(heavyball) {}
 
   std::string spec() const override {
-    return std::string(heavyball_ ? "heavyball" : "sgd") + ":momentum=" + format_double(o_.momentum) +
-           ",wd=" + format_double(o_.weight_decay) + ",dampening=" + format_double(o_.dampening) +
+    return std::string(heavyball_ ? "heavyball" : "sgd") + ":momentum=" + format_number(o_.momentum) +
+           ",wd=" + format_number(o_.weight_decay) + ",dampening=" + format_number(o_.dampening) +
            ",nesterov=" + (o_.nesterov ? "true" : "false");
   }
 
@@ -207,7 +200,7 @@ class Sgd final : public Optimizer {
 class SignUpdate final : public Optimizer {
  public:
   explicit SignUpdate(const SignOptions& o) : o_(o) {}
-  std::string spec() const override { return "sign:wd=" + format_double(o_.weight_decay); }
+  std::string spec() const override { return "sign:wd=" + format_number(o_.weight_decay); }
 
   float weight_decay() const override { return static_cast<float>(o_.weight_decay); }
   void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
@@ -240,7 +233,7 @@ class Signum final : public Optimizer {
  public:
   explicit Signum(const SignumOptions& o) : o_(o), momentum_(o.beta) {}
   std::string spec() const override {
-    return "signum:beta=" + format_double(o_.beta) + ",wd=" + format_double(o_.weight_decay);
+    return "signum:beta=" + format_number(o_.beta) + ",wd=" + format_number(o_.weight_decay);
   }
   float weight_decay() const override { return static_cast<float>(o_.weight_decay); }
   void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
@@ -318,13 +311,13 @@ class EfSign final : public Optimizer {
 
 Status check_unit(const char* name, double v) {
   if (!(v >= 0.0 && v < 1.0)) {
-    return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be in [0, 1), got " + format_double(v));
+    return make_error(ErrorCode::kInvalidArgument, std::string(name) + " must be in [0, 1), got " + format_number(v));
   }
   return {};
 }
 Status check_decay(double v) {
   if (!(v >= 0.0) || !std::isfinite(v)) {
-    return make_error(ErrorCode::kInvalidArgument, "weight decay must be finite and >= 0, got " + format_double(v));
+    return make_error(ErrorCode::kInvalidArgument, "weight decay must be finite and >= 0, got " + format_number(v));
   }
   return {};
 }
@@ -560,20 +553,20 @@ double LrSchedule::at(std::uint64_t round) const {
 }
 
 std::string LrSchedule::spec() const {
-  std::string s = "constant:lr=" + format_double(base_);
+  std::string s = "constant:lr=" + format_number(base_);
   for (const Factor& f : factors_) {
     switch (f.kind) {
       case Kind::kWarmup:
-        s += " > warmup:rounds=" + std::to_string(f.rounds) + ",start=" + format_double(f.value);
+        s += " > warmup:rounds=" + std::to_string(f.rounds) + ",start=" + format_number(f.value);
         break;
       case Kind::kStep: {
         s += " > step:at=";
         for (std::size_t i = 0; i < f.milestones.size(); ++i) s += (i ? "/" : "") + std::to_string(f.milestones[i]);
-        s += ",gamma=" + format_double(f.value);
+        s += ",gamma=" + format_number(f.value);
         break;
       }
       case Kind::kCosine:
-        s += " > cosine:rounds=" + std::to_string(f.rounds) + ",min=" + format_double(f.value);
+        s += " > cosine:rounds=" + std::to_string(f.rounds) + ",min=" + format_number(f.value);
         break;
     }
   }

@@ -25,7 +25,7 @@ std::string CenteredClipping::spec() const {
   return detail::with_threads("centered_clipping:f=" + std::to_string(options_.f) +
                                   ",iterations=" + std::to_string(options_.iterations) +
                                   ",start=" + (options_.start == ClippingStart::kMedian ? "median" : "zero") +
-                                  ",tau=" + detail::format_double(options_.tau),
+                                  ",tau=" + format_number(options_.tau),
                               options_.threads);
 }
 

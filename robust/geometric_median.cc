@@ -23,10 +23,9 @@ Status GeometricMedian::check(std::size_t n) const {
 
 std::string GeometricMedian::spec() const {
   return detail::with_threads("geometric_median:f=" + std::to_string(options_.f) +
-                                  (options_.start == WeiszfeldStart::kZero ? ",start=zero" : "") +
-                                  ",max_iterations=" + std::to_string(options_.max_iterations) +
-                                  ",nu=" + detail::format_double(options_.nu) +
-                                  ",tolerance=" + detail::format_double(options_.tolerance),
+                                  (options_.start == WeiszfeldStart::kZero ? ",start=zero" : "") + ",max_iterations=" +
+                                  std::to_string(options_.max_iterations) + ",nu=" + format_number(options_.nu) +
+                                  ",tolerance=" + format_number(options_.tolerance),
                               options_.threads);
 }
 

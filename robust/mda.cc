@@ -51,8 +51,7 @@ Status MinimumDiameterAveraging::check(std::size_t n) const {
 
 std::string MinimumDiameterAveraging::spec() const {
   return detail::with_threads(
-      "mda:f=" + std::to_string(options_.f) + ",max_subsets=" + detail::format_double(options_.max_subsets),
-      options_.threads);
+      "mda:f=" + std::to_string(options_.f) + ",max_subsets=" + format_number(options_.max_subsets), options_.threads);
 }
 
 Result<AggregationResult> MinimumDiameterAveraging::aggregate(const InputMatrix& inputs) {
@@ -61,10 +60,10 @@ Result<AggregationResult> MinimumDiameterAveraging::aggregate(const InputMatrix&
   // Refuse before the O(n²·d) distance product when even the all-finite case is too large.
   const double worst = detail::binomial(n, options_.f);
   if (worst > options_.max_subsets)
-    return make_error(ErrorCode::kLimitExceeded,
-                      "mda: C(" + std::to_string(n) + ", " + std::to_string(options_.f) +
-                          ") = " + detail::format_double(worst) + " subsets exceed max_subsets = " +
-                          detail::format_double(options_.max_subsets) + "; use a smaller f or another rule");
+    return make_error(ErrorCode::kLimitExceeded, "mda: C(" + std::to_string(n) + ", " + std::to_string(options_.f) +
+                                                     ") = " + format_number(worst) + " subsets exceed max_subsets = " +
+                                                     format_number(options_.max_subsets) +
+                                                     "; use a smaller f or another rule");
   detail::Distances dist = detail::pairwise_distances(inputs, options_.threads);
   std::vector<std::size_t> pool;
   for (std::size_t i = 0; i < n; ++i)

@@ -157,7 +157,7 @@ Result<PreAggregation> Bucketing::apply(const InputMatrix& inputs) {
 // ---- Norm clipping ------------------------------------------------------------------------------
 
 std::string NormClipping::spec() const {
-  return detail::with_threads("clipping:tau=" + detail::format_double(options_.tau), options_.threads);
+  return detail::with_threads("clipping:tau=" + format_number(options_.tau), options_.threads);
 }
 
 Status NormClipping::check(std::size_t n) const {

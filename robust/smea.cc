@@ -64,8 +64,7 @@ Status Smea::check(std::size_t n) const {
 
 std::string Smea::spec() const {
   return detail::with_threads(
-      "smea:f=" + std::to_string(options_.f) + ",max_subsets=" + detail::format_double(options_.max_subsets),
-      options_.threads);
+      "smea:f=" + std::to_string(options_.f) + ",max_subsets=" + format_number(options_.max_subsets), options_.threads);
 }
 
 Result<AggregationResult> Smea::aggregate(const InputMatrix& inputs) {
@@ -75,10 +74,10 @@ Result<AggregationResult> Smea::aggregate(const InputMatrix& inputs) {
   // subsets could not be counted exactly anyway.
   const double worst = detail::binomial(n, options_.f);
   if (worst > options_.max_subsets || worst > 0x1p53)
-    return make_error(ErrorCode::kLimitExceeded,
-                      "smea: C(" + std::to_string(n) + ", " + std::to_string(options_.f) +
-                          ") = " + detail::format_double(worst) + " subsets exceed max_subsets = " +
-                          detail::format_double(options_.max_subsets) + "; use a smaller f or another rule");
+    return make_error(ErrorCode::kLimitExceeded, "smea: C(" + std::to_string(n) + ", " + std::to_string(options_.f) +
+                                                     ") = " + format_number(worst) + " subsets exceed max_subsets = " +
+                                                     format_number(options_.max_subsets) +
+                                                     "; use a smaller f or another rule");
   detail::Distances dist = detail::pairwise_distances(inputs, options_.threads);
   std::vector<std::size_t> pool;
   for (std::size_t i = 0; i < n; ++i)

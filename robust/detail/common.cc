@@ -509,12 +509,6 @@ std::string with_threads(std::string spec, std::size_t threads) {
   return spec;
 }
 
-std::string format_double(double value) {
-  char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
-}
-
 Error precondition_error(const std::string& rule, const std::string& bound, std::size_t n, std::size_t f) {
   return make_error(ErrorCode::kPrecondition,
                     rule + " needs " + bound + " (n = " + std::to_string(n) + ", f = " + std::to_string(f) + ")");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/spec.h"
 #include "robust/aggregator.h"
 #include "robust/detail/isa_kernels.h"
 
@@ -117,9 +118,6 @@ WindowRanks window_ranks(std::size_t m, std::size_t w);
 
 // "name:opts" plus ",threads=N" (or ":threads=N") when threads != 1.
 std::string with_threads(std::string spec, std::size_t threads);
-
-// Shortest text that reads back as the same double ("0.1", "1e-06").
-std::string format_double(double value);
 
 // C(n, k) in double (exact up to 2^53, +∞ beyond the range of double): the subset counts of the
 // rules that enumerate subsets (MDA, SMEA), checked against their max_subsets before any work.

@@ -73,6 +73,33 @@ TEST(CodecRegistry, OptionsReachTheCodec) {
   EXPECT_EQ((*make_codec("terngrad"))->granularity(), Granularity::kLayer);
 }
 
+// spec() re-parses to the same codec: numbers in their shortest exact form (six decimals turned
+// ratio=1e-7 into an invalid 0.000000 and changed a budget at d = 10^7), onebit's ef=0 kept.
+TEST(CodecRegistry, SpecsRoundTrip) {
+  const auto layout = GradientLayout::whole(10000000);
+  for (const char* spec :
+       {"topk:ratio=0.0000001", "topk:ratio=0.0001234", "randomk:ratio=0.07,granularity=layer", "gtopk:ratio=0.0001234",
+        "threshold:tau=1e-7", "threshold:tau=0.8", "terngrad:clip=1e-7", "terngrad:clip=0.1234567",
+        "dgc:ratio=0.0001234,momentum=0.95,clip=0.1234567,sample=0.003", "signum:beta=0.123456789", "onebit:ef=0",
+        "onebit", "onebit:granularity=model", "scaled_sign:ef=1", "qsgd:s=7,elias=1", "sgd_is_not_a_codec"}) {
+    const auto first = make_codec(spec);
+    if (std::string(spec) == "sgd_is_not_a_codec") {
+      EXPECT_FALSE(first.ok());
+      continue;
+    }
+    ASSERT_TRUE(first.ok()) << spec << ": " << first.error().to_string();
+    const std::string text = (*first)->spec();
+    const auto again = make_codec(text);
+    ASSERT_TRUE(again.ok()) << spec << " -> " << text << ": " << again.error().to_string();
+    EXPECT_EQ((*again)->spec(), text) << spec;
+    EXPECT_EQ((*again)->stateful(), (*first)->stateful()) << spec << " -> " << text;
+    EXPECT_EQ((*again)->wire_size(layout), (*first)->wire_size(layout)) << spec << " -> " << text;
+  }
+  EXPECT_EQ(make_codec("threshold:tau=0.8").value()->spec(), "threshold:tau=0.8");
+  EXPECT_EQ(make_codec("onebit:ef=0").value()->spec(), "onebit:ef=0,granularity=layer");
+  EXPECT_EQ(make_codec("onebit").value()->spec(), "onebit:ef=1,granularity=layer");
+}
+
 TEST(CodecRegistry, BadSpecsAreErrorsNamingTheProblem) {
   struct Case {
     const char* spec;

@@ -70,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Options, SgdFormula,
 TEST(HeavyBall, IsSgdWithThePaperDefaultsFedWithTheVote) {
   auto opt = make_optimizer("heavyball", GradientLayout::whole(130));
   ASSERT_TRUE(opt.ok());
-  EXPECT_EQ((*opt)->spec(), "heavyball:momentum=0.90000000000000002,wd=0.0001,dampening=0,nesterov=false");
+  EXPECT_EQ((*opt)->spec(), "heavyball:momentum=0.9,wd=1e-04,dampening=0,nesterov=false");
   auto reference = make_sgd(kHeavyBallVoteOptions);
   std::vector<float> x = random_vector(130, 2), y = x;
   for (int step = 0; step < 3; ++step) {
