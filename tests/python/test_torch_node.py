@@ -173,6 +173,39 @@ def test_threads_agree_with_the_server(make_cluster, tmp_path):
     assert all(stats["rounds"] == 8 for stats, _ in results.values())
 
 
+class FrozenFirst(Tiny):
+    """Tiny with its first layer frozen (a pretrained backbone under fine-tuning)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(11)  # the same frozen values on every node, as a shared checkpoint gives
+        with torch.no_grad():
+            for p in self.a.parameters():
+                p.copy_(torch.randn(p.shape))
+                p.requires_grad_(False)
+
+
+def test_frozen_parameters_are_left_alone(make_cluster, tmp_path):
+    """A parameter frozen when the Node is built is not in the init file, and no round moves it
+    (with it in the flat buffer, a vote's +1 for its zero gradient moved it by -lr every round);
+    the trained ones agree with the server."""
+    cluster = torch_cluster(make_cluster, tmp_path, model=FrozenFirst)
+    init = bt.read_init(tmp_path / "frozenfirst.init")
+    assert [name for name, *_ in init.tensors] == ["b.weight", "b.bias"]
+    frozen = {name: p.detach().clone() for name, p in FrozenFirst().a.named_parameters()}
+    moved = {}
+
+    def on_end(node):
+        moved[node.index] = {name: float((p.detach() - frozen[name]).abs().max())
+                             for name, p in node.model.a.named_parameters()}
+        assert node.model.b.weight.data_ptr() != node.model.a.weight.data_ptr()
+
+    results = run_threads(cluster, plain_step, model_for=lambda _index: FrozenFirst(), on_end=on_end)
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+    assert all(stats["rounds"] == 8 for stats, _ in results.values())
+    assert moved and all(value == 0.0 for node in moved.values() for value in node.values()), moved
+
+
 def test_a_non_finite_gradient_is_never_sent(make_cluster, tmp_path):
     cluster = torch_cluster(make_cluster, tmp_path)
 

@@ -40,22 +40,30 @@ class InitFile:
     layout_digest: str = ""
 
 
+def trained_parameters(model: Any) -> List[Tuple[str, Any]]:
+    """``model.named_parameters()`` (torch's order) that require grad: what Ballot trains. A
+    parameter frozen when the Node is built (``requires_grad=False``) is the script's, not the
+    cluster's: not in the init file, never updated (a vote's +1 for its zero gradient would move it
+    by the learning rate every round)."""
+    return [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+
+
 def _named_shapes(model_or_named_shapes: Any) -> List[Tuple[str, List[int]]]:
     if hasattr(model_or_named_shapes, "named_parameters"):
-        return [(name, [int(d) for d in p.shape]) for name, p in model_or_named_shapes.named_parameters()]
+        return [(name, [int(d) for d in p.shape]) for name, p in trained_parameters(model_or_named_shapes)]
     return [(str(name), [int(d) for d in shape]) for name, shape in model_or_named_shapes]
 
 
 def layout_digest(model_or_named_shapes: Any) -> str:
-    """The layout digest (hex) of a model (``named_parameters()`` in torch's order) or of
-    (name, shape) pairs. Equal for models with the same names and shapes, whatever their values.
+    """The layout digest (hex) of a model (its :func:`trained_parameters`) or of (name, shape) pairs. Equal for models with the same names and shapes, whatever their values.
     Names and shapes outside the format's limits are a ValueError."""
     return _native.parameter_layout_digest(_named_shapes(model_or_named_shapes))
 
 
 def export_init(model: Any, path: Union[str, "os.PathLike[str]"]) -> str:
-    """Writes every parameter of ``model.named_parameters()`` (torch's order, ``requires_grad`` or
-    not) to the Ballot parameter file ``path``, atomically (a ``.tmp`` file, fsynced, then renamed).
+    """Writes the parameters Ballot trains (:func:`trained_parameters`: ``named_parameters()`` in
+    torch's order, those that require grad) to the Ballot parameter file ``path``, atomically (a
+    ``.tmp`` file, fsynced, then renamed).
 
     Every parameter must be ``torch.float32`` (a TypeError names the first that is not) and finite
     (a ValueError names the first element that is not). Returns the layout digest in hex;
@@ -63,7 +71,9 @@ def export_init(model: Any, path: Union[str, "os.PathLike[str]"]) -> str:
     """
     import torch
 
-    named = list(model.named_parameters())
+    named = trained_parameters(model)
+    if not named:
+        raise ValueError("the model has no parameter that requires grad: nothing for Ballot to train")
     arrays = []
     for name, p in named:
         if p.dtype != torch.float32:

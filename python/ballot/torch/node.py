@@ -14,8 +14,11 @@ What :class:`Node` does:
 * The parameters become views into the replica's flat buffer (the C++ session's, zero copy) and
   their gradients views into one flat gradient buffer. Decisions and state transfers write the
   parameters in place; the model sees them at once.
-* The layout is checked first: the model's ``named_parameters()`` must have the names, shapes and
-  order of the cluster's init file (the first difference is named) and be ``float32``.
+* The layout is checked first: the model's trained parameters (``named_parameters()`` that
+  require grad, :func:`ballot.torch.trained_parameters`) must have the names, shapes and order of
+  the cluster's init file (the first difference is named) and be ``float32``. A parameter frozen
+  when the Node is built (``requires_grad=False``) is left alone: the script gives it its values,
+  the same on every node (Ballot does not check them), and no round changes it.
 * Each round the session (the same C++ protocol code as ``ballot node``: Join, signed votes over
   mutual TLS, decisions, state transfers, the signed record) says which data partitions to compute;
   ``step(indices)`` computes the loss of the examples ``indices`` of the training set (a
@@ -83,7 +86,7 @@ import torch
 from ballot import signs
 from ballot._arrays import cuda_stream
 from ballot.session import NodeSession
-from ballot.torch._params_file import export_init, layout_digest
+from ballot.torch._params_file import export_init, layout_digest, trained_parameters
 from ballot.torch.algorithms import RobustGradient, RobustLocalSGD, SignVote
 from ballot.torch.group import ABORT, END, GRADIENT, HELLO, PARAMS, ROUND, GroupChannel
 
@@ -122,9 +125,9 @@ class Node:
     def __init__(self, model: torch.nn.Module, cluster: Optional[Union[str, os.PathLike]] = None,
                  index: Optional[int] = None, *, algorithm: Any = None, examples: Optional[int] = None,
                  group: Any = None) -> None:
-        named = list(model.named_parameters())
+        named = trained_parameters(model)
         if not named:
-            raise ValueError("the model has no parameters")
+            raise ValueError("the model has no parameter that requires grad: nothing for Ballot to train")
         for name, p in named:
             if p.dtype != torch.float32:
                 raise TypeError(f"parameter '{name}' is {p.dtype}: Ballot trains float32 parameters "
