@@ -532,7 +532,15 @@ void ServerSession::apply_decision() { state_->apply_pending(); }
 void ServerSession::finish(std::uint64_t rounds) {
   State& s = *state_;
   s.apply_pending();
+  const bool last_round_ran = s.round + 1 == rounds;
+  s.round = rounds;  // the state sent below is the run's end
   s.transport.set_round(rounds);
+  std::vector<std::uint8_t> final_state;
+  for (std::size_t i = 0; i < s.n; ++i) {
+    if ((last_round_ran && s.votes[i]) || s.quarantined(node_id(i))) continue;
+    if (final_state.empty()) final_state = s.state_payload();
+    (void)s.tolerate(s.transport.send(node_id(i), MessageType::kStateTransfer, rounds, final_state));
+  }
   (void)s.transport.broadcast(s.nodes, MessageType::kControl, rounds, encode(Finish{rounds}));
 }
 

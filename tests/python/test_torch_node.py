@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -204,6 +205,30 @@ def test_frozen_parameters_are_left_alone(make_cluster, tmp_path):
     assert {digest for _, digest in results.values()} == {cluster.server_digest()}
     assert all(stats["rounds"] == 8 for stats, _ in results.values())
     assert moved and all(value == 0.0 for node in moved.values() for value in node.values()), moved
+
+
+def test_a_node_slower_than_the_deadline_ends_with_the_final_parameters(make_cluster, tmp_path):
+    """Node 0's rounds take longer than the deadline, so the server decides without it and it falls
+    rounds behind; before its Finish the server sends it the final state, so its run() ends with
+    the run's parameters (it ended rounds behind, quietly, before)."""
+    torch.manual_seed(3)
+    init = tmp_path / "tiny.init"
+    bt.export_init(Tiny(), init)
+    cluster = make_cluster(300, model=f"init:file={init}", data=f"external:train={EXAMPLES}", rounds=8, nodes=5,
+                           byzantine=1, attack="none", attackers=0, lr="constant:lr=0.01", partition_size=16)
+
+    def step_for(index, model):
+        def step(idx):
+            if index == 0:
+                time.sleep(0.5)
+            return F.cross_entropy(model(DATA_X[idx]), DATA_Y[idx])
+        return step
+
+    ended = {}
+    results = run_threads(cluster, step_for, on_end=lambda node: ended.update({node.index: node.round}))
+    assert ended == {i: 8 for i in range(5)}
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+    assert results[0][0]["votes_sent"] < 8  # it was behind
 
 
 def test_a_non_finite_gradient_is_never_sent(make_cluster, tmp_path):

@@ -355,6 +355,7 @@ class Node:
         native.set_gradient_source(lambda round_, partition: self._honest(step, round_, partition))
         if self._work_on_model:  # the node state file takes the momentum from the device
             native.set_momentum_source(self._momentum_for_state)
+        event = None
         try:
             if not self._started:
                 self._session.start()
@@ -383,6 +384,12 @@ class Node:
             native.set_momentum_source(None)
         if self._update_on_model:
             self._check_copy()  # the run ends with the replica's parameters, checked
+        if event is not None and event.kind == "finished" and self.round < self._session.rounds:
+            # The server sends a node that may be behind the final state before its Finish; this
+            # one did not get it (a state lost with a connection): say so rather than end quietly.
+            print(f"ballot.torch: node {self.index}: the run ended at round {self._session.rounds} but this "
+                  f"node's parameters are those of round {self.round}: they are not the run's final "
+                  "parameters (the server's checkpoint holds those)", file=sys.stderr, flush=True)
         stats = self._session.stats
         stats["abstained_non_finite"] = self.abstained
         stats["vote_pieces_sent"] = self.pieces_sent
