@@ -231,6 +231,38 @@ def test_a_node_slower_than_the_deadline_ends_with_the_final_parameters(make_clu
     assert results[0][0]["votes_sent"] < 8  # it was behind
 
 
+def test_run_again_after_an_interrupted_step_computes_that_round(make_cluster, tmp_path):
+    """Ctrl-C inside step (before anything of the round reached the session), then run() again,
+    as pytorch.md invites: the node computes the interrupted round and the run goes on. With b = 0
+    the server needs every vote: the cluster waited for this node's until its quorum timeout."""
+    cluster = torch_cluster(make_cluster, tmp_path, byzantine=0)
+    calls = {"n": 0}
+
+    def step_for(index, model):
+        def step(idx):
+            if index == 0:
+                calls["n"] += 1
+                if calls["n"] == 3:
+                    raise KeyboardInterrupt
+            return F.cross_entropy(model(DATA_X[idx]), DATA_Y[idx])
+        return step
+
+    interrupted = []
+
+    def run(node, step):
+        try:
+            return node.run(step)
+        except KeyboardInterrupt:
+            interrupted.append(node.round)
+            return node.run(step)
+
+    started = time.monotonic()
+    results = run_threads(cluster, step_for, run=run)
+    assert interrupted and time.monotonic() - started < 60
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+    assert all(stats["rounds"] == 8 and stats["votes_sent"] == 8 for stats, _ in results.values()), results
+
+
 def test_a_non_finite_gradient_is_never_sent(make_cluster, tmp_path):
     cluster = torch_cluster(make_cluster, tmp_path)
 

@@ -162,6 +162,7 @@ class Node:
         self.update_mismatches = 0  # checks that found the model's copy unequal to the replica
         self._momentum: Dict[int, Optional[torch.Tensor]] = {}  # there, by partition (None: the run has none)
         self._restored = 0  # the session's count of node states restored, when _momentum was read
+        self._untouched: Optional[int] = None  # the round whose work began and reached nothing yet
         self._grouped = channel is not None
         self._channel = channel if channel is not None and channel.size > 1 else None
         self._session: Any = None
@@ -360,6 +361,11 @@ class Node:
             if not self._started:
                 self._session.start()
                 self._started = True
+            interrupted = self._session.work
+            if interrupted is not None and interrupted.round == self._untouched:
+                # An exception (Ctrl-C) stopped this round's work before any of it reached the
+                # session: computed again, so that the cluster does not wait for this node.
+                self._round_work(interrupted, step, on_round)
             while True:
                 event = self._session.next_round()
                 self._dirty = True  # a decision or a state transfer wrote the parameters
@@ -367,11 +373,7 @@ class Node:
                 if event.over:
                     break
                 assert event.work is not None
-                self._compute(event.work, step)
-                if self._channel is not None:
-                    self._channel.header(ROUND, event.work.round)
-                if on_round is not None:
-                    on_round(self)
+                self._round_work(event.work, step, on_round)
         except BaseException:
             if self._channel is not None and not self._in_command:
                 try:
@@ -400,6 +402,20 @@ class Node:
             self._channel.broadcast(self._model_flat)
             self._dirty = False
         return stats
+
+    def _round_work(self, work: Any, step: Step, on_round: Optional[Callable[["Node"], None]]) -> None:
+        self._untouched = work.round  # until something of the round reaches the session (_touch)
+        self._compute(work, step)
+        self._untouched = None
+        if self._channel is not None:
+            self._channel.header(ROUND, work.round)
+        if on_round is not None:
+            on_round(self)
+
+    def _touch(self) -> None:
+        """The round's work reaches the session or the worker momentum: computing the round again
+        after an exception would fold or send it twice."""
+        self._untouched = None
 
     def _follow(self, step: Step, on_round: Optional[Callable[["Node"], None]]) -> Dict[str, int]:
         """A group rank other than 0: does what group rank 0 sends until its end."""
@@ -612,6 +628,7 @@ class Node:
             if not self._finite(loss, direction):
                 self._abstain(work.round)
                 return
+            self._touch()
             if self._encode_on_model:  # encoded on the GPU, on torch's current stream: the bytes cross
                 native.submit_gradient(loss, direction, cuda_stream(direction))
             else:
@@ -629,6 +646,7 @@ class Node:
                 return
             self._fold(partition, self._grad)
             losses.append(loss)
+        self._touch()
         native.submit_folded(sum(losses) / len(losses) if losses else 0.0)
 
     # ---- the worker momentum and the packing on the model's device (SignVote.work_on)
@@ -636,6 +654,7 @@ class Node:
         """`partition`'s gradient into its worker momentum and signs: in the session (the gradient
         copied to the host), or on the model's device (only the packed signs copied)."""
         native = self._session._native
+        self._touch()
         if not self._work_on_model:
             native.fold(partition, self._numpy(gradient))
             return
@@ -719,6 +738,7 @@ class Node:
             return
         pieces = _PiecesOfAVote(self, partition, mean, count)
         self._piece_round = pieces
+        self._touch()  # pieces go out during backward
         try:
             loss.backward()
         finally:
