@@ -111,6 +111,8 @@ class NodeSession:
         """Opens node ``index`` of the cluster file ``path`` as ``ballot node --cluster PATH
         --index INDEX`` does: its data, keys (mutual TLS to the server, Ed25519-signed messages),
         node state directory and signed record. Nothing is sent before :meth:`start`."""
+        if int(index) < 0:
+            raise ValueError(f"node index {index}: a node index is 0 .. nodes - 1")
         return cls(_native.NodeSession.from_cluster_file(os.fspath(path), int(index)))
 
     # ---- the protocol

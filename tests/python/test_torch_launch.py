@@ -465,6 +465,34 @@ def test_launcher_options_without_values_are_errors(argv, message):
         run.main(argv)
 
 
+def test_a_wrong_ballot_path_is_an_error_not_another_program(tmp_path, monkeypatch):
+    from ballot.torch import run
+
+    monkeypatch.setenv("BALLOT_PROGRAM", str(PROGRAM))  # a fallback that must not be taken
+    script = tmp_path / "train.py"
+    script.write_text("raise SystemExit(0)\n")
+    with pytest.raises(SystemExit, match="--ballot /nonexistent/ballot: not an executable file"):
+        run.main(["--ballot", "/nonexistent/ballot", str(script)])
+
+
+def test_a_script_that_exports_nothing_is_refused_even_in_a_reused_work_dir(tmp_path):
+    """The init file of an earlier run in the same --work-dir does not count for this one."""
+    from ballot.torch import run
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "model.init").write_bytes(b"an earlier run's")
+    (work / "model.init.json").write_text("{}")
+    script = tmp_path / "train.py"
+    script.write_text("raise SystemExit(0)\n")
+    with pytest.raises(SystemExit, match="ended without exporting its model"):
+        run.main(["--ballot", str(PROGRAM), "--work-dir", str(work), str(script)])
+    failing = tmp_path / "failing.py"
+    failing.write_text("raise SystemExit(3)\n")
+    with pytest.raises(SystemExit, match="export pass .* failed \\(exit 3"):
+        run.main(["--ballot", str(PROGRAM), "--work-dir", str(work), str(failing)])
+
+
 def test_the_launcher_takes_every_option_of_ballot_train_that_means_something_here():
     """Each option `ballot train --help` lists is passed through, or refused with its reason."""
     from ballot.torch import run

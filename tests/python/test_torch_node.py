@@ -673,6 +673,33 @@ def test_bad_models_and_missing_files(make_cluster, tmp_path, monkeypatch):
         bt.Node(Tiny(), cluster.file, 0)
 
 
+def test_misuse_of_a_node_is_a_named_error(make_cluster, tmp_path):
+    """A layer replaced or a model converted after the Node was built, run() under no_grad, an
+    algorithm given by name, a negative index: errors that say what to do, not silent drift or
+    torch's and nanobind's messages."""
+    cluster = torch_cluster(make_cluster, tmp_path, rounds=3, nodes=3, byzantine=1)
+    with pytest.raises(TypeError, match="algorithm must be ballot.torch.SignVote"):
+        bt.Node(Tiny(), cluster.file, 0, algorithm="signvote")
+    with pytest.raises(ValueError, match="node index -1"):
+        bt.Node(Tiny(), cluster.file, -1)
+    cluster.start_server()
+    replaced = bt.Node(Tiny(), cluster.file, 0)
+    replaced.model.b = nn.Linear(8, 3)
+    converted = bt.Node(Tiny(), cluster.file, 1)
+    converted.model.double()
+    quiet = bt.Node(Tiny(), cluster.file, 2)
+    try:
+        with pytest.raises(ValueError, match="'b.weight' is no longer the node's view"):
+            replaced.run(plain_step(0, replaced.model))
+        with pytest.raises(ValueError, match="'a.weight' is no longer the node's view"):
+            converted.run(plain_step(1, converted.model))
+        with torch.no_grad(), pytest.raises(ValueError, match="under torch.no_grad"):
+            quiet.run(plain_step(2, quiet.model))
+    finally:
+        for node in (replaced, converted, quiet):
+            node.close()
+
+
 def test_the_builtin_node_refuses_a_parameter_file_model(make_cluster, tmp_path):
     cluster = torch_cluster(make_cluster, tmp_path)
     result = subprocess.run([str(PROGRAM), "node", "--cluster", str(cluster.file), "--index", "0"],

@@ -222,6 +222,9 @@ class Node:
                                  f"('{self.training['data']}') {self.training['training_examples']}")
             if algorithm is None:
                 algorithm = SignVote() if self.training["rule"] == "vote" else RobustGradient()
+            if not isinstance(algorithm, (SignVote, RobustGradient, RobustLocalSGD)):
+                raise TypeError(f"algorithm must be ballot.torch.SignVote(...), RobustGradient(...) or "
+                                f"RobustLocalSGD(...), not {algorithm!r}")
             algorithm.check(self.training)
             work_on = algorithm.work_on
             gradient_path = isinstance(algorithm, RobustGradient)
@@ -404,6 +407,7 @@ class Node:
         return stats
 
     def _round_work(self, work: Any, step: Step, on_round: Optional[Callable[["Node"], None]]) -> None:
+        self._check_parameters()
         self._untouched = work.round  # until something of the round reaches the session (_touch)
         self._compute(work, step)
         self._untouched = None
@@ -411,6 +415,21 @@ class Node:
             self._channel.header(ROUND, work.round)
         if on_round is not None:
             on_round(self)
+
+    def _check_parameters(self) -> None:
+        """The model still trains the node's views: a parameter replaced (``model.fc = nn.Linear``),
+        converted or moved (``.double()``, ``.to()``) after the Node was built would silently stop
+        following the cluster (its gradient never reaching the vote)."""
+        current = trained_parameters(self.model)
+        for (name, p), mine, (offset, _size) in zip(current, self._params, self._ranges):
+            expected = self._model_flat.data_ptr() + 4 * offset
+            if p is not mine or p.data_ptr() != expected:
+                raise ValueError(f"parameter '{name}' is no longer the node's view of the cluster's parameters: it "
+                                 "was replaced, converted or moved after the Node was built (assign layers, call "
+                                 ".to(), .double() or load_state_dict before building the Node)")
+        if len(current) != len(self._params):
+            raise ValueError(f"the model has {len(current)} trained parameters, {len(self._params)} when the Node "
+                             "was built: add, remove, freeze or unfreeze parameters before building the Node")
 
     def _touch(self) -> None:
         """The round's work reaches the session or the worker momentum: computing the round again
@@ -567,6 +586,10 @@ class Node:
         loss = step(indices)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             raise TypeError("step(indices) must return the loss as a one-element tensor")
+        if not loss.requires_grad:
+            raise ValueError("step(indices) returned a loss without a graph to backpropagate: do not call run() "
+                             "under torch.no_grad() or torch.inference_mode(), and return the loss itself "
+                             "(not loss.detach() or loss.item())")
         return loss
 
     def _local_backward(self, step: Step, indices: torch.Tensor) -> float:

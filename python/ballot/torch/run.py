@@ -58,9 +58,14 @@ _NOT_HERE = {
 
 
 def find_ballot(explicit: Optional[str] = None) -> str:
-    """The ``ballot`` program: ``explicit``, ``$BALLOT_PROGRAM``, the one on PATH, or the one pip
-    installed beside this interpreter's scripts."""
-    for candidate in (explicit, os.environ.get("BALLOT_PROGRAM"), shutil.which("ballot"),
+    """The ``ballot`` program: ``explicit`` (which must be one: no other is taken instead),
+    ``$BALLOT_PROGRAM``, the one on PATH, or the one pip installed beside this interpreter's
+    scripts."""
+    if explicit is not None:
+        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+            return explicit
+        raise FileNotFoundError(f"--ballot {explicit}: not an executable file")
+    for candidate in (os.environ.get("BALLOT_PROGRAM"), shutil.which("ballot"),
                       os.path.join(sysconfig.get_path("scripts"), "ballot")):
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
@@ -124,7 +129,10 @@ def _given(options: List[str], *names: str) -> Optional[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     options, program, script, script_args = _split(list(sys.argv[1:] if argv is None else argv))
-    ballot = find_ballot(program)
+    try:
+        ballot = find_ballot(program)
+    except FileNotFoundError as error:
+        raise SystemExit(f"ballot.torch.run: {error}") from None
     if not os.path.isfile(script):
         raise SystemExit(f"ballot.torch.run: no script '{script}'")
     work_dir = _given(options, "--work-dir")
@@ -138,10 +146,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("MKL_NUM_THREADS", "1")
     command = [sys.executable, script, *script_args]
+    for stale in (init, init + ".json"):  # a reused --work-dir: only this run's export counts
+        if os.path.exists(stale):
+            os.remove(stale)
     exported = subprocess.run(command, env={**env, "BALLOT_EXPORT_INIT": init})
-    if exported.returncode != 0 or not os.path.isfile(init):
-        raise SystemExit(f"ballot.torch.run: '{script}' did not export its model (exit {exported.returncode}): "
-                         "it must build a ballot.torch.Node(model, ...) before training")
+    if exported.returncode != 0:
+        raise SystemExit(f"ballot.torch.run: the export pass of '{script}' failed (exit {exported.returncode}; "
+                         "its error is above)")
+    if not os.path.isfile(init):
+        raise SystemExit(f"ballot.torch.run: '{script}' ended without exporting its model: it must build a "
+                         "ballot.torch.Node(model, ...) before training")
     with open(init + ".json", encoding="utf-8") as meta_file:
         meta = json.load(meta_file)
     if _given(options, "--data") is None:
