@@ -7,6 +7,7 @@
 //   zero       0
 //   alie       ḡ − z·s                    (Baruch et al., NeurIPS 2019; all attackers send it)
 //              z = Φ⁻¹((n − m − s*)/(n − m)),  s* = ⌊n/2 + 1⌋ − m,  unless Behaviour::z is set
+//              (the form of Karimireddy et al.'s reference code; negative for small m)
 //   ipm        −ε·ḡ                       (Xie et al., UAI 2019)
 //   mimic      g_target, an honest worker's vector (Karimireddy et al., ICLR 2022)
 // ḡ and s are the coordinate-wise mean and population standard deviation of the honest rows.

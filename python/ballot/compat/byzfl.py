@@ -20,8 +20,8 @@ Where this module follows ByzFL rather than the papers (each class's docstring s
   Ballot's tolerance-stopped iteration from the mean: computed in numpy (one distance pass and one
   weighted sum per step), not by Ballot's ``geometric_median``.
 - ``CenteredClipping(m, L, tau)`` keeps the previous aggregate as the next centre (ByzFL's state,
-  as in Karimireddy et al.); Ballot's ``centered_clipping`` starts from 0, so a non-zero centre
-  is applied by translation (one extra numpy pass: x_i − m).
+  as in Karimireddy et al.); Ballot's ``centered_clipping`` starts from 0 unless given a centre,
+  so the previous aggregate is handed to it (``set_center``) before each call.
 - ``Bucketing(s)`` shuffles with the same global RNG call as ByzFL (``torch.randperm`` for tensors,
   ``numpy.random.permutation`` for arrays), so after the same seed it gives ByzFL's buckets
   exactly; Ballot's ``bucketing`` (Philox) is not used. Bucket means are Ballot's ``mean``.
