@@ -1,7 +1,7 @@
 // Robust aggregation benchmarks, all in one run so that ratios compare like with like:
 //   (a) read bandwidth of one core over a 1 GiB buffer (the physical limit);
 //   (b) for every (n, d): the time to read the n×d input once (a vectorised sum), the baseline of
-//       the target "within 4x of the time to read its input once";
+//       the target "within 4x of the time to read its input once";
 //   (c) every rule, pre-aggregator and the sign vote at n in {10, 25, 100}, d in {1e5, 1e6},
 //       f = (n − 3) / 4 (the largest f every rule accepts, Bulyan's n ≥ 4f + 3).
 //   (d) the pipelines "clipping:tau=1 > mean" and "arc:f > mean", and threads=2 variants of the mean and the three

@@ -68,15 +68,27 @@ int main(int argc, char** argv) {
       mutations = std::strtol(arg.c_str() + 12, nullptr, 10);
       continue;
     }
+    // A corpus that moved or emptied must fail the replay, not pass it with nothing to replay.
     const std::filesystem::path path(arg);
     std::vector<std::filesystem::path> files;
     if (std::filesystem::is_directory(path)) {
       for (const auto& entry : std::filesystem::directory_iterator(path)) files.push_back(entry.path());
-    } else {
+      if (files.empty()) {
+        std::fprintf(stderr, "corpus directory %s is empty\n", arg.c_str());
+        return 1;
+      }
+    } else if (std::filesystem::is_regular_file(path)) {
       files.push_back(path);
+    } else {
+      std::fprintf(stderr, "no corpus at %s\n", arg.c_str());
+      return 1;
     }
     for (const auto& file : files) {
       std::ifstream in(file, std::ios::binary);
+      if (!in) {
+        std::fprintf(stderr, "cannot read %s\n", file.string().c_str());
+        return 1;
+      }
       corpus.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
   }
