@@ -200,15 +200,9 @@ def test_bucketing_is_a_partition_into_bucket_means(rng):
     np.testing.assert_allclose(3 * out[:3].sum(axis=0) + 2 * out[3], x.sum(axis=0), rtol=1e-4, atol=1e-4)
 
 
-# ---- rules added to the C++ library separately (skipped until the build has them)
+# ---- MoNNA, SMEA and CAF
 
 
-def needs(rule):
-    return pytest.mark.skipif(rule not in robust.rule_names(),
-                              reason=f"this build of Ballot has no '{rule}' rule yet (rebuild after it lands)")
-
-
-@needs("monna")
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("n, f, d", SIZES)
 def test_monna_matches_byzfl(rng, n, f, d, form):
@@ -224,7 +218,6 @@ def outliers(rng, n, f, d, form):
     return (list(x) if form.endswith("list") else x), x[f:]
 
 
-@needs("smea")
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("n, f, d", [(5, 1, 16), (8, 2, 100)])
 def test_smea_matches_byzfl_on_clear_outliers(rng, n, f, d, form):
@@ -234,7 +227,6 @@ def test_smea_matches_byzfl_on_clear_outliers(rng, n, f, d, form):
     compare("SMEA", {"f": f}, vectors)
 
 
-@needs("caf")
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("n, f, d", [(10, 2, 50), (25, 6, 200)])
 def test_caf_is_near_the_honest_mean_like_byzfl(rng, n, f, d, form):
@@ -248,15 +240,6 @@ def test_caf_is_near_the_honest_mean_like_byzfl(rng, n, f, d, form):
     spread = np.linalg.norm(as_np(honest) - honest_mean, axis=1).mean()
     assert np.linalg.norm(as_np(ours) - honest_mean) < spread
     assert np.linalg.norm(as_np(ours) - honest_mean) <= 2 * np.linalg.norm(as_np(theirs) - honest_mean) + 0.1 * spread
-
-
-@pytest.mark.parametrize("name, args", [("MoNNA", (1, 0)), ("CAF", (1,)), ("SMEA", (1,))])
-def test_missing_rules_are_named_value_errors(rng, name, args):
-    rule = name.lower()
-    if rule in robust.rule_names():
-        pytest.skip(f"this build has '{rule}'")
-    with pytest.raises(ValueError, match=f"no '{rule}' rule"):
-        getattr(compat, name)(*args)(rng.standard_normal((5, 4)).astype(np.float32))
 
 
 # ---- attacks

@@ -14,6 +14,10 @@ SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py")
                  if p.name != "flower_robust.py" and not p.name.startswith("torch_"))
 
 
+def test_there_are_examples():
+    assert len(SCRIPTS) >= 3, SCRIPTS
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_example_runs(script):
     result = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True, text=True,

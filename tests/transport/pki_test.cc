@@ -90,14 +90,24 @@ TEST(Pki, MissingFileIsNamed) {
   EXPECT_TRUE(mentions(missing.error(), node_cert_path(pki.dir, 9))) << missing.error().to_string();
 }
 
+// A key that cannot be read: a directory where the file belongs (which root cannot read either),
+// and, for other users, a file of mode 0.
 TEST(Pki, UnreadableFileIsNamed) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root reads files regardless of their mode";
   TestPki pki(1);
-  ASSERT_EQ(::chmod(node_key_path(pki.dir, 1).c_str(), 0), 0);
-  auto loaded = load_credentials(pki.dir, 1);
+  fs::remove(node_key_path(pki.dir, 1));
+  fs::create_directory(node_key_path(pki.dir, 1));
+  fs::permissions(node_key_path(pki.dir, 1), fs::perms::owner_all);  // not refused for its mode first
+  auto directory = load_credentials(pki.dir, 1);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_EQ(directory.error().code, ErrorCode::kIo);
+  EXPECT_TRUE(mentions(directory.error(), node_key_path(pki.dir, 1))) << directory.error().to_string();
+  if (::geteuid() == 0) return;  // root reads files regardless of their mode
+  TestPki again(1);
+  ASSERT_EQ(::chmod(node_key_path(again.dir, 1).c_str(), 0), 0);
+  auto loaded = load_credentials(again.dir, 1);
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.error().code, ErrorCode::kIo);
-  EXPECT_TRUE(mentions(loaded.error(), node_key_path(pki.dir, 1))) << loaded.error().to_string();
+  EXPECT_TRUE(mentions(loaded.error(), node_key_path(again.dir, 1))) << loaded.error().to_string();
 }
 
 TEST(Pki, GarbageFileIsNamed) {

@@ -164,11 +164,6 @@ def _squared_norms(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _require_rule(name: str) -> None:
-    if name not in _robust.rule_names():
-        raise ValueError(f"this build of Ballot has no '{name}' rule (rules: {', '.join(_robust.rule_names())})")
-
-
 class _Rule:
     """Holds Ballot aggregators by spec (built once, reused by every call)."""
 
@@ -388,7 +383,6 @@ class MoNNA(_Rule):
         _check_two_f(self.f, n)
         if not self.idx < n:
             raise ValueError(f"idx must be smaller than n, but got idx={self.idx} and n={n}")
-        _require_rule("monna")
         return self._run(f"monna:f={self.f},pivot={self.idx}", vectors)
 
 
@@ -403,7 +397,6 @@ class CAF(_Rule):
     def __call__(self, vectors: Any) -> Any:
         _check_vectors(vectors)
         _check_two_f(self.f, _count(vectors))
-        _require_rule("caf")
         return self._run(f"caf:f={self.f}", vectors)
 
 
@@ -418,7 +411,6 @@ class SMEA(_Rule):
     def __call__(self, vectors: Any) -> Any:
         _check_vectors(vectors)
         _check_two_f(self.f, _count(vectors))
-        _require_rule("smea")
         return self._run(f"smea:f={self.f}", vectors)
 
 
