@@ -1,4 +1,4 @@
-// The bandwidth probes the GPU benchmarks compare with (C interface: see kernels/cuda/launch.h).
+// The bandwidth probes the GPU benchmarks compare with (C interface: see kernels/cuda/detail/launch.h).
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "coding/cast_codecs.h"
-#include "coding/cuda/launch.h"
+#include "coding/cuda/detail/launch.h"
 #include "coding/detail/blocks.h"
 #include "coding/detail/codec_logic.h"
 #include "coding/detail/quantized_wire.h"

@@ -1,4 +1,4 @@
-// The codec kernels. See launch.h for the interface and kernels/cuda/launch.h for why this unit has
+// The codec kernels. See launch.h for the interface and kernels/cuda/detail/launch.h for why this unit has
 // a C interface.
 #include <cuda_runtime.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -8,7 +8,7 @@
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 
-#include "coding/cuda/launch.h"
+#include "coding/cuda/detail/launch.h"
 
 // nvcc's implicit headers declare ::ballot(bool); rename our namespace inside this unit only
 // (everything used from it is inline).

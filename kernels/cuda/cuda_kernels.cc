@@ -7,7 +7,7 @@
 #include <string>
 
 #include "kernels/cuda/detail/device_buffer.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/detail/launch.h"
 
 namespace ballot::kernels::cuda {
 namespace {

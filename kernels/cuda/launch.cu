@@ -1,7 +1,7 @@
 // The CUDA kernels. See launch.h for why this unit has a C interface.
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/detail/launch.h"
 
 // nvcc's implicit headers declare ::ballot(bool) (the deprecated pre-Volta warp vote); rename our
 // namespace inside this unit only. Everything from it used here is inline, so nothing with the

@@ -21,7 +21,7 @@
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/detail/device_buffer.h"
-#include "robust/cuda/launch.h"
+#include "robust/cuda/detail/launch.h"
 #include "robust/detail/common.h"
 #include "robust/krum.h"
 

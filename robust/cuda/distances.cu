@@ -2,7 +2,7 @@
 // interface.
 #include <cuda_runtime.h>
 
-#include "robust/cuda/launch.h"
+#include "robust/cuda/detail/launch.h"
 
 namespace {
 

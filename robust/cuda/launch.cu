@@ -1,12 +1,12 @@
 // The coordinate-wise kernels. See launch.h for why this unit has a C interface.
 #include <cuda_runtime.h>
 
-#include "robust/cuda/launch.h"
+#include "robust/cuda/detail/launch.h"
 
 // nvcc's implicit headers declare ::ballot(bool); rename our namespace inside this unit only
 // (everything used from it is inline, so nothing with the renamed namespace reaches the link).
 #define ballot ballot_in_cuda_unit
-#include "robust/cuda/coordinate_logic.h"
+#include "robust/cuda/detail/coordinate_logic.h"
 
 namespace {
 

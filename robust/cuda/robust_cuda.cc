@@ -10,8 +10,8 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/detail/device_buffer.h"
 #include "robust/coordinate_wise.h"
-#include "robust/cuda/coordinate_logic.h"
-#include "robust/cuda/launch.h"
+#include "robust/cuda/detail/coordinate_logic.h"
+#include "robust/cuda/detail/launch.h"
 
 namespace ballot::robust::cuda {
 namespace {

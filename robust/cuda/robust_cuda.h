@@ -5,7 +5,7 @@
 // Bit-identical to the CPU rules (Mean, CoordinateMedian, TrimmedMean, MeanAroundMedian with the
 // same f) for every input, non-finite values included: a row with a NaN or ±Inf anywhere is left
 // out and counts against f, the sums are the CPU's double sums in the CPU's order, and every step
-// is rounded to nearest, never contracted (robust/cuda/coordinate_logic.h, shared with the tests).
+// is rounded to nearest, never contracted (robust/cuda/detail/coordinate_logic.h, shared with the tests).
 // Cost: one read of the n·d floats when every value is finite; a second read when one is not
 // (the CPU also reads again). Deterministic: no atomics in the arithmetic.
 // Built only when BALLOT_HAVE_CUDA. Host API in plain C++: streams as void* (a cudaStream_t, null

@@ -1,4 +1,4 @@
-#include "robust/cuda/coordinate_logic.h"
+#include "robust/cuda/detail/coordinate_logic.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Internal: the C-linkage launcher of the coordinate-wise kernels, with plain types only. launch.cu
 // is compiled by nvcc, whose implicit CUDA headers declare a global function `ballot` that collides
-// with our namespace (kernels/cuda/launch.h explains); this interface keeps namespace ballot out of
+// with our namespace (kernels/cuda/detail/launch.h explains); this interface keeps namespace ballot out of
 // the link. Returns a cudaError_t as int (0 = success).
 #pragma once
 
