@@ -278,7 +278,11 @@ std::vector<std::size_t> sparse_budgets(std::span<const Segment> segments, std::
     return budgets;
   }
   for (std::size_t s = 0; s < segments.size(); ++s) {
-    const double want = std::ceil(ratio * static_cast<double>(segments[s].size));
+    // ⌈ratio · size⌉ of the ratio as written: 0.07 · 100 is 7.000000000000001 in binary and must
+    // give 7, not 8. The product is within a few ulps of the decimal one, and a product that is
+    // not an integer in decimal lies far more than that above the integer below it.
+    const double product = ratio * static_cast<double>(segments[s].size);
+    const double want = std::ceil(product * (1.0 - 4 * std::numeric_limits<double>::epsilon()));
     budgets[s] = want >= static_cast<double>(segments[s].size) ? segments[s].size : static_cast<std::size_t>(want);
   }
   return budgets;

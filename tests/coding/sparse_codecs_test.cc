@@ -154,6 +154,20 @@ TEST(TopK, BudgetsSplitACountByLayerSizeAndRoundRatiosUp) {
   EXPECT_EQ(detail::sparse_budgets(segments, 1000, 0.0), (std::vector<std::size_t>{70, 0, 129, 64, 3}));
 }
 
+// ⌈ratio · n⌉ of the ratio as written: 0.07 · 100 is 7.000000000000001 in binary (it gave 8).
+TEST(TopK, RatioBudgetsAreTheDecimalCeiling) {
+  for (const auto& [hundredths, n] : std::vector<std::pair<int, std::size_t>>{{7, 100}, {7, 200}, {1, 100}, {30, 10},
+                                                                                {10, 70}, {3, 1000}, {7, 1700}}) {
+    const double ratio = hundredths / 100.0;
+    const std::vector<Segment> segment{{0, n}};
+    EXPECT_EQ(detail::sparse_budgets(segment, 0, ratio)[0], hundredths * n / 100) << ratio << " " << n;
+  }
+  for (std::size_t n = 1; n <= 20000; ++n) {  // against integer arithmetic: ⌈7n/100⌉
+    const std::vector<Segment> segment{{0, n}};
+    ASSERT_EQ(detail::sparse_budgets(segment, 0, 0.07)[0], (7 * n + 99) / 100) << n;
+  }
+}
+
 TEST(TopK, DecodesToTheSelectedValuesPerSegment) {
   const auto layout = mixed_layout();
   auto g = normal_values(layout.total_size(), 6);
