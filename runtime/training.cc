@@ -103,6 +103,21 @@ Status TrainingOptions::validate() const {
     BALLOT_TRY(aggregator->check(nodes - byzantine));
     BALLOT_TRY(aggregator->check(nodes));
     BALLOT_TRY(coding::make_codec(codec));
+    // DGC corrects momentum at the node (u ← m·u + g, sent from v ← v + u): a server rule with
+    // momentum of its own would apply it a second time, which the paper's receiver does not.
+    BALLOT_ASSIGN_OR_RETURN(const Spec codec_spec, Spec::parse(codec));
+    BALLOT_ASSIGN_OR_RETURN(const Spec update_spec, Spec::parse(update));
+    const std::string& rule_name = update_spec.name();
+    BALLOT_ASSIGN_OR_RETURN(const double server_momentum,
+                            rule_name == "signum"
+                                ? update_spec.get_double("beta", 0.9)
+                                : update_spec.get_double("momentum", rule_name == "heavyball" ? 0.9 : 0.0));
+    const bool has_momentum =
+        (rule_name == "sgd" || rule_name == "heavyball" || rule_name == "signum") && server_momentum > 0.0;
+    if (codec_spec.name() == "dgc" && has_momentum) {
+      return bad_option("codec '" + codec + "' corrects momentum at the node; update '" + update +
+                        "' would apply momentum a second time: use update 'sgd' (momentum 0), as DGC's receiver does");
+    }
     if (adversary.find(attacks::Domain::kSign) != nullptr) {
       return bad_option("attack '" + attack + "': sign-domain attacks act on 1-bit votes; with rule '" + rule +
                         "' use a gradient-domain attack (e.g. sign_flip instead of reverse)");

@@ -11,7 +11,7 @@ A *layout* names the segments of the flat gradient that per-layer codecs treat s
 int ``d`` (one segment), a list of sizes, a list of ``(name, size)`` pairs, a dict, or a torch
 module (its ``named_parameters()``).
 
-Encodings are deterministic: stochastic codecs (QSGD, TernGrad, random-k) draw from the
+Encodings are deterministic: stochastic codecs (QSGD, TernGrad, random-k, and DGC's sampled threshold) draw from the
 codec's own Philox stream ``(seed, stream)``, exactly as the C++ runtime does. Decoding checks
 every length, index and level of the bytes (they may come from a peer): a bad message is a
 ValueError and leaves an accumulator untouched.

@@ -60,6 +60,18 @@ TEST(TrainingOptions, ValidateNamesTheOption) {
   EXPECT_TRUE(options.validate().ok());
   options.codec = "qsgd:bogus=1";
   EXPECT_FALSE(options.validate().ok());
+  // DGC corrects momentum at the node: a server rule with momentum would apply it twice.
+  options.codec = "dgc:ratio=0.01";
+  options.update = "sgd";
+  EXPECT_TRUE(options.validate().ok());
+  for (const char* update : {"sgd:momentum=0.9", "heavyball", "signum"}) {
+    options.update = update;
+    const auto status = options.validate();
+    ASSERT_FALSE(status.ok()) << update;
+    EXPECT_NE(status.error().message.find("momentum a second time"), std::string::npos) << update;
+  }
+  options.update = "heavyball:momentum=0";
+  EXPECT_TRUE(options.validate().ok());
 }
 
 TEST(TrainingSetup, DeterministicCodeTakesTheFaultBudget) {
