@@ -151,6 +151,14 @@ def test_nnm_matches_byzfl(rng, n, f, d, form):
 
 
 @pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("n, f", [(6, 3), (5, 4), (2, 1)])
+def test_nnm_below_two_f_plus_one_matches_byzfl(rng, n, f, form):
+    """ByzFL's NNM takes any f < n; Ballot's stage needs n >= 2f + 1, so compat computes it."""
+    out = compare("NNM", {"f": f}, make(rng, n, 33, form))
+    assert tuple(out.shape) == (n, 33)
+
+
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("c", [0.0, 1.0, 2.0, 100.0])
 def test_clipping_matches_byzfl_and_leaves_the_input_alone(rng, c, form):
     vectors = make(rng, 9, 40, form)

@@ -422,17 +422,27 @@ class NNM(_Rule):
     """Nearest-neighbour mixing (Allouah et al. 2023): each vector becomes the mean of its n − f
     nearest vectors (itself included) — Ballot's ``nnm`` stage, whose stacked output is returned
     (ties in distance go to the lower index; exact float ties may pick another neighbour than
-    ByzFL's sort)."""
+    ByzFL's sort). Ballot's stage needs n ≥ 2f + 1; below that (ByzFL takes any f < n) the same
+    mixing is computed in numpy, with exact distances in float64."""
 
     def __init__(self, f: int = 0) -> None:
         self.f = _check_f(f)
 
     def __call__(self, vectors: Any) -> Any:
-        _check_vectors(vectors)
+        reference = _check_vectors(vectors)
         n = _count(vectors)
         if not self.f < n:
             raise ValueError(f"f must be smaller than len(vectors), but got f={self.f} and len(vectors)={n}")
-        return _robust.PreAggregator(f"nnm:f={self.f}")(vectors)
+        if n >= 2 * self.f + 1:
+            return _robust.PreAggregator(f"nnm:f={self.f}")(vectors)
+        rows = _numpy_rows(vectors).astype(np.float64)
+        mixed = np.empty(rows.shape, dtype=np.float32)
+        for i in range(n):
+            distance = ((rows - rows[i]) ** 2).sum(axis=1)
+            distance[i] = -1.0  # itself first, whatever ties at 0
+            nearest = np.argsort(distance, kind="stable")[:n - self.f]
+            mixed[i] = rows[nearest].mean(axis=0)
+        return _like(mixed, reference)
 
 
 class Bucketing(_Rule):
