@@ -7,18 +7,29 @@
 //   round      a whole round of the in-process simulator (all 15 nodes on the machine's cores)
 // and the bytes of one vote against an fp32 gradient. Synthetic data of Fashion-MNIST's shape
 // keeps the benchmark independent of the dataset package.
+//
+// The limits, measured in the same run (rows named floor/…):
+//   floor/transport  the cryptography a vote cannot avoid: SHA-256 of its payload, one Ed25519
+//                    signature and one verification
+//   floor/vote       one read of the 15 votes' bits (bench/read_probe.h's sum)
+// Encode's limit is reading the 13 gradients it packs (13 · 4d bytes, cache-resident here): its
+// bytes_per_second is that rate.
+// Compute's limit is the MLP's arithmetic (Eigen GEMMs; learning_bench compares them with the
+// machine's peak); the whole round is compute-bound.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdio>
 #include <memory>
 
+#include "bench/read_probe.h"
 #include "coding/election_encoder.h"
 #include "kernels/majority_vote.h"
 #include "kernels/sign_kernels.h"
 #include "runtime/messages.h"
 #include "runtime/simulator.h"
 #include "runtime/training.h"
+#include "transport/crypto.h"
 #include "transport/memory_transport.h"
 
 namespace {
@@ -77,6 +88,7 @@ void BM_Encode(benchmark::State& state) {
     coding::encode_replicated(setup().code, kNode, signs, vote);
     benchmark::DoNotOptimize(vote.data());
   }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * partitions.size() * gradients.size_bytes()));
 }
 
 void BM_Transport(benchmark::State& state) {
@@ -109,6 +121,20 @@ void BM_Transport(benchmark::State& state) {
   state.counters["reduction"] = static_cast<double>(d * sizeof(float)) / static_cast<double>(bytes);
 }
 
+void BM_TransportFloor(benchmark::State& state) {
+  auto key = transport::SigningKey::generate().value();
+  const auto verify = key.verify_key();
+  const std::size_t d = runtime::Replica::create(setup()).value().dimension();
+  runtime::Vote vote;
+  vote.signs = BitVector(d, true);
+  const auto payload = runtime::encode(vote);
+  for (auto _ : state) {
+    const auto digest = transport::sha256(payload);
+    const auto signature = key.sign(digest);
+    benchmark::DoNotOptimize(verify.verify(digest, signature));
+  }
+}
+
 void BM_Vote(benchmark::State& state) {
   const std::size_t d = runtime::Replica::create(setup()).value().dimension();
   std::vector<BitVector> votes;
@@ -124,6 +150,14 @@ void BM_Vote(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(runtime::decide(pointers, d));
 }
 
+void BM_VoteFloor(benchmark::State& state) {
+  const std::size_t d = runtime::Replica::create(setup()).value().dimension();
+  std::vector<BitVector> votes(setup().options.nodes, BitVector(d, true));
+  for (auto _ : state) {
+    for (const auto& vote : votes) benchmark::DoNotOptimize(bench::sum_words(vote.words().data(), vote.words().size()));
+  }
+}
+
 void BM_SimulatedRound(benchmark::State& state) {
   for (auto _ : state) {
     auto result = runtime::simulate(setup());
@@ -135,7 +169,9 @@ void BM_SimulatedRound(benchmark::State& state) {
 BENCHMARK(BM_Compute)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Encode)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Transport)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TransportFloor)->Name("floor/transport")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Vote)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VoteFloor)->Name("floor/vote")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimulatedRound)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(2);
 
 }  // namespace
