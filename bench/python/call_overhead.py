@@ -4,6 +4,8 @@ Small inputs (n = 5, d = 16): per-call time of ``Aggregator(spec)(vectors)`` (an
 ``ballot.compat.byzfl`` class) minus the C++ time of the same aggregation, measured inside the
 module in the same run (``Aggregator._native.time_aggregate``). Target: <= 10 us per call.
 Large inputs (n = 25, d = 10^6): Python-call time / C++ time. Target: <= 1.1x.
+The floor is the C++ call itself (the same aggregation without Python): the small-input number is
+Python's overhead above it, the large-input ratio how close the Python call comes to it (1.0x).
 
     PYTHONPATH=build/default/python build/venv/bin/python bench/python/call_overhead.py [--quick]
 """

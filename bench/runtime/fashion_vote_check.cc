@@ -1,4 +1,5 @@
-// Acceptance check (not a unit test): signSGD / Signum with majority vote over n
+// Acceptance check (not a unit test, and not a benchmark: it measures accuracy, so no physical
+// limit applies): signSGD / Signum with majority vote over n
 // simulated workers trains the MLP on Fashion-MNIST. Each worker takes the gradient of its own
 // partition of the round's global batch (PartitionSampler: partition w of round r), keeps its
 // momentum (β = 0 is signSGD) and sends sign(m); the server takes the coordinate-wise majority
