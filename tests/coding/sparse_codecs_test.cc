@@ -156,8 +156,8 @@ TEST(TopK, BudgetsSplitACountByLayerSizeAndRoundRatiosUp) {
 
 // ⌈ratio · n⌉ of the ratio as written: 0.07 · 100 is 7.000000000000001 in binary (it gave 8).
 TEST(TopK, RatioBudgetsAreTheDecimalCeiling) {
-  for (const auto& [hundredths, n] : std::vector<std::pair<int, std::size_t>>{{7, 100}, {7, 200}, {1, 100}, {30, 10},
-                                                                                {10, 70}, {3, 1000}, {7, 1700}}) {
+  for (const auto& [hundredths, n] : std::vector<std::pair<int, std::size_t>>{
+           {7, 100}, {7, 200}, {1, 100}, {30, 10}, {10, 70}, {3, 1000}, {7, 1700}}) {
     const double ratio = hundredths / 100.0;
     const std::vector<Segment> segment{{0, n}};
     EXPECT_EQ(detail::sparse_budgets(segment, 0, ratio)[0], hundredths * n / 100) << ratio << " " << n;
