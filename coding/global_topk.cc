@@ -1,6 +1,7 @@
 #include "coding/global_topk.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "coding/detail/sparse.h"
@@ -104,7 +105,9 @@ Status GlobalTopKCodec::accept_global(std::span<const std::uint8_t> global, cons
     const std::size_t index = sent_indices_[t];
     while (g < chosen.size() && chosen[g] < index) ++g;
     if (g < chosen.size() && chosen[g] == index) continue;
-    residual_[index] += sent_values_[t];
+    // A non-finite value (from a non-finite gradient) went out once; kept, it would be selected
+    // and sent every round after.
+    if (std::isfinite(sent_values_[t])) residual_[index] += sent_values_[t];
   }
   sent_indices_.clear();
   sent_values_.clear();

@@ -216,8 +216,8 @@ EncodedGradient SignumCodec::encode(std::span<const float> gradient, const Gradi
                              factors);
     detail::pack_block(std::span<const float>(m + begin, end - begin), scratch,
                        out.bytes.data() + kHeaderBytes + begin / 8);
-    // A non-finite gradient entry is sent as +1 this round and then forgotten: left in the
-    // momentum it would send +1 for ever.
+    // A non-finite gradient entry is sent in this round (NaN and +inf as +1, -inf as -1) and then
+    // forgotten: left in the momentum it would send the same sign for ever.
     for (std::size_t i = begin; i < end; ++i) m[i] = std::isfinite(m[i]) ? m[i] : 0.0f;
   }
   return out;

@@ -209,7 +209,12 @@ Result<Defence> named_defence(std::string_view text) {
       return make_error(ErrorCode::kInvalidArgument, "defence '" + name + "': expected RULE/CODEC");
     }
     defence.code = "identity";
-    defence.update = "sgd:momentum=0.9";
+    // DGC corrects momentum at the node, so its receiver applies plain SGD (the run refuses a
+    // second momentum): the momentum is the codec's then.
+    const auto codec_spec = Spec::parse(defence.codec);
+    const bool node_momentum =
+        codec_spec.ok() && codec_spec->name() == "dgc" && codec_spec->get_double("momentum", 0.9).value_or(0.9) > 0.0;
+    defence.update = node_momentum ? "sgd" : "sgd:momentum=0.9";
     defence.worker_momentum = 0.0;
     return defence;
   }

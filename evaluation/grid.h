@@ -10,7 +10,8 @@
 //               "deterministic"                 code deterministic (b from the setting)
 //               any other allocation matrix spec (e.g. "paper5") as a code, rule vote
 //               "RULE/CODEC" ("median/fp32", "trimmed_mean:f=1/qsgd:s=16")  the gradient path:
-//                 rule RULE, codec CODEC, update "sgd:momentum=0.9", worker momentum 0
+//                 rule RULE, codec CODEC, update "sgd:momentum=0.9" ("sgd" for a dgc codec, whose
+//                 momentum is at the node), worker momentum 0
 //   setting   (n, b): n nodes, b of them Byzantine. The cell's fault budget and its number of
 //             attackers are both b; the deterministic code is built for b.
 //   seed      the run's seed (Byzantine set, Bernoulli code, partitions, model initialisation)

@@ -69,6 +69,10 @@ Result<TrainingSummary> run_server(const ClusterConfig& config, ServerOptions op
   tls.listen_host = config.server_host;
   tls.listen_port = config.server_port;
   tls.io_threads = static_cast<int>(config.server_io_threads);
+  // The run's end: the final state a node that is behind gets (one frame of the model's size)
+  // and every Finish go out before the server closes, within the time one frame may take to
+  // write; closing returns as soon as every session has ended.
+  tls.shutdown_timeout = tls.write_timeout;
   if (!options.quarantine) options.quarantine = std::make_shared<Quarantine>();
   options.skip_absent = config.skip_absent;  // a dead node costs one deadline in 8 rounds
   if (!options.registry) options.registry = std::make_shared<const transport::Registry>(registry);

@@ -287,12 +287,17 @@ void NodeStateKeeper::observe(const NodeEvent& event, NodeWorker& worker, NodeSe
     // The node's own state of that round, when it saved one (not when the transfer only
     // re-synchronised the round it is in: its state there is already current).
     if (!saved_ || saved_->round != event.round) return;
+    // All or nothing: a codec state that does not fit puts the worker's momentum back as it was.
     const auto restore = [&]() -> Status {
       const auto& sections = saved_->sections;
+      const auto worker_before = worker.save_state();
       if (auto it = sections.find("worker"); it != sections.end())
         BALLOT_TRY(worker.load_state(it->second, replica.dimension()));
       if (auto it = sections.find("codec"); session.codec() && it != sections.end()) {
-        BALLOT_TRY(session.codec()->load_state(it->second, replica.model().layout()));
+        if (auto loaded = session.codec()->load_state(it->second, replica.model().layout()); !loaded.ok()) {
+          (void)worker.load_state(worker_before, replica.dimension());
+          return loaded;
+        }
       }
       return {};
     };

@@ -532,15 +532,18 @@ void ServerSession::apply_decision() { state_->apply_pending(); }
 void ServerSession::finish(std::uint64_t rounds) {
   State& s = *state_;
   s.apply_pending();
+  // Only after a round this session ran: a server resumed at the run's end sent its state to every
+  // node when it began.
   const bool last_round_ran = s.round + 1 == rounds;
   s.round = rounds;  // the state sent below is the run's end
   s.transport.set_round(rounds);
-  std::vector<std::uint8_t> final_state;
-  for (std::size_t i = 0; i < s.n; ++i) {
-    if ((last_round_ran && s.votes[i]) || s.quarantined(node_id(i))) continue;
-    if (final_state.empty()) final_state = s.state_payload();
-    (void)s.tolerate(s.transport.send(node_id(i), MessageType::kStateTransfer, rounds, final_state));
+  std::vector<transport::NodeId> behind;
+  for (std::size_t i = 0; i < s.n && last_round_ran; ++i) {
+    if (!s.votes[i] && !s.quarantined(node_id(i))) behind.push_back(node_id(i));
   }
+  // One sealed frame for all of them, queued ahead of their Finish.
+  if (!behind.empty())
+    (void)s.tolerate(s.transport.broadcast(behind, MessageType::kStateTransfer, rounds, s.state_payload()));
   (void)s.transport.broadcast(s.nodes, MessageType::kControl, rounds, encode(Finish{rounds}));
 }
 

@@ -106,9 +106,9 @@ class ServerSession {
   // The decision stays held until the next one, for nodes that ask for it.
   Status send_decision(std::vector<std::uint8_t> decision);
   // Finish{rounds} to every node (best effort: a node that is gone does not matter any more).
-  // Before it, a node whose vote did not count in the last round (it may be rounds behind: slower
-  // than the deadline, cut off, restarted) gets the final state, so that every node that can be
-  // reached ends with the run's final parameters; quarantined nodes do not.
+  // Before it, when this session ran the last round, a node whose vote did not count in it (it may
+  // be rounds behind: slower than the deadline, cut off, restarted) gets the final state, so that
+  // every node that can be reached ends with the run's final parameters; quarantined nodes do not.
   void finish(std::uint64_t rounds);
 
   // The report of the round being run: collect() counts what it dropped, decide() fills the votes,

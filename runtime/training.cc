@@ -8,6 +8,7 @@
 #include "attacks/data_attacks.h"
 #include "attacks/targets.h"
 #include "coding/codec_registry.h"
+#include "coding/dgc.h"
 #include "coding/election_encoder.h"
 #include "core/byte_io.h"
 #include "core/enforce.h"
@@ -114,9 +115,12 @@ Status TrainingOptions::validate() const {
                                 : update_spec.get_double("momentum", rule_name == "heavyball" ? 0.9 : 0.0));
     const bool has_momentum =
         (rule_name == "sgd" || rule_name == "heavyball" || rule_name == "signum") && server_momentum > 0.0;
-    if (codec_spec.name() == "dgc" && has_momentum) {
+    BALLOT_ASSIGN_OR_RETURN(const double node_momentum,
+                            codec_spec.get_double("momentum", coding::DgcOptions{}.momentum));
+    if (codec_spec.name() == "dgc" && node_momentum > 0.0 && has_momentum) {
       return bad_option("codec '" + codec + "' corrects momentum at the node; update '" + update +
-                        "' would apply momentum a second time: use update 'sgd' (momentum 0), as DGC's receiver does");
+                        "' would apply momentum a second time: use update 'sgd' (momentum 0), as DGC's receiver "
+                        "does, or dgc:momentum=0");
     }
     if (adversary.find(attacks::Domain::kSign) != nullptr) {
       return bad_option("attack '" + attack + "': sign-domain attacks act on 1-bit votes; with rule '" + rule +

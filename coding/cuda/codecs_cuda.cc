@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -1225,6 +1226,8 @@ Status DeviceGlobalTopK::accept_global(std::span<const std::uint8_t> global, con
       const std::size_t index = sent_segments_[s].offset + sent[t];
       while (g < chosen.size() && chosen[g] < index) ++g;
       if (g < chosen.size() && chosen[g] == index) continue;
+      // As the CPU codec: a non-finite value went out once and is not kept.
+      if (!std::isfinite(std::bit_cast<float>(sent[total + t]))) continue;
       back_indices.push_back(sent[t]);
       back_values.push_back(sent[total + t]);
       ++back_counts[s];

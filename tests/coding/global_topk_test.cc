@@ -55,6 +55,28 @@ TEST(GlobalTopK, AggregatorKeepsTheKLargestOfTheSumAndWorkersKeepTheRest) {
   }
 }
 
+// A NaN gradient entry is sent in its round; when the global set leaves it out (here: the set of
+// another worker's clean message) it does not go back into the residual, where it would be the
+// largest entry and make every later message non-finite.
+TEST(GlobalTopK, ANonFiniteEntryLeftOutOfTheGlobalSetIsNotKept) {
+  const auto layout = GradientLayout::whole(100);
+  const SparseOptions budget{.k = 5};
+  GlobalTopKCodec poisoned(budget), clean(budget);
+  Rng rng(2);
+  auto g = normal_values(100, 3);
+  g[7] = std::numeric_limits<float>::quiet_NaN();
+  const auto sent = poisoned.encode(g, layout, rng);
+  EXPECT_TRUE(std::isnan(poisoned.decode(sent.bytes, layout).value()[7]));
+  const auto other = clean.encode(normal_values(100, 4), layout, rng);
+  const std::vector<std::span<const std::uint8_t>> views{other.bytes};
+  const auto global = global_topk_reduce(views, layout, GlobalTopKReduceOptions{.budget = budget});
+  ASSERT_TRUE(global.ok());
+  ASSERT_TRUE(poisoned.accept_global(global->bytes, layout).ok());
+  for (const float r : poisoned.residual()) ASSERT_TRUE(std::isfinite(r));
+  const auto next = poisoned.decode(poisoned.encode(normal_values(100, 5), layout, rng).bytes, layout).value();
+  for (const float v : next) ASSERT_TRUE(std::isfinite(v));
+}
+
 TEST(GlobalTopK, AverageDividesByTheNumberOfMessages) {
   const auto layout = GradientLayout::whole(50);
   GlobalTopKCodec worker(SparseOptions{.k = 5});

@@ -55,6 +55,11 @@ TEST(NamedDefence, BuiltInNames) {
   EXPECT_EQ(median->codec, "fp32");
   EXPECT_EQ(median->update.value_or(""), "sgd:momentum=0.9");
   EXPECT_EQ(median->worker_momentum.value_or(-1.0), 0.0);
+  // DGC's momentum is at the node: its receiver applies plain SGD.
+  auto dgc = named_defence("median/dgc:ratio=0.05");
+  ASSERT_TRUE(dgc.ok());
+  EXPECT_EQ(dgc->update.value_or(""), "sgd");
+  EXPECT_EQ(named_defence("median/dgc:ratio=0.05,momentum=0")->update.value_or(""), "sgd:momentum=0.9");
 
   EXPECT_FALSE(named_defence("").ok());
   EXPECT_FALSE(named_defence("median/").ok());

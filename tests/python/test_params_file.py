@@ -166,6 +166,9 @@ def test_layouts_outside_the_format_are_value_errors_before_anything_is_written(
         ([("w", (1,) * 9)], "rank 9"),
         ([("w", (0,))], "dim 0 is 0"),
         ([], "tensor count 0"),
+        ([("w", (-1,))], "dim 0 is -1"),
+        ([("w", (2**64,))], "dim 0 is 18446744073709551616"),
+        ([("w\udc80", (2,))], "not valid UTF-8"),
     ]:
         with pytest.raises(ValueError, match=reason):
             layout_digest(shapes)

@@ -72,6 +72,9 @@ TEST(TrainingOptions, ValidateNamesTheOption) {
   }
   options.update = "heavyball:momentum=0";
   EXPECT_TRUE(options.validate().ok());
+  options.update = "sgd:momentum=0.9";  // DGC without momentum correction: the server's is fine
+  options.codec = "dgc:ratio=0.01,momentum=0";
+  EXPECT_TRUE(options.validate().ok());
 }
 
 TEST(TrainingSetup, DeterministicCodeTakesTheFaultBudget) {

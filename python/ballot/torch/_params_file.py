@@ -49,9 +49,21 @@ def trained_parameters(model: Any) -> List[Tuple[str, Any]]:
 
 
 def _named_shapes(model_or_named_shapes: Any) -> List[Tuple[str, List[int]]]:
+    """(name, dims) pairs the native functions take; what they cannot even represent (a negative or
+    huge dim, a name that is not UTF-8) is a ValueError here, the format's own limits there."""
     if hasattr(model_or_named_shapes, "named_parameters"):
-        return [(name, [int(d) for d in p.shape]) for name, p in trained_parameters(model_or_named_shapes)]
-    return [(str(name), [int(d) for d in shape]) for name, shape in model_or_named_shapes]
+        pairs = [(name, [int(d) for d in p.shape]) for name, p in trained_parameters(model_or_named_shapes)]
+    else:
+        pairs = [(str(name), [int(d) for d in shape]) for name, shape in model_or_named_shapes]
+    for index, (name, dims) in enumerate(pairs):
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"parameter file: tensor {index}: the name is not valid UTF-8") from None
+        for d, dim in enumerate(dims):
+            if not 0 <= dim < 2**64:
+                raise ValueError(f"parameter file: tensor {index} ({name!r}): dim {d} is {dim}, not in 1..2^31")
+    return pairs
 
 
 def layout_digest(model_or_named_shapes: Any) -> str:

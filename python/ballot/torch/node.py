@@ -407,8 +407,8 @@ class Node:
         return stats
 
     def _round_work(self, work: Any, step: Step, on_round: Optional[Callable[["Node"], None]]) -> None:
-        self._check_parameters()
         self._untouched = work.round  # until something of the round reaches the session (_touch)
+        self._check_parameters()
         self._compute(work, step)
         self._untouched = None
         if self._channel is not None:
