@@ -327,7 +327,14 @@ int run_train(TrainCommand command) {
   }
 
   const bool temporary = command.work_dir.empty();
+  // Absolute, so that the cluster file written there (keys, checkpoint, metrics, node state) works
+  // from any directory: `ballot node --cluster DIR/cluster.json` restarts a node from anywhere.
   std::filesystem::path work_dir = command.work_dir;
+  if (!temporary) {
+    std::error_code ec;
+    work_dir = std::filesystem::absolute(work_dir, ec);
+    if (ec) return fail(make_error(ErrorCode::kIo, "--work-dir '" + command.work_dir + "': " + ec.message()));
+  }
   if (temporary) {
     char pattern[] = "/tmp/ballot-train-XXXXXX";
     if (::mkdtemp(pattern) == nullptr) return fail(make_error(ErrorCode::kIo, "cannot create a temporary directory"));

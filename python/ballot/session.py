@@ -121,13 +121,15 @@ class NodeSession:
         self._native.start()
 
     def poll(self) -> NodeEvent:
-        """Handles messages until the next event."""
+        """Handles messages until the next event. Once the run is over every call returns its end
+        again (``finished`` or ``crashed``): stop on ``event.over``."""
         return NodeEvent._of(self._native.poll())
 
     def poll_for(self, timeout: float) -> Optional[NodeEvent]:
         """Handles messages until the next event, or returns None when none came within
         ``timeout`` seconds (``0``: only what has already arrived) — for a caller with its own loop
-        (asyncio, a GUI, other sockets) that must not block. ValueError outside [0, 86400]."""
+        (asyncio, a GUI, other sockets) that must not block. After the run's end it returns that end
+        again, as :meth:`poll` does. ValueError outside [0, 86400]."""
         raw = self._native.poll_for(float(timeout))
         return NodeEvent._of(raw) if raw is not None else None
 

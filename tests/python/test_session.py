@@ -518,3 +518,16 @@ def test_a_stopped_ballot_train_takes_its_throw_away_keys_with_it(stop):
     assert not (work_dir / "keys").exists() and not (work_dir / "ca").exists()
     assert (work_dir / "server.log").exists() or any(work_dir.glob("*.log"))
     shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def test_a_relative_work_dir_gives_a_cluster_file_that_works_from_anywhere(tmp_path):
+    """`ballot train --work-dir rel` writes absolute paths into rel/cluster.json, so that
+    `ballot node --cluster .../rel/cluster.json` (a restart, as the user guide shows) works from
+    another directory."""
+    subprocess.run([str(PROGRAM), "train", "--rounds", "2", "--data", "synthetic", "--model", "logreg", "--nodes", "3",
+                    "--eval-every", "0", "--work-dir", "rel"], cwd=tmp_path, check=True, capture_output=True,
+                   timeout=120)
+    config = json.loads((tmp_path / "rel" / "cluster.json").read_text())
+    for key in ("keys", "checkpoint", "metrics", "node_state"):
+        assert Path(config[key]).is_absolute() and str(config[key]).startswith(str(tmp_path / "rel")), (key, config)
+    assert Path(config["keys"], "ca.crt").exists()
