@@ -343,6 +343,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::handle(transport::Message& 
 
 Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const transport::Message& message) {
   auto checkpoint = decode_checkpoint(message.payload);
+  const auto state_before = replica.state_digest();
   if (!checkpoint.ok() || !replica.restore_from(*checkpoint).ok()) return std::optional<NodeEvent>();
   const bool moved = checkpoint->round != round;
   const bool rewound = checkpoint->round < round;
@@ -373,6 +374,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::on_state_transfer(const tra
   piece_vote.reset();
   early.clear();
   ++stats.rejoins;
+  if (!moved && !resumed && state_before != replica.state_digest()) ++stats.resynchronised;
   BALLOT_TRY(send_control(encode(Join{round, replica.state_digest()})));
   return std::optional<NodeEvent>(NodeEvent{.kind = NodeEvent::Kind::kStateInstalled, .round = round, .moved = moved});
 }

@@ -127,9 +127,12 @@ struct NodeSessionOptions {
 struct NodeSessionStats {
   std::uint64_t rounds = 0;  // decisions applied
   std::uint64_t votes_sent = 0;
-  std::uint64_t inputs_missing = 0;       // exchange: inputs of its row that abstained
-  std::uint64_t inputs_rejected = 0;      // exchange: inputs not counted
-  std::uint64_t rejoins = 0;              // state transfers installed
+  std::uint64_t inputs_missing = 0;   // exchange: inputs of its row that abstained
+  std::uint64_t inputs_rejected = 0;  // exchange: inputs not counted
+  std::uint64_t rejoins = 0;          // state transfers installed
+  // Of which of the node's own round with another state than its own: its parameters differed
+  // from the server's (changed outside the decisions, or a step that is not deterministic).
+  std::uint64_t resynchronised = 0;
   std::uint64_t abstained = 0;            // messages not sent: another was signed for that round
   std::uint64_t send_failures = 0;        // sends to an unreachable peer (skipped)
   std::uint64_t pieces_relayed = 0;       // decision pieces from the server handed on to the others

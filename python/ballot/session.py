@@ -231,7 +231,8 @@ class NodeSession:
 
     @property
     def stats(self) -> Dict[str, int]:
-        """Decisions applied (``rounds``), votes sent, rejoins, states restored, and with relayed
+        """Decisions applied (``rounds``), votes sent, rejoins (of which ``resynchronised``: states of
+        the node's own round that replaced other parameters), states restored, and with relayed
         decisions the pieces handed on, rejected and the decisions asked for whole, ..."""
         return dict(self._native.stats())
 

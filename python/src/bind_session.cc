@@ -654,6 +654,7 @@ class Session {
     out["inputs_missing"] = s.inputs_missing;
     out["inputs_rejected"] = s.inputs_rejected;
     out["rejoins"] = s.rejoins;
+    out["resynchronised"] = s.resynchronised;
     out["states_restored"] = keeper_->restored();
     out["abstained"] = s.abstained;
     out["send_failures"] = s.send_failures;

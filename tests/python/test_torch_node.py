@@ -263,6 +263,26 @@ def test_run_again_after_an_interrupted_step_computes_that_round(make_cluster, t
     assert all(stats["rounds"] == 8 and stats["votes_sent"] == 8 for stats, _ in results.values()), results
 
 
+def test_parameters_changed_outside_the_decisions_are_replaced_and_reported(make_cluster, tmp_path, capfd):
+    """A write into node 0's parameters outside the cluster's decisions (as a user's own optimizer
+    step would make) is found at the next full digest: the server sends its state, which replaces
+    the parameters, and the node says why on stderr (before, the rejoin was silent)."""
+    cluster = torch_cluster(make_cluster, tmp_path, digest_every=2)
+
+    def run(node, step):
+        def on_round(n):
+            if n.index == 0 and n.round == 2:
+                with torch.no_grad():
+                    n.model.a.bias.add_(1.0)
+        return node.run(step, on_round=on_round)
+
+    results = run_threads(cluster, plain_step, run=run)
+    assert results[0][0]["resynchronised"] >= 1, results[0][0]
+    assert all(stats["resynchronised"] == 0 for index, (stats, _) in results.items() if index != 0)
+    assert {digest for _, digest in results.values()} == {cluster.server_digest()}
+    assert "unlike its own and replaced them" in capfd.readouterr().err
+
+
 def test_a_non_finite_gradient_is_never_sent(make_cluster, tmp_path):
     cluster = torch_cluster(make_cluster, tmp_path)
 

@@ -163,6 +163,7 @@ class Node:
         self._momentum: Dict[int, Optional[torch.Tensor]] = {}  # there, by partition (None: the run has none)
         self._restored = 0  # the session's count of node states restored, when _momentum was read
         self._untouched: Optional[int] = None  # the round whose work began and reached nothing yet
+        self._resynchronised = 0  # the session's count of own-round states that replaced the parameters
         self._grouped = channel is not None
         self._channel = channel if channel is not None and channel.size > 1 else None
         self._session: Any = None
@@ -373,6 +374,7 @@ class Node:
                 event = self._session.next_round()
                 self._dirty = True  # a decision or a state transfer wrote the parameters
                 self._refresh()
+                self._report_resynchronised()
                 if event.over:
                     break
                 assert event.work is not None
@@ -430,6 +432,17 @@ class Node:
         if len(current) != len(self._params):
             raise ValueError(f"the model has {len(current)} trained parameters, {len(self._params)} when the Node "
                              "was built: add, remove, freeze or unfreeze parameters before building the Node")
+
+    def _report_resynchronised(self) -> None:
+        """Once per occurrence: the server found this node's parameters unlike its own at the same
+        round and sent its state, which replaced them."""
+        count = int(self._session._native.stats()["resynchronised"])
+        if count > self._resynchronised:
+            self._resynchronised = count
+            print(f"ballot.torch: node {self.index}: round {self.round}: the server found this node's parameters "
+                  "unlike its own and replaced them; something changed them outside the cluster's decisions (an "
+                  "optimizer's step, load_state_dict after Node(), in-place writes) or the step is not "
+                  "deterministic", file=sys.stderr, flush=True)
 
     def _touch(self) -> None:
         """The round's work reaches the session or the worker momentum: computing the round again
