@@ -7,8 +7,12 @@ endif()
 
 add_library(ballot_build_flags INTERFACE)
 target_compile_features(ballot_build_flags INTERFACE cxx_std_20)
+# -ffp-contract=off: no multiply and add is fused into one rounding. The float arithmetic replicas
+# must reproduce bit for bit (kernels/update_logic.h, inline in headers that every module and the
+# Python module include) then gives what the CUDA kernels give on any CPU and with any -march: GCC
+# contracts a*b + c by default wherever the target has FMA (x86-64-v3, aarch64).
 target_compile_options(ballot_build_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-missing-field-initializers>)
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-missing-field-initializers -ffp-contract=off>)
 if(BALLOT_SANITIZE STREQUAL "address")
   set(BALLOT_SANITIZER_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined
                              -fno-omit-frame-pointer)
@@ -47,11 +51,4 @@ endfunction()
 function(ballot_add_executable name)
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE ballot_build_flags)
-endfunction()
-
-# ballot_exact_float_math(<target>): the float arithmetic that replicas must reproduce bit for bit
-# (kernels/update_logic.h) is compiled without fused multiply-add contraction, so a build with
-# -march=native computes what the baseline build and the CUDA kernels compute.
-function(ballot_exact_float_math target)
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
 endfunction()

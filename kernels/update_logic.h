@@ -4,8 +4,9 @@
 //
 // Every step is a fixed sequence of IEEE float32 multiplies and adds, each rounded to nearest,
 // never fused into a multiply-add: on the GPU through the _rn intrinsics (which nvcc never
-// contracts), on the CPU because the targets that instantiate these functions (kernels, learning,
-// coding) compile with -ffp-contract=off (ballot_exact_float_math, cmake/BallotTargets.cmake).
+// contracts), on the CPU because every Ballot target compiles with -ffp-contract=off
+// (ballot_build_flags, cmake/BallotTargets.cmake). A program of its own that calls them inline
+// needs the flag too where its target has FMA.
 #pragma once
 
 #include "core/host_device.h"

@@ -18,6 +18,28 @@ TEST(UpdateLogic, EveryOperationIsRoundedSeparately) {
   EXPECT_EQ(add_rn(mul_rn(kA, kA), kC), 0.0f);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// Compiled for a CPU with FMA, where GCC fuses a·b + c into one rounding unless the build says
+// -ffp-contract=off (every Ballot target does: cmake/BallotTargets.cmake). Either product may be
+// the one fused, so both orders are checked.
+__attribute__((target("fma"))) float momentum_step_where_fma_exists(float m, float g, float keep, float mix) {
+  return momentum_step(m, g, keep, mix);
+}
+__attribute__((target("fma"))) float decayed_step_where_fma_exists(float x, float v, float lr, float weight_decay) {
+  return decayed_step(x, v, lr, weight_decay);
+}
+
+TEST(UpdateLogic, NothingIsFusedWhereTheCpuHasFma) {
+  if (!__builtin_cpu_supports("fma")) GTEST_SKIP() << "this CPU has no fused multiply-add";
+  volatile float a = kA, c = kC, one = 1.0f, zero = 0.0f;  // not folded at compile time
+  EXPECT_EQ(momentum_step_where_fma_exists(a, c, a, one), 0.0f);
+  EXPECT_EQ(momentum_step_where_fma_exists(c, a, one, a), 0.0f);
+  // x − η(v + λx) with v + λx = kA·kA + kC (λ = x = kA, v = kC), η = 1: x − 0 = x.
+  EXPECT_EQ(decayed_step_where_fma_exists(a, c, one, a), kA);
+  EXPECT_EQ(decayed_step_where_fma_exists(a, zero, one, zero), kA);
+}
+#endif
+
 TEST(UpdateLogic, MomentumStepIsSignumsFormula) {
   EXPECT_EQ(momentum_step(2.0f, 4.0f, 0.5f, 0.25f), 2.0f);  // 0.5·2 + 0.25·4
   EXPECT_EQ(momentum_step(0.0f, -3.0f, 0.9f, 0.1f), 0.1f * -3.0f);
