@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace ballot {
 
@@ -18,10 +19,20 @@ class EnforceError : public std::logic_error {
 namespace detail {
 [[noreturn]] void enforce_failed(const char* file, int line, const char* expression, const std::string& detail);
 
+// Character types print as numbers: a uint8_t label of 12 is "12", not a control character.
+template <typename T>
+decltype(auto) printable(const T& value) {
+  if constexpr (std::is_same_v<T, char> || std::is_same_v<T, signed char> || std::is_same_v<T, unsigned char>) {
+    return +value;
+  } else {
+    return (value);
+  }
+}
+
 template <typename A, typename B>
 [[noreturn]] void enforce_compare_failed(const char* file, int line, const char* expression, const A& a, const B& b) {
   std::ostringstream out;
-  out << "left = " << a << ", right = " << b;
+  out << "left = " << printable(a) << ", right = " << printable(b);
   enforce_failed(file, line, expression, out.str());
 }
 }  // namespace detail

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -196,7 +197,9 @@ Result<IdxArray> parse_idx(std::span<const std::uint8_t> bytes, std::string_view
 }
 
 Result<IdxArray> read_idx_file(const std::string& path, const IdxLimits& limits) {
-  const std::size_t cap = limits.max_bytes + 4 + 4 * limits.max_dims;
+  // The header (magic and dims) on top of the data, saturating: a limit near SIZE_MAX means none.
+  const std::size_t header = 4 + 4 * std::min<std::size_t>(limits.max_dims, 255);
+  const std::size_t cap = limits.max_bytes > SIZE_MAX - header ? SIZE_MAX : limits.max_bytes + header;
   BALLOT_ASSIGN_OR_RETURN(auto bytes, read_maybe_gzip(path, cap));
   return parse_idx(bytes, path, limits);
 }
@@ -268,8 +271,12 @@ Result<TrainTestSplit> load_mnist_dir(const std::string& dir) {
   TrainTestSplit split;
   BALLOT_ASSIGN_OR_RETURN(split.train, load_idx_dataset(train_images, train_labels));
   BALLOT_ASSIGN_OR_RETURN(split.test, load_idx_dataset(test_images, test_labels));
-  if (split.train.num_features != split.test.num_features) {
-    return make_error(ErrorCode::kMalformed, "train and test images in '" + dir + "' differ in shape");
+  const auto shape = [](const Dataset& d) {
+    return std::to_string(d.rows) + "×" + std::to_string(d.cols) + "×" + std::to_string(d.channels);
+  };
+  if (split.train.num_features != split.test.num_features || shape(split.train) != shape(split.test)) {
+    return make_error(ErrorCode::kMalformed, "train and test images in '" + dir + "' differ in shape (" +
+                                                 shape(split.train) + " and " + shape(split.test) + ")");
   }
   return split;
 }

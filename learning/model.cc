@@ -58,6 +58,9 @@ Evaluation evaluate(Model& model, const Dataset& data, std::size_t batch_size) {
     loss_sum += softmax_cross_entropy(logits, labels, classes, {}) * static_cast<double>(n);
     for (std::size_t i = 0; i < n; ++i) {
       const float* z = logits.data() + i * classes;
+      // A NaN logit is a wrong answer (max_element would pick class 0 and score a diverged model
+      // at class 0's share of the labels).
+      if (std::any_of(z, z + classes, [](float v) { return std::isnan(v); })) continue;
       const std::size_t best = static_cast<std::size_t>(std::max_element(z, z + classes) - z);
       correct += best == labels[i] ? 1 : 0;
     }

@@ -249,7 +249,8 @@ void maxpool(const float* in, std::size_t batch, std::size_t h, std::size_t w, s
           for (std::size_t dy = 0; dy < 2; ++dy) {
             for (std::size_t dx = 0; dx < 2; ++dx) {
               const std::size_t at = base + ((2 * y + dy) * w + 2 * x + dx) * c + ch;
-              if (in[at] > in[best]) best = at;
+              // NaN wins, as in torch's max_pool2d: a non-finite input gives a non-finite loss.
+              if (in[at] > in[best] || (std::isnan(in[at]) && !std::isnan(in[best]))) best = at;
             }
           }
           const std::size_t o = ((b * ho + y) * wo + x) * c + ch;

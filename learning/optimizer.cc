@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <numbers>
 #include <sstream>
 
@@ -489,6 +491,10 @@ void WorkerMomentum::update_range(std::size_t dimension, std::size_t offset, std
   if (momentum_.empty()) momentum_.assign(dimension, 0.0f);
   BALLOT_ENFORCE_EQ(momentum_.size(), dimension);
   BALLOT_ENFORCE(offset <= dimension && gradient.size() <= dimension - offset, "a piece inside the momentum");
+  // Checked before m moves: a refused piece leaves the momentum as it was.
+  const std::size_t end = offset + gradient.size();
+  BALLOT_ENFORCE(offset % 64 == 0 && (end % 64 == 0 || end == dimension),
+                 "a piece starts at a multiple of 64 and ends at one or at the dimension");
   const std::span<float> piece = std::span<float>(momentum_).subspan(offset, gradient.size());
   kernels::signum_momentum(piece, gradient, beta_);
   if (signs.size() != dimension) signs = BitVector(dimension);
@@ -516,7 +522,8 @@ LrSchedule& LrSchedule::warmup(std::uint64_t rounds, double start_factor) {
 
 LrSchedule& LrSchedule::step(std::vector<std::uint64_t> milestones, double gamma) {
   BALLOT_ENFORCE(gamma > 0.0 && std::isfinite(gamma), "step gamma must be positive");
-  BALLOT_ENFORCE(std::is_sorted(milestones.begin(), milestones.end()), "milestones must be increasing");
+  BALLOT_ENFORCE(std::adjacent_find(milestones.begin(), milestones.end(), std::greater_equal<>()) == milestones.end(),
+                 "milestones must increase");
   factors_.push_back({Kind::kStep, 0, gamma, std::move(milestones)});
   return *this;
 }
@@ -581,10 +588,15 @@ Result<LrSchedule> LrSchedule::parse(std::string_view text) {
   }
   BALLOT_TRY(stages[0].check_known({"lr"}));
   BALLOT_ASSIGN_OR_RETURN(const double lr, stages[0].get_double("lr", 0.01));
-  if (!(lr > 0.0) || !std::isfinite(lr)) {
+  // Every replica applies the rate as a float32 (StepScale): one that is not a normal float32
+  // would make the parameters infinite in the first round, or leave them where they are.
+  constexpr double kFloatMin = std::numeric_limits<float>::min(), kFloatMax = std::numeric_limits<float>::max();
+  if (!(lr >= kFloatMin && lr <= kFloatMax)) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "schedule '" + std::string(text) + "': lr must be positive and finite");
+                      "schedule '" + std::string(text) + "': lr must be a positive float32, in [" +
+                          format_number(kFloatMin) + ", " + format_number(kFloatMax) + "]");
   }
+  double peak = lr;  // the largest rate of the schedule: steps with gamma > 1 raise it
   LrSchedule schedule(lr);
   auto bad = [&](const std::string& why) {
     return make_error(ErrorCode::kInvalidArgument, "schedule '" + std::string(text) + "': " + why);
@@ -621,6 +633,8 @@ Result<LrSchedule> LrSchedule::parse(std::string_view text) {
         milestones.push_back(m);
         pos = end + 1;
       }
+      if (gamma > 1.0) peak *= std::pow(gamma, static_cast<double>(milestones.size()));
+      if (!(peak <= kFloatMax)) return bad("the largest rate, lr × gamma per milestone, is beyond float32");
       schedule.step(std::move(milestones), gamma);
     } else {
       return bad("unknown stage '" + s.name() + "' (known: warmup, step, cosine)");

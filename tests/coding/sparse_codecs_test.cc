@@ -148,7 +148,9 @@ TEST(TopK, BudgetsSplitACountByLayerSizeAndRoundRatiosUp) {
     const auto split = detail::sparse_budgets(segments, k, 0.0);
     EXPECT_EQ(std::accumulate(split.begin(), split.end(), std::size_t{0}), k);
     for (std::size_t s = 0; s < split.size(); ++s) EXPECT_LE(split[s], segments[s].size) << k;
-    if (k >= 4) EXPECT_GE(split[4], 1u) << k;
+    if (k >= 4) {
+      EXPECT_GE(split[4], 1u) << k;
+    }
   }
   EXPECT_EQ(detail::sparse_budgets(segments, 0, 0.05), (std::vector<std::size_t>{4, 0, 7, 4, 1}));
   EXPECT_EQ(detail::sparse_budgets(segments, 1000, 0.0), (std::vector<std::size_t>{70, 0, 129, 64, 3}));

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 namespace ballot {
@@ -24,6 +25,17 @@ TEST(Enforce, FailureNamesExpressionAndBothOperands) {
     EXPECT_NE(message.find("actual == expected"), std::string::npos) << message;
     EXPECT_NE(message.find("left = 5, right = 4"), std::string::npos) << message;
     EXPECT_NE(message.find("enforce_test.cc"), std::string::npos) << message;
+  }
+}
+
+TEST(Enforce, ByteOperandsPrintAsNumbers) {
+  const std::uint8_t label = 12;
+  try {
+    BALLOT_ENFORCE_LT(label, std::uint8_t{10});
+    FAIL() << "no exception";
+  } catch (const EnforceError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("left = 12, right = 10"), std::string::npos) << message;
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -131,6 +132,16 @@ TEST(ReadIdxFile, ReadsPlainAndGzipFilesIdentically) {
   EXPECT_EQ(plain->data, gz->data);
 }
 
+TEST(ReadIdxFile, ALimitNearTheLargestSizeMeansNone) {
+  TempDir dir;
+  write_plain(dir.file("a.idx"), idx_bytes({5, 4, 3}, iota_bytes(60)));
+  IdxLimits limits;
+  limits.max_bytes = SIZE_MAX;  // the header's bytes on top wrapped the cap around to 19
+  auto array = read_idx_file(dir.file("a.idx"), limits);
+  ASSERT_TRUE(array.ok()) << array.error().to_string();
+  EXPECT_EQ(array->data.size(), 60u);
+}
+
 TEST(ReadIdxFile, ReportsMissingTruncatedAndCorruptFilesByName) {
   TempDir dir;
   auto missing = read_idx_file(dir.file("nope.idx"));
@@ -219,6 +230,19 @@ TEST(LoadMnistDir, FindsPlainAndGzipFilesAndNamesTheMissingOne) {
   EXPECT_EQ(split->train.size(), 4u);
   EXPECT_EQ(split->test.size(), 2u);
   EXPECT_EQ(split->test.labels[1], 6);
+}
+
+TEST(LoadMnistDir, TrainAndTestImagesOfAnotherShapeAreRefused) {
+  TempDir dir;
+  // 4×5 and 5×4 images have as many pixels, but a CNN would read the test set with the wrong rows.
+  write_plain(dir.file("train-images-idx3-ubyte"), idx_bytes({2, 4, 5}, iota_bytes(40)));
+  write_plain(dir.file("train-labels-idx1-ubyte"), idx_bytes({2}, {0, 1}));
+  write_plain(dir.file("t10k-images-idx3-ubyte"), idx_bytes({2, 5, 4}, iota_bytes(40)));
+  write_plain(dir.file("t10k-labels-idx1-ubyte"), idx_bytes({2}, {1, 0}));
+  auto split = load_mnist_dir(dir.file(""));
+  ASSERT_FALSE(split.ok());
+  EXPECT_EQ(split.error().code, ErrorCode::kMalformed);
+  EXPECT_NE(split.error().message.find("4×5×1 and 5×4×1"), std::string::npos) << split.error().message;
 }
 
 TEST(LoadFashionMnist, RealFilesHaveTheirPublishedShape) {

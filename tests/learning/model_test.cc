@@ -74,6 +74,12 @@ TEST(Evaluate, CountsArgMaxHitsAndMeanLossOverBatches) {
   EXPECT_NEAR(small_batches.loss, one_batch.loss, 1e-6);
   const double hit = std::log(1 + 2 * std::exp(-5.0)), miss = hit + 5.0;
   EXPECT_NEAR(small_batches.loss, (6 * hit + miss) / 7.0, 1e-5);
+
+  // A diverged model is right about nothing (with NaN logits, the arg max was class 0: 2 of 7).
+  std::fill(params.begin(), params.end(), std::numeric_limits<float>::quiet_NaN());
+  const Evaluation diverged = evaluate(**model, data, 2);
+  EXPECT_EQ(diverged.accuracy, 0.0);
+  EXPECT_TRUE(std::isnan(diverged.loss));
 }
 
 }  // namespace

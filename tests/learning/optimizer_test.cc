@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enforce.h"
 #include "core/rng.h"
 #include "kernels/momentum.h"
 #include "kernels/sign_kernels.h"
@@ -212,6 +213,19 @@ TEST(WorkerMomentum, KeepsTheMomentumAndSendsItsSign) {
   ASSERT_TRUE(restored.load_state(worker.save_state(), 3).ok());
   EXPECT_TRUE(std::equal(worker.momentum().begin(), worker.momentum().end(), restored.momentum().begin()));
   EXPECT_FALSE(restored.load_state(worker.save_state(), 4).ok());
+}
+
+// A piece that does not start at a multiple of 64 is refused before the momentum moves.
+TEST(WorkerMomentum, ARefusedPieceLeavesTheMomentumAsItWas) {
+  WorkerMomentum worker(0.9);
+  BitVector signs;
+  const std::vector<float> piece(20, 2.0f);
+  EXPECT_THROW(worker.update_range(100, 10, piece, signs), EnforceError);
+  EXPECT_THROW(worker.update_range(100, 64, std::vector<float>(20, 2.0f), signs), EnforceError);  // ends at 84
+  for (float m : worker.momentum()) ASSERT_EQ(m, 0.0f);
+  worker.update_range(100, 64, std::vector<float>(36, 2.0f), signs);
+  EXPECT_FLOAT_EQ(worker.momentum()[64], 0.2f);
+  EXPECT_EQ(worker.momentum()[10], 0.0f);
 }
 
 // The one momentum formula and the one sign packer: WorkerMomentum is kernels::signum_momentum
@@ -430,9 +444,17 @@ TEST(LrSchedule, ParsesItsOwnSpecAndRejectsBadText) {
   for (const char* bad :
        {"", "warmup:rounds=3", "constant:lr=0", "constant:lr=-1", "constant:lr=0.1 > warmup",
         "constant:lr=0.1 > step:at=5/3", "constant:lr=0.1 > step:at=a", "constant:lr=0.1 > cosine:rounds=10,min=2",
-        "constant:lr=0.1 > linear:rounds=3", "constant:lr=0.1,x=2"}) {
+        "constant:lr=0.1 > linear:rounds=3", "constant:lr=0.1,x=2",
+        // every replica applies the rate as a float32: beyond it (inf, or 0 after rounding) or
+        // reaching beyond it through the steps' gamma
+        "constant:lr=1e39", "constant:lr=1e-46", "constant:lr=0.1 > step:at=1/2,gamma=1e300",
+        "constant:lr=1e38 > step:at=5,gamma=10", "constant:lr=0.1 > step:at=2/2"}) {
     EXPECT_FALSE(LrSchedule::parse(bad).ok()) << bad;
   }
+  EXPECT_TRUE(LrSchedule::parse("constant:lr=1e37 > step:at=5,gamma=10").ok());
+  EXPECT_TRUE(LrSchedule::parse("constant:lr=1e-37 > step:at=5/6,gamma=0.001").ok());  // only the peak is bounded
+  LrSchedule repeated(1.0);
+  EXPECT_THROW(repeated.step({2, 2}, 0.5), EnforceError);  // its spec() would not parse
 }
 
 // ---- training: the rules really train the MLP -----------------------------------------------
