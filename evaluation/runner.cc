@@ -12,6 +12,7 @@
 #include "coding/codec_registry.h"
 #include "runtime/messages.h"
 #include "runtime/quarantine.h"
+#include "runtime/replica.h"
 
 namespace ballot::evaluation {
 namespace {

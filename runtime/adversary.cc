@@ -8,6 +8,8 @@
 #include "coding/election_encoder.h"
 #include "core/enforce.h"
 #include "kernels/sign_kernels.h"
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 
 namespace ballot::runtime {
 namespace {

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "core/bit_vector.h"
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 #include "runtime/training.h"
 
 namespace ballot::runtime {

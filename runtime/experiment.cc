@@ -14,6 +14,8 @@
 #include "runtime/messages.h"
 #include "runtime/node_attacks.h"
 #include "runtime/node_session.h"
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 #include "runtime/server_session.h"
 
 namespace ballot::runtime {

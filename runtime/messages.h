@@ -63,7 +63,7 @@ namespace ballot::runtime {
 // server process before it were lost (a node that sent one sends it again).
 inline constexpr std::string_view kResumedSection = "resumed";
 
-// The digests RoundStart and votes carry are Replica::state_digest() (runtime/training.h): the
+// The digests RoundStart and votes carry are Replica::state_digest() (runtime/replica.h): the
 // parameters' digest every digest_every rounds, a chain over the decisions in between.
 struct RoundStart {
   std::uint64_t round = 0;
@@ -273,7 +273,7 @@ Result<EncodedVote> decode_encoded_vote(std::span<const std::uint8_t> bytes, std
 Result<FloatDecision> decode_float_decision(std::span<const std::uint8_t> bytes, std::size_t dimension,
                                             std::optional<coding::SparseGradient>* listed = nullptr,
                                             std::vector<float> storage = {});
-// What a replica's state chain takes of a FloatDecision's direction (runtime/training.h):
+// What a replica's state chain takes of a FloatDecision's direction (runtime/replica.h):
 // transport::payload_digest of its body in the wire form, after the form byte — the d floats when
 // dense, count ‖ indices ‖ values when sparse. For one d the two bodies never have the same length,
 // so the digest names the direction, and a sparse direction costs its entries to hash, not 4d bytes.

@@ -4,6 +4,7 @@
 
 #include "attacks/protocol_attacks.h"
 #include "runtime/messages.h"
+#include "runtime/replica.h"
 
 namespace ballot::runtime {
 

@@ -11,6 +11,7 @@
 
 #include "runtime/adversary.h"
 #include "runtime/node_session.h"
+#include "runtime/replica.h"
 
 namespace ballot::runtime {
 

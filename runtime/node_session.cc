@@ -12,6 +12,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/detail/peer_failure.h"
 #include "runtime/messages.h"
+#include "runtime/replica.h"
 #include "runtime/signed_record.h"
 
 namespace ballot::runtime {

@@ -33,6 +33,7 @@
 #include "core/bit_vector.h"
 #include "core/result.h"
 #include "runtime/quarantine.h"
+#include "runtime/replica.h"
 #include "runtime/session_clock.h"
 #include "runtime/training.h"
 #include "transport/transport.h"

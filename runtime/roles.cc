@@ -12,6 +12,8 @@
 #include "runtime/checkpoint.h"
 #include "runtime/decision_log.h"
 #include "runtime/node_attacks.h"
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 
 namespace ballot::runtime {
 namespace {

@@ -13,6 +13,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/detail/peer_failure.h"
 #include "runtime/messages.h"
+#include "runtime/replica.h"
 
 namespace ballot::runtime {
 namespace {

@@ -26,6 +26,7 @@
 #include "core/result.h"
 #include "runtime/node_session.h"
 #include "runtime/quarantine.h"
+#include "runtime/replica.h"
 #include "runtime/session_clock.h"
 #include "runtime/training.h"
 #include "transport/transport.h"

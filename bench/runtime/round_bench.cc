@@ -27,6 +27,8 @@
 #include "kernels/majority_vote.h"
 #include "kernels/sign_kernels.h"
 #include "runtime/messages.h"
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 #include "runtime/simulator.h"
 #include "runtime/training.h"
 #include "transport/crypto.h"

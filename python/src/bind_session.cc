@@ -38,6 +38,8 @@
 #include "runtime/cluster_config.h"
 #include "runtime/messages.h"
 #include "runtime/node_session.h"
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 #include "runtime/roles.h"
 #include "runtime/training.h"
 #include "transport/crypto.h"

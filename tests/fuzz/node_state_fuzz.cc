@@ -1,4 +1,4 @@
-// Fuzz target: a node's local state file (NodeWorker::load_state, runtime/training.h: the worker
+// Fuzz target: a node's local state file (NodeWorker::load_state, runtime/node_worker.h: the worker
 // momentum of each partition it computes) on hostile bytes. Invariants: nothing crashes or reads
 // out of bounds; a rejected blob leaves the worker as it was; an accepted one saves to a blob that
 // loads again to the same state.
@@ -7,6 +7,8 @@
 #include <memory>
 #include <span>
 
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 #include "runtime/training.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/state_fuzz_support.h"

@@ -13,6 +13,8 @@
 
 #include "core/bit_vector.h"
 #include "learning/optimizer.h"
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 #include "runtime/training.h"
 #include "tests/fuzz/corpus_seeds.h"
 #include "tests/fuzz/state_fuzz_support.h"

@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "attacks/election_attack.h"
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 #include "runtime_test_util.h"
 
 namespace ballot::runtime {

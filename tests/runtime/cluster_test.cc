@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "runtime/experiment.h"
+#include "runtime/replica.h"
 #include "runtime/simulator.h"
 #include "runtime_test_util.h"
 #include "transport/crypto.h"

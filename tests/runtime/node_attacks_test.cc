@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 #include "runtime_test_util.h"
 
 namespace ballot::runtime {

@@ -14,6 +14,8 @@
 #include "coding/codec_registry.h"
 #include "runtime/checkpoint.h"
 #include "runtime/messages.h"
+#include "runtime/node_worker.h"
+#include "runtime/replica.h"
 #include "transport/memory_transport.h"
 
 namespace ballot::runtime {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "runtime/messages.h"
+#include "runtime/replica.h"
 #include "transport/memory_transport.h"
 
 namespace ballot::runtime {

@@ -33,4 +33,20 @@ inline TrainingOptions small_synthetic_run(std::size_t nodes, std::string code, 
   return options;
 }
 
+// A 5-node run with b = 1 of a small MLP on 500 synthetic examples, without worker momentum:
+// enough for one setup, replica or worker to compute in microseconds.
+inline TrainingOptions tiny_run() {
+  TrainingOptions options;
+  options.nodes = 5;
+  options.byzantine = 1;
+  options.model = "mlp:hidden=8";
+  options.data = "synthetic:examples=500,features=12,classes=3";
+  options.worker_momentum = 0;
+  options.partition_size = 8;
+  return options;
+}
+
+// setup_for, for options a test knows to be valid.
+inline TrainingSetup set_up(const TrainingOptions& options) { return setup_for(options).value(); }
+
 }  // namespace ballot::runtime::testing

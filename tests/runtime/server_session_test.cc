@@ -12,6 +12,7 @@
 #include "robust/registry.h"
 #include "runtime/checkpoint.h"
 #include "runtime/messages.h"
+#include "runtime/replica.h"
 #include "transport/memory_transport.h"
 
 namespace ballot::runtime {
