@@ -908,37 +908,38 @@ std::shared_ptr<SessionBase> TlsTransport::Impl::admit(const std::shared_ptr<Ses
     return static_cast<std::size_t>(std::count_if(pending_.begin(), pending_.end(),
                                                   [&](const PendingHandshake& p) { return p.source == address; }));
   };
-  std::optional<asio::ip::address> victim_source;
-  if (from(source) >= std::max<std::size_t>(options_.max_pending_per_source, 1)) {
-    victim_source = source;
-  } else if (pending_.size() >= std::max<std::size_t>(options_.max_pending_handshakes, 1)) {
-    std::size_t most = 0;
-    for (const auto& p : pending_) {
-      if (const auto count = from(p.source); count > most) {
-        most = count;
-        victim_source = p.source;
-      }
-    }
-  }
-  if (victim_source) {
-    // Within that address: one that never sent a byte first, then the oldest. A connection whose
-    // first bytes already wait in the kernel counts as started even if its handler has not run yet:
-    // under load the I/O thread falls behind a flood of accepts, and an honest dialler that has sent
-    // its ClientHello must not be taken for one of the flood's idle sockets.
+  // Who makes room: at this address's cap, one of its own; at the global cap, anyone's. Either way
+  // a connection that never sent a byte goes first, then the one from the address holding the most,
+  // then the oldest — so idle sockets, from one address or from many, never push out a handshake
+  // that has started while one of theirs is left. A connection whose first bytes already wait in
+  // the kernel counts as started even if its handler has not run yet: under load the I/O thread
+  // falls behind a flood of accepts, and an honest dialler that has sent its ClientHello must not
+  // be taken for one of the flood's idle sockets.
+  const bool own_cap = from(source) >= std::max<std::size_t>(options_.max_pending_per_source, 1);
+  if (own_cap || pending_.size() >= std::max<std::size_t>(options_.max_pending_handshakes, 1)) {
     const auto has_started = [](const PendingHandshake& p) {
       if (p.started) return true;
       int waiting = 0;
       return p.fd >= 0 && ::ioctl(p.fd, FIONREAD, &waiting) == 0 && waiting > 0;
     };
+    struct Rank {
+      bool started;
+      std::size_t held;  // by its address
+      Clock::time_point since;
+      bool before(const Rank& other) const {  // a better victim than `other`
+        if (started != other.started) return !started;
+        if (held != other.held) return held > other.held;
+        return since < other.since;
+      }
+    };
     auto victim = pending_.end();
-    bool victim_started = true;
+    Rank victim_rank{};
     for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-      if (it->source != *victim_source) continue;
-      const bool started = has_started(*it);
-      if (victim == pending_.end() || (!started && victim_started) ||
-          (started == victim_started && it->since < victim->since)) {
+      if (own_cap && it->source != source) continue;
+      const Rank rank{has_started(*it), from(it->source), it->since};
+      if (victim == pending_.end() || rank.before(victim_rank)) {
         victim = it;
-        victim_started = started;
+        victim_rank = rank;
       }
     }
     if (victim != pending_.end()) {

@@ -30,12 +30,12 @@
 // Admission before authentication: an accepted connection must send its first byte within
 // first_byte_timeout and finish the TLS handshake and Hello within handshake_timeout. At most
 // max_pending_handshakes are pending at once, at most max_pending_per_source from one address.
-// A connection beyond either limit is admitted by evicting one: from its own address when that
-// address is at its limit, else from the address holding the most; within it, a connection that
-// has not sent a byte first, then the oldest. So a peer with a valid certificate, which sends its
-// ClientHello at once and completes in one round trip, always gets a slot: it is evicted only if
-// max_pending_per_source newer connections from its own address (all sending bytes) arrive
-// before its handshake ends, and idle sockets can never push it out.
+// A connection beyond either limit is admitted by evicting one: one of its own address's when that
+// address is at its limit, else anyone's; a connection that has not sent a byte first, then one
+// from the address holding the most, then the oldest. So a peer with a valid certificate, which
+// sends its ClientHello at once and completes in one round trip, is never pushed out by idle
+// sockets (from any number of addresses); only by connections that send bytes, newer than its own
+// and as many as the limit they fill, arriving before its handshake ends.
 //
 // kInsecurePlaintext uses plain TCP, unsigned frames and trusts the peer's claimed id. It exists
 // only to measure what security costs (bench/transport) through the same code; never deploy it.

@@ -413,6 +413,60 @@ double cpu_seconds() {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
 }
 
+// A TCP connection to `port` from `source` (any loopback address: Linux routes all of 127/8 to lo).
+int connect_from(const char* source, std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &local.sin_addr);
+  sockaddr_in server{};
+  server.sin_family = AF_INET;
+  server.sin_port = htons(port);
+  server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0 ||
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&server), sizeof server) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Whether the server has closed `fd` (nothing is ever sent to these connections before it).
+bool closed_by_server(int fd) {
+  char byte = 0;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+// Admission evicts idle sockets before a handshake that has started, from whichever address they
+// come: 64 idle sockets from 64 addresses (the pending limit, one each) used to push out a
+// participant's started handshake, because the victim was chosen within the address holding the
+// most, and the participant's address was the first of the ties.
+TEST_F(TlsTransportTest, IdleSocketsFromManyAddressesLeaveAStartedHandshake) {
+  const std::uint16_t port = cluster_->tls_server().port();
+  const int started = connect_from("127.0.0.1", port);
+  ASSERT_GE(started, 0);
+  const char client_hello_first_byte = 0x16;
+  ASSERT_EQ(::send(started, &client_hello_first_byte, 1, MSG_NOSIGNAL), 1);
+  std::this_thread::sleep_for(100ms);
+  std::vector<int> idle;
+  for (int i = 1; i <= 64; ++i) {
+    const std::string source = "127.0.1." + std::to_string(i);
+    const int fd = connect_from(source.c_str(), port);
+    ASSERT_GE(fd, 0) << source << ": " << std::strerror(errno);
+    idle.push_back(fd);
+  }
+  std::this_thread::sleep_for(400ms);  // well inside the handshake's 3 s and the idle ones' 1 s
+  EXPECT_FALSE(closed_by_server(started)) << "the started handshake was evicted";
+  std::size_t evicted = 0;
+  for (const int fd : idle) evicted += closed_by_server(fd) ? 1 : 0;
+  EXPECT_GE(evicted, 1u) << "65 connections for 64 pending places: one idle socket makes room";
+  for (const int fd : idle) ::close(fd);
+  ::close(started);
+  expect_honest_round_trip();
+}
+
 // Out of file descriptors, the server's accept fails, and fails again at once for as long as
 // connections wait in its listen queue. The server waits before it tries again (instead of holding
 // an I/O thread in a loop of failing accepts), keeps serving its sessions, and accepts again once
