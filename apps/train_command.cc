@@ -12,6 +12,7 @@
 
 #include "apps/commands.h"
 #include "apps/launcher_env.h"
+#include "core/file_io.h"
 #include "core/json_nesting.h"
 #include "core/spec.h"
 #include "runtime/cluster.h"
@@ -83,14 +84,9 @@ void drop_metrics_from(const std::filesystem::path& metrics, std::uint64_t first
   }
   in.close();
   if (!dropped) return;
-  const auto temporary = metrics.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << kept;
-    if (!out) return;
-  }
-  std::error_code ignored;
-  std::filesystem::rename(temporary, metrics, ignored);
+  // Whole or not at all: a full disk leaves the old file (with the rows this run will write again).
+  (void)write_file_atomically(metrics, std::span(reinterpret_cast<const std::uint8_t*>(kept.data()), kept.size()),
+                              0644);
 }
 
 // A metrics file that cannot be written is an error before round 0, not rows lost silently.

@@ -1,9 +1,11 @@
 #include "core/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -45,29 +47,36 @@ Status write_file_atomically(const std::filesystem::path& path, std::span<const 
   const auto directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   std::filesystem::create_directories(directory, ec);
   if (ec) return make_error(ErrorCode::kIo, "cannot create '" + directory.string() + "': " + ec.message());
-  const auto temporary = path.string() + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  // A fresh name, created exclusively: a file or symlink someone left at a fixed name is neither
+  // followed nor reused (with its permissions). mkostemp creates it 0600; fchmod sets `mode`.
+  std::string temporary = path.string() + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
   if (fd < 0) return io_error(temporary, "cannot create");
+  const auto fail = [&](const std::filesystem::path& where, const char* what) {
+    auto error = io_error(where, what);
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    return error;
+  };
+  if (::fchmod(fd, mode) != 0) return fail(temporary, "cannot set the permissions of");
   std::size_t written = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      auto error = io_error(temporary, "cannot write");
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      return error;
-    }
+    if (n <= 0) return fail(temporary, "cannot write");
     written += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) {
-    auto error = io_error(temporary, "cannot fsync");
-    ::close(fd);
+  if (::fsync(fd) != 0) return fail(temporary, "cannot fsync");
+  if (::close(fd) != 0) {
+    auto error = io_error(temporary, "cannot close");
     ::unlink(temporary.c_str());
     return error;
   }
-  ::close(fd);
-  if (::rename(temporary.c_str(), path.c_str()) != 0) return io_error(path, "cannot rename onto");
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    auto error = io_error(path, "cannot rename onto");
+    ::unlink(temporary.c_str());
+    return error;
+  }
   // Make the rename itself durable.
   const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd >= 0) {

@@ -189,11 +189,20 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
   const auto ca = work_dir / "ca";
   // A new CA issues every certificate (issue_node refuses to overwrite one left from another CA); a
   // work directory kept from a run with fewer nodes gets the certificates it lacks from its CA.
+  // What an earlier try left when it was cut short (a full disk, a kill) is this run's own
+  // throw-away PKI: a CA that never reached keys/, and a node key without its certificate, were
+  // never handed to anyone, and are made anew.
   const bool new_ca = !std::filesystem::exists(transport::ca_cert_path(keys));
-  if (new_ca) BALLOT_TRY(transport::init_ca(ca, keys));
+  if (new_ca) {
+    std::filesystem::remove(transport::ca_key_path(ca), ec);
+    std::filesystem::remove(transport::ca_cert_path(ca), ec);
+    BALLOT_TRY(transport::init_ca(ca, keys));
+  }
   for (std::size_t i = 0; i <= config.training.nodes; ++i) {
     const transport::NodeId id = i == 0 ? kServerId : node_id(i - 1);
     if (!new_ca && std::filesystem::exists(transport::node_cert_path(keys, id))) continue;
+    if (!std::filesystem::exists(transport::node_cert_path(keys, id)))
+      std::filesystem::remove(transport::node_key_path(keys, id), ec);
     if (!std::filesystem::exists(transport::ca_key_path(ca))) {
       return make_error(ErrorCode::kNotFound, "'" + transport::node_cert_path(keys, id).string() +
                                                   "' is missing and the CA key to issue it ('" +

@@ -259,10 +259,10 @@ std::string to_json(const ClusterConfig& config) {
 }
 
 Status save_cluster_config(const std::filesystem::path& file, const ClusterConfig& config) {
-  std::ofstream out(file);
-  if (!out) return make_error(ErrorCode::kIo, "cannot write cluster config '" + file.string() + "'");
-  out << to_json(config);
-  if (!out) return make_error(ErrorCode::kIo, "cannot write cluster config '" + file.string() + "'");
+  const std::string text = to_json(config);
+  const Status written =
+      write_file_atomically(file, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), 0644);
+  if (!written.ok()) return make_error(ErrorCode::kIo, "cannot write cluster config: " + written.error().message);
   return {};
 }
 

@@ -116,18 +116,22 @@ const transport::SignedEnvelope* SignedRecord::find(transport::MessageType type,
 }
 
 Status SignedRecord::add(const transport::SignedEnvelope& envelope) {
-  entries_.push_back(envelope);
-  std::stable_sort(entries_.begin(), entries_.end(),
+  auto entries = entries_;
+  entries.push_back(envelope);
+  std::stable_sort(entries.begin(), entries.end(),
                    [](const auto& a, const auto& b) { return a.header.round < b.header.round; });
-  const std::uint64_t newest = entries_.back().header.round;
+  const std::uint64_t newest = entries.back().header.round;
   // Older than the window: a state transfer never rewinds a node that far (the server resumes
   // from a checkpoint at most checkpoint_every rounds back). Bounded by the entry limit too.
-  std::erase_if(entries_, [&](const auto& e) { return e.header.round + window_ < newest; });
-  if (entries_.size() > kSignedRecordMaxEntries) {
-    entries_.erase(entries_.begin(), entries_.end() - static_cast<std::ptrdiff_t>(kSignedRecordMaxEntries));
+  std::erase_if(entries, [&](const auto& e) { return e.header.round + window_ < newest; });
+  if (entries.size() > kSignedRecordMaxEntries) {
+    entries.erase(entries.begin(), entries.end() - static_cast<std::ptrdiff_t>(kSignedRecordMaxEntries));
   }
-  if (path_.empty()) return {};
-  return write_file_atomically(path_, encode_signed_record(entries_));
+  // Held only once it is on disk: an entry the file lacks would let a caller that goes on after
+  // the error send the message, and after a crash sign another one for the same round.
+  if (!path_.empty()) BALLOT_TRY(write_file_atomically(path_, encode_signed_record(entries)));
+  entries_ = std::move(entries);
+  return {};
 }
 
 }  // namespace ballot::runtime

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <sstream>
@@ -42,29 +43,48 @@ Result<std::string> read_file(const fs::path& path) {
   return data;
 }
 
-// O_EXCL: never overwrite a key, and create it with its final mode so that it is never readable
-// by others, not even for a moment (a chmod after writing would leave a window).
+// Never overwrites, and the path appears whole or not at all: the bytes go to a temporary file of a
+// fresh name beside it (created 0600, so a key is never readable by others, not even for a moment),
+// which is then linked to the path (link fails if the path exists, a symlink included) and removed.
+// A write cut short (a full disk, the process killed) leaves no file at the path, so running the
+// same command again does not find a torn one it refuses to overwrite.
 Status write_new_file(const fs::path& path, const std::string& data, mode_t mode) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) {
-    if (errno == EEXIST)
-      return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
-    return make_error(ErrorCode::kIo, "cannot create " + quoted(path) + ": " + std::strerror(errno));
-  }
+  std::string temporary = path.string() + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
+  if (fd < 0) return make_error(ErrorCode::kIo, "cannot create " + quoted(path) + ": " + std::strerror(errno));
+  const auto fail = [&](const std::string& what) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(temporary.c_str());
+    return make_error(ErrorCode::kIo, what + " " + quoted(path) + ": " + reason);
+  };
   std::size_t written = 0;
   while (written < data.size()) {
     const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const std::string reason = std::strerror(errno);
       ::close(fd);
-      return make_error(ErrorCode::kIo, "cannot write " + quoted(path) + ": " + reason);
+      return fail("cannot write");
     }
     written += static_cast<std::size_t>(n);
   }
-  // The umask may have removed bits, never added: make the mode exact.
-  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0 || ::close(fd) != 0)
-    return make_error(ErrorCode::kIo, "cannot finish writing " + quoted(path) + ": " + std::strerror(errno));
+  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
+    ::close(fd);
+    return fail("cannot finish writing");
+  }
+  if (::close(fd) != 0) return fail("cannot finish writing");
+  if (::link(temporary.c_str(), path.c_str()) != 0) {
+    if (errno == EEXIST) {
+      ::unlink(temporary.c_str());
+      return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
+    }
+    return fail("cannot create");
+  }
+  ::unlink(temporary.c_str());
+  const auto directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
+    ::fsync(dir_fd);  // the new name survives a crash
+    ::close(dir_fd);
+  }
   return {};
 }
 
@@ -397,7 +417,10 @@ Status init_ca(const fs::path& dir, const CaOptions& options) {
   const Status written = write_new_file(ca_key_path(dir), key_pem, 0600);
   OPENSSL_cleanse(key_pem.data(), key_pem.size());
   BALLOT_TRY(written);
-  return write_new_file(ca_cert_path(dir), cert_pem, 0644);
+  // The pair or nothing: a key without its certificate would make the next try refuse to overwrite.
+  Status certified = write_new_file(ca_cert_path(dir), cert_pem, 0644);
+  if (!certified.ok()) fs::remove(ca_key_path(dir), ec);
+  return certified;
 }
 
 Result<IssuedFiles> issue_node(const fs::path& dir, NodeId node, Role role, const IssueOptions& options) {
@@ -451,7 +474,10 @@ Result<IssuedFiles> issue_node(const fs::path& dir, const fs::path& keys_dir, No
   const Status written = write_new_file(files.key, key_pem, 0600);
   OPENSSL_cleanse(key_pem.data(), key_pem.size());
   BALLOT_TRY(written);
-  BALLOT_TRY(write_new_file(files.certificate, cert_pem, 0644));
+  if (Status certified = write_new_file(files.certificate, cert_pem, 0644); !certified.ok()) {
+    fs::remove(files.key, ec);  // the pair or nothing (see init_ca)
+    return certified.error();
+  }
   return files;
 }
 

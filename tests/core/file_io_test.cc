@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace ballot {
 namespace {
@@ -28,7 +30,8 @@ TEST_F(FileIoTest, WrittenBytesReadBackAndReplaceTheOldFile) {
   EXPECT_EQ(*read, first);
   ASSERT_TRUE(write_file_atomically(path, std::vector<std::uint8_t>{9}).ok());
   EXPECT_EQ(read_file(path, 5, "test file").value(), std::vector<std::uint8_t>{9});
-  EXPECT_FALSE(std::filesystem::exists(path.string() + ".tmp"));
+  for (const auto& entry : std::filesystem::directory_iterator(dir_ / "a"))  // no temporary file stays
+    EXPECT_EQ(entry.path().filename(), "b.bin");
   ASSERT_TRUE(write_file_atomically(path, {}).ok());
   EXPECT_TRUE(read_file(path, 0, "test file").value().empty());
 }
@@ -41,7 +44,45 @@ TEST_F(FileIoTest, ModesAreTheCallers) {
   ASSERT_EQ(::stat(secret.c_str(), &s), 0);
   EXPECT_EQ(s.st_mode & 0777, 0600u);
   ASSERT_EQ(::stat(shared.c_str(), &s), 0);
-  EXPECT_EQ(s.st_mode & 0777 & ~0022u, 0644u & ~0022u);  // the umask may clear group/other write only
+  EXPECT_EQ(s.st_mode & 0777, 0644u);
+}
+
+// Whoever may write into the directory cannot make the writer follow a link or reuse a file with
+// its permissions: the temporary file has a fresh name and is created exclusively.
+TEST_F(FileIoTest, NothingLeftAtATemporaryNameIsFollowedOrReused) {
+  std::filesystem::create_directories(dir_);
+  const auto path = dir_ / "server.ckpt", victim = dir_ / "victim.txt";
+  std::ofstream(victim) << "keep me";
+  std::filesystem::create_symlink(victim, path.string() + ".tmp");
+  std::ofstream(path.string() + ".tmp.AAAAAA") << "left over";
+  ::chmod((path.string() + ".tmp.AAAAAA").c_str(), 0666);
+  ASSERT_TRUE(write_file_atomically(path, std::vector<std::uint8_t>{7, 7}).ok());
+  std::ifstream in(victim);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "keep me");
+  EXPECT_FALSE(std::filesystem::is_symlink(path));
+  EXPECT_EQ(read_file(path, 2, "test file").value(), (std::vector<std::uint8_t>{7, 7}));
+  struct stat s {};
+  ASSERT_EQ(::stat(path.c_str(), &s), 0);
+  EXPECT_EQ(s.st_mode & 0777, 0600u);
+}
+
+TEST_F(FileIoTest, AFailedWriteLeavesTheOldFileAndNoTemporaryFile) {
+  std::filesystem::create_directories(dir_ / "d");
+  const auto path = dir_ / "d" / "f";
+  ASSERT_TRUE(write_file_atomically(path, std::vector<std::uint8_t>{1}).ok());
+  std::filesystem::create_directories(dir_ / "d" / "g");  // a directory is not a file to rename onto
+  const auto refused = write_file_atomically(dir_ / "d" / "g", std::vector<std::uint8_t>{2});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kIo);
+  std::size_t entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_ / "d")) {
+    ++entries;
+    EXPECT_TRUE(entry.path().filename() == "f" || entry.path().filename() == "g") << entry.path();
+  }
+  EXPECT_EQ(entries, 2u);
+  EXPECT_EQ(read_file(path, 1, "test file").value(), std::vector<std::uint8_t>{1});
 }
 
 TEST_F(FileIoTest, MissingLargeAndUnreadableFilesAreErrorsNamingThem) {

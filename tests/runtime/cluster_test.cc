@@ -176,6 +176,11 @@ TEST_F(ProcessCluster, AKeptWorkDirectoryGetsTheMissingCertificates) {
   ASSERT_TRUE(prepare(config).ok());
   EXPECT_EQ(text(transport::ca_cert_path(keys)), ca_before);
   for (std::size_t i = 0; i < 5; ++i) EXPECT_TRUE(std::filesystem::exists(transport::node_cert_path(keys, node_id(i))));
+  // A node key without its certificate (an issue cut short) is made anew, not refused.
+  std::filesystem::remove(transport::node_cert_path(keys, node_id(2)));
+  const auto prepared = prepare(config);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().to_string();
+  EXPECT_TRUE(std::filesystem::exists(transport::node_cert_path(keys, node_id(2))));
   std::filesystem::remove_all(dir_ / "ca");
   config.training.nodes = 7;
   auto refused = prepare(config);

@@ -75,6 +75,28 @@ TEST_F(SignedRecordTest, SameBytesOrNothingAcrossARestart) {
   EXPECT_EQ(seals_, 3);
 }
 
+// A message whose record could not be written is not held either: sealing it again (a caller that
+// went on after the error) writes again instead of handing out a frame the file does not know.
+TEST_F(SignedRecordTest, AnEntryIsHeldOnlyOnceItIsOnDisk) {
+  const auto path = dir_ / "state" / "node-2.signed";
+  auto record = SignedRecord::open(path, 3, 1, nullptr);
+  ASSERT_TRUE(record.ok()) << record.error().to_string();
+  std::ofstream(dir_ / "state") << "a file where the directory should be";
+  auto refused = once(*record, MessageType::kVote, 7, bytes(1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kIo);
+  EXPECT_EQ(record->size(), 0u);
+  EXPECT_EQ(record->find(MessageType::kVote, 7), nullptr);
+  auto again = once(*record, MessageType::kVote, 7, bytes(1));
+  EXPECT_FALSE(again.ok());  // still not on disk: still no frame
+  std::filesystem::remove(dir_ / "state");
+  auto written = once(*record, MessageType::kVote, 7, bytes(1));
+  ASSERT_TRUE(written.ok() && *written) << (written.ok() ? "" : written.error().to_string());
+  EXPECT_EQ(record->size(), 1u);
+  const auto verify = key_.verify_key();
+  EXPECT_EQ(SignedRecord::open(path, 3, 1, &verify).value().size(), 1u);
+}
+
 TEST_F(SignedRecordTest, OldRoundsLeaveTheWindow) {
   auto record = SignedRecord::open(dir_ / "r.signed", 3, 1, nullptr, /*window=*/4);
   ASSERT_TRUE(record.ok());

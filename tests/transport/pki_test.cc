@@ -1,10 +1,12 @@
 #include "transport/pki.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 
 #include "test_pki.h"
@@ -74,6 +76,34 @@ TEST(Pki, NeverOverwrites) {
   auto reissue = issue_node(pki.dir, 1, Role::kNode);
   ASSERT_FALSE(reissue.ok());
   EXPECT_TRUE(mentions(reissue.error(), node_key_path(pki.dir, 1))) << reissue.error().to_string();
+}
+
+// A write cut short leaves nothing behind: no key without its certificate, no torn file, no
+// temporary file, so the same command run again succeeds (a file size limit plays the full disk).
+TEST(Pki, AnIssueCutShortLeavesNothingAndCanBeRunAgain) {
+  TestPki pki(0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 300;  // an Ed25519 key's PEM fits, its certificate does not
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto cut = issue_node(pki.dir, 1, Role::kNode);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.error().code, ErrorCode::kIo);
+  EXPECT_TRUE(mentions(cut.error(), node_cert_path(pki.dir, 1))) << cut.error().to_string();
+  for (const auto& entry : fs::directory_iterator(pki.dir)) {
+    const auto name = entry.path().filename().string();
+    EXPECT_TRUE(name == "ca.key" || name == "ca.crt" || name == "node-0.key" || name == "node-0.crt")
+        << name << " was left behind";
+  }
+  auto again = issue_node(pki.dir, 1, Role::kNode);
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(mode_of(again->key), 0600u);
+  EXPECT_EQ(mode_of(again->certificate), 0644u);
+  EXPECT_TRUE(load_credentials(pki.dir, 1).ok());
 }
 
 TEST(Pki, MissingFileIsNamed) {
