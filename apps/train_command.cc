@@ -85,8 +85,11 @@ void drop_metrics_from(const std::filesystem::path& metrics, std::uint64_t first
   in.close();
   if (!dropped) return;
   // Whole or not at all: a full disk leaves the old file (with the rows this run will write again).
+  // The file keeps its permissions.
+  std::error_code ec;
+  const auto permissions = std::filesystem::status(metrics, ec).permissions();
   (void)write_file_atomically(metrics, std::span(reinterpret_cast<const std::uint8_t*>(kept.data()), kept.size()),
-                              0644);
+                              ec ? 0644 : static_cast<mode_t>(permissions) & 0777);
 }
 
 // A metrics file that cannot be written is an error before round 0, not rows lost silently.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -15,6 +16,22 @@ namespace {
 
 Error io_error(const std::filesystem::path& path, const std::string& what) {
   return make_error(ErrorCode::kIo, what + " '" + path.string() + "': " + std::strerror(errno));
+}
+
+// What a writer of `path` killed mid-write left (path.tmp.XXXXXX, a full-size checkpoint each
+// time): removed once it is older than any write still going on could be.
+void remove_stale_temporaries(const std::filesystem::path& path) {
+  const std::string prefix = path.filename().string() + ".tmp.";
+  const auto directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  const auto stale_before = std::filesystem::file_time_type::clock::now() - std::chrono::minutes(10);
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::error_code ignored;
+    if (it->is_regular_file(ignored) && it->last_write_time(ignored) < stale_before)
+      std::filesystem::remove(it->path(), ignored);
+  }
 }
 
 }  // namespace
@@ -47,6 +64,7 @@ Status write_file_atomically(const std::filesystem::path& path, std::span<const 
   const auto directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   std::filesystem::create_directories(directory, ec);
   if (ec) return make_error(ErrorCode::kIo, "cannot create '" + directory.string() + "': " + ec.message());
+  remove_stale_temporaries(path);
   // A fresh name, created exclusively: a file or symlink someone left at a fixed name is neither
   // followed nor reused (with its permissions). mkostemp creates it 0600; fchmod sets `mode`.
   std::string temporary = path.string() + ".tmp.XXXXXX";

@@ -24,7 +24,8 @@ Result<std::vector<std::uint8_t>> read_file(const std::filesystem::path& path, s
 // Replaces `path` with `bytes` atomically: a temporary file beside it of a fresh name, created
 // exclusively (its directory is created if needed), is written, fsynced and renamed over it, and
 // the directory is fsynced, so after a crash the path holds the old file or the whole new one; on
-// an error the temporary file is removed. `mode`: the new file's permissions, exactly.
+// an error the temporary file is removed, and one a killed writer left is removed by the next write
+// once it is ten minutes old. `mode`: the new file's permissions, exactly (not reduced by the umask).
 Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
                              mode_t mode = 0600);
 

@@ -75,8 +75,9 @@ Result<ParameterFile> decode_parameter_file(std::span<const std::uint8_t> bytes)
 // read; decoding errors name the path.
 Result<ParameterFile> read_parameter_file(const std::filesystem::path& path);
 
-// Encodes `file` and writes it to `path` + ".tmp", then renames it onto `path`, so that a reader
-// never sees half a file. Encoding errors as encode_parameter_file; the OS's as kIo.
+// Encodes `file` and writes it atomically (core/file_io.h write_file_atomically: a temporary file
+// beside it, renamed onto `path`), so that a reader never sees half a file. Encoding errors as encode_parameter_file;
+// the OS's as kIo.
 Status write_parameter_file(const std::filesystem::path& path, const ParameterFile& file);
 
 }  // namespace ballot::learning

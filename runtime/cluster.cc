@@ -189,13 +189,12 @@ Result<LocalCluster> LocalCluster::prepare(ClusterConfig config, std::filesystem
   const auto ca = work_dir / "ca";
   // A new CA issues every certificate (issue_node refuses to overwrite one left from another CA); a
   // work directory kept from a run with fewer nodes gets the certificates it lacks from its CA.
-  // What an earlier try left when it was cut short (a full disk, a kill) is this run's own
-  // throw-away PKI: a CA that never reached keys/, and a node key without its certificate, were
-  // never handed to anyone, and are made anew.
+  // What an earlier try left when it was cut short (a kill between two files) is made anew: a CA
+  // key without its certificate, and a node key without its certificate, were never handed to
+  // anyone. A whole CA is never removed (without keys/ca.crt, init_ca refuses to overwrite it).
   const bool new_ca = !std::filesystem::exists(transport::ca_cert_path(keys));
   if (new_ca) {
-    std::filesystem::remove(transport::ca_key_path(ca), ec);
-    std::filesystem::remove(transport::ca_cert_path(ca), ec);
+    if (!std::filesystem::exists(transport::ca_cert_path(ca))) std::filesystem::remove(transport::ca_key_path(ca), ec);
     BALLOT_TRY(transport::init_ca(ca, keys));
   }
   for (std::size_t i = 0; i <= config.training.nodes; ++i) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -66,6 +67,26 @@ TEST_F(FileIoTest, NothingLeftAtATemporaryNameIsFollowedOrReused) {
   struct stat s {};
   ASSERT_EQ(::stat(path.c_str(), &s), 0);
   EXPECT_EQ(s.st_mode & 0777, 0600u);
+}
+
+// A writer killed mid-write leaves its temporary file; the next write of the path removes it once
+// it is old enough that no write can still be going on, and leaves younger ones and other files.
+TEST_F(FileIoTest, StaleTemporaryFilesOfThePathAreRemoved) {
+  std::filesystem::create_directories(dir_);
+  const auto path = dir_ / "latest.ckpt";
+  const auto make = [&](const std::string& name, std::chrono::minutes age) {
+    std::ofstream(dir_ / name) << "torn";
+    std::filesystem::last_write_time(dir_ / name, std::filesystem::file_time_type::clock::now() - age);
+  };
+  make("latest.ckpt.tmp.Ab3dE9", std::chrono::minutes(60));    // a killed writer's, an hour ago
+  make("latest.ckpt.tmp.Zz0000", std::chrono::minutes(1));     // maybe a write going on
+  make("other.ckpt.tmp.Ab3dE9", std::chrono::minutes(60));     // another path's
+  make("latest.ckpt.tmp.toolong1", std::chrono::minutes(60));  // not a temporary name
+  ASSERT_TRUE(write_file_atomically(path, std::vector<std::uint8_t>{1}).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "latest.ckpt.tmp.Ab3dE9"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "latest.ckpt.tmp.Zz0000"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "other.ckpt.tmp.Ab3dE9"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "latest.ckpt.tmp.toolong1"));
 }
 
 TEST_F(FileIoTest, AFailedWriteLeavesTheOldFileAndNoTemporaryFile) {

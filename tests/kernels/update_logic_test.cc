@@ -34,9 +34,11 @@ TEST(UpdateLogic, NothingIsFusedWhereTheCpuHasFma) {
   volatile float a = kA, c = kC, one = 1.0f, zero = 0.0f;  // not folded at compile time
   EXPECT_EQ(momentum_step_where_fma_exists(a, c, a, one), 0.0f);
   EXPECT_EQ(momentum_step_where_fma_exists(c, a, one, a), 0.0f);
-  // x − η(v + λx) with v + λx = kA·kA + kC (λ = x = kA, v = kC), η = 1: x − 0 = x.
-  EXPECT_EQ(decayed_step_where_fma_exists(a, c, one, a), kA);
-  EXPECT_EQ(decayed_step_where_fma_exists(a, zero, one, zero), kA);
+  // x − η(v + λx) with v + λx = kA·kA + kC (λ = x = kA, v = kC) and η = 2^24: rounded twice,
+  // v + λx = 0 and x stays; fused, it is 2^-24 and x − η·2^-24 = kA − 1 = 2^-12.
+  volatile float big = 0x1p24f;
+  EXPECT_EQ(decayed_step_where_fma_exists(a, c, big, a), kA);
+  EXPECT_EQ(decayed_step_where_fma_exists(a, c, one, zero), kA - kC);
 }
 #endif
 

@@ -46,7 +46,7 @@ def test_python_export_reads_identically_in_cpp(tmp_path):
     model = _model(torch)
     path = tmp_path / "init.ballot"
     digest = export_init(model, path)
-    assert not os.path.exists(str(path) + ".tmp")
+    assert os.listdir(tmp_path) == ["init.ballot"]  # no temporary file stays
 
     ours = read_init(path)
     theirs = _native.read_parameter_file(str(path))

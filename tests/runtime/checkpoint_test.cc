@@ -69,7 +69,8 @@ TEST_F(CheckpointFiles, SaveIsAtomicReplaceWithPrivatePermissions) {
   auto loaded = load_checkpoint(path);
   ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
   EXPECT_EQ(loaded->round, 2000u);
-  EXPECT_FALSE(std::filesystem::exists(path.string() + ".tmp"));
+  for (const auto& entry : std::filesystem::directory_iterator(path.parent_path()))  // no temporary file stays
+    EXPECT_EQ(entry.path().filename(), "latest.ckpt");
   struct stat info {};
   ASSERT_EQ(::stat(path.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);

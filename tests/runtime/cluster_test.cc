@@ -188,6 +188,22 @@ TEST_F(ProcessCluster, AKeptWorkDirectoryGetsTheMissingCertificates) {
   EXPECT_NE(refused.error().message.find("node-6.crt"), std::string::npos) << refused.error().message;
 }
 
+// A CA key an earlier try left without its certificate (killed between the two) is made anew; a
+// whole CA whose copy never reached keys/ is never removed: refused, as before.
+TEST_F(ProcessCluster, ATornCaIsMadeAnewAndAWholeOneIsKept) {
+  auto config = small_cluster(1);
+  std::filesystem::create_directories(dir_ / "ca");
+  std::ofstream(dir_ / "ca" / "ca.key") << "torn";
+  const auto prepared = prepare(config);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().to_string();
+  EXPECT_TRUE(std::filesystem::exists(transport::ca_cert_path(dir_ / "keys")));
+  std::filesystem::remove_all(dir_ / "keys");
+  const auto refused = prepare(config);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("ca.key"), std::string::npos) << refused.error().message;
+  EXPECT_TRUE(std::filesystem::exists(transport::ca_key_path(dir_ / "ca")));
+}
+
 TEST_F(ProcessCluster, MatchesTheSimulatorBitForBit) {
   auto cluster = prepare(small_cluster(30));
   ASSERT_TRUE(cluster.ok()) << cluster.error().to_string();

@@ -75,7 +75,7 @@ def layout_digest(model_or_named_shapes: Any) -> str:
 def export_init(model: Any, path: Union[str, "os.PathLike[str]"]) -> str:
     """Writes the parameters Ballot trains (:func:`trained_parameters`: ``named_parameters()`` in
     torch's order, those that require grad) to the Ballot parameter file ``path``, atomically (a
-    ``.tmp`` file, fsynced, then renamed).
+    temporary file beside it, fsynced, then renamed).
 
     Every parameter must be ``torch.float32`` (a TypeError names the first that is not) and finite
     (a ValueError names the first element that is not). Returns the layout digest in hex;
