@@ -224,6 +224,12 @@ Result<std::optional<NodeEvent>> NodeSession::poll_for(std::chrono::milliseconds
 
 Result<std::optional<NodeEvent>> NodeSession::State::run_until(std::optional<Clock::time_point> until) {
   using std::chrono::milliseconds;
+  // On real time, a wait ends when its time is spent, even while messages keep arriving (a
+  // flooding peer must not keep a caller from its own checks, Ctrl-C in Python among them); a
+  // poll_for(0) handles what is there when it starts and what keeps coming for at most 1 ms. The
+  // lockstep engine's virtual time moves only when a session waits: its polls drain as before.
+  const bool real_time = clock == steady_session_clock();
+  const auto spent_at = until ? std::max(*until, now() + std::chrono::milliseconds(1)) : Clock::time_point{};
   while (true) {
     if (options.evidence && options.evidence->proof_count() > forwarded) {  // new proofs only: no copy per message
       const auto proofs = options.evidence->proofs();
@@ -276,6 +282,7 @@ Result<std::optional<NodeEvent>> NodeSession::State::run_until(std::optional<Clo
     }
     BALLOT_ASSIGN_OR_RETURN(auto event, handle(*message));
     if (event) return event;
+    if (real_time && until && now() >= spent_at) return std::optional<NodeEvent>();
   }
 }
 

@@ -996,7 +996,16 @@ void TlsTransport::Impl::close() {
   });
   for (auto& session : sessions) session->shutdown_async();
   core_.close_inbox();
-  for (auto& [id, link] : links_) link->space.notify_all();
+  // Under each waiter's mutex: a sender between its check of closing_ and its wait would
+  // otherwise miss the wake-up and wait out its whole send timeout.
+  for (auto& [id, link] : links_) {
+    { std::lock_guard<std::mutex> lock(link->mutex); }
+    link->space.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    connected_.notify_all();
+  }
   work_.reset();
   // Sessions end within shutdown_timeout; whatever is left after that is stopped.
   const auto deadline = Clock::now() + options_.shutdown_timeout + std::chrono::milliseconds(200);

@@ -20,7 +20,7 @@ and the result is cut back into the model's arrays with their shapes and dtypes.
 - **Example counts are ignored**: robust rules weight every accepted client equally; a Byzantine
   client could otherwise claim a huge ``num-examples``. The count still weights the aggregated
   *metrics* (Flower's ``train_metrics_aggr_fn``), which are informational.
-- **Malformed replies never crash a round**: a reply whose arrays have other names, shapes or a
+- **Malformed replies never crash a round**, training or evaluation: a reply whose arrays have other names, shapes or a
   dtype than the global model's (or no, or several ArrayRecords) is treated as Byzantine: left
   out of the rule and named in the report as *rejected*. Non-finite updates (NaN, ±Inf) are
   handled by the rule (never used, named in ``non_finite``). If too few usable replies are left
@@ -115,13 +115,13 @@ def _describe_mismatch(layout: Layout, reference: Layout) -> str:
     return "arrays in a different order"  # not reached: arrays are matched by name
 
 
-def _flatten(named: Mapping[str, np.ndarray], reference: Layout) -> np.ndarray:
-    """One float32 vector of the arrays in the reference's order (values outside float32's range
-    become infinite and so non-finite for the rule)."""
+def _flatten(named: Mapping[str, np.ndarray], reference: Layout, dtype: Any = np.float32) -> np.ndarray:
+    """One vector of the arrays in the reference's order (float32 for the rule: values outside its
+    range become infinite and so non-finite; float64 for the global model a delta is added to)."""
     if not reference:
-        return np.zeros(0, np.float32)
+        return np.zeros(0, dtype)
     with np.errstate(over="ignore", invalid="ignore"):
-        return np.concatenate([np.asarray(named[name], dtype=np.float32).ravel()
+        return np.concatenate([np.asarray(named[name], dtype=dtype).ravel()
                                for name, _, _ in reference])
 
 
@@ -139,7 +139,9 @@ def _unflatten(vector: np.ndarray, reference: Layout) -> List[Tuple[str, np.ndar
         elif dtype.kind in "iu":
             info = np.iinfo(dtype)
             part = np.clip(np.rint(part), info.min, info.max)
-        out.append((name, np.ascontiguousarray(part.astype(dtype))))
+        # np.array, not np.ascontiguousarray: that makes a 0-d array (a BatchNorm's
+        # num_batches_tracked) 1-d, and every client's next reply would then be refused.
+        out.append((name, np.array(part, dtype=dtype, order="C")))
     return out
 
 
@@ -180,15 +182,19 @@ class _RobustCore:
 
         accepted: List[Hashable] = []
         vectors: List[np.ndarray] = []
-        base = _flatten(dict(global_model), reference) if self.delta and global_model is not None else None
+        # The global model in float64: the deltas go to the rule as float32, and what the rule gives
+        # is added back to the model as it was (a parameter no client moved comes back unchanged).
+        base = (_flatten(dict(global_model), reference, np.float64)
+                if self.delta and global_model is not None else None)
         for client, named, layout in readable:
             if sorted(layout) != sorted(reference):
                 rejected[client] = _describe_mismatch(layout, reference)
                 continue
-            vector = _flatten(dict(named), reference)
             if base is not None:
                 with np.errstate(over="ignore", invalid="ignore"):
-                    vector = vector - base
+                    vector = (_flatten(dict(named), reference, np.float64) - base).astype(np.float32)
+            else:
+                vector = _flatten(dict(named), reference)
             accepted.append(client)
             vectors.append(vector)
 
@@ -202,16 +208,18 @@ class _RobustCore:
         except ValueError as error:  # precondition (too few usable inputs for the rule)
             log(WARNING, "ballot: round %s: %s kept the global model: %s",
                 server_round, self.aggregator.spec, error)
-            return None, RoundReport(server_round, accepted, rejected, error=str(error))
+            non_finite = [accepted[i] for i, v in enumerate(vectors) if not np.isfinite(v).all()]
+            return None, RoundReport(server_round, accepted, rejected, non_finite, error=str(error))
         if base is not None:
-            value = value + base
+            with np.errstate(over="ignore", invalid="ignore"):
+                value = np.asarray(value, dtype=np.float64) + base
         names = lambda indices: [accepted[i] for i in indices]  # noqa: E731
         round_report = RoundReport(server_round, accepted, rejected, names(report.non_finite),
                                    names(report.excluded), names(report.selected), report)
         log(INFO, "ballot: round %s: %s over %d updates (%d rejected, %d non-finite, %d excluded)",
             server_round, self.aggregator.spec, len(accepted), len(rejected),
             len(report.non_finite), len(report.excluded))
-        return _unflatten(np.asarray(value, dtype=np.float32), reference), round_report
+        return _unflatten(np.asarray(value), reference), round_report
 
 
 def _counts(report: RoundReport) -> Dict[str, int]:
@@ -313,6 +321,26 @@ class RobustStrategy(_FedAvg):
             return None, metrics
         return ArrayRecord({name: Array(a) for name, a in arrays}), metrics
 
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> Optional[MetricRecord]:
+        """FedAvg's aggregation of the evaluation MetricRecords (weighted by each reply's claimed
+        example count, as Flower does: informational, and a Byzantine client can skew it), except
+        that a malformed reply cannot stop the run: the replies are not checked as a whole (FedAvg
+        raises when one reply's metrics have other keys), and an aggregation that fails (a count of
+        0 or below) is logged and gives no metrics for the round."""
+        return _aggregate_evaluate_safely(self, server_round, replies)
+
+
+def _aggregate_evaluate_safely(strategy: Any, server_round: int, replies: Iterable[Message]
+                               ) -> Optional[MetricRecord]:
+    valid, _ = strategy._check_and_log_replies(replies, is_train=False, validate=False)
+    if not valid:
+        return None
+    try:
+        return strategy.evaluate_metrics_aggr_fn([m.content for m in valid], strategy.weighted_by_key)
+    except Exception as error:  # a client's malformed metrics must not stop the run
+        log(WARNING, "ballot: round %s: evaluate metrics not aggregated: %s", server_round, error)
+        return None
+
 
 def _message_arrays(message: Message) -> Any:
     """The (name, array) pairs of a reply's only ArrayRecord, or why they cannot be read."""
@@ -386,6 +414,17 @@ class LegacyRobustStrategy(_LegacyFedAvg):
         if arrays is None:
             return None, metrics
         return ndarrays_to_parameters([a for _, a in arrays]), metrics
+
+    def aggregate_evaluate(self, server_round: int, results: List[Tuple[ClientProxy, Any]],
+                           failures: List[Any]) -> Tuple[Optional[float], Dict[str, Scalar]]:
+        """FedAvg's weighted loss and metrics (by the claimed example counts: informational), except
+        that a malformed reply (a count of 0 or below, metrics the aggregation function cannot
+        take) is logged and gives no evaluation for the round instead of stopping the run."""
+        try:
+            return super().aggregate_evaluate(server_round, results, failures)
+        except Exception as error:
+            log(WARNING, "ballot: round %s: evaluation not aggregated: %s", server_round, error)
+            return None, {}
 
 
 def _named(ndarrays: Sequence[np.ndarray]) -> List[Tuple[str, np.ndarray]]:

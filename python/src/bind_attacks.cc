@@ -22,7 +22,7 @@ nb::ndarray<nb::numpy, float, nb::ndim<1>> craft(const std::string& spec, nb::ha
                               .c_str());
   const FloatRows rows = float_rows(honest, "honest_vectors");
   if (rows.device != Device::kCpu) throw nb::value_error("honest_vectors: attacks run on the CPU; use .cpu()");
-  std::span<const float> own_values;
+  HeldSpan<const float> own_values;
   if (!own.is_none()) {
     own_values = cpu_floats(own, "own");
     if (!rows.rows.empty() && own_values.size() != rows.d)

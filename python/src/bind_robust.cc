@@ -80,7 +80,7 @@ class NativeAggregator {
       throw nb::value_error(("set_center: '" + rule_->spec() + "' is not centered_clipping").c_str());
     std::vector<float> values;
     if (!center.is_none()) {
-      const std::span<const float> floats = cpu_floats(center, "center");
+      const auto floats = cpu_floats(center, "center");
       values.assign(floats.begin(), floats.end());
     }
     const std::lock_guard lock(mutex_);

@@ -26,6 +26,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "coding/codec_registry.h"
@@ -376,6 +378,7 @@ class Session {
   // A copy of partition `partition`'s worker momentum (zeros before its first fold), or None when
   // the run keeps none for it.
   nb::object momentum(std::uint32_t partition) const {
+    Reading reading(*this);
     const auto* kept = worker_->momentum(partition);
     if (kept == nullptr) return nb::none();
     std::vector<float> values(kept->momentum().begin(), kept->momentum().end());
@@ -395,6 +398,7 @@ class Session {
   // the (offset, size) its per-layer scales are for); None for the other rules. An empty buffer:
   // no step has made one yet.
   nb::object optimizer_state() const {
+    Reading reading(*this);
     nb::dict out;
     std::span<const float> buffer;
     if (const auto view = replica_->optimizer().sgd_view()) {
@@ -448,18 +452,30 @@ class Session {
   // describe the change, the parameters do. Not a session call (no Busy): a gradient source called inside one may take
   // them.
   nb::dict take_votes() {
-    const std::lock_guard lock(applied_mutex_);
-    nb::list votes;
-    for (const auto& v : applied_) {
-      votes.append(nb::make_tuple(v.round, words_to_numpy(v.vote), v.scale.lr, v.scale.weight_decay, v.full_digest,
-                                  to_numpy(std::vector<float>(v.scales))));
+    // Taken out under the lock, made into Python objects after it: building them may run Python
+    // code (a collection) that lets another thread in, which must not find the lock held.
+    decltype(applied_) taken;
+    bool replaced = false;
+    {
+      const std::lock_guard lock(applied_mutex_);
+      taken.swap(applied_);
+      replaced = std::exchange(replaced_, false);
     }
-    nb::dict out;
-    out["replaced"] = replaced_;
-    out["votes"] = votes;
-    applied_.clear();
-    replaced_ = false;
-    return out;
+    try {
+      nb::list votes;
+      for (const auto& v : taken) {
+        votes.append(nb::make_tuple(v.round, words_to_numpy(v.vote), v.scale.lr, v.scale.weight_decay, v.full_digest,
+                                    to_numpy(std::vector<float>(v.scales))));
+      }
+      nb::dict out;
+      out["replaced"] = replaced;
+      out["votes"] = votes;
+      return out;
+    } catch (...) {  // the votes are lost to the caller: the next call says the parameters moved
+      const std::lock_guard lock(applied_mutex_);
+      replaced_ = true;
+      throw;
+    }
   }
 
   // For a vote sent in pieces while backward runs: coordinates [offset, offset + len) of the open
@@ -588,8 +604,8 @@ class Session {
         unwrap(codec_device_->sync_host());
         codec_device_->forget();  // the host's encode moves the state and makes the selection
       }
-      // Read in place while the GIL is released: `array` holds the caller's memory (never a
-      // converted copy) until the call returns.
+      // Read in place while the GIL is released: `values` holds the import of the caller's
+      // memory (never a converted copy) until the call returns.
       send([&] { return session_->submit_gradient(loss, values); });
       return;
     }
@@ -632,23 +648,35 @@ class Session {
   }
 
   nb::bytes global_set() const {
+    Reading reading(*this);
     const auto set = session_->global_set();
     return nb::bytes(set.data(), set.size());
   }
-  std::uint64_t round() const { return session_->round(); }
+  std::uint64_t round() const {
+    Reading reading(*this);
+    return session_->round();
+  }
   std::size_t dimension() const { return replica_->dimension(); }
   std::size_t index() const { return node_.index; }
   std::size_t nodes() const { return node_.setup->options.nodes; }
   std::uint64_t rounds() const { return node_.setup->options.rounds; }
   bool byzantine() const { return node_.setup->is_byzantine(node_.index); }
-  std::string model_digest() const { return transport::to_hex(replica_->digest()); }
-  std::string state_digest() const { return transport::to_hex(replica_->state_digest()); }
+  std::string model_digest() const {
+    Reading reading(*this);
+    return transport::to_hex(replica_->digest());
+  }
+  std::string state_digest() const {
+    Reading reading(*this);
+    return transport::to_hex(replica_->state_digest());
+  }
   nb::object work() const {
+    Reading reading(*this);
     if (!work_ || submitted_) return nb::none();
     return work_dict(*work_);
   }
 
   nb::dict stats() const {
+    Reading reading(*this);
     const auto& s = session_->stats();
     nb::dict out;
     out["rounds"] = s.rounds;
@@ -685,8 +713,25 @@ class Session {
       if (s.closed_) throw std::runtime_error("the session is closed");
       if (needs_start && !s.started_) throw std::runtime_error("the session is not started: call start() first");
       if (s.busy_.exchange(true)) throw std::runtime_error("the session is in use by another thread");
+      s.busy_thread_ = std::this_thread::get_id();
     }
     ~Busy() { s.busy_ = false; }
+  };
+  // The accessors of what a call changes without the GIL (the round, the work, the digests, the
+  // momentum, the stats): refused while another thread's call runs, as calls are; allowed on the
+  // thread of the running call (a gradient source reading the session) and after close().
+  struct Reading {
+    const Session& s;
+    bool owner = false;
+    explicit Reading(const Session& session) : s(session) {
+      if (s.busy_ && s.busy_thread_ == std::this_thread::get_id()) return;
+      if (s.busy_.exchange(true)) throw std::runtime_error("the session is in use by another thread");
+      s.busy_thread_ = std::this_thread::get_id();
+      owner = true;
+    }
+    ~Reading() {
+      if (owner) s.busy_ = false;
+    }
   };
 
   // How long a wait runs without looking for a pending Ctrl-C (or another signal handler's
@@ -889,7 +934,8 @@ class Session {
   bool replaced_ = true;              // the parameters were replaced since the last take_votes
   bool started_ = false;
   bool closed_ = false;
-  std::atomic<bool> busy_{false};
+  mutable std::atomic<bool> busy_{false};
+  mutable std::thread::id busy_thread_;  // whose call holds busy_ (read and written with the GIL)
 };
 
 }  // namespace

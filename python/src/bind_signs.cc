@@ -188,8 +188,9 @@ void vote(nb::handle inputs, std::size_t d, std::optional<std::vector<std::uint3
     unwrap(require_current_device(out.device_id));
     const std::uint64_t* first = rows.rows.empty() ? out.data : rows.rows.front().data;
     const std::uint32_t* d_weights = nullptr;
+    AnyArray w;  // held until the kernel is queued
     if (weights) {
-      const AnyArray w = as_array(device_weights, "device_weights");
+      w = as_array(device_weights, "device_weights");
       if ((w.dtype() != nb::dtype<std::int32_t>() && w.dtype() != nb::dtype<std::uint32_t>()) || w.ndim() != 1 ||
           w.shape(0) != rows.rows.size() || w.device_type() != nb::device::cuda::value ||
           w.device_id() != out.device_id || (w.shape(0) > 1 && w.stride(0) != 1))
@@ -273,7 +274,7 @@ void apply_update(nb::handle params, nb::handle vote_words, nb::handle direction
   if (vote_words.is_none() == direction.is_none())
     throw nb::value_error("apply_update: give exactly one of a vote and a direction");
   std::optional<Words> vote;
-  std::span<const float> g;
+  HeldSpan<const float> g;
   if (!vote_words.is_none()) {
     vote = words_of(vote_words, "vote", /*writable=*/false);
     same_device(here, place(*vote), "apply_update");
@@ -282,15 +283,15 @@ void apply_update(nb::handle params, nb::handle vote_words, nb::handle direction
     const auto [values, g_device] = floats_on_device(direction, "direction", /*writable=*/false);
     same_device(here, place(direction, "direction", g_device), "apply_update");
     if (values.size() != d) throw nb::value_error("direction: must hold as many floats as params");
-    g = values;
+    g = HeldSpan<const float>(values, values.hold);
   }
-  std::span<float> b;
+  HeldSpan<float> b;
   if (factors.momentum != 0.0f) {
     if (buffer.is_none()) throw nb::value_error("buffer: an update with momentum needs its buffer");
     const auto [values, b_device] = floats_on_device(buffer, "buffer", /*writable=*/true);
     same_device(here, place(buffer, "buffer", b_device), "apply_update");
     if (values.size() != d) throw nb::value_error("buffer: must hold as many floats as params");
-    b = values;
+    b = values;  // with its hold
   }
   if (device == Device::kCuda) {
 #if BALLOT_HAVE_CUDA

@@ -186,21 +186,36 @@ Status require_current_device(int device_id) {
 AnyArray as_array(nb::handle object, const char* what) { return cast_array<AnyArray>(object, what); }
 WritableArray as_writable(nb::handle object, const char* what) { return cast_array<WritableArray>(object, what); }
 
-std::pair<std::span<float>, Device> floats_on_device(nb::handle object, const char* what, bool writable) {
-  return writable ? floats_1d(as_writable(object, what), what) : floats_1d(as_array(object, what), what);
+std::pair<HeldSpan<float>, Device> floats_on_device(nb::handle object, const char* what, bool writable) {
+  ArrayHold hold;
+  std::pair<std::span<float>, Device> view;
+  if (writable) {
+    hold.write = as_writable(object, what);
+    view = floats_1d(hold.write, what);
+  } else {
+    hold.read = as_array(object, what);
+    view = floats_1d(hold.read, what);
+  }
+  return {HeldSpan<float>(view.first, std::move(hold)), view.second};
 }
 
-std::span<const float> cpu_floats(nb::handle object, const char* what) {
-  return on_cpu(floats_1d(as_array(object, what), what), what);
+HeldSpan<const float> cpu_floats(nb::handle object, const char* what) {
+  ArrayHold hold{as_array(object, what), {}};
+  const std::span<const float> span = on_cpu(floats_1d(hold.read, what), what);
+  return {span, std::move(hold)};
 }
 
-std::span<float> cpu_floats_mut(nb::handle object, const char* what) {
-  return on_cpu(floats_1d(as_writable(object, what), what), what);
+HeldSpan<float> cpu_floats_mut(nb::handle object, const char* what) {
+  ArrayHold hold{{}, as_writable(object, what)};
+  const std::span<float> span = on_cpu(floats_1d(hold.write, what), what);
+  return {span, std::move(hold)};
 }
 
 Words words_of(nb::handle object, const char* what, bool writable) {
-  const AnyArray array = as_array(object, what);
-  if (writable) (void)as_writable(object, what);
+  ArrayHold hold;
+  hold.read = as_array(object, what);
+  const AnyArray& array = hold.read;
+  if (writable) hold.write = as_writable(object, what);
   const auto t = array.dtype();
   if (t != nb::dtype<std::uint64_t>() && t != nb::dtype<std::int64_t>())
     throw nb::type_error(
@@ -208,7 +223,7 @@ Words words_of(nb::handle object, const char* what, bool writable) {
   if (array.ndim() != 1) throw nb::value_error(named(what, "expected a 1-D array of words").c_str());
   require_unit_stride(array, 0, what);
   return {static_cast<std::uint64_t*>(first_element(array)), array.shape(0), device_of(array.device_type(), what),
-          array.device_id()};
+          array.device_id(), std::move(hold)};
 }
 
 FloatRows float_rows(nb::handle vectors, const char* what) {

@@ -48,11 +48,29 @@ enum class Device { kCpu, kCuda };
 // ValueError naming `what`.
 Device device_of(int dlpack_device_type, const char* what);
 
+// The import of a caller's array (its buffer export or DLPack capsule): while it lives, the memory
+// stays where it is — a resizable exporter (array.array, bytearray) refuses to resize instead of
+// moving it under a call that released the GIL. (A torch tensor's resize_() from another thread
+// cannot be stopped this way: do not resize a tensor a Ballot call is using.) Made and dropped
+// with the GIL held.
+struct ArrayHold {
+  AnyArray read;
+  WritableArray write;
+};
+// A span into a caller's array and the hold on it. Keep it, not a std::span sliced from it, for as
+// long as the span is used.
+template <typename T>
+struct HeldSpan : std::span<T> {
+  HeldSpan() = default;
+  HeldSpan(std::span<T> span, ArrayHold hold) : std::span<T>(span), hold(std::move(hold)) {}
+  ArrayHold hold;
+};
+
 // A 1-D float32 array with unit stride (or at most one element) on the CPU.
-std::span<const float> cpu_floats(nb::handle object, const char* what);
-std::span<float> cpu_floats_mut(nb::handle object, const char* what);
+HeldSpan<const float> cpu_floats(nb::handle object, const char* what);
+HeldSpan<float> cpu_floats_mut(nb::handle object, const char* what);
 // The same on any device (CPU or CUDA): the device is returned beside the span.
-std::pair<std::span<float>, Device> floats_on_device(nb::handle object, const char* what, bool writable);
+std::pair<HeldSpan<float>, Device> floats_on_device(nb::handle object, const char* what, bool writable);
 
 // A 1-D array of 64-bit words (uint64 or int64: torch has no uint64 tensors), unit stride.
 struct Words {
@@ -60,6 +78,7 @@ struct Words {
   std::size_t count = 0;
   Device device = Device::kCpu;
   int device_id = 0;
+  ArrayHold hold;
 };
 Words words_of(nb::handle object, const char* what, bool writable);
 

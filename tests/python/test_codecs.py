@@ -205,3 +205,60 @@ def test_global_top_k_bad_input_is_a_value_error(rng):
         codecs.Codec("topk:k=5").accept_global(message, d)
     with pytest.raises(ValueError, match="elements"):
         codecs.keep_global_top_k(np.zeros(d + 1, np.float32), d, "gtopk:k=5")
+
+
+_RESIZE_UNDER_A_CALL = r"""
+import array, threading
+import numpy as np
+from ballot import _native
+
+D = 2_000_000
+layout = [("w", D)]
+codec = _native.Codec("fp32", 1, 0)
+message = codec.encode(np.ones(D, dtype=np.float32), layout)
+accumulator = array.array("f", bytes(4 * D))
+stop = False
+refused = 0
+
+def resize():
+    global refused
+    while not stop:
+        try:
+            accumulator.extend(array.array("f", bytes(4 * D)))  # a realloc moves the buffer
+            del accumulator[D:]
+        except BufferError:
+            refused += 1
+
+thread = threading.Thread(target=resize)
+thread.start()
+try:
+    for _ in range(150):
+        try:
+            codec.decode_add(message, accumulator, layout, 1.0, 0)
+        except ValueError:
+            pass  # caught between the extend and the del: the size is checked
+finally:
+    stop = True
+    thread.join()
+print("refused", refused)
+"""
+
+
+def test_a_buffer_in_use_cannot_be_resized_by_another_thread():
+    """While a call reads or writes a caller's array with the GIL released, the array stays
+    exported: another thread's resize of an array.array (any buffer exporter, through the native
+    module, which takes them) is a BufferError, not a moved buffer under the call (which crashed
+    the process)."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _RESIZE_UNDER_A_CALL],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("refused")

@@ -218,6 +218,12 @@ def test_monna_matches_byzfl(rng, n, f, d, form):
         compare("MoNNA", {"f": f, "idx": idx}, make(rng, n, d, form))
 
 
+@pytest.mark.parametrize("form", FORMS)
+def test_label_flipping_is_byzfls_mean_of_the_given_vectors(rng, form):
+    compare("LabelFlipping", {}, make(rng, 7, 40, form))
+    assert "LabelFlipping" in compat.__all__
+
+
 def outliers(rng, n, f, d, form):
     x = rng.standard_normal((n, d)).astype(np.float32)
     x[:f] += 50 * rng.standard_normal((f, d)).astype(np.float32)

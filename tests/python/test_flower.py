@@ -99,6 +99,63 @@ def test_delta_mode_uses_the_global_model_and_non_finite_updates_never_win(monke
     assert metrics["ballot-non-finite"] == 2 and list(metrics["ballot-non-finite-nodes"]) == [4, 5]
 
 
+def _round_one(monkeypatch, strategy, global_model, node_ids):
+    from flwr.supercore.task_identity import TaskIdentity   # what a running ServerApp has set
+    for attribute, value in (("_run_id", 1), ("_node_id", 0), ("_task_id", 1)):
+        monkeypatch.setattr(TaskIdentity, attribute, value)
+    global_arrays = ArrayRecord({k: Array(v) for k, v in global_model.items()})
+    return list(strategy.configure_train(1, global_arrays, ConfigRecord(), StubGrid(node_ids)))
+
+
+def test_a_zero_dimensional_array_keeps_its_shape_and_unmoved_values_stay_exact(monkeypatch):
+    """A BatchNorm's num_batches_tracked is 0-d: it came back 1-d, and from the next round on every
+    client (which sends it 0-d) was refused. A parameter no client moves comes back as it was (the
+    global model is not passed through float32)."""
+    strategy = RobustStrategy("median", min_available_nodes=3, min_train_nodes=3)
+    start = {"w": np.array([0.1, 1.000000001]), "steps": np.array(2**25 + 1, np.int64)}
+    _round_one(monkeypatch, strategy, start, [1, 2, 3])
+    updates = [{"w": start["w"] + [d, 0.0], "steps": np.array(2**25 + 1 + i, np.int64)}
+               for i, d in enumerate((0.5, 1.0, 1.5))]
+    arrays, _ = strategy.aggregate_train(1, [reply(i + 1, u) for i, u in enumerate(updates)])
+    steps = arrays["steps"].numpy()
+    assert steps.shape == () and steps.dtype == np.int64 and int(steps) == 2**25 + 2
+    w = arrays["w"].numpy()
+    assert w.dtype == np.float64 and w[1] == 1.000000001
+    np.testing.assert_allclose(w[0], 1.1)
+
+
+def test_every_update_non_finite_is_reported_as_such(monkeypatch):
+    strategy = RobustStrategy("median", min_available_nodes=2, min_train_nodes=2)
+    _round_one(monkeypatch, strategy, model(1.0, 1.0), [1, 2])
+    bad = {k: np.full_like(v, np.nan) for k, v in model(0, 0).items()}
+    arrays, metrics = strategy.aggregate_train(1, [reply(1, bad), reply(2, bad)])
+    assert arrays is None and strategy.reports[1].error
+    assert metrics["ballot-non-finite"] == 2
+
+
+def evaluate_reply(node_id, metrics):
+    content = RecordDict({"metrics": MetricRecord(metrics)})
+    metadata = Metadata(run_id=1, message_id=f"eval-{node_id}", src_node_id=node_id, dst_node_id=0,
+                        reply_to_message_id=f"ins-{node_id}", group_id="", created_at=time.time(),
+                        ttl=60.0, message_type="evaluate")
+    return Message(content=content, metadata=metadata)
+
+
+def test_a_malformed_evaluate_reply_does_not_stop_the_run():
+    """FedAvg's evaluation raised on one reply without num-examples, or with a count summing to 0."""
+    strategy = RobustStrategy("median")
+    honest = evaluate_reply(1, {"num-examples": 10, "acc": 0.9})
+    assert strategy.aggregate_evaluate(1, [honest, evaluate_reply(2, {"acc": 0.1})]) is None
+    assert strategy.aggregate_evaluate(2, [honest, evaluate_reply(2, {"num-examples": -10, "acc": 0.1})]) is None
+    metrics = strategy.aggregate_evaluate(3, [honest, evaluate_reply(2, {"num-examples": 10, "acc": 0.5})])
+    assert math.isclose(metrics["acc"], 0.7)
+    legacy = LegacyRobustStrategy("median")
+    from flwr.common import EvaluateRes
+    bad = [(types.SimpleNamespace(cid="1"), EvaluateRes(Status(Code.OK, ""), 1.0, 10, {})),
+           (types.SimpleNamespace(cid="2"), EvaluateRes(Status(Code.OK, ""), 1.0, -10, {}))]
+    assert legacy.aggregate_evaluate(1, bad, []) == (None, {})
+
+
 def test_delta_mode_without_a_global_model_says_so():
     with pytest.raises(ValueError, match="global model"):
         RobustStrategy("median").aggregate_train(1, [reply(1, model(1, 1)), reply(2, model(2, 2))])

@@ -86,8 +86,19 @@ def test_the_byzfl_adapter_returns_on_the_device(rng):
 
     x = rows(rng, 9, 3000)
     gpu = torch.from_numpy(x).cuda()
-    for rule in (byzfl.TrMean(f=2), byzfl.Krum(f=2), byzfl.Clipping(c=0.0), byzfl.NNM(f=2)):
-        expected = rule(torch.from_numpy(x))
-        value = rule(gpu)
-        assert value.device == gpu.device, type(rule).__name__
-        np.testing.assert_array_equal(value.cpu().numpy(), expected.numpy())
+    # Every kind of class, those computed partly in numpy (Krum(f=0), CenteredClipping, the
+    # Optimal attacks' norms) among them: CUDA rows are copied to the host there, not read as
+    # numpy. A fresh instance for each input (CenteredClipping keeps its last aggregate).
+    exact = [lambda: byzfl.TrMean(f=2), lambda: byzfl.Krum(f=2), lambda: byzfl.Clipping(c=0.0),
+             lambda: byzfl.NNM(f=2), lambda: byzfl.Krum(f=0), lambda: byzfl.MultiKrum(f=2)]
+    close = [lambda: byzfl.CenteredClipping(), lambda: byzfl.GeometricMedian(),
+             lambda: byzfl.Optimal_InnerProductManipulation(), lambda: byzfl.Optimal_ALittleIsEnough()]
+    for make_rule in exact + close:
+        expected = make_rule()(torch.from_numpy(x))
+        value = make_rule()(gpu)
+        name = type(make_rule()).__name__
+        assert value.device == gpu.device, name
+        if make_rule in exact:
+            np.testing.assert_array_equal(value.cpu().numpy(), expected.numpy(), err_msg=name)
+        else:
+            np.testing.assert_allclose(value.cpu().numpy(), expected.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)

@@ -411,6 +411,31 @@ def test_opening_errors_are_python_exceptions(tmp_path):
             node.submit_vote(0.0, np.zeros(1, np.uint64), node.dimension)
 
 
+def test_what_a_wait_changes_is_not_read_from_another_thread(tmp_path):
+    """The round, the work, the digests and the stats change while a call waits without the GIL:
+    another thread reading them meanwhile gets the RuntimeError a second call gets (it read
+    half-applied states before); the thread of the call, and anyone after it, reads them."""
+    import threading
+
+    cluster = Cluster(tmp_path / "c")  # no server: the wait runs its whole time
+    with NodeSession.from_cluster_file(cluster.file, 0) as node:
+        node.start()
+        waiter = threading.Thread(target=node.poll_for, args=(2.0,))
+        waiter.start()
+        time.sleep(0.5)
+        try:
+            for read in (lambda: node.round, lambda: node.work, lambda: node.stats, node.model_digest,
+                         node.state_digest, lambda: node.global_set):
+                with pytest.raises(RuntimeError, match="in use by another thread"):
+                    read()
+            assert node.dimension > 0  # what never changes stays readable
+        finally:
+            waiter.join()
+        assert node.round == 0
+        assert node.stats["rounds"] == 0
+        assert len(node.state_digest()) == 64
+
+
 @pytest.mark.parametrize("call", ["next_round()", "poll()", "poll_for(60)"])
 def test_ctrl_c_ends_a_wait_for_a_server_that_never_answers(tmp_path, call):
     cluster = Cluster(tmp_path / "c")  # no server started

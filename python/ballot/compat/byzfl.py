@@ -6,8 +6,9 @@ Same class names, constructor arguments and call signatures as ByzFL 0.0.11
     from byzfl import Krum, NNM, SignFlipping                      # before
     from ballot.compat.byzfl import Krum, NNM, SignFlipping        # after
 
-Inputs are what ByzFL takes: a list of 1-D numpy arrays or CPU torch tensors, or one 2-D array or
-tensor (rows = vectors). Aggregators and attacks return one vector, pre-aggregators the stacked
+Inputs are what ByzFL takes: a list of 1-D numpy arrays or torch tensors, or one 2-D array or
+tensor (rows = vectors); CUDA tensors too (the result is on their device; the classes computed
+partly in numpy copy them to the host first). Aggregators and attacks return one vector, pre-aggregators the stacked
 vectors (2-D), of the input's type (torch in, torch out). ByzFL itself is not needed.
 
 Where this module follows ByzFL rather than the papers (each class's docstring says how):
@@ -31,7 +32,9 @@ Where this module follows ByzFL rather than the papers (each class's docstring s
 Other deliberate differences from ByzFL (never silent):
 
 - float32 only: float64 input is a TypeError (ByzFL computes numpy float64 in float64 and converts
-  torch tensors with ``.float()``; Ballot never copies silently). CPU only.
+  torch tensors with ``.float()``; Ballot never copies silently). Rows are read in place, so
+  each must be contiguous (a 2-D array may have any row stride, not a column-major layout: a
+  transposed tensor is a ValueError; ``.contiguous()`` / ``np.ascontiguousarray`` first).
 - Non-finite inputs follow Ballot's contract (left out, never win) instead of propagating
   NaN/inf or being picked as ByzFL may; e.g. ``Median`` of 5 rows, one +inf, is the median of
   the 4 finite rows.
@@ -71,7 +74,7 @@ __all__ = [
     "Average", "Median", "TrMean", "GeometricMedian", "Krum", "MultiKrum", "CenteredClipping", "MDA",
     "MoNNA", "Meamed", "CAF", "SMEA",
     "NNM", "Bucketing", "Clipping", "ARC",
-    "SignFlipping", "InnerProductManipulation", "ALittleIsEnough", "Mimic", "Inf", "Gaussian",
+    "SignFlipping", "InnerProductManipulation", "ALittleIsEnough", "Mimic", "LabelFlipping", "Inf", "Gaussian",
     "Optimal_InnerProductManipulation", "Optimal_ALittleIsEnough",
 ]
 
@@ -250,7 +253,7 @@ class Krum(_Rule):
         if self.f >= 1:
             return self._run(f"krum:f={self.f - 1}", vectors)
         mean = self._aggregator("mean")(vectors)
-        mean = mean.numpy() if is_torch(mean) else mean
+        mean = mean.detach().cpu().numpy() if is_torch(mean) else mean
         rows = _numpy_rows(vectors)
         return _like(rows[int(np.argmin(_squared_distances(rows, mean)))].copy(), reference)
 
@@ -347,7 +350,7 @@ class CenteredClipping(_Rule):
             rule = self._aggregator(f"centered_clipping:f=0,tau={self.tau!r},iterations={self.L}")
             rule.set_center(centre)
             out = rule(vectors)
-            out = out.numpy() if is_torch(out) else out
+            out = out.detach().cpu().numpy() if is_torch(out) else out
         result = _like(out, reference)
         self.m = result
         return result
@@ -589,6 +592,13 @@ class Mimic(_Attack):
         return self._craft(f"mimic:target={self.epsilon}", honest_vectors)
 
 
+class LabelFlipping(Average):
+    """ByzFL's label flipping: the attack is in the data (the Byzantine workers train on flipped
+    labels, as Ballot's ``label_flip`` does), so as a vector attack it returns the mean of the
+    vectors it is given — the gradients those workers computed on flipped labels (Ballot
+    ``mean``)."""
+
+
 class Inf(_Attack):
     """+inf in every coordinate, as float32 (ByzFL returns float64)."""
 
@@ -638,7 +648,7 @@ def _concat(reference: Any, rows: Any, extra: List[Any]) -> Any:
 
 
 def _norm(x: Any) -> float:
-    return float(np.sqrt(_squared_norms((x.detach().numpy() if is_torch(x) else x)[None, :])[0]))
+    return float(np.sqrt(_squared_norms((x.detach().cpu().numpy() if is_torch(x) else x)[None, :])[0]))
 
 
 class _OptimalSearch(_Attack):
