@@ -14,8 +14,33 @@
 namespace ballot {
 namespace {
 
-Error io_error(const std::filesystem::path& path, const std::string& what) {
-  return make_error(ErrorCode::kIo, what + " '" + path.string() + "': " + std::strerror(errno));
+Error io_error(const std::filesystem::path& path, const std::string& what, int error = errno) {
+  return make_error(ErrorCode::kIo, what + " '" + path.string() + "': " + std::strerror(error));
+}
+
+// Writes `bytes` to `fd`, sets `mode` (exactly: the umask does not apply), fsyncs and closes it:
+// 0, or the errno of the first failure.
+int write_and_close(int fd, std::span<const std::uint8_t> bytes, mode_t mode) {
+  int error = ::fchmod(fd, mode) == 0 ? 0 : errno;
+  for (std::size_t written = 0; error == 0 && written < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      error = n < 0 ? errno : EIO;
+    else
+      written += static_cast<std::size_t>(n);
+  }
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  return error;
+}
+
+// Makes a new or replaced name in `directory` survive a crash.
+void sync_directory(const std::filesystem::path& directory) {
+  if (const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
 }
 
 // What a writer of `path` killed mid-write left (path.tmp.XXXXXX, a full-size checkpoint each
@@ -59,48 +84,51 @@ Result<std::vector<std::uint8_t>> read_file(const std::filesystem::path& path, s
   return bytes;
 }
 
-Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes, mode_t mode) {
+Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes, mode_t mode,
+                             IfExists if_exists) {
   std::error_code ec;
   const auto directory = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   std::filesystem::create_directories(directory, ec);
   if (ec) return make_error(ErrorCode::kIo, "cannot create '" + directory.string() + "': " + ec.message());
   remove_stale_temporaries(path);
   // A fresh name, created exclusively: a file or symlink someone left at a fixed name is neither
-  // followed nor reused (with its permissions). mkostemp creates it 0600; fchmod sets `mode`.
+  // followed nor reused (with its permissions). mkostemp creates it 0600, so a key is never
+  // readable by others, not even for a moment.
   std::string temporary = path.string() + ".tmp.XXXXXX";
   const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
   if (fd < 0) return io_error(temporary, "cannot create");
-  const auto fail = [&](const std::filesystem::path& where, const char* what) {
-    auto error = io_error(where, what);
-    ::close(fd);
+  if (const int error = write_and_close(fd, bytes, mode); error != 0) {
     ::unlink(temporary.c_str());
-    return error;
+    return io_error(path, "cannot write", error);
+  }
+  const auto refusal = [&] {
+    return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file '" + path.string() + "'");
   };
-  if (::fchmod(fd, mode) != 0) return fail(temporary, "cannot set the permissions of");
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(temporary, "cannot write");
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) return fail(temporary, "cannot fsync");
-  if (::close(fd) != 0) {
-    auto error = io_error(temporary, "cannot close");
+  if (if_exists == IfExists::kReplace) {
+    if (::rename(temporary.c_str(), path.c_str()) != 0) {
+      auto error = io_error(path, "cannot rename onto");
+      ::unlink(temporary.c_str());
+      return error;
+    }
+  } else {
+    // link() never replaces (a symlink at the path included).
+    const int linked = ::link(temporary.c_str(), path.c_str()) == 0 ? 0 : errno;
     ::unlink(temporary.c_str());
-    return error;
+    if (linked == EEXIST) return refusal();
+    if (linked == EPERM || linked == EOPNOTSUPP || linked == ENOSYS || linked == EMLINK) {
+      // A file system without hard links (vfat, some FUSE and CIFS mounts): created exclusively in
+      // place, and removed if it cannot be written whole.
+      const int in_place = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (in_place < 0) return errno == EEXIST ? refusal() : io_error(path, "cannot create");
+      if (const int error = write_and_close(in_place, bytes, mode); error != 0) {
+        ::unlink(path.c_str());
+        return io_error(path, "cannot write", error);
+      }
+    } else if (linked != 0) {
+      return io_error(path, "cannot create", linked);
+    }
   }
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    auto error = io_error(path, "cannot rename onto");
-    ::unlink(temporary.c_str());
-    return error;
-  }
-  // Make the rename itself durable.
-  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  sync_directory(directory);
   return {};
 }
 

@@ -21,12 +21,19 @@ namespace ballot {
 Result<std::vector<std::uint8_t>> read_file(const std::filesystem::path& path, std::uint64_t max_bytes,
                                             std::string_view what);
 
-// Replaces `path` with `bytes` atomically: a temporary file beside it of a fresh name, created
-// exclusively (its directory is created if needed), is written, fsynced and renamed over it, and
-// the directory is fsynced, so after a crash the path holds the old file or the whole new one; on
-// an error the temporary file is removed, and one a killed writer left is removed by the next write
-// once it is ten minutes old. `mode`: the new file's permissions, exactly (not reduced by the umask).
-Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes,
-                             mode_t mode = 0600);
+// What write_file_atomically does with a file already at the path.
+enum class IfExists {
+  kReplace,  // rename over it
+  kRefuse,   // kInvalidArgument "refusing to overwrite existing file" (keys, certificates)
+};
+
+// Writes `path` atomically: a temporary file beside it of a fresh name, created exclusively (its
+// directory is created if needed), is written, fsynced and renamed over it (kReplace) or linked to
+// it (kRefuse), and the directory is fsynced, so after a crash the path holds the old file (or none)
+// or the whole new one; on an error the temporary file is removed, and one a killed writer left is
+// removed by the next write once it is ten minutes old. `mode`: the new file's permissions, exactly
+// (not reduced by the umask).
+Status write_file_atomically(const std::filesystem::path& path, std::span<const std::uint8_t> bytes, mode_t mode = 0600,
+                             IfExists if_exists = IfExists::kReplace);
 
 }  // namespace ballot

@@ -10,7 +10,6 @@
 
 #include <cerrno>
 #include <charconv>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <sstream>
@@ -43,73 +42,12 @@ Result<std::string> read_file(const fs::path& path) {
   return data;
 }
 
-// Writes `data` to `fd`, sets `mode` (the umask may have removed bits, never added: the mode is
-// exact), fsyncs and closes it: 0, or the errno of the first failure.
-int write_and_close(int fd, const std::string& data, mode_t mode) {
-  int error = 0;
-  std::size_t written = 0;
-  while (written < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = n < 0 ? errno : EIO;
-      break;
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (error == 0 && (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0)) error = errno;
-  if (::close(fd) != 0 && error == 0) error = errno;
-  return error;
-}
-
-Error io_error(const std::string& what, const fs::path& path, int error) {
-  return make_error(ErrorCode::kIo, what + " " + quoted(path) + ": " + std::strerror(error));
-}
-
-Error refusal(const fs::path& path) {
-  return make_error(ErrorCode::kInvalidArgument, "refusing to overwrite existing file " + quoted(path));
-}
-
-void sync_directory_of(const fs::path& path) {
-  const auto directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  if (const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
-    ::fsync(dir_fd);  // the new name survives a crash
-    ::close(dir_fd);
-  }
-}
-
-// Never overwrites, and the path appears whole or not at all: the bytes go to a temporary file of a
-// fresh name beside it (created 0600, so a key is never readable by others, not even for a moment),
-// which is then linked to the path (link fails if the path exists, a symlink included) and removed.
-// A write cut short (a full disk, the process killed) leaves no file at the path, so running the
-// same command again does not find a torn one it refuses to overwrite. On a file system without
-// hard links (vfat, some FUSE and CIFS mounts) the file is created exclusively in place instead,
-// and removed if it cannot be written whole.
+// Never overwrites, and the path appears whole or not at all (core/file_io.h), so a write cut short
+// (a full disk, the process killed) leaves no torn file that the same command, run again, would
+// refuse to overwrite.
 Status write_new_file(const fs::path& path, const std::string& data, mode_t mode) {
-  std::string temporary = path.string() + ".tmp.XXXXXX";
-  const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
-  if (fd < 0) return io_error("cannot create", path, errno);
-  if (const int error = write_and_close(fd, data, mode); error != 0) {
-    ::unlink(temporary.c_str());
-    return io_error("cannot write", path, error);
-  }
-  const int linked = ::link(temporary.c_str(), path.c_str()) == 0 ? 0 : errno;
-  ::unlink(temporary.c_str());
-  if (linked == 0) {
-    sync_directory_of(path);
-    return {};
-  }
-  if (linked == EEXIST) return refusal(path);
-  if (linked != EPERM && linked != EOPNOTSUPP && linked != ENOSYS && linked != EMLINK)
-    return io_error("cannot create", path, linked);
-  const int in_place = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (in_place < 0) return errno == EEXIST ? refusal(path) : io_error("cannot create", path, errno);
-  if (const int error = write_and_close(in_place, data, mode); error != 0) {
-    ::unlink(path.c_str());
-    return io_error("cannot write", path, error);
-  }
-  sync_directory_of(path);
-  return {};
+  return write_file_atomically(path, std::span(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()), mode,
+                               IfExists::kRefuse);
 }
 
 std::string bio_to_string(BIO* bio) {

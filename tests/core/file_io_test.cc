@@ -89,6 +89,25 @@ TEST_F(FileIoTest, StaleTemporaryFilesOfThePathAreRemoved) {
   EXPECT_TRUE(std::filesystem::exists(dir_ / "latest.ckpt.tmp.toolong1"));
 }
 
+// kRefuse (keys, certificates) never replaces what is there, a symlink included, and leaves no
+// temporary file either way.
+TEST_F(FileIoTest, RefuseNeverOverwrites) {
+  std::filesystem::create_directories(dir_);
+  const auto path = dir_ / "node-1.key", link = dir_ / "node-2.key";
+  ASSERT_TRUE(write_file_atomically(path, std::vector<std::uint8_t>{1}, 0600, IfExists::kRefuse).ok());
+  const auto again = write_file_atomically(path, std::vector<std::uint8_t>{2}, 0600, IfExists::kRefuse);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(again.error().message.find("refusing to overwrite"), std::string::npos) << again.error().message;
+  EXPECT_EQ(read_file(path, 1, "key").value(), std::vector<std::uint8_t>{1});
+  std::filesystem::create_symlink(dir_ / "elsewhere", link);
+  EXPECT_FALSE(write_file_atomically(link, std::vector<std::uint8_t>{3}, 0600, IfExists::kRefuse).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "elsewhere"));
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir_)) ++entries;
+  EXPECT_EQ(entries, 2u);  // the key and the link: no temporary file
+}
+
 TEST_F(FileIoTest, AFailedWriteLeavesTheOldFileAndNoTemporaryFile) {
   std::filesystem::create_directories(dir_ / "d");
   const auto path = dir_ / "d" / "f";
