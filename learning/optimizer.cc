@@ -454,6 +454,7 @@ Result<double> default_learning_rate(std::string_view update_spec) {
     return make_error(ErrorCode::kInvalidArgument,
                       "unknown update rule '" + spec.name() + "' (known: " + joined_names(update_rule_table()) + ")");
   }
+  BALLOT_TRY(spec.check_known(key_set(entry->keys)));
   BALLOT_ASSIGN_OR_RETURN(const double momentum, spec.get_double("momentum", 0.0));
   BALLOT_TRY(check_unit("momentum", momentum));
   return momentum > 0.0 ? entry->properties.learning_rate_with_momentum : entry->properties.learning_rate;

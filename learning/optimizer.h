@@ -201,7 +201,8 @@ std::span<const UpdateRuleEntry> update_rule_table();
 // attack; signum (which moves by η per coordinate) takes sign's and ef_sign (η times the
 // gradient) sgd's, unmeasured: the values and the sweep are in docs/evaluation.md, "Default
 // learning rates". `ballot train`'s own default (TrainingOptions::lr) does not use these.
-// Errors: an update spec that does not parse or names no rule of make_optimizer.
+// Errors: an update spec that does not parse, names no rule of make_optimizer or has a key
+// that rule lacks.
 Result<double> default_learning_rate(std::string_view update_spec);
 // "constant:lr=<default_learning_rate> > cosine:rounds=<rounds>,min=0.05" (rounds > 0).
 Result<std::string> default_lr_schedule(std::string_view update_spec, std::uint64_t rounds);

@@ -549,6 +549,11 @@ TEST(UpdateRuleTable, EveryEntryBuildsStepsAndHasADefaultRate) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("known: sgd, heavyball, sign, signum, ef_sign"), std::string::npos);
   EXPECT_FALSE(default_learning_rate("adam").ok());
+  // A key the rule lacks is refused as make_optimizer refuses it, not read past.
+  const auto foreign = default_learning_rate("sign:momentum=0.9");
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.error().message.find("momentum"), std::string::npos) << foreign.error().message;
+  EXPECT_EQ(*default_learning_rate("sgd:momentum=0.9"), *default_learning_rate("sgd:momentum=0.5"));
 }
 
 TEST(UpdateRuleTable, DocsListEveryRule) {
