@@ -5,12 +5,15 @@
 namespace ballot::apps {
 namespace {
 
-// The launchers' variables, in the order they are tried.
+// The launchers' variables, innermost launcher first: a job step's processes inherit the
+// allocation's variables, so under `sbatch` + `mpirun` every rank sees the same SLURM_PROCID
+// (0 in a one-task step) beside its own OMPI_COMM_WORLD_RANK, and under `srun torchrun` the
+// same SLURM_PROCID beside torchrun's RANK. mpirun and torchrun never run Slurm inside them.
 constexpr struct {
   const char* rank;
   const char* size;
 } kLaunchers[] = {
-    {"SLURM_PROCID", "SLURM_NTASKS"}, {"RANK", "WORLD_SIZE"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}};
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"RANK", "WORLD_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}};
 
 std::optional<int> number(const char* name) {
   const char* text = std::getenv(name);
@@ -30,6 +33,7 @@ std::optional<LaunchRank> launch_rank_from_environment() {
       result.rank = *rank;
       result.world_size = number(launcher.size).value_or(0);
       result.source = launcher.rank;
+      result.size_source = launcher.size;
       return result;
     }
   }

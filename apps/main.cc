@@ -245,7 +245,8 @@ int run(int argc, char** argv) {
   node_cmd->add_option("--index", node_index, "Node index i (row i of G; node id i+1)")
       ->check(whole_number_for<std::size_t>());
   auto* launch_cmd = app.add_subcommand(
-      "launch", "Run the role given by the launcher's rank (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)");
+      "launch",
+      "Run the role given by the launcher's rank (OMPI_COMM_WORLD_RANK, RANK or SLURM_PROCID, innermost first)");
   launch_cmd->add_option("--cluster", cluster_file, "Cluster config JSON")->required();
   launch_cmd->add_option("--init", init_file, init_help)->check(CLI::ExistingFile);
 

@@ -451,7 +451,7 @@ int run_launch_command(const std::string& cluster_file, const std::string& init_
   const std::string malformed = malformed_launcher_variables();
   if (!rank) {
     return fail(make_error(ErrorCode::kInvalidArgument,
-                           "no launcher rank in the environment (SLURM_PROCID, RANK or OMPI_COMM_WORLD_RANK)" +
+                           "no launcher rank in the environment (OMPI_COMM_WORLD_RANK, RANK or SLURM_PROCID)" +
                                (malformed.empty() ? std::string() : "; not a rank or size: " + malformed)));
   }
   if (!malformed.empty()) {
@@ -474,7 +474,8 @@ int run_launch_command(const std::string& cluster_file, const std::string& init_
   // listen there, and the Python nodes (ballot.torch) dial the file's address.
   if (rank->world_size != 0 && static_cast<std::size_t>(rank->world_size) != config->training.nodes + 1) {
     return fail(make_error(ErrorCode::kInvalidArgument,
-                           rank->source + ": the launcher started " + std::to_string(rank->world_size) +
+                           rank->size_source + " (beside " + rank->source + "): the launcher started " +
+                               std::to_string(rank->world_size) +
                                " processes, the cluster needs n + 1 = " + std::to_string(config->training.nodes + 1)));
   }
   if (rank->rank == 0) return serve(*config);

@@ -7,14 +7,17 @@
 
 namespace ballot::bench {
 
-// Far larger than any last-level cache we run on (300 MiB reported on the development VM).
+// Far larger than any last-level cache we run on (32 MiB on the development VM's Zen 4; 300 MiB
+// on an earlier one).
 inline constexpr std::size_t kDramProbeBytes = std::size_t{1} << 30;
 // Small enough to stay in such a cache: the limit for cache-resident working sets.
 inline constexpr std::size_t kCacheProbeBytes = std::size_t{64} << 20;
 
-// Sum of 64-bit words, compiled for the best vector unit present (target_clones), so that it is
-// limited by memory and not by instruction throughput.
-std::uint64_t sum_words(const std::uint64_t* words, std::size_t count);
+// Reads `bytes` bytes once and returns a checksum of them (a sum of 64-bit words): explicit vectors
+// with independent accumulators, in the vector width (SSE2, AVX2, AVX-512) that reads memory
+// fastest on this CPU, timed once on first use, so that it is limited by memory and not by
+// instructions in every build type. The baseline of any benchmark that streams its input once.
+std::uint64_t read_all(const void* data, std::size_t bytes);
 
 // One core's read bandwidth in bytes per second: the best of `passes` sums over the first `bytes`
 // (at most kDramProbeBytes) of one cache-line aligned buffer allocated on first use. With

@@ -8,6 +8,8 @@
 //   kAvx512  AVX-512 F, BW, VL, DQ (and the kAvx2 set)
 // Every level computes bit-identical results to kScalar (the reference), except where a module's
 // contract says otherwise (robust rules: float rounding, docs/robust.md).
+// A level may run a kernel of the level below where that is faster on this CPU (the sign pack on
+// AMD Zen 4, which splits 512-bit operations: kernels/dispatch.cc).
 //
 // One switch caps the level, for tests and benchmarks that compare levels: set_isa_limit() (or a
 // ScopedIsaLimit). Its initial value comes from the environment variable BALLOT_ISA

@@ -35,17 +35,8 @@ using ballot::robust::InputMatrix;
 constexpr std::size_t kProbeBytes = ballot::bench::kDramProbeBytes;
 double g_read_bandwidth = 0;
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) float sum_floats(const float* x, std::size_t count) {
-  // Sixteen independent lanes so that the sum is limited by memory, not by the add latency.
-  float lanes[16] = {};
-  std::size_t i = 0;
-  for (; i + 16 <= count; i += 16)
-    for (std::size_t l = 0; l < 16; ++l) lanes[l] += x[i + l];
-  float total = 0;
-  for (; i < count; ++i) total += x[i];
-  for (float l : lanes) total += l;
-  return total;
-}
+// The baseline every rule is judged by: one read of its input (bench/read_probe.h).
+std::uint64_t read_floats(const float* x, std::size_t count) { return ballot::bench::read_all(x, 4 * count); }
 
 // One input matrix at a time (the largest is 400 MB), uniform in [-1, 1).
 const AlignedVector<float>& inputs_for(std::size_t n, std::size_t d) {
@@ -70,7 +61,7 @@ void set_rates(benchmark::State& state, double bytes) {
 void BM_ReadInput(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0)), d = static_cast<std::size_t>(state.range(1));
   const auto& data = inputs_for(n, d);
-  for (auto _ : state) benchmark::DoNotOptimize(sum_floats(data.data(), data.size()));
+  for (auto _ : state) benchmark::DoNotOptimize(read_floats(data.data(), data.size()));
   set_rates(state, 4.0 * n * d);
 }
 
@@ -81,9 +72,9 @@ void BM_ReadInputTwoThreads(benchmark::State& state) {
   const auto& data = inputs_for(n, d);
   const std::size_t half = (n / 2) * d;
   for (auto _ : state) {
-    float other = 0;
-    std::thread second([&] { other = sum_floats(data.data() + half, data.size() - half); });
-    const float first = sum_floats(data.data(), half);
+    std::uint64_t other = 0;
+    std::thread second([&] { other = read_floats(data.data() + half, data.size() - half); });
+    const std::uint64_t first = read_floats(data.data(), half);
     second.join();
     benchmark::DoNotOptimize(first + other);
   }

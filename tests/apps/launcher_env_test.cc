@@ -40,24 +40,30 @@ TEST_F(LauncherEnvironment, TorchrunStyle) {
   EXPECT_EQ(rank->source, "RANK");
 }
 
-TEST_F(LauncherEnvironment, SlurmComesFirstThenRankThenOpenMpi) {
-  set("OMPI_COMM_WORLD_RANK", "5");
-  set("OMPI_COMM_WORLD_SIZE", "6");
+// The innermost launcher wins: under `sbatch` + `mpirun` every MPI rank inherits the batch step's
+// SLURM_PROCID (0), and under `srun torchrun` every torchrun rank its task's.
+TEST_F(LauncherEnvironment, OpenMpiComesFirstThenRankThenSlurm) {
+  set("SLURM_PROCID", "0");
+  set("SLURM_NTASKS", "4");
   auto rank = launch_rank_from_environment();
   ASSERT_TRUE(rank.has_value());
-  EXPECT_EQ(rank->source, "OMPI_COMM_WORLD_RANK");
-  EXPECT_EQ(rank->world_size, 6);
+  EXPECT_EQ(rank->source, "SLURM_PROCID");
+  EXPECT_EQ(rank->size_source, "SLURM_NTASKS");
+  EXPECT_EQ(rank->rank, 0);
+  EXPECT_EQ(rank->world_size, 4);
   set("RANK", "2");
+  set("WORLD_SIZE", "4");
   rank = launch_rank_from_environment();
   ASSERT_TRUE(rank.has_value());
   EXPECT_EQ(rank->source, "RANK");
   EXPECT_EQ(rank->rank, 2);
-  set("SLURM_PROCID", "0");
-  set("SLURM_NTASKS", "4");
+  set("OMPI_COMM_WORLD_RANK", "3");
+  set("OMPI_COMM_WORLD_SIZE", "4");
   rank = launch_rank_from_environment();
   ASSERT_TRUE(rank.has_value());
-  EXPECT_EQ(rank->source, "SLURM_PROCID");
-  EXPECT_EQ(rank->rank, 0);
+  EXPECT_EQ(rank->source, "OMPI_COMM_WORLD_RANK");
+  EXPECT_EQ(rank->size_source, "OMPI_COMM_WORLD_SIZE");
+  EXPECT_EQ(rank->rank, 3);
   EXPECT_EQ(rank->world_size, 4);
 }
 
@@ -74,12 +80,12 @@ TEST_F(LauncherEnvironment, MalformedValuesAreIgnored) {
   ASSERT_TRUE(rank.has_value());
   EXPECT_EQ(rank->world_size, 0);  // unknown, and named for the warning
   EXPECT_EQ(malformed_launcher_variables(), "WORLD_SIZE='many'");
-  // A malformed Slurm rank falls through to the next launcher.
-  set("SLURM_PROCID", "abc");
+  // A malformed Open MPI rank falls through to the next launcher.
+  set("OMPI_COMM_WORLD_RANK", "abc");
   const auto fallback = launch_rank_from_environment();
   ASSERT_TRUE(fallback.has_value());
   EXPECT_EQ(fallback->source, "RANK");
-  EXPECT_EQ(malformed_launcher_variables(), "SLURM_PROCID='abc', WORLD_SIZE='many'");
+  EXPECT_EQ(malformed_launcher_variables(), "OMPI_COMM_WORLD_RANK='abc', WORLD_SIZE='many'");
 }
 
 }  // namespace

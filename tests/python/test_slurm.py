@@ -51,4 +51,4 @@ def test_srun_with_the_wrong_task_count_is_refused(slurm, tmp_path):
     done = srun(slurm, 2, [PROGRAM, "launch", "--cluster", cluster.file], tmp_path / "logs", timeout=120)
     logs = "".join(task_logs(tmp_path / "logs", 2))
     assert done.returncode != 0
-    assert "SLURM_PROCID: the launcher started 2 processes, the cluster needs n + 1 = 4" in logs, logs[-2000:]
+    assert "SLURM_NTASKS (beside SLURM_PROCID): the launcher started 2 processes, the cluster needs n + 1 = 4" in logs, logs[-2000:]

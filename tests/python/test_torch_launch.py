@@ -283,8 +283,11 @@ def test_torchrun_starts_the_server_and_the_nodes_as_on_many_machines(make_run, 
 def test_mpirun_starts_the_server_and_the_nodes(make_run):
     run = make_run("mpirun")
     wrapper, env = launcher_task(run, MPI_WRAPPER)
-    for variable in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):  # mpirun's rank must decide
+    for variable in ("RANK", "WORLD_SIZE"):
         env.pop(variable, None)
+    # As under `sbatch` + `mpirun`: every MPI rank inherits the batch step's Slurm rank (0), and
+    # mpirun's own rank must decide (read first, it was not: every rank became the server).
+    env.update({"SLURM_PROCID": "0", "SLURM_NTASKS": str(run.nodes + 1)})
     as_root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     run.start("mpirun", ["mpirun", *as_root, "--oversubscribe", "-np", run.nodes + 1, wrapper], env)
     check_launched_run(run, run.wait(timeout=150)["mpirun"])

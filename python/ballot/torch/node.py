@@ -191,10 +191,11 @@ class Node:
             return int(index)
         if os.environ.get(INDEX_VARIABLE) is not None:
             return int(os.environ[INDEX_VARIABLE])
-        # Under a launcher, as `ballot launch` reads it: rank 0 is the server. In a group, RANK is
+        # Under a launcher, as `ballot launch` reads it, innermost launcher first (under sbatch +
+        # mpirun every rank inherits one SLURM_PROCID): rank 0 is the server. In a group, RANK is
         # the group's own (its torchrun's), not the cluster's.
-        variables = ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK") if self._grouped else (
-            "SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK")
+        variables = ("OMPI_COMM_WORLD_RANK", "SLURM_PROCID") if self._grouped else (
+            "OMPI_COMM_WORLD_RANK", "RANK", "SLURM_PROCID")
         for variable in variables:  # the first one set wins, as in `ballot launch`
             if os.environ.get(variable, "").isdigit():
                 if int(os.environ[variable]) == 0:
