@@ -122,7 +122,8 @@ class Progress {
     const bool missing_changed = report.missing != last_missing_ || report.quarantined != last_quarantined_;
     last_missing_ = report.missing;
     last_quarantined_ = report.quarantined;
-    if (!report.evaluated && !missing_changed && report.round % 25 != 0) return;
+    // The first round, then every 25th as displayed (1-based: 25, 50, …, where evaluations fall).
+    if (!report.evaluated && !missing_changed && report.round != 0 && (report.round + 1) % 25 != 0) return;
     const auto list = [](const std::vector<std::size_t>& nodes) {
       std::string text;
       for (auto node : nodes) {
@@ -271,6 +272,14 @@ int run_train(TrainCommand command) {
     if (auto status = require_builtin_nodes(config.training); !status.ok()) return fail(status.error());
   }
   if (command.lockstep || command.simulate) {
+    // The in-process engines keep no keys, logs or checkpoints; of the work directory they use
+    // the metrics file, which goes there unless --metrics names another (no --work-dir: none).
+    if (!command.work_dir.empty() && config.metrics.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(command.work_dir, ec);
+      if (ec) return fail(make_error(ErrorCode::kIo, "--work-dir '" + command.work_dir + "': " + ec.message()));
+      config.metrics = std::filesystem::path(command.work_dir) / "metrics.jsonl";
+    }
     if (auto status = check_metrics_file(config.metrics); !status.ok()) return fail(status.error());
   }
   if (command.lockstep) {

@@ -13,12 +13,14 @@
 #   scripts/vcluster.sh addr I                 host I's address (198.18.0.(I+1), in 198.18.0.0/15,
 #                                              the range set aside for benchmarks, RFC 2544)
 #   scripts/vcluster.sh bytes NAME I           "rx tx" bytes of host I's interface so far
+#   scripts/vcluster.sh bytes NAME             "I rx tx" for every host, one line each, all read
+#                                              at one moment (from the switch's ports)
 #   scripts/vcluster.sh run K RATE -- CMD…     create a fresh cluster, run CMD in the root
 #                                              namespace with VCLUSTER_NAME / VCLUSTER_HOSTS set,
 #                                              destroy it whatever happens; exits with CMD's status
 #
 # Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN, for `ip netns`); without them it prints why and
-# exits 77 (the "skipped" code ctest is told about). Every loop is bounded by K ≤ 64.
+# exits 77 (the "skipped" code: tests/python/test_hosts.py and bench/cluster/run.py skip on it). Every loop is bounded by K ≤ 64.
 set -euo pipefail
 
 readonly kSkip=77
@@ -58,13 +60,33 @@ check_count() {
 
 addr() { echo "$kPrefix.$(($1 + 1))"; }
 
-# tbf needs a bucket that holds at least one timer tick of traffic at the rate (the kernel's
-# timer is 1-4 ms): 1 Mbyte covers 10 Gbit/s at 1 ms with room. The queue limit is what the
-# link may buffer before it drops, like a switch port's buffer.
+# tbf's bucket is what a link sends at full speed after an idle moment: 1 ms of traffic at the
+# rate (tbf's watchdog is a high-resolution timer), and at least 64 KiB, the largest segment the
+# kernel hands a veth (a bucket smaller than one segment would split it). A larger bucket lets
+# short messages between pauses through faster than the rate (1 MiB at 1 Gbit/s: 8 ms free after
+# every pause), which favours a protocol of short messages over a long stream. The queue limit
+# is what the link may buffer before it drops, like a switch port's buffer.
+burst_bytes() {
+  local rate=$1 number unit bits
+  number=${rate%%[kmg]bit}
+  number=${number%bit}
+  unit=${rate#"$number"}
+  case "$unit" in
+    bit) bits=1 ;;
+    kbit) bits=1000 ;;
+    mbit) bits=1000000 ;;
+    gbit) bits=1000000000 ;;
+  esac
+  # rate × 1 ms in bytes, whole numbers only (a rate like 2.5gbit is rounded down to 2gbit here).
+  local bytes=$((${number%%.*} * bits / 8 / 1000))
+  echo $((bytes > 65536 ? bytes : 65536))
+}
+
 shape() {
   local ns=$1 dev=$2 rate=$3
   [[ "$rate" == none ]] && return 0
-  ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst 1mb limit 8mb
+  # VCLUSTER_BURST (bytes) overrides the bucket, to measure what it changes.
+  ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "${VCLUSTER_BURST:-$(burst_bytes "$rate")}" limit 8mb
 }
 
 create() {
@@ -73,7 +95,12 @@ create() {
   check_count "$count"
   [[ "$rate" == none || "$rate" =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || die "RATE like 1gbit, 10gbit, 100mbit or none: '$rate'"
   local sw="$name-sw"
-  ip netns add "$sw"
+  # Claiming the switch's name is the check that the cluster does not exist: atomic, so two
+  # creates of one name cannot both go on (and neither removes the other's cluster).
+  [[ -e "/run/netns/$sw" ]] && die "a cluster '$name' exists already (destroy it first)"
+  ip netns add "$sw" || die "cannot create namespace '$sw' (made by a create of '$name' running beside this one?)"
+  # From here on a half-made cluster is removed before the error is reported.
+  trap 'status=$?; if ((status != 0)); then destroy "$name"; fi' EXIT
   ip -n "$sw" link set lo up
   ip -n "$sw" link add br0 type bridge
   ip -n "$sw" link set br0 up
@@ -123,11 +150,12 @@ case "$cmd" in
     (($# >= 2)) || die "usage: create NAME K [RATE]"
     require_privileges
     check_name "$1"
-    if ip netns list | grep -q "^$1-sw\b"; then die "a cluster '$1' exists already (destroy it first)"; fi
-    # A half-made cluster is removed before the error is reported.
-    cluster=$1  # the trap runs in whatever function exits, so not "$1" there
-    trap 'status=$?; if ((status != 0)); then destroy "$cluster"; fi' EXIT
+    # bash runs the EXIT trap on exit, not when a signal kills it: these make a signal an exit.
+    trap 'exit 143' TERM
+    trap 'exit 129' HUP
+    trap 'exit 130' INT
     create "$@"
+    trap - EXIT
     ;;
   destroy)
     (($# == 1)) || die "usage: destroy NAME"
@@ -152,9 +180,18 @@ case "$cmd" in
     addr "$1"
     ;;
   bytes)
-    (($# == 2)) || die "usage: bytes NAME I"
-    ns=$(host_ns "$1" "$2")
-    echo "$(ip netns exec "$ns" cat /sys/class/net/eth0/statistics/rx_bytes) $(ip netns exec "$ns" cat /sys/class/net/eth0/statistics/tx_bytes)"
+    (($# == 1 || $# == 2)) || die "usage: bytes NAME [I]"
+    if (($# == 2)); then
+      ns=$(host_ns "$1" "$2")
+      echo "$(ip netns exec "$ns" cat /sys/class/net/eth0/statistics/rx_bytes) $(ip netns exec "$ns" cat /sys/class/net/eth0/statistics/tx_bytes)"
+    else
+      check_name "$1"
+      # Switch port p<I> is host I's cable: what the port received the host sent, and the reverse.
+      # One process reads every counter, so they describe one moment.
+      ip netns exec "$1-sw" sh -c 'for port in /sys/class/net/p[0-9]*; do
+        i=${port##*/p}; echo "$i $(cat "$port/statistics/tx_bytes") $(cat "$port/statistics/rx_bytes")"
+      done' | sort -n
+    fi
     ;;
   run)
     (($# >= 4)) && [[ "$3" == -- ]] || die "usage: run K RATE -- CMD..."
@@ -165,12 +202,23 @@ case "$cmd" in
     require_privileges
     # A name unique to this run, so that parallel tests do not meet.
     name="vc$(printf '%05d' $(($$ % 100000)))"
-    trap 'destroy "$name"' EXIT
-    trap 'exit 130' INT TERM
-    if ip netns list | grep -q "^$name-sw\b"; then destroy "$name"; fi  # left by a killed run whose pid we reuse
+    if [[ -e "/run/netns/$name-sw" ]]; then destroy "$name"; fi  # left by a killed run whose pid we reuse
+    trap 'exit 143' TERM
+    trap 'exit 129' HUP
+    trap 'exit 130' INT
     create "$name" "$count" "$rate"
+    trap 'destroy "$name"' EXIT
+    # CMD runs in the background so that a signal is handled at once (bash waits for a foreground
+    # command before it runs a trap); the signal is passed on to CMD, then the cluster goes.
+    child=
+    forward() { [[ -n "$child" ]] && kill "-$1" "$child" 2>/dev/null; exit "$2"; }
+    trap 'forward TERM 143' TERM
+    trap 'forward INT 130' INT
+    trap 'forward HUP 129' HUP
+    VCLUSTER_NAME=$name VCLUSTER_HOSTS=$count VCLUSTER_RATE=$rate VCLUSTER_SCRIPT=$(readlink -f "$0") "$@" &
+    child=$!
     status=0
-    VCLUSTER_NAME=$name VCLUSTER_HOSTS=$count VCLUSTER_RATE=$rate VCLUSTER_SCRIPT=$(readlink -f "$0") "$@" || status=$?
+    wait "$child" || status=$?
     exit "$status"
     ;;
   *)

@@ -25,14 +25,17 @@ one pass over d floats per gradient, so that communication and the CPU work arou
   gloo      torch.distributed all_reduce of the d floats over gloo between hosts 1..n: no TLS,
             no signatures (the baseline users run today, like DDP's gradient allreduce)
 
-Per round: the mean wall time of the steady rounds (the first and last are left out), the bytes
-on the wire from /sys/class/net/eth0/statistics of each host (server host and the mean node
-host, both directions), the cost model's bytes, and each process's CPU seconds (wait4 rusage).
+Per round: the median wall time of the steady rounds (the first and last are left out; the mean
+is in results.json), the bytes each host's interface counted (from the switch's ports, all read
+at one moment; veth counts a segmentation-offloaded super-packet's headers once, so real Ethernet
+carries a few percent more; server host and the mean node host, both directions), the cost model's bytes, and each process's CPU seconds (wait4 rusage).
 Writes results.json and plot.svg into --out and prints a Markdown table.
 """
 import argparse
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -54,9 +57,13 @@ def addr(i):
     return f"198.18.0.{i + 1}"
 
 
-def counters(name, host):
-    rx, tx = sh(VCLUSTER, "bytes", name, str(host), capture=True).stdout.split()
-    return int(rx), int(tx)
+def counters(name):
+    """{host: (rx, tx)} of every host, read by one process at one moment."""
+    out = {}
+    for line in sh(VCLUSTER, "bytes", name, capture=True).stdout.splitlines():
+        host, rx, tx = (int(v) for v in line.split())
+        out[host] = (rx, tx)
+    return out
 
 
 def spawn(name, host, argv, log):
@@ -159,24 +166,44 @@ def run_ballot(args, name, work, n, d, path, rounds):
     nodes = [spawn(name, i + 1, [args.ballot, "node", "--cluster", file, "--index", str(i)],
                    os.path.join(work, f"{path}-node-{i}.log")) for i in range(n)]
     # Counters from the end of round 1 on: connection set-up and the first round are left out.
-    start_lines, before = None, None
+    # The rounds finished are read before and after the counters: a sample taken while a round
+    # ended is taken again, so that the bytes and the CPU belong to the rounds they are divided by.
+    # Rounds shorter than a sample (a few ms) may never leave one whole: after 20 tries, or when
+    # the run ends first, the last sample is kept, and how many rounds ended during it is recorded ("sample_spanned").
+    start_lines, before, spanned, tries = None, None, 0, 0
     until = time.monotonic() + args.timeout
     while time.monotonic() < until and alive(server):
-        lines = metric_lines(metrics)
-        if len(lines) >= 1:
-            before = [counters(name, h) for h in hosts]
-            cpu_before = [cpu_seconds(p) for p in [server] + nodes]
-            start_lines = len(lines)
-            break
+        lines = len(metric_lines(metrics))
+        if lines >= 1:
+            sample = counters(name)
+            cpu_sample = [cpu_seconds(p) for p in [server] + nodes]
+            spanned = len(metric_lines(metrics)) - lines
+            tries += 1
+            before, cpu_before, start_lines = [sample[h] for h in hosts], cpu_sample, lines
+            if spanned == 0 or tries == 20:
+                break
+            continue
         time.sleep(0.02)
     server_cpu, status = reap(server, max(1.0, until - time.monotonic()))
-    after = [counters(name, h) for h in hosts]
-    node_cpu = [reap(p, 20)[0] for p in nodes]
+    after = counters(name)
+    after = [after[h] for h in hosts]
+    node_reaped = [reap(p, 20) for p in nodes]
+    node_cpu = [cpu for cpu, _ in node_reaped]
+    node_status = [code for _, code in node_reaped]
     lines = metric_lines(metrics)
-    if status != 0 or before is None or len(lines) != rounds:
-        raise RuntimeError(f"ballot {path} n={n} d={d}: server status {status}, {len(lines)} rounds; see {work}")
+    if status != 0 or before is None or len(lines) != rounds or any(code != 0 for code in node_status):
+        raise RuntimeError(f"ballot {path} n={n} d={d}: server status {status}, node statuses {node_status} "
+                           f"(None: killed after 20 s), {len(lines)} of {rounds} rounds; see {work}")
+    # Every round must have had every node's vote: a node lost mid-run would shorten the rounds
+    # (deadline rounds) and the bytes without failing anything else.
+    short = [line.get("round") for line in lines if len(line.get("missing") or []) != 0]
+    if short:
+        raise RuntimeError(f"ballot {path} n={n} d={d}: rounds {short[:5]} missed votes; see {work}")
     steady = [line["seconds"] for line in lines[1:-1]]
     counted = rounds - start_lines
+    if counted < 3:
+        raise RuntimeError(f"ballot {path} n={n} d={d}: only {counted} rounds after the first sample "
+                           f"(rounds {rounds}); give more --rounds")
     # CPU of the rounds after start_lines only (start-up left out): all hosts share this machine's
     # cores, so their sum over the cores is a floor of the round on this machine.
     server_steady = (server_cpu - cpu_before[0]) / counted
@@ -190,6 +217,7 @@ def run_ballot(args, name, work, n, d, path, rounds):
         "server_cpu": server_cpu / rounds, "node_cpu": statistics.mean(node_cpu) / rounds,
         "server_cpu_steady": server_steady, "node_cpu_steady": statistics.mean(node_steady),
         "cpu_floor": (server_steady + sum(node_steady)) / os.cpu_count(),
+        "sample_spanned": spanned,
         "bytes_per_vote": lines[-1].get("bytes_per_vote"),
         "bytes_per_decision": lines[-1].get("bytes_per_decision"),
     }
@@ -204,7 +232,8 @@ def run_gloo(args, name, work, n, d, rounds):
     GLOO_RUNS[0] += 1
     port = str(29700 + GLOO_RUNS[0])
     script = os.path.join(HERE, "gloo_allreduce.py")
-    before = [counters(name, h) for h in hosts]
+    before = counters(name)
+    before = [before[h] for h in hosts]
     procs = [spawn(name, r + 1, [PYTHON, script, str(r), str(n), addr(1), port, str(d), str(rounds), "1"],
                    os.path.join(work, f"gloo-{r}.log")) for r in range(n)]
     cpu = []
@@ -213,7 +242,8 @@ def run_gloo(args, name, work, n, d, rounds):
         c, s = reap(p, args.timeout)
         cpu.append(c)
         status.append(s)
-    after = [counters(name, h) for h in hosts]
+    after = counters(name)
+    after = [after[h] for h in hosts]
     with open(os.path.join(work, "gloo-0.log")) as f:
         out = [line for line in f if line.startswith("{")]
     if any(s != 0 for s in status) or not out:
@@ -270,13 +300,26 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results = []
     work = tempfile.mkdtemp(prefix="ballot-bench-cluster-")
+    # A SIGTERM (a supervisor's, a timeout's) must run the finally blocks that remove the hosts,
+    # which Python's default handler for it does not.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    measure(args, work, results)  # on an error its logs stay in `work` (the error names it)
+    shutil.rmtree(work, ignore_errors=True)  # it holds the run's CA key
+    print_table(results)
+    plot(results, os.path.join(args.out, "plot.svg"))
+    return 0
+
+
+def measure(args, work, results):
     for rate in args.rate:
         for d in (int(x) for x in args.d):
             for n in args.n:
                 make_keys(args.ballot, work, max(args.n))
-                name = f"bc{os.getpid() % 100000:05d}"
-                sh(VCLUSTER, "create", name, str(n + 1), rate)
+                name = f"b{os.getpid() % 10 ** 7:07d}"  # unique: pid_max is at most 2^22
+                created = False
                 try:
+                    sh(VCLUSTER, "create", name, str(n + 1), rate)
+                    created = True
                     for rep in range(args.repeat):
                         for path in args.paths:
                             rounds = args.fp32_rounds if path == "fp32" else args.rounds
@@ -294,10 +337,8 @@ def main():
                             with open(os.path.join(args.out, "results.json"), "w") as f:
                                 json.dump(results, f, indent=1)
                 finally:
-                    sh(VCLUSTER, "destroy", name)
-    print_table(results)
-    plot(results, os.path.join(args.out, "plot.svg"))
-    return 0
+                    if created:
+                        sh(VCLUSTER, "destroy", name)
 
 
 COLOURS = {"vote": "#1b9e77", "vote2": "#a6d854", "relay": "#e7298a", "exchange": "#66a61e", "fp32": "#d95f02",

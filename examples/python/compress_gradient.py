@@ -15,11 +15,20 @@ for spec in ["fp32", "topk:ratio=0.01", "qsgd:s=16", "terngrad", "onebit", "scal
     decoded = codec.decode(data, layout)
     error = float(np.linalg.norm(decoded - gradient) / np.linalg.norm(gradient))
     print(f"{codec.spec:40s} {len(data):8d} bytes ({4 * gradient.size / len(data):5.1f}x smaller), error {error:.3f}")
+    assert decoded.dtype == np.float32 and decoded.shape == gradient.shape
+    if spec == "fp32":
+        # fp32 is the uncompressed reference: exact, at the 24-byte header plus 4 bytes a coordinate.
+        assert error == 0.0 and len(data) == 24 + 4 * gradient.size, (error, len(data))
+    else:
+        assert len(data) < 4 * gradient.size, (spec, len(data))
 
 ef = codecs.Codec("topk:ratio=0.01,ef=1")
 for step in range(3):
     ef.encode(gradient, layout)
-print("error-feedback memory norm after 3 steps:", float(np.linalg.norm(ef.memory)))
+memory_norm = float(np.linalg.norm(ef.memory))
+print("error-feedback memory norm after 3 steps:", memory_norm)
+# Top-k sends 1% of the coordinates a step; the memory keeps what it did not send.
+assert np.isfinite(memory_norm) and memory_norm > 0.0
 state = ef.save_state()
 restored = codecs.Codec("topk:ratio=0.01,ef=1")
 restored.load_state(state, layout)
