@@ -1,5 +1,7 @@
 #include "runtime/cluster_config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,23 @@ namespace {
 using Json = nlohmann::json;
 
 Error config_error(const std::string& why) { return make_error(ErrorCode::kInvalidArgument, "cluster config: " + why); }
+
+// A host as the transport takes it: an IPv4 or IPv6 address, or a DNS name. Caught here, not as a
+// node that dials a name that cannot exist for as long as it retries.
+Status check_host(const std::string& host, const std::string& where) {
+  if (host.empty()) return config_error(where + " is empty");
+  if (host.find_first_of("[],") != std::string::npos) {
+    return config_error(where + " '" + host +
+                        "' is not one host: a Slurm node list? Write one host per entry (`scontrol show "
+                        "hostnames \"$SLURM_JOB_NODELIST\"` lists them)");
+  }
+  const bool valid = host.size() <= 253 && std::all_of(host.begin(), host.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == ':' ||
+                              c == '_' || c == '%';
+                     });
+  if (!valid) return config_error(where + " '" + host + "' is not an IP address or a host name");
+  return {};
+}
 
 Status check_keys(const Json& object, const std::set<std::string>& known, const std::string& where) {
   for (const auto& [key, value] : object.items()) {
@@ -77,6 +96,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
     if (!server->is_object()) return config_error("'server' must be an object");
     BALLOT_TRY(check_keys(*server, {"host", "port", "io_threads"}, "'server'"));
     BALLOT_TRY(read(*server, "host", config.server_host));
+    BALLOT_TRY(check_host(config.server_host, "'server.host'"));
     BALLOT_TRY(read(*server, "port", config.server_port));
     BALLOT_TRY(read(*server, "io_threads", config.server_io_threads));
     if (config.server_io_threads < 1 || config.server_io_threads > 64) {
@@ -92,6 +112,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
       BALLOT_TRY(read(node, "host", address.host));
       BALLOT_TRY(read(node, "port", address.port));
       if (address.port == 0) return config_error("every entry of 'nodes' needs a port");
+      BALLOT_TRY(check_host(address.host, "'nodes[" + std::to_string(config.nodes.size()) + "].host'"));
       config.nodes.push_back(std::move(address));
     }
   }

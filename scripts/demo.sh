@@ -7,6 +7,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh release
+BUILD_TARGET=ballot scripts/build.sh release  # the program only: not the tests and benchmarks
 build/release/apps/ballot info
 exec build/release/apps/ballot train "$@"

@@ -738,9 +738,22 @@ Status TlsTransport::Impl::start() {
   }
   if (options_.listen) {
     asio::error_code ec;
-    const auto address = asio::ip::make_address(options_.listen_host, ec);
-    if (ec) return make_error(ErrorCode::kInvalidArgument, "bad listen address '" + options_.listen_host + "'");
-    const tcp::endpoint endpoint(address, options_.listen_port);
+    tcp::endpoint endpoint;
+    if (const auto address = asio::ip::make_address(options_.listen_host, ec); !ec) {
+      endpoint = tcp::endpoint(address, options_.listen_port);
+    } else {
+      // A host name (a cluster file written from a Slurm node list names hosts): the first
+      // address it resolves to, which must be one of this machine's (bind says so otherwise).
+      tcp::resolver resolver(io_);
+      const auto results = resolver.resolve(options_.listen_host, std::to_string(options_.listen_port), ec);
+      if (ec || results.empty()) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "cannot resolve the listen host '" + options_.listen_host +
+                              "': " + (ec ? ec.message() : std::string("no address")) +
+                              " (give an address of this machine or a name that resolves to one)");
+      }
+      endpoint = results.begin()->endpoint();
+    }
     const std::string where = options_.listen_host + ":" + std::to_string(options_.listen_port);
     if (acceptor_.open(endpoint.protocol(), ec); ec)
       return make_error(ErrorCode::kIo, "cannot open " + where + ": " + ec.message());

@@ -253,7 +253,8 @@ void BM_CoordinateRule(benchmark::State& state) {
 // choice on the host and the value's kernel (cuBLAS handle creation included, as a caller pays
 // it). The fraction is of one read of the n·d floats; the SGEMM's n²·d multiply-adds (both
 // triangles) make it compute-bound above n ≈ 40 on an H100 (67 TFLOP/s fp32 against 3.35 TB/s:
-// 5 multiply-adds per byte), so the read is the limit only for small n.
+// 20 flop, 10 multiply-adds per byte; the SGEMM does n/4 per byte read), so the read is the limit
+// only for small n.
 void BM_Krum(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto d = static_cast<std::size_t>(state.range(1));

@@ -111,6 +111,11 @@ def main():
     print(f"torch nodes: {b * 1e3:8.1f} ms/round  ({b / a:.2f}x, difference {(b - a) * 1e3:.1f} ms)")
     print(f"beside it: the torch model's own forward/backward {step * 1e3:.1f} ms per partition; the C++ synthetic "
           f"model's gradient is one pass ({one_pass * 1e3:.1f} ms at {4 * args.d / one_pass / 1e9:.1f} GB/s)")
+    # The identity code gives each node one partition a round: what the torch model costs over the
+    # C++ model's pass is taken off the difference, and the rest is the node's own overhead.
+    left = (b - a) - (step - one_pass)
+    print(f"the node's overhead: {left * 1e3:.1f} ms per round, {left / one_pass:.1f} passes over the {args.d} floats")
+
 
 if __name__ == "__main__":
     main()

@@ -31,6 +31,13 @@ TEST(ClusterConfig, ParsesAndRoundTrips) {
   ASSERT_TRUE(every_round.ok()) << every_round.error().to_string();
   EXPECT_FALSE(every_round->skip_absent);
   EXPECT_FALSE(parse_cluster_config(to_json(*every_round))->skip_absent);
+
+  // Host names and IPv6 addresses (with a zone) are hosts.
+  for (const char* host : {"localhost", "node01.cluster.example", "fe80::1%eth0", "::1"}) {
+    const auto named = parse_cluster_config(std::string(R"({"server": {"host": ")") + host + R"("}})");
+    ASSERT_TRUE(named.ok()) << host << ": " << named.error().to_string();
+    EXPECT_EQ(named->server_host, host);
+  }
 }
 
 TEST(ClusterConfig, ErrorsNameTheProblem) {
@@ -53,6 +60,11 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
       {R"({"server": {"io_threads": 0}})", "'server.io_threads' must be in 1..64"},
       {R"({"skip_absent": 1})", "'skip_absent' must be"},
       {R"({"training": {"attack": "meteor"}})", "unknown attack 'meteor'"},
+      // Hosts: caught when the file is read, not as a node dialling a name forever.
+      {R"({"server": {"host": ""}})", "'server.host' is empty"},
+      {R"({"server": {"host": "node[01-04]"}})", "a Slurm node list?"},
+      {R"({"nodes": [{"host": "10.0.0.1", "port": 1}, {"host": "a b", "port": 2}]})",
+       "'nodes[1].host' 'a b' is not an IP address or a host name"},
   };
   for (const auto& [text, expected] : cases) {
     auto config = parse_cluster_config(text);

@@ -55,6 +55,27 @@ class TlsTransportTest : public ::testing::Test {
   Signer node3_signer_{node3_.key, kJob, 3, Role::kNode};
 };
 
+// A cluster file may name hosts (one written from a Slurm node list does): the listener resolves
+// a name as a dialler does; a name that resolves to nothing is a named error, not a crash.
+TEST_F(TlsTransportTest, ListensOnAHostName) {
+  auto server_options = tls_options(nullptr);
+  server_options.listen_host = "localhost";
+  auto server = TlsTransport::create(pki_.credentials(0), pki_.registry(), server_options);
+  ASSERT_TRUE(server.ok()) << server.error().to_string();
+  auto node_options = tls_options(nullptr);
+  node_options.listen = false;
+  node_options.dial[0] = PeerAddress{"localhost", (*server)->port()};
+  auto node = TlsTransport::create(pki_.credentials(1), pki_.registry(), node_options);
+  ASSERT_TRUE(node.ok()) << node.error().to_string();
+  EXPECT_TRUE((*node)->wait_connected(0, 3000ms).ok());
+
+  server_options.listen_host = "no-such-host.invalid";  // RFC 2606: never resolves
+  auto unknown = TlsTransport::create(pki_.credentials(0), pki_.registry(), server_options);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("cannot resolve the listen host 'no-such-host.invalid'"), std::string::npos)
+      << unknown.error().message;
+}
+
 TEST_F(TlsTransportTest, ClientWithoutCertificateIsRefused) {
   RawTlsClient client(cluster_->tls_server().port(), nullptr, pki_.credentials(1).ca_certificate_der);
   (void)client.connect();  // TLS 1.3: the client may finish before the server rejects it
