@@ -84,8 +84,27 @@ Status read_path(const Json& object, const char* key, std::filesystem::path& out
 Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   if (!json_nesting_ok(json_text))
     return config_error("arrays and objects nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
-  const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return config_error("not valid JSON");
+  // A key given twice in one object is an error (the JSON library keeps the last one: a second
+  // "server" would silently replace the first); the parser's callback sees every key.
+  std::vector<std::set<std::string>> keys_at_depth;
+  std::string duplicate;
+  const auto watch = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) keys_at_depth.emplace_back();
+    if (event == Json::parse_event_t::object_end && !keys_at_depth.empty()) keys_at_depth.pop_back();
+    if (event == Json::parse_event_t::key && !keys_at_depth.empty() && duplicate.empty() &&
+        !keys_at_depth.back().insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  Json root;
+  try {
+    root = Json::parse(json_text, watch);
+  } catch (const Json::parse_error& error) {
+    // Its message says where: "parse error at line 3, column 14: syntax error … unexpected '}'".
+    return config_error(std::string("not valid JSON: ") + error.what());
+  }
+  if (!duplicate.empty()) return config_error("the key '" + duplicate + "' appears twice in one object");
   if (!root.is_object()) return config_error("the top level must be an object");
   BALLOT_TRY(check_keys(root,
                         {"server", "nodes", "keys", "checkpoint", "checkpoint_every", "node_state", "round_deadline_ms",

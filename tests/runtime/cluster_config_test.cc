@@ -43,6 +43,9 @@ TEST(ClusterConfig, ParsesAndRoundTrips) {
 TEST(ClusterConfig, ErrorsNameTheProblem) {
   const std::pair<const char*, const char*> cases[] = {
       {"not json", "not valid JSON"},
+      {"{\"server\": {\"port\": 1,}}", "line 1, column 23"},  // where the parser stopped
+      {R"({"server": {"port": 29501}, "server": {"port": 29502}})", "the key 'server' appears twice"},
+      {R"({"training": {"nodes": 5, "nodes": 7}})", "the key 'nodes' appears twice"},
       {"[1, 2]", "must be an object"},
       {R"({"sever": {}})", "unknown key 'sever'"},
       {R"({"training": {"nodse": 3}})", "unknown key 'nodse'"},
