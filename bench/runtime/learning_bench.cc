@@ -255,7 +255,7 @@ int main(int argc, char** argv) {
   // or 0 and 5 for AVX-512 on parts with two FMA units) at the clock /proc/cpuinfo reports.
   // SSE2 has no FMA: 2 ops × 4 lanes; AVX2: 2 FMA × 8 lanes × 2; AVX-512: 2 FMA × 16 lanes × 2.
   // AMD's Zen cores have four FP pipes (two multiply/FMA, two add): SSE2's multiplies and adds
-  // issue 4 a cycle; Zen 4 runs a 512-bit FMA as two 256-bit halves (the AVX2 rate).
+  // start 4 a cycle; Zen 4 runs a 512-bit FMA as two 256-bit halves (the AVX2 rate).
   double mhz = 0;
   if (std::FILE* f = std::fopen("/proc/cpuinfo", "r")) {
     char line[256];

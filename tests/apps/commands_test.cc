@@ -265,11 +265,18 @@ TEST_F(Commands, EvaluateFailsWhenACellFailed) {
   const auto out = dir_ / "evaluation";
   ProgramRun r = run_ballot(
       "evaluate --attacks reverse --defences signSGD-MV --nodes 3 --byzantine 1 --rounds 2 --data synthetic "
-      "--model logreg --update sign:foo=1 --no-baseline -o " +
+      "--model logreg --update sign:foo=1 --lr constant:lr=0.001 --no-baseline -o " +
       quoted(out));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "1 of 1 cells failed")) << r.output;
   EXPECT_TRUE(std::filesystem::exists(out / "report.md"));
+  // Without --lr the default rate of the update is looked up first, which refuses the key at once.
+  r = run_ballot(
+      "evaluate --attacks reverse --defences signSGD-MV --nodes 3 --byzantine 1 --rounds 2 --data synthetic "
+      "--model logreg --update sign:foo=1 --no-baseline -o " +
+      quoted(out));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "unknown option 'foo'")) << r.output;
   r = run_ballot("evaluate --attacks , --defences signSGD-MV --rounds 2 -o " + quoted(out));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "names no attack")) << r.output;
