@@ -448,7 +448,10 @@ def test_rank_zero_is_the_server_and_a_group_ignores_rank(monkeypatch, tmp_path)
     monkeypatch.setenv("RANK", "0")
     with pytest.raises(ValueError, match=r"RANK=0: launcher rank 0 is the cluster's server"):
         bt.Node(Tiny())
-    monkeypatch.setenv("SLURM_PROCID", "2")  # Slurm's rank comes first, as in `ballot launch`
+    monkeypatch.setenv("SLURM_PROCID", "2")  # the outer launcher: torchrun's RANK comes first
+    with pytest.raises(ValueError, match=r"RANK=0: launcher rank 0 is the cluster's server"):
+        bt.Node(Tiny())
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "2")  # mpirun's rank first of all, as in `ballot launch`
     with pytest.raises(FileNotFoundError):  # node 1 of a cluster file that does not exist
         bt.Node(Tiny())
 
