@@ -24,6 +24,12 @@ std::optional<int> number(const char* name) {
   return static_cast<int>(value);
 }
 
+// A world size counts processes: 0 is as malformed as "x" (and would read as "not said").
+std::optional<int> size_number(const char* name) {
+  const auto value = number(name);
+  return value && *value >= 1 ? value : std::nullopt;
+}
+
 }  // namespace
 
 std::optional<LaunchRank> launch_rank_from_environment() {
@@ -31,7 +37,7 @@ std::optional<LaunchRank> launch_rank_from_environment() {
     if (const auto rank = number(launcher.rank)) {
       LaunchRank result;
       result.rank = *rank;
-      result.world_size = number(launcher.size).value_or(0);
+      result.world_size = size_number(launcher.size).value_or(0);
       result.source = launcher.rank;
       result.size_source = launcher.size;
       return result;
@@ -45,7 +51,8 @@ std::string malformed_launcher_variables() {
   for (const auto& launcher : kLaunchers) {
     for (const char* name : {launcher.rank, launcher.size}) {
       const char* text = std::getenv(name);
-      if (text == nullptr || *text == '\0' || number(name)) continue;  // unset, empty, or a number
+      if (text == nullptr || *text == '\0') continue;  // unset or empty
+      if (name == launcher.rank ? number(name).has_value() : size_number(name).has_value()) continue;
       out += std::string(out.empty() ? "" : ", ") + name + "='" + text + "'";
     }
   }

@@ -55,7 +55,8 @@ check_name() {
 }
 
 check_count() {
-  [[ "$1" =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= kMaxHosts)) || die "K must be 1..$kMaxHosts: '$1'"
+  # 10#: "010" is ten, not octal eight.
+  [[ "$1" =~ ^[0-9]{1,3}$ ]] && ((10#$1 >= 1 && 10#$1 <= kMaxHosts)) || die "K must be 1..$kMaxHosts: '$1'"
 }
 
 addr() { echo "$kPrefix.$(($1 + 1))"; }
@@ -93,6 +94,7 @@ create() {
   local name=$1 count=$2 rate=${3:-1gbit}
   check_name "$name"
   check_count "$count"
+  count=$((10#$count))
   [[ "$rate" == none || "$rate" =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || die "RATE like 1gbit, 10gbit, 100mbit or none: '$rate'"
   local sw="$name-sw"
   # Claiming the switch's name is the check that the cluster does not exist: atomic, so two
@@ -199,6 +201,7 @@ case "$cmd" in
     rate=$2
     shift 3
     check_count "$count"
+    count=$((10#$count))
     require_privileges
     # A name unique to this run, so that parallel tests do not meet.
     name="vc$(printf '%05d' $(($$ % 100000)))"

@@ -80,6 +80,10 @@ TEST_F(LauncherEnvironment, MalformedValuesAreIgnored) {
   ASSERT_TRUE(rank.has_value());
   EXPECT_EQ(rank->world_size, 0);  // unknown, and named for the warning
   EXPECT_EQ(malformed_launcher_variables(), "WORLD_SIZE='many'");
+  set("WORLD_SIZE", "0");  // no launcher starts zero processes
+  EXPECT_EQ(launch_rank_from_environment()->world_size, 0);
+  EXPECT_EQ(malformed_launcher_variables(), "WORLD_SIZE='0'");
+  set("WORLD_SIZE", "many");
   // A malformed Open MPI rank falls through to the next launcher.
   set("OMPI_COMM_WORLD_RANK", "abc");
   const auto fallback = launch_rank_from_environment();
