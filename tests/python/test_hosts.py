@@ -87,8 +87,13 @@ class Hosts:
         self.processes = []
         self.made = False
         subprocess.run([str(VCLUSTER), "destroy", self.name], capture_output=True, timeout=30)  # a killed run's
-        made = subprocess.run([str(VCLUSTER), "create", self.name, str(count), rate], capture_output=True, text=True,
-                              timeout=60)
+        try:
+            made = subprocess.run([str(VCLUSTER), "create", self.name, str(count), rate], capture_output=True,
+                                  text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            # The create was killed (SIGKILL: its own clean-up did not run): remove what it made.
+            subprocess.run([str(VCLUSTER), "destroy", self.name], capture_output=True, timeout=30)
+            raise
         if made.returncode == SKIPPED:
             pytest.skip(made.stderr.strip() or "vcluster: no privileges for network namespaces")
         assert made.returncode == 0, made.stderr
