@@ -294,7 +294,8 @@ int run_train(TrainCommand command) {
                                               std::make_shared<const learning::TrainTestSplit>(std::move(*data)));
     if (!setup.ok()) return fail(setup.error());
     std::ofstream metrics;
-    if (!config.metrics.empty()) metrics.open(config.metrics, std::ios::app);
+    // A new run's rows replace an earlier run's, as the cluster's and the simulator's do.
+    if (!config.metrics.empty()) metrics.open(config.metrics, std::ios::trunc);
     runtime::ExperimentOptions options;
     options.round_deadline = std::chrono::milliseconds(config.round_deadline_ms);  // virtual time
     options.on_round = [&](const runtime::ExperimentRound& round) {

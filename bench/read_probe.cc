@@ -80,15 +80,16 @@ double seconds_of(Reader read, const void* data, std::size_t bytes, bool cpu_tim
 
 // The widest vectors are not always the fastest reader: on the Zen 4 development VM the xmm loop
 // reads a 1 GiB buffer ~15 % faster than the zmm one. Each width this CPU has is timed over the
-// probe's first 256 MiB (three passes, best kept) and the fastest is used from then on.
+// whole probe buffer (two passes, best kept; 1 GiB, beyond any last-level cache we run on) and the
+// fastest is used from then on.
 Reader fastest_reader() {
   static const Reader chosen = [] {
     const auto& words = buffer();
-    constexpr std::size_t kBytes = std::size_t{256} << 20;
+    constexpr std::size_t kBytes = kDramProbeBytes;
     Reader best = read_sse2;
     double best_seconds = 1e30;
     const auto consider = [&](Reader reader) {
-      for (int pass = 0; pass < 3; ++pass) {
+      for (int pass = 0; pass < 2; ++pass) {
         const double s = seconds_of(reader, words.data(), kBytes, true);
         if (s < best_seconds) best_seconds = s, best = reader;
       }

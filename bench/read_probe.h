@@ -13,7 +13,8 @@ inline constexpr std::size_t kDramProbeBytes = std::size_t{1} << 30;
 // Small enough to stay in such a cache: the limit for cache-resident working sets.
 inline constexpr std::size_t kCacheProbeBytes = std::size_t{64} << 20;
 
-// Reads `bytes` bytes once and returns a checksum of them (a sum of 64-bit words): explicit vectors
+// Reads `bytes` bytes once and returns a checksum of them (a sum of 64-bit words, and of the last
+// bytes one by one): explicit vectors
 // with independent accumulators, in the vector width (SSE2, AVX2, AVX-512) that reads memory
 // fastest on this CPU, timed once on first use, so that it is limited by memory and not by
 // instructions in every build type. The baseline of any benchmark that streams its input once.

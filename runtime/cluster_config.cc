@@ -1,5 +1,7 @@
 #include "runtime/cluster_config.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -22,6 +24,9 @@ Error config_error(const std::string& why) { return make_error(ErrorCode::kInval
 // node that dials a name that cannot exist for as long as it retries.
 Status check_host(const std::string& host, const std::string& where) {
   if (host.empty()) return config_error(where + " is empty");
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    return config_error(where + " '" + host + "': write an IPv6 address without brackets (the port is its own key)");
+  }
   if (host.find_first_of("[],") != std::string::npos) {
     return config_error(where + " '" + host +
                         "' is not one host: a Slurm node list? Write one host per entry (`scontrol show "
@@ -32,6 +37,13 @@ Status check_host(const std::string& host, const std::string& where) {
                               c == '_' || c == '%';
                      });
   if (!valid) return config_error(where + " '" + host + "' is not an IP address or a host name");
+  // A colon only belongs to an IPv6 address ("10.0.0.1:29500" is a host and a port).
+  if (host.find(':') != std::string::npos) {
+    in6_addr address{};
+    if (::inet_pton(AF_INET6, host.substr(0, host.find('%')).c_str(), &address) != 1) {
+      return config_error(where + " '" + host + "' is not an IPv6 address (a port goes in its own key)");
+    }
+  }
   return {};
 }
 
@@ -100,9 +112,13 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   Json root;
   try {
     root = Json::parse(json_text, watch);
-  } catch (const Json::parse_error& error) {
-    // Its message says where: "parse error at line 3, column 14: syntax error … unexpected '}'".
-    return config_error(std::string("not valid JSON: ") + error.what());
+  } catch (const Json::exception& error) {
+    // A syntax error says where ("parse error at line 3, column 14: … unexpected '}'"); a number
+    // too large for a double (1e999) is an out_of_range error of the parser.
+    std::string what = error.what();
+    if (const auto end = what.find("] "); what.rfind("[json.exception.", 0) == 0 && end != std::string::npos)
+      what = what.substr(end + 2);  // the library's tag, not for users
+    return config_error("not valid JSON: " + what);
   }
   if (!duplicate.empty()) return config_error("the key '" + duplicate + "' appears twice in one object");
   if (!root.is_object()) return config_error("the top level must be an object");

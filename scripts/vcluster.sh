@@ -78,9 +78,8 @@ burst_bytes() {
     mbit) bits=1000000 ;;
     gbit) bits=1000000000 ;;
   esac
-  # rate × 1 ms in bytes, whole numbers only (a rate like 2.5gbit is rounded down to 2gbit here).
-  local bytes=$((${number%%.*} * bits / 8 / 1000))
-  echo $((bytes > 65536 ? bytes : 65536))
+  # rate × 1 ms in bytes; awk reads "2.5" and "08" as the decimals they are (bash would not).
+  awk -v n="$number" -v b="$bits" 'BEGIN { x = int(n * b / 8 / 1000); print (x > 65536 ? x : 65536) }'
 }
 
 shape() {
@@ -204,7 +203,7 @@ case "$cmd" in
     count=$((10#$count))
     require_privileges
     # A name unique to this run, so that parallel tests do not meet.
-    name="vc$(printf '%05d' $(($$ % 100000)))"
+    name="v$(printf '%07d' $(($$ % 10000000)))"  # pid_max is at most 2^22: unique
     if [[ -e "/run/netns/$name-sw" ]]; then destroy "$name"; fi  # left by a killed run whose pid we reuse
     trap 'exit 143' TERM
     trap 'exit 129' HUP
@@ -212,13 +211,31 @@ case "$cmd" in
     create "$name" "$count" "$rate"
     trap 'destroy "$name"' EXIT
     # CMD runs in the background so that a signal is handled at once (bash waits for a foreground
-    # command before it runs a trap); the signal is passed on to CMD, then the cluster goes.
+    # command before it runs a trap); the signal is passed on to CMD, which gets up to 5 s to end
+    # before the cluster goes. A background job starts with SIGINT and SIGQUIT ignored and stdin
+    # from /dev/null: the subshell restores both, so CMD sees Ctrl-C and this script's stdin.
     child=
-    forward() { [[ -n "$child" ]] && kill "-$1" "$child" 2>/dev/null; exit "$2"; }
+    forward() {
+      if [[ -n "$child" ]]; then
+        kill "-$1" "$child" 2>/dev/null || true
+        local waited
+        for ((waited = 0; waited < 50; waited++)); do
+          kill -0 "$child" 2>/dev/null || break
+          sleep 0.1
+        done
+        kill -KILL "$child" 2>/dev/null || true
+      fi
+      exit "$2"
+    }
     trap 'forward TERM 143' TERM
     trap 'forward INT 130' INT
     trap 'forward HUP 129' HUP
-    VCLUSTER_NAME=$name VCLUSTER_HOSTS=$count VCLUSTER_RATE=$rate VCLUSTER_SCRIPT=$(readlink -f "$0") "$@" &
+    script=$(readlink -f "$0")
+    (
+      trap - INT QUIT
+      export VCLUSTER_NAME=$name VCLUSTER_HOSTS=$count VCLUSTER_RATE=$rate VCLUSTER_SCRIPT=$script
+      exec "$@"
+    ) <&0 &
     child=$!
     status=0
     wait "$child" || status=$?

@@ -742,8 +742,11 @@ Status TlsTransport::Impl::start() {
     if (const auto address = asio::ip::make_address(options_.listen_host, ec); !ec) {
       endpoint = tcp::endpoint(address, options_.listen_port);
     } else {
-      // A host name (a cluster file written from a Slurm node list names hosts): the first
-      // address it resolves to, which must be one of this machine's (bind says so otherwise).
+      // A host name (a cluster file written from a Slurm node list names hosts). It must resolve
+      // (a typo is an error here, not a listener nobody can reach). Other machines reach this one
+      // by the name, but on the machine itself a name often resolves to a loopback address
+      // (Debian maps the host name to 127.0.1.1), so the listener takes every address of the
+      // machine; "localhost" keeps its loopback address.
       tcp::resolver resolver(io_);
       const auto results = resolver.resolve(options_.listen_host, std::to_string(options_.listen_port), ec);
       if (ec || results.empty()) {
@@ -752,11 +755,19 @@ Status TlsTransport::Impl::start() {
                               "': " + (ec ? ec.message() : std::string("no address")) +
                               " (give an address of this machine or a name that resolves to one)");
       }
-      endpoint = results.begin()->endpoint();
+      endpoint = options_.listen_host == "localhost" ? results.begin()->endpoint()
+                                                     : tcp::endpoint(tcp::v6(), options_.listen_port);
     }
     const std::string where = options_.listen_host + ":" + std::to_string(options_.listen_port);
-    if (acceptor_.open(endpoint.protocol(), ec); ec)
-      return make_error(ErrorCode::kIo, "cannot open " + where + ": " + ec.message());
+    if (acceptor_.open(endpoint.protocol(), ec);
+        ec && endpoint.address().is_v6() && endpoint.address().is_unspecified()) {
+      endpoint = tcp::endpoint(tcp::v4(), options_.listen_port);  // a kernel without IPv6
+      acceptor_.open(endpoint.protocol(), ec);
+    }
+    if (ec) return make_error(ErrorCode::kIo, "cannot open " + where + ": " + ec.message());
+    if (endpoint.address().is_v6() && endpoint.address().is_unspecified()) {
+      acceptor_.set_option(asio::ip::v6_only(false), ec);  // IPv4 too, as IPv4-mapped addresses
+    }
     acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
     if (acceptor_.bind(endpoint, ec); ec)
       return make_error(ErrorCode::kIo, "cannot bind " + where + ": " + ec.message());

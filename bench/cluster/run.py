@@ -316,10 +316,10 @@ def measure(args, work, results):
             for n in args.n:
                 make_keys(args.ballot, work, max(args.n))
                 name = f"b{os.getpid() % 10 ** 7:07d}"  # unique: pid_max is at most 2^22
-                created = False
+                # Destroyed whatever happens, also when a signal kills the create halfway (its own
+                # clean-up does not run then); the name is this process's and destroy idempotent.
                 try:
                     sh(VCLUSTER, "create", name, str(n + 1), rate)
-                    created = True
                     for rep in range(args.repeat):
                         for path in args.paths:
                             rounds = args.fp32_rounds if path == "fp32" else args.rounds
@@ -337,8 +337,7 @@ def measure(args, work, results):
                             with open(os.path.join(args.out, "results.json"), "w") as f:
                                 json.dump(results, f, indent=1)
                 finally:
-                    if created:
-                        sh(VCLUSTER, "destroy", name)
+                    sh(VCLUSTER, "destroy", name)
 
 
 COLOURS = {"vote": "#1b9e77", "vote2": "#a6d854", "relay": "#e7298a", "exchange": "#66a61e", "fp32": "#d95f02",

@@ -285,6 +285,29 @@ TEST_F(Commands, EvaluateFailsWhenACellFailed) {
   EXPECT_TRUE(contains(r.output, "not '-1'")) << r.output;
 }
 
+// The in-process engines write their metrics into --work-dir, and a second run there replaces the
+// first run's rows (the cluster's and the simulator's do; lockstep appended).
+TEST_F(Commands, InProcessEnginesWriteMetricsIntoTheWorkDirectory) {
+  for (const char* engine : {"--lockstep", "--simulate"}) {
+    const auto work = dir_ / (std::string("work") + (engine + 2));
+    const std::string run = std::string("train ") + engine +
+                            " --rounds 3 --nodes 3 --byzantine 0 --partition-size 8 "
+                            "--data synthetic:examples=200,features=8,classes=3 --model logreg --eval-every 0 "
+                            "--work-dir " +
+                            quoted(work);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const ProgramRun r = run_ballot(run);
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      std::ifstream metrics(work / "metrics.jsonl");
+      ASSERT_TRUE(metrics.good()) << engine << ": no metrics in the work directory";
+      std::string line;
+      std::size_t rows = 0;
+      while (std::getline(metrics, line)) rows += line.empty() ? 0 : 1;
+      EXPECT_EQ(rows, 3u) << engine << ", run " << attempt + 1;
+    }
+  }
+}
+
 // On the gradient path `--attackers k` alone means k sign-flipping nodes (the vote path's default
 // attack, reverse, does not apply there); a config file's attack is kept. Short simulator runs on
 // synthetic data.

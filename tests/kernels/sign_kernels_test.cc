@@ -8,6 +8,7 @@
 
 #include "core/rng.h"
 #include "isa_test_util.h"
+#include "kernels/detail/cpu_kernels.h"
 
 namespace ballot::kernels {
 namespace {
@@ -26,6 +27,29 @@ BitVector reference_pack(const std::vector<float>& values) {
 }
 
 class SignKernels : public PerIsaTest {};
+
+// A level may run the kernel of the level below where that is faster on the CPU (the AVX-512
+// level packs with the AVX2 kernel on AMD Zen 4), so the per-level tests above may not reach a
+// table's own pack: each table this CPU can run is checked directly.
+TEST(SignKernelTables, EveryLevelsOwnPackMatchesTheReference) {
+  const detail::CpuKernels* const tables[] = {&detail::kScalarKernels,
+                                              isa_supported(Isa::kAvx2) ? detail::kAvx2Kernels : nullptr,
+                                              isa_supported(Isa::kAvx512) ? detail::kAvx512Kernels : nullptr};
+  for (const detail::CpuKernels* table : tables) {
+    if (table == nullptr) continue;
+    for (std::size_t size : {1u, 63u, 64u, 65u, 128u, 129u, 1000u, (1u << 16) + 7}) {
+      const auto values = random_values(size, size + 1);
+      BitVector packed(size);
+      table->pack(values.data(), size, packed.words().data());
+      EXPECT_EQ(packed, reference_pack(values)) << isa_name(table->isa) << " size " << size;
+    }
+  }
+  // The table the AVX-512 level runs packs with one of the two.
+  if (const detail::CpuKernels* used = detail::cpu_kernels(Isa::kAvx512)) {
+    EXPECT_TRUE(used->pack == detail::kAvx512Kernels->pack || used->pack == detail::kAvx2Kernels->pack);
+    EXPECT_EQ(used->isa, Isa::kAvx512);
+  }
+}
 
 TEST_P(SignKernels, PackMatchesReferenceAtBoundarySizes) {
   for (std::size_t size : {0u, 1u, 15u, 16u, 17u, 63u, 64u, 65u, 127u, 1000u, (1u << 20) + 3}) {

@@ -66,6 +66,9 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
       // Hosts: caught when the file is read, not as a node dialling a name forever.
       {R"({"server": {"host": ""}})", "'server.host' is empty"},
       {R"({"server": {"host": "node[01-04]"}})", "a Slurm node list?"},
+      {R"({"server": {"host": "[::1]"}})", "without brackets"},
+      {R"({"server": {"host": "10.0.0.1:29500"}})", "is not an IPv6 address (a port goes in its own key)"},
+      {R"({"server": {"port": 1e999}})", "not valid JSON: number overflow"},
       {R"({"nodes": [{"host": "10.0.0.1", "port": 1}, {"host": "a b", "port": 2}]})",
        "'nodes[1].host' 'a b' is not an IP address or a host name"},
   };

@@ -29,8 +29,8 @@ What :class:`Node` does:
 
 Where the cluster and the index come from: the arguments; else ``BALLOT_CLUSTER`` and
 ``BALLOT_NODE_INDEX`` (what ``python -m ballot.torch.run`` sets); else, for the index, the rank a
-launcher gives, as ``ballot launch`` reads it (``SLURM_PROCID``, ``RANK`` of torchrun, then
-``OMPI_COMM_WORLD_RANK``): rank 0 is the server, rank k is node k - 1. With
+launcher gives, as ``ballot launch`` reads it, innermost launcher first (``OMPI_COMM_WORLD_RANK``,
+``RANK`` of torchrun, then ``SLURM_PROCID``): rank 0 is the server, rank k is node k - 1. With
 ``BALLOT_EXPORT_INIT=PATH`` set (the launcher's first pass), the constructor writes the init file
 and the example count to ``PATH`` and ``PATH.json`` and exits.
 
