@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -347,3 +348,49 @@ def test_impostors_on_another_host_are_refused_and_the_run_goes_on(hosts, tmp_pa
         assert all(applied == "0" and votes == "0" for _, applied, votes, _ in NODE_SUMMARY.findall(text)), text
     print(f"impostors started after round {started_at} of {rounds}, node 4 after round {joins_at}; "
           f"{refused.group(0)}; {unauthenticated.group(0)}")
+
+
+def namespaces(prefix):
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.startswith(prefix + "-")]
+
+
+def test_the_script_keeps_a_live_cluster_counts_every_host_and_cleans_up_on_signals(tmp_path):
+    """vcluster.sh's own promises: a second create of a live name is refused and the first cluster
+    kept; `bytes NAME` reads every host's counters at once, consistent with one host's; `run`
+    passes stdin and the cluster's name to its command, and a SIGTERM or SIGINT ends the command
+    and removes every namespace."""
+    cluster = Hosts(tmp_path, 2)
+    try:
+        again = subprocess.run([str(VCLUSTER), "create", cluster.name, "2"], capture_output=True, text=True,
+                               timeout=60)
+        assert again.returncode != 0 and "exists already" in again.stderr, again.stderr
+        assert len(namespaces(cluster.name)) == 3, "the live cluster was touched"
+        subprocess.run([str(VCLUSTER), "exec", cluster.name, "0", "ping", "-c", "1", "-W", "2", addr(1)],
+                       capture_output=True, timeout=30)  # some traffic (ping may be missing: no matter)
+        every = subprocess.run([str(VCLUSTER), "bytes", cluster.name], capture_output=True, text=True,
+                               check=True, timeout=30).stdout.split("\n")
+        rows = {int(line.split()[0]): tuple(map(int, line.split()[1:])) for line in every if line.strip()}
+        assert sorted(rows) == [0, 1]
+        one = tuple(map(int, subprocess.run([str(VCLUSTER), "bytes", cluster.name, "1"], capture_output=True,
+                                            text=True, check=True, timeout=30).stdout.split()))
+        assert one[0] >= rows[1][0] and one[1] >= rows[1][1]  # counters only grow, both read the cable
+    finally:
+        cluster.close()
+    assert namespaces(cluster.name) == []
+
+    echoed = subprocess.run([str(VCLUSTER), "run", "2", "1gbit", "--", "sh", "-c", 'cat; echo "$VCLUSTER_HOSTS"'],
+                            input="through\n", capture_output=True, text=True, timeout=60)
+    assert echoed.returncode == 0 and echoed.stdout == "through\n2\n", (echoed.stdout, echoed.stderr)
+    for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        marker = tmp_path / f"up-{sig}"
+        run = subprocess.Popen([str(VCLUSTER), "run", "2", "1gbit", "--", "sh", "-c",
+                                f'echo "$VCLUSTER_NAME" > {marker}; exec sleep 60'], stderr=subprocess.PIPE)
+        until = time.monotonic() + 30
+        while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < until:
+            time.sleep(0.05)
+        name = marker.read_text().strip()
+        assert namespaces(name), "the run's cluster did not come up"
+        run.send_signal(sig)
+        assert run.wait(timeout=15) == code
+        assert namespaces(name) == [], f"{sig!r} left {namespaces(name)}"
