@@ -48,7 +48,7 @@ bool cpu_has(Isa isa) noexcept {
 // 14.7–15.3 GB/s with it, against 23.3–24.1 GB/s for AVX2's 256-bit loads, the read probe's
 // speed), while on Intel's server cores the AVX-512 pack is 1.3–1.5× the AVX2 one
 // (bench/README.md). The vote and the entry scans are compute-bound and faster in AVX-512 on both.
-bool splits_512_bit_vectors() noexcept {
+bool amd_family_19h() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
@@ -97,6 +97,11 @@ std::optional<Isa> parse_isa(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+bool cpu_splits_512_bit_vectors() noexcept {
+  static const bool splits = amd_family_19h();
+  return splits;
+}
+
 bool isa_supported(Isa isa) noexcept { return detail::cpu_kernels(isa) != nullptr; }
 
 std::vector<Isa> supported_isas() {
@@ -128,7 +133,7 @@ const CpuKernels* cpu_kernels(Isa isa) noexcept {
       // The AVX-512 level with each kernel that is faster in 256-bit vectors on this CPU.
       static const CpuKernels tuned = [] {
         CpuKernels table = *kAvx512Kernels;
-        if (splits_512_bit_vectors() && kAvx2Kernels != nullptr) table.pack = kAvx2Kernels->pack;
+        if (cpu_splits_512_bit_vectors() && kAvx2Kernels != nullptr) table.pack = kAvx2Kernels->pack;
         return table;
       }();
       return &tuned;

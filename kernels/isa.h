@@ -34,6 +34,9 @@ bool isa_supported(Isa isa) noexcept;
 std::vector<Isa> supported_isas();
 // The level in use: the best supported level not above the limit.
 Isa active_isa() noexcept;
+// True on AMD family 19h (Zen 3, Zen 4): four FP pipes, and 512-bit operations executed as two
+// 256-bit halves (so the AVX-512 level packs signs with the AVX2 kernel there; kernels/dispatch.cc).
+bool cpu_splits_512_bit_vectors() noexcept;
 // The cap: kAvx512 = none, unless BALLOT_ISA set another.
 Isa isa_limit() noexcept;
 // Caps the level used by every module's dispatched functions (kAvx512 = no cap).

@@ -9,7 +9,6 @@
 //       read-and-write pass over the parameters (GB/s of both: the floor is the memory's).
 // Results and their reading: bench/runtime/LEARNING_RESULTS.md.
 #include <benchmark/benchmark.h>
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <Eigen/Core>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "kernels/isa.h"
 #include "learning/models.h"
 #include "learning/optimizer.h"
 
@@ -234,18 +234,6 @@ BENCHMARK_CAPTURE(BM_UpdateVote, heavyball, std::string("heavyball"), 16.125)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// AMD family 19h (Zen 3, Zen 4): four FP pipes, 512-bit operations in two halves. Zen 5 (1Ah)
-// runs 512 bits at once on its server and desktop parts.
-bool cpu_is_amd_zen3_or_4() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0 || ebx != 0x68747541u || edx != 0x69746e65u ||
-      ecx != 0x444d4163u)  // "AuthenticAMD"
-    return false;
-  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
-  const unsigned base = (eax >> 8) & 0xfu;
-  return (base == 0xfu ? base + ((eax >> 20) & 0xffu) : base) == 0x19u;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -269,7 +257,7 @@ int main(int argc, char** argv) {
     std::fclose(f);
   }
   const double hz = mhz * 1e6;
-  const bool amd = cpu_is_amd_zen3_or_4();
+  const bool amd = ballot::kernels::cpu_splits_512_bit_vectors();  // AMD family 19h
   const double nominal_sse2 = hz * (amd ? 16 : 8), nominal_avx2 = hz * 32, nominal_avx512 = hz * (amd ? 32 : 64);
   const double nominal_build = isa == "AVX-512" ? nominal_avx512 : (isa == "AVX2+FMA" ? nominal_avx2 : nominal_sse2);
   const double probe_build = isa == "AVX-512" ? avx512 : (isa == "AVX2+FMA" ? avx2 : sse2);
