@@ -196,6 +196,21 @@ std::size_t SignumCodec::wire_size(const GradientLayout& layout) const {
   return kHeaderBytes + detail::sign_bytes(layout.total_size());
 }
 
+namespace {
+
+// m[i] ← 0 where m[i] is not finite. In runs of a fixed 64, a loop GCC vectorises at -O2 (the plain
+// loop over `count` stays scalar and took a third of the encode).
+void forget_non_finite(float* m, std::size_t count) {
+  std::size_t i = 0;
+  for (; i + 64 <= count; i += 64) {
+    float* run = m + i;
+    for (int k = 0; k < 64; ++k) run[k] = std::isfinite(run[k]) ? run[k] : 0.0f;
+  }
+  for (; i < count; ++i) m[i] = std::isfinite(m[i]) ? m[i] : 0.0f;
+}
+
+}  // namespace
+
 EncodedGradient SignumCodec::encode(std::span<const float> gradient, const GradientLayout& layout, Rng&) {
   BALLOT_ENFORCE_EQ(gradient.size(), layout.total_size());
   if (momentum_.size() != gradient.size()) momentum_.assign(gradient.size(), 0.0f);
@@ -218,7 +233,7 @@ EncodedGradient SignumCodec::encode(std::span<const float> gradient, const Gradi
                        out.bytes.data() + kHeaderBytes + begin / 8);
     // A non-finite gradient entry is sent in this round (NaN and +inf as +1, -inf as -1) and then
     // forgotten: left in the momentum it would send the same sign for ever.
-    for (std::size_t i = begin; i < end; ++i) m[i] = std::isfinite(m[i]) ? m[i] : 0.0f;
+    forget_non_finite(m + begin, end - begin);
   }
   return out;
 }

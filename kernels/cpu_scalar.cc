@@ -4,6 +4,7 @@
 
 #include "kernels/detail/bitsliced_vote.h"
 #include "kernels/detail/cpu_kernels.h"
+#include "kernels/detail/update_loops.h"
 #include "kernels/sign_logic.h"
 
 namespace ballot::kernels::detail {
@@ -79,9 +80,32 @@ std::size_t count_entries_scalar(const float* x, std::size_t n) {
   return count;
 }
 
+// The update loops: four lanes of the baseline ISA (SSE2 on x86-64, NEON on AArch64) up to the
+// last whole 64 coordinates, then float by float; each lane is the float step (update_logic.h).
+void momentum_scalar(float* m, const float* g, std::size_t count, float keep, float mix) {
+  const std::size_t vectors = count / 64 * 64;
+  momentum_vectors<4>(m, g, vectors, keep, mix);
+  for (std::size_t i = vectors; i < count; ++i) m[i] = momentum_step(m[i], g[i], keep, mix);
+}
+
+void update_scalar(float* x, float* buffer, const float* g, const std::uint64_t* signs, std::size_t count,
+                   const SgdFactors& f, bool first_step) {
+  const std::size_t vectors = count / 64 * 64;
+  update_vectors<4>(x, buffer, g, signs, vectors, f, first_step);
+  for (std::size_t i = vectors; i < count; ++i) {
+    const float v = signs == nullptr ? g[i] : ((signs[i / 64] >> (i % 64)) & 1u) != 0 ? 1.0f : -1.0f;
+    if (f.momentum != 0.0f) {
+      momentum_sgd_step(x[i], buffer[i], v, f, first_step);
+    } else {
+      x[i] = decayed_step(x[i], v, f.lr, f.weight_decay);
+    }
+  }
+}
+
 }  // namespace
 
-const CpuKernels kScalarKernels{Isa::kScalar,  &pack_scalar,    &unpack_scalar,       &bitsliced_vote<std::uint64_t>,
-                                &agree_scalar, &entries_scalar, &count_entries_scalar};
+const CpuKernels kScalarKernels{Isa::kScalar,  &pack_scalar,    &unpack_scalar,        &bitsliced_vote<std::uint64_t>,
+                                &agree_scalar, &entries_scalar, &count_entries_scalar, &momentum_scalar,
+                                &update_scalar};
 
 }  // namespace ballot::kernels::detail

@@ -3,8 +3,9 @@
 //   m ← βm + (1−β)g   (Bernstein et al. 2018, Alg. 1; ALGORITHMS.md §1), in fp32.
 // β and 1−β are computed in double and each rounded to float once: β = 0.9 multiplies by 0.9f
 // and 0.1f (not by 1.0f − 0.9f = 0.10000002f), so a momentum built from the same β is
-// bit-identical wherever it runs, the CUDA kernel included (kernels/update_logic.h). O(d), one multiply-add sequence
-// per coordinate (deterministic for a build); the caller owns both spans, no thread-safety of its own.
+// bit-identical wherever it runs, the CUDA kernel included (kernels/update_logic.h), and on every
+// ISA level (runtime-dispatched vector loops of the same per-lane steps). O(d), memory-bound; the
+// caller owns both spans, no thread-safety of its own.
 #pragma once
 
 #include <cstddef>
@@ -25,12 +26,7 @@ inline MomentumFactors momentum_factors(double beta) noexcept {
 }
 
 // momentum[i] ← keep·momentum[i] + mix·gradient[i]; sizes must match (BALLOT_ENFORCE).
-inline void signum_momentum(std::span<float> momentum, std::span<const float> gradient, MomentumFactors factors) {
-  BALLOT_ENFORCE_EQ(momentum.size(), gradient.size());
-  float* m = momentum.data();
-  const float* g = gradient.data();
-  for (std::size_t i = 0; i < momentum.size(); ++i) m[i] = momentum_step(m[i], g[i], factors.keep, factors.mix);
-}
+void signum_momentum(std::span<float> momentum, std::span<const float> gradient, MomentumFactors factors);
 inline void signum_momentum(std::span<float> momentum, std::span<const float> gradient, double beta) {
   signum_momentum(momentum, gradient, momentum_factors(beta));
 }

@@ -9,6 +9,9 @@
 // needs the flag too where its target has FMA.
 #pragma once
 
+#include <concepts>
+#include <type_traits>
+
 #include "core/host_device.h"
 
 namespace ballot::kernels {
@@ -35,13 +38,39 @@ BALLOT_HOST_DEVICE inline float sub_rn(float a, float b) {
 #endif
 }
 
+#if !defined(__CUDACC__)
+// The same operations on a vector of floats (GCC's vector extension, kernels/detail/
+// update_loops.h), lane by lane, a float factor applying to every lane: the vector loops give
+// the scalar bits.
+template <typename V>
+concept FloatVector = !std::is_arithmetic_v<V> && !std::is_pointer_v<V> && requires(V v) {
+  { v[0] } -> std::same_as<float&>;
+};
+template <FloatVector V>
+inline V mul_rn(float a, V b) {
+  return a * b;
+}
+template <FloatVector V>
+inline V add_rn(V a, V b) {
+  return a + b;
+}
+template <FloatVector V>
+inline V sub_rn(V a, V b) {
+  return a - b;
+}
+#endif
+
+// The steps below take F = float, or on the CPU a FloatVector.
+
 // Signum's momentum, m ← βm + (1−β)g, with keep = β and mix = 1 − β as float32.
-BALLOT_HOST_DEVICE inline float momentum_step(float m, float g, float keep, float mix) {
+template <typename F>
+BALLOT_HOST_DEVICE inline F momentum_step(F m, F g, float keep, float mix) {
   return add_rn(mul_rn(keep, m), mul_rn(mix, g));
 }
 
 // The sign rule and plain SGD: x ← x − η(v + λx), v the ±1 vote or the fp32 direction.
-BALLOT_HOST_DEVICE inline float decayed_step(float x, float v, float lr, float weight_decay) {
+template <typename F>
+BALLOT_HOST_DEVICE inline F decayed_step(F x, F v, float lr, float weight_decay) {
   return sub_rn(x, mul_rn(lr, add_rn(v, mul_rn(weight_decay, x))));
 }
 
@@ -54,9 +83,9 @@ struct SgdFactors {
   float keep = 1.0f;          // 1 − τ (dampening τ)
   bool nesterov = false;
 };
-BALLOT_HOST_DEVICE inline void momentum_sgd_step(float& x, float& buffer, float g, const SgdFactors& f,
-                                                 bool first_step) {
-  const float d = add_rn(g, mul_rn(f.weight_decay, x));
+template <typename F>
+BALLOT_HOST_DEVICE inline void momentum_sgd_step(F& x, F& buffer, F g, const SgdFactors& f, bool first_step) {
+  const F d = add_rn(g, mul_rn(f.weight_decay, x));
   buffer = first_step ? d : add_rn(mul_rn(f.momentum, buffer), mul_rn(f.keep, d));
   x = sub_rn(x, mul_rn(f.lr, f.nesterov ? add_rn(d, mul_rn(f.momentum, buffer)) : buffer));
 }

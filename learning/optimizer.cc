@@ -8,6 +8,7 @@
 #include <limits>
 #include <numbers>
 #include <sstream>
+#include <utility>
 
 #include "core/byte_io.h"
 #include "core/enforce.h"
@@ -16,7 +17,7 @@
 #include "kernels/momentum.h"
 #include "kernels/sign_kernels.h"
 #include "kernels/sign_logic.h"
-#include "kernels/update_logic.h"
+#include "kernels/update.h"
 
 namespace ballot::learning {
 namespace {
@@ -101,32 +102,6 @@ Result<DecodedState> decode_state(std::span<const std::uint8_t> bytes, Rule rule
 
 // sign as ±1 by the packing rule (kernels/sign_logic.h): sign(0) = sign(−0) = sign(NaN) = +1.
 inline float sign_of(float g) { return kernels::sign_bit(g) ? 1.0f : -1.0f; }
-// The vote as ±1 floats, 64 coordinates (one word) at a time through a table of the 256 byte
-// values: the per-coordinate arithmetic after it is a plain loop over floats that the compiler
-// vectorises, where reading bit i of the word for every coordinate did not (the bit-by-bit sign
-// update was the largest CPU cost of a cluster round at d = 11 M, bench/cluster/RESULTS.md).
-// The values are the same ±1, so the updates are bit-identical.
-struct VoteByteTable {
-  float values[256][8];
-  constexpr VoteByteTable() : values() {
-    for (int byte = 0; byte < 256; ++byte)
-      for (int bit = 0; bit < 8; ++bit) values[byte][bit] = ((byte >> bit) & 1) != 0 ? 1.0f : -1.0f;
-  }
-};
-constexpr VoteByteTable kVoteBytes;
-
-// Calls block(first, count, v) for each run of up to 64 coordinates, v[k] = the vote of first + k.
-template <typename Block>
-void for_each_vote_block(const BitVector& vote, Block&& block) {
-  const std::size_t d = vote.size();
-  alignas(64) float v[64];
-  for (std::size_t w = 0, first = 0; first < d; ++w, first += 64) {
-    const std::uint64_t word = vote.data()[w];
-    for (int b = 0; b < 8; ++b) std::memcpy(v + 8 * b, kVoteBytes.values[(word >> (8 * b)) & 0xffu], sizeof(float) * 8);
-    block(first, std::min<std::size_t>(64, d - first), v);
-  }
-}
-
 // ---- rules --------------------------------------------------------------------------------------
 
 class Sgd final : public Optimizer {
@@ -142,11 +117,13 @@ class Sgd final : public Optimizer {
   float weight_decay() const override { return static_cast<float>(o_.weight_decay); }
   void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), g.size());
-    run(x, scale, [&](auto&& block) { block(0, x.size(), g.data()); });
+    const auto [buffer, first_step] = buffer_for(x.size());
+    kernels::apply_update(x, g, buffer, factors(scale), first_step);
   }
   void step_vote(std::span<float> x, const BitVector& vote, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), vote.size());
-    run(x, scale, [&](auto&& block) { for_each_vote_block(vote, block); });
+    const auto [buffer, first_step] = buffer_for(x.size());
+    kernels::apply_update(x, vote, buffer, factors(scale), first_step);
   }
 
   std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kSgd, started_ ? 1 : 0, buffer_); }
@@ -166,31 +143,18 @@ class Sgd final : public Optimizer {
   std::optional<SgdView> sgd_view() const override { return SgdView{&o_, started_, buffer_}; }
 
  private:
-  // `blocks(block)` calls block(first, count, g) for runs of the direction, g[k] = direction of
-  // coordinate first + k. Per coordinate the same float operations in the same order whatever
-  // the blocks, so a vote and its unpacked ±1 floats give the same bits.
-  template <typename Blocks>
-  void run(std::span<float> x, StepScale scale, Blocks&& blocks) {
-    const float lr = scale.lr, wd = scale.weight_decay;
-    const kernels::SgdFactors factors{lr, wd, static_cast<float>(o_.momentum), static_cast<float>(1.0 - o_.dampening),
-                                      o_.nesterov};
-    if (factors.momentum == 0.0f) {
-      blocks([&](std::size_t first, std::size_t count, const float* g) {
-        float* xs = x.data() + first;
-        for (std::size_t k = 0; k < count; ++k) xs[k] = kernels::decayed_step(xs[k], g[k], lr, wd);
-      });
-      started_ = true;
-      return;
-    }
-    const bool first_step = !started_ || buffer_.size() != x.size();
-    if (first_step) buffer_.resize(x.size());
+  kernels::SgdFactors factors(StepScale scale) const {
+    return {scale.lr, scale.weight_decay, static_cast<float>(o_.momentum), static_cast<float>(1.0 - o_.dampening),
+            o_.nesterov};
+  }
+  // The momentum buffer for a step over d coordinates, and whether this is its first step (PyTorch:
+  // the buffer then starts as the decayed direction, undamped); none without momentum.
+  std::pair<std::span<float>, bool> buffer_for(std::size_t d) {
+    const bool first_step = !started_ || buffer_.size() != d;
     started_ = true;
-    blocks([&](std::size_t first, std::size_t count, const float* g) {
-      float* xs = x.data() + first;
-      float* bs = buffer_.data() + first;
-      // PyTorch: the buffer starts as the first (decayed) gradient, undamped.
-      for (std::size_t k = 0; k < count; ++k) kernels::momentum_sgd_step(xs[k], bs[k], g[k], factors, first_step);
-    });
+    if (static_cast<float>(o_.momentum) == 0.0f) return {{}, false};
+    if (first_step) buffer_.resize(d);
+    return {buffer_, first_step};
   }
 
   SgdOptions o_;
@@ -207,17 +171,11 @@ class SignUpdate final : public Optimizer {
   float weight_decay() const override { return static_cast<float>(o_.weight_decay); }
   void step(std::span<float> x, std::span<const float> g, StepScale scale) override {
     BALLOT_ENFORCE_EQ(x.size(), g.size());
-    const float lr = scale.lr, wd = scale.weight_decay;
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = kernels::decayed_step(x[i], sign_of(g[i]), lr, wd);
+    step_vote(x, kernels::pack_signs(g), scale);  // sign(g) by the packing rule: ±1 exactly
   }
   void step_vote(std::span<float> x, const BitVector& vote, StepScale scale) override {
-    BALLOT_ENFORCE_EQ(x.size(), vote.size());
     // x ← x − η(v + λx) (Bernstein et al. 2019, Alg. 1 with weight decay after the vote).
-    const float lr = scale.lr, wd = scale.weight_decay;
-    for_each_vote_block(vote, [&](std::size_t first, std::size_t count, const float* v) {
-      float* xs = x.data() + first;
-      for (std::size_t k = 0; k < count; ++k) xs[k] = kernels::decayed_step(xs[k], v[k], lr, wd);
-    });
+    kernels::apply_update(x, vote, {}, kernels::SgdFactors{scale.lr, scale.weight_decay}, false);
   }
   std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kSign, 0, {}); }
   Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) override {
@@ -483,8 +441,17 @@ WorkerMomentum::WorkerMomentum(double beta) : beta_(beta) {
 void WorkerMomentum::update(std::span<const float> gradient, BitVector& signs) {
   if (momentum_.empty()) momentum_.assign(gradient.size(), 0.0f);
   BALLOT_ENFORCE_EQ(momentum_.size(), gradient.size());
-  kernels::signum_momentum(momentum_, gradient, beta_);  // m ← βm + (1−β)g
-  kernels::pack_signs(momentum_, signs);
+  const std::size_t d = gradient.size();
+  if (signs.size() != d) signs = BitVector(d);
+  // m ← βm + (1−β)g and its signs, 8192 coordinates at a time: each block is packed while the
+  // cache holds it, one pass over memory instead of two.
+  constexpr std::size_t kBlock = 8192;
+  for (std::size_t begin = 0; begin < d; begin += kBlock) {
+    const std::size_t count = std::min(kBlock, d - begin);
+    const std::span<float> piece = std::span<float>(momentum_).subspan(begin, count);
+    kernels::signum_momentum(piece, gradient.subspan(begin, count), beta_);
+    kernels::pack_signs_at(piece, begin, signs);
+  }
 }
 
 void WorkerMomentum::update_range(std::size_t dimension, std::size_t offset, std::span<const float> gradient,

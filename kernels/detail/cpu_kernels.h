@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/isa.h"
+#include "kernels/update_logic.h"
 
 namespace ballot::kernels::detail {
 
@@ -29,6 +30,12 @@ struct CpuKernels {
   std::size_t (*entries)(const float* x, std::size_t begin, std::size_t end, std::uint32_t* dst);
   // How many of x[0, count) are not +0.
   std::size_t (*count_entries)(const float* x, std::size_t count);
+  // Signum's momentum, m[i] ← keep·m[i] + mix·g[i] for i < count (kernels/momentum.h).
+  void (*momentum)(float* m, const float* g, std::size_t count, float keep, float mix);
+  // An update rule over x[0, count) (kernels/update.h): the direction is bit i of `signs` (±1)
+  // when signs is not null, else g[i]; SGD with momentum over `buffer` when f.momentum != 0.
+  void (*update)(float* x, float* buffer, const float* g, const std::uint64_t* signs, std::size_t count,
+                 const SgdFactors& f, bool first_step);
 };
 
 extern const CpuKernels kScalarKernels;

@@ -22,8 +22,7 @@
 #include "kernels/majority_vote.h"
 #include "kernels/momentum.h"
 #include "kernels/sign_kernels.h"
-#include "kernels/update_logic.h"
-#include "learning/optimizer.h"
+#include "kernels/update.h"
 #include "python/src/native.h"
 #if BALLOT_HAVE_CUDA
 #include "kernels/cuda/cuda_kernels.h"
@@ -306,20 +305,12 @@ void apply_update(nb::handle params, nb::handle vote_words, nb::handle direction
 #endif
   }
   const BitVector bits = vote ? bits_of(*vote, d, "vote") : BitVector();
-  const std::uint64_t* words = bits.data();
   nb::gil_scoped_release released;
-  if (vote && b.empty()) {  // the sign rule: the replica's own code (learning/optimizer.h)
-    learning::make_sign_update(learning::SignOptions{weight_decay})
-        ->step_vote(x, bits, learning::StepScale{factors.lr, factors.weight_decay});
-    return;
-  }
-  for (std::size_t i = 0; i < d; ++i) {
-    const float v = vote ? (((words[i / 64] >> (i % 64)) & 1u) != 0 ? 1.0f : -1.0f) : g[i];
-    if (b.empty()) {
-      x[i] = kernels::decayed_step(x[i], v, factors.lr, factors.weight_decay);
-    } else {
-      kernels::momentum_sgd_step(x[i], b[i], v, factors, first_step);
-    }
+  // The replica's own loops (kernels/update.h, as learning/optimizer.h's rules run them).
+  if (vote) {
+    kernels::apply_update(x, bits, b, factors, first_step);
+  } else {
+    kernels::apply_update(x, g, b, factors, first_step);
   }
 }
 
