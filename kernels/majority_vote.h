@@ -5,8 +5,9 @@
 // gives all +1. This is signSGD with majority vote (Bernstein et al., ICLR 2019) and the election
 // code decoder (Sohn et al., NeurIPS 2020).
 //
-// Method: ⌈log2(W+1)⌉ bit-planes of a counter per 64 coordinates; each input word is added with
-// full-adder logic and the counter is compared with the threshold at the end, with no unpacking.
+// Method: ⌈log2(W+1)⌉ bit-planes of a counter per 64 coordinates; input words are added with
+// full-adder logic (unweighted, seven at a time through a carry-save tree first) and the counter
+// is compared with the threshold at the end, with no unpacking.
 // Cost: O(n · d/64 · log W) word operations, reading each input once. Deterministic,
 // bit-identical on every ISA level; thread-safe for distinct outputs.
 #pragma once
