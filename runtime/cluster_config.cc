@@ -97,15 +97,31 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
   if (!json_nesting_ok(json_text))
     return config_error("arrays and objects nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
   // A key given twice in one object is an error (the JSON library keeps the last one: a second
-  // "server" would silently replace the first); the parser's callback sees every key.
-  std::vector<std::set<std::string>> keys_at_depth;
+  // "server" would silently replace the first); the parser's callback sees every key, and the
+  // error names the object that holds it.
+  struct Container {
+    bool array = false;
+    std::string name;  // "the top level", "'server'", "an element of 'nodes'"
+    std::set<std::string> keys;
+    std::string last_key;
+  };
+  std::vector<Container> open;
   std::string duplicate;
   const auto watch = [&](int, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) keys_at_depth.emplace_back();
-    if (event == Json::parse_event_t::object_end && !keys_at_depth.empty()) keys_at_depth.pop_back();
-    if (event == Json::parse_event_t::key && !keys_at_depth.empty() && duplicate.empty() &&
-        !keys_at_depth.back().insert(parsed.get<std::string>()).second) {
-      duplicate = parsed.get<std::string>();
+    using Event = Json::parse_event_t;
+    if (event == Event::object_start || event == Event::array_start) {
+      std::string name = "the top level";
+      if (!open.empty())
+        name = open.back().array ? "an element of " + open.back().name : "'" + open.back().last_key + "'";
+      open.push_back({event == Event::array_start, std::move(name), {}, {}});
+    } else if ((event == Event::object_end || event == Event::array_end) && !open.empty()) {
+      open.pop_back();
+    } else if (event == Event::key && !open.empty()) {
+      Container& object = open.back();
+      object.last_key = parsed.get<std::string>();
+      if (duplicate.empty() && !object.keys.insert(object.last_key).second) {
+        duplicate = "the key '" + object.last_key + "' appears twice in " + object.name;
+      }
     }
     return true;
   };
@@ -120,7 +136,7 @@ Result<ClusterConfig> parse_cluster_config(const std::string& json_text) {
       what = what.substr(end + 2);  // the library's tag, not for users
     return config_error("not valid JSON: " + what);
   }
-  if (!duplicate.empty()) return config_error("the key '" + duplicate + "' appears twice in one object");
+  if (!duplicate.empty()) return config_error(duplicate);
   if (!root.is_object()) return config_error("the top level must be an object");
   BALLOT_TRY(check_keys(root,
                         {"server", "nodes", "keys", "checkpoint", "checkpoint_every", "node_state", "round_deadline_ms",

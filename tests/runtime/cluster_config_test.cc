@@ -44,8 +44,10 @@ TEST(ClusterConfig, ErrorsNameTheProblem) {
   const std::pair<const char*, const char*> cases[] = {
       {"not json", "not valid JSON"},
       {"{\"server\": {\"port\": 1,}}", "line 1, column 23"},  // where the parser stopped
-      {R"({"server": {"port": 29501}, "server": {"port": 29502}})", "the key 'server' appears twice"},
-      {R"({"training": {"nodes": 5, "nodes": 7}})", "the key 'nodes' appears twice"},
+      {R"({"server": {"port": 29501}, "server": {"port": 29502}})", "the key 'server' appears twice in the top level"},
+      {R"({"training": {"nodes": 5, "nodes": 7}})", "the key 'nodes' appears twice in 'training'"},
+      {R"({"nodes": [{"host": "a", "port": 1}, {"host": "b", "host": "c", "port": 2}]})",
+       "the key 'host' appears twice in an element of 'nodes'"},
       {"[1, 2]", "must be an object"},
       {R"({"sever": {}})", "unknown key 'sever'"},
       {R"({"training": {"nodse": 3}})", "unknown key 'nodse'"},
