@@ -1,7 +1,8 @@
 // The update rules' loops on the CPU, the twins of kernels/cuda's apply_update: x ← x − η(v + λx)
 // (the sign rule, plain SGD) and SGD with momentum, over a whole parameter vector, from a packed
 // vote (bit 1 → +1, bit 0 → −1) or an fp32 direction. Each coordinate gets kernels/update_logic.h's
-// step, so every ISA level (runtime-dispatched, kernels/isa.h) and the GPU give the same bits.
+// step, so every ISA level (runtime-dispatched, kernels/isa.h) and the GPU give the same bits (a
+// NaN's payload and sign aside: they follow whichever operand the compiler put first).
 // O(d), one read and write of the parameters (and of the buffer); memory-bound. The caller owns
 // the spans; thread-safe for distinct outputs.
 #pragma once

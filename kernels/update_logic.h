@@ -1,5 +1,5 @@
 // Per-coordinate arithmetic of the workers' Signum momentum and of the update rules applied from
-// a decision, shared by the CPU code (kernels/momentum.h, learning/optimizer.cc) and the CUDA
+// a decision, shared by the CPU kernels (kernels/momentum.h, kernels/update.h) and the CUDA
 // kernels (kernels/cuda) so that a replica on a GPU computes the same bits as one on a CPU.
 //
 // Every step is a fixed sequence of IEEE float32 multiplies and adds, each rounded to nearest,
@@ -43,8 +43,10 @@ BALLOT_HOST_DEVICE inline float sub_rn(float a, float b) {
 // update_loops.h), lane by lane, a float factor applying to every lane: the vector loops give
 // the scalar bits.
 template <typename V>
-concept FloatVector = !std::is_arithmetic_v<V> && !std::is_pointer_v<V> && requires(V v) {
+concept FloatVector = !std::is_arithmetic_v<V> && !std::is_pointer_v<V> && requires(V v, float f) {
   { v[0] } -> std::same_as<float&>;
+  { f* v } -> std::same_as<V>;
+  { v + v } -> std::same_as<V>;
 };
 template <FloatVector V>
 inline V mul_rn(float a, V b) {

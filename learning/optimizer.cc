@@ -129,7 +129,7 @@ class Sgd final : public Optimizer {
   std::vector<std::uint8_t> save_state() const override { return encode_state(Rule::kSgd, started_ ? 1 : 0, buffer_); }
   Status load_state(std::span<const std::uint8_t> bytes, std::size_t num_params) override {
     BALLOT_ASSIGN_OR_RETURN(auto state, decode_state(bytes, Rule::kSgd, 1, num_params));
-    if ((state.flags & 1) != 0 && state.values.empty() && o_.momentum != 0.0) {
+    if ((state.flags & 1) != 0 && state.values.empty() && has_momentum()) {
       return make_error(ErrorCode::kMalformed, "sgd optimizer state: started but holds no momentum buffer");
     }
     started_ = (state.flags & 1) != 0;
@@ -143,6 +143,8 @@ class Sgd final : public Optimizer {
   std::optional<SgdView> sgd_view() const override { return SgdView{&o_, started_, buffer_}; }
 
  private:
+  // As the kernels decide it: on the float32 factor.
+  bool has_momentum() const { return static_cast<float>(o_.momentum) != 0.0f; }
   kernels::SgdFactors factors(StepScale scale) const {
     return {scale.lr, scale.weight_decay, static_cast<float>(o_.momentum), static_cast<float>(1.0 - o_.dampening),
             o_.nesterov};
@@ -152,7 +154,7 @@ class Sgd final : public Optimizer {
   std::pair<std::span<float>, bool> buffer_for(std::size_t d) {
     const bool first_step = !started_ || buffer_.size() != d;
     started_ = true;
-    if (static_cast<float>(o_.momentum) == 0.0f) return {{}, false};
+    if (!has_momentum()) return {{}, false};
     if (first_step) buffer_.resize(d);
     return {buffer_, first_step};
   }
@@ -315,6 +317,12 @@ Made make_sgd_family(const Spec& spec, const GradientLayout&) {
   BALLOT_TRY(check_unit("momentum", o.momentum));
   BALLOT_TRY(check_unit("dampening", o.dampening));
   BALLOT_TRY(check_decay(o.weight_decay));
+  if (o.momentum != 0.0 && static_cast<float>(o.momentum) == 0.0f) {
+    // The update computes in float32, where this momentum would be 0: say so rather than run
+    // plain SGD under a momentum rule's name.
+    return make_error(ErrorCode::kInvalidArgument,
+                      "momentum " + format_number(o.momentum) + " is 0 in float32: give 0 or a larger value");
+  }
   if (o.nesterov && (o.momentum == 0.0 || o.dampening != 0.0)) {
     return make_error(ErrorCode::kInvalidArgument, "nesterov needs momentum > 0 and no dampening");
   }

@@ -51,11 +51,12 @@ TEST_P(MajorityVote, MatchesBruteForceForOneToSixtyFourInputs) {
 }
 
 // Every count of +1 votes from 0 to n, read at every threshold: n inputs where coordinate c has
-// c mod (n + 1) of them +1 (a random subset), beside o all-+1 and n − o all-−1 inputs, in a
-// shuffled order. The vote of 2n inputs is +1 iff count + o ≥ n, so over o = 0..n each count is
-// pinned exactly, whichever group of the counter's adder tree its votes fall in.
+// c mod (n + 1) of them +1 (a random subset), beside o all-+1 and n − 1 − o all-−1 inputs, in a
+// shuffled order. The vote of 2n − 1 inputs is +1 iff count + o ≥ n, so over o = 0..n − 1 each
+// count is pinned exactly, whichever group of the counter's adder tree its votes fall in; with
+// 2n − 1 = 2^P − 1 (n = 4, 8, 16, 32, 64) the counter reaches its largest value.
 TEST_P(MajorityVote, EveryCountAtEveryThreshold) {
-  for (std::size_t n : {1u, 2u, 3u, 6u, 7u, 8u, 13u, 14u, 15u, 21u, 22u, 31u, 32u, 63u}) {
+  for (std::size_t n : {1u, 2u, 3u, 4u, 6u, 7u, 8u, 13u, 14u, 15u, 16u, 21u, 22u, 31u, 32u, 63u, 64u}) {
     Rng rng(1000 + n);
     const std::size_t size = (n + 1) * 24 + 5;
     std::vector<BitVector> counted(n, BitVector(size));
@@ -65,13 +66,13 @@ TEST_P(MajorityVote, EveryCountAtEveryThreshold) {
       for (std::size_t k = n; k > 1; --k) std::swap(order[k - 1], order[rng.uniform_int(k)]);
       for (std::size_t k = 0; k < c % (n + 1); ++k) counted[order[k]].set(c, true);
     }
-    for (std::size_t o = 0; o <= n; ++o) {
+    for (std::size_t o = 0; o < n; ++o) {
       std::vector<BitVector> inputs = counted;
-      for (std::size_t k = 0; k < n; ++k) inputs.emplace_back(size, k < o);
+      for (std::size_t k = 0; k + 1 < n; ++k) inputs.emplace_back(size, k < o);
       for (std::size_t k = inputs.size(); k > 1; --k) std::swap(inputs[k - 1], inputs[rng.uniform_int(k)]);
       BitVector out;
       majority_vote(inputs, out);
-      ASSERT_EQ(out, reference_vote(inputs, std::vector<std::uint32_t>(2 * n, 1), size))
+      ASSERT_EQ(out, reference_vote(inputs, std::vector<std::uint32_t>(2 * n - 1, 1), size))
           << "n = " << n << ", o = " << o;
       for (std::size_t c = 0; c < size; ++c) ASSERT_EQ(out.get(c), c % (n + 1) + o >= n) << n << " " << o << " " << c;
     }

@@ -401,7 +401,9 @@ INSTANTIATE_TEST_SUITE_P(Rules, EveryRule,
 TEST(MakeOptimizer, RejectsUnknownRulesAndOutOfRangeOptions) {
   const auto layout = GradientLayout::whole(4);
   for (const char* spec : {"adam", "sgd:momentum=1", "sgd:momentum=-0.1", "sgd:wd=-1", "sgd:lr=1", "sign:wd=nan",
-                           "signum:beta=1.5", "sgd:nesterov=true", "ef_sign:x=1"}) {
+                           "signum:beta=1.5", "sgd:nesterov=true", "ef_sign:x=1",
+                           // 0 in float32, where the update computes: it would run as plain SGD.
+                           "sgd:momentum=1e-50", "sgd:momentum=1e-50,nesterov=true"}) {
     auto opt = make_optimizer(spec, layout);
     EXPECT_FALSE(opt.ok()) << spec;
   }
