@@ -61,23 +61,6 @@ std::size_t agree_avx2(const std::uint64_t* a, const std::uint64_t* b, std::size
   return equal + kScalarKernels.agree(a + full, b + full, bits % 64);
 }
 
-// The update loops in 8-float vectors up to the last whole 64 coordinates; the rest by the
-// scalar unit.
-void momentum_avx2(float* m, const float* g, std::size_t count, float keep, float mix) {
-  const std::size_t vectors = count / 64 * 64;
-  momentum_vectors<8>(m, g, vectors, keep, mix);
-  kScalarKernels.momentum(m + vectors, g + vectors, count - vectors, keep, mix);
-}
-
-void update_avx2(float* x, float* buffer, const float* g, const std::uint64_t* signs, std::size_t count,
-                 const SgdFactors& f, bool first_step) {
-  const std::size_t vectors = count / 64 * 64;
-  update_vectors<8>(x, buffer, g, signs, vectors, f, first_step);
-  kScalarKernels.update(x + vectors, buffer == nullptr ? nullptr : buffer + vectors,
-                        g == nullptr ? nullptr : g + vectors, signs == nullptr ? nullptr : signs + vectors / 64,
-                        count - vectors, f, first_step);
-}
-
 // The entry scans: the scalar unit's.
 const CpuKernels kAvx2{Isa::kAvx2,
                        &pack_avx2,
@@ -86,8 +69,8 @@ const CpuKernels kAvx2{Isa::kAvx2,
                        &agree_avx2,
                        kScalarKernels.entries,
                        kScalarKernels.count_entries,
-                       &momentum_avx2,
-                       &update_avx2};
+                       &simd_momentum<8>,
+                       &simd_update<8>};
 
 }  // namespace
 

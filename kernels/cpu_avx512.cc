@@ -102,25 +102,8 @@ std::size_t count_entries_avx512(const float* x, std::size_t n) {
   return count + kScalarKernels.count_entries(x + i, n - i);
 }
 
-// The update loops in 16-float vectors up to the last whole 64 coordinates; the rest by the
-// scalar unit.
-void momentum_avx512(float* m, const float* g, std::size_t count, float keep, float mix) {
-  const std::size_t vectors = count / 64 * 64;
-  momentum_vectors<16>(m, g, vectors, keep, mix);
-  kScalarKernels.momentum(m + vectors, g + vectors, count - vectors, keep, mix);
-}
-
-void update_avx512(float* x, float* buffer, const float* g, const std::uint64_t* signs, std::size_t count,
-                   const SgdFactors& f, bool first_step) {
-  const std::size_t vectors = count / 64 * 64;
-  update_vectors<16>(x, buffer, g, signs, vectors, f, first_step);
-  kScalarKernels.update(x + vectors, buffer == nullptr ? nullptr : buffer + vectors,
-                        g == nullptr ? nullptr : g + vectors, signs == nullptr ? nullptr : signs + vectors / 64,
-                        count - vectors, f, first_step);
-}
-
-const CpuKernels kAvx512{Isa::kAvx512,    &pack_avx512,          &unpack_avx512,   &vote_avx512,  &agree_avx512,
-                         &entries_avx512, &count_entries_avx512, &momentum_avx512, &update_avx512};
+const CpuKernels kAvx512{Isa::kAvx512,    &pack_avx512,          &unpack_avx512,     &vote_avx512,    &agree_avx512,
+                         &entries_avx512, &count_entries_avx512, &simd_momentum<16>, &simd_update<16>};
 
 }  // namespace
 

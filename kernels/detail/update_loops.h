@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/detail/cpu_kernels.h"
 #include "kernels/update_logic.h"
 
 namespace ballot::kernels::detail {
@@ -107,6 +108,25 @@ void update_vectors(float* x, float* buffer, const float* g, const std::uint64_t
   if (vote) return update_vectors<Lanes, true, false>(x, buffer, g, signs, count, f, first_step);
   if (momentum) return update_vectors<Lanes, false, true>(x, buffer, g, signs, count, f, first_step);
   update_vectors<Lanes, false, false>(x, buffer, g, signs, count, f, first_step);
+}
+
+// A SIMD unit's entries (detail/cpu_kernels.h): vectors of Lanes floats up to the last whole 64
+// coordinates, the rest by the scalar unit.
+template <int Lanes>
+void simd_momentum(float* m, const float* g, std::size_t count, float keep, float mix) {
+  const std::size_t vectors = count / 64 * 64;
+  momentum_vectors<Lanes>(m, g, vectors, keep, mix);
+  kScalarKernels.momentum(m + vectors, g + vectors, count - vectors, keep, mix);
+}
+
+template <int Lanes>
+void simd_update(float* x, float* buffer, const float* g, const std::uint64_t* signs, std::size_t count,
+                 const SgdFactors& f, bool first_step) {
+  const std::size_t vectors = count / 64 * 64;
+  update_vectors<Lanes>(x, buffer, g, signs, vectors, f, first_step);
+  kScalarKernels.update(x + vectors, buffer == nullptr ? nullptr : buffer + vectors,
+                        g == nullptr ? nullptr : g + vectors, signs == nullptr ? nullptr : signs + vectors / 64,
+                        count - vectors, f, first_step);
 }
 
 }  // namespace ballot::kernels::detail
