@@ -11,6 +11,9 @@
 #include "kernels/sign_logic.h"
 
 namespace ballot::kernels::detail {
+// Internal linkage: each ISA unit that includes this gets its own copies, so the linker can never
+// hand one unit's wide-instruction code to another's callers (detail/cpu_kernels.h).
+namespace {
 
 // a + b + c per bit: sum (weight 1) and carry (weight 2). Two ternary-logic instructions where
 // the compiler has them (AVX-512), five otherwise.
@@ -104,4 +107,5 @@ void bitsliced_vote(const std::uint64_t* const* inputs, const std::uint32_t* wei
   table[planes - 1](inputs, weights, num_inputs, word_begin, word_end, threshold, out);
 }
 
+}  // namespace
 }  // namespace ballot::kernels::detail

@@ -15,6 +15,9 @@
 #include "kernels/update_logic.h"
 
 namespace ballot::kernels::detail {
+// Internal linkage: each ISA unit that includes this gets its own copies, so the linker can never
+// hand one unit's wide-instruction code to another's callers (detail/cpu_kernels.h).
+namespace {
 
 // The vector types of a width (GCC drops a vector_size that depends on a template parameter).
 template <int Lanes>
@@ -129,4 +132,5 @@ void simd_update(float* x, float* buffer, const float* g, const std::uint64_t* s
                         count - vectors, f, first_step);
 }
 
+}  // namespace
 }  // namespace ballot::kernels::detail
